@@ -1,0 +1,1 @@
+//! Shared helpers for strata's criterion benchmarks.

@@ -1,0 +1,3 @@
+//! The `strata` command line.
+
+fn main() {}

@@ -1,0 +1,1 @@
+//! Immutable sorted files: format, writer, memory-mapped reader, I/O seam.

@@ -1,0 +1,1 @@
+//! Lock-free read-latency telemetry per domain, tier and regime.
