@@ -1,0 +1,3 @@
+//! Benchmark placeholder until its issue lands.
+
+fn main() {}
