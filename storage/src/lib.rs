@@ -4,8 +4,33 @@
 //! facade that ties the tiers, the commitment and the branch cache together.
 #![deny(missing_docs)]
 
+pub mod account;
+mod commit;
+mod db;
 pub mod domain;
+mod error;
 pub mod files;
+mod fileset;
+mod inner;
+pub mod keys;
+mod maintenance;
+mod options;
+mod overlay;
+mod reader;
+mod snapshot;
+mod sources;
+mod state_db;
 pub mod telemetry;
+mod unwind;
+mod writer;
 
+pub use account::Account;
+pub use commit::CommitInfo;
 pub use domain::{Domain, Regime};
+pub use error::{Error, Result};
+pub use maintenance::MaintenanceReport;
+pub use options::{Durability, Options};
+pub use reader::StateReader;
+pub use state_db::{DbStats, DomainStats, FileStats, StateDb, DB_FILE, FILES_DIR};
+pub use strata_cache::{CacheKind, CacheStats};
+pub use writer::BlockWriter;

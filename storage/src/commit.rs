@@ -1,0 +1,259 @@
+//! A block's commit: expand deletions, compute the state root, persist the
+//! block in one redb write transaction, write branches through to the cache,
+//! and publish the new snapshot.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use alloy_primitives::{Address, B256};
+use bytes::Bytes;
+use strata_commitment::{compute_root, CommitStats, ComputeOptions, TrieUpdate};
+
+use crate::db::meta::{self, Head};
+use crate::db::tables::{domain_table, CHANGES, META, ROOTS};
+use crate::db::{changes, value};
+use crate::domain::{Domain, Regime};
+use crate::error::{db_err, Error, Result};
+use crate::inner::Inner;
+use crate::keys::split_storage_key;
+use crate::overlay::Overlay;
+use crate::reader::StateReader;
+use crate::snapshot::Snapshot;
+use crate::sources::{hashed_paths, CachedBranches, OverlayState, ROOT_RECORD_KEY};
+
+/// What a block's commit did and how long it took.
+#[derive(Clone, Debug)]
+pub struct CommitInfo {
+    /// The committed block.
+    pub block: u64,
+    /// Its state root.
+    pub root: B256,
+    /// Keys written across all domains (commitment records included).
+    pub keys_written: usize,
+    /// The commitment's counters (keccak calls, records read).
+    pub commitment: CommitStats,
+    /// Time spent computing the root.
+    pub commitment_time: Duration,
+    /// Time spent in the redb write transaction.
+    pub write_time: Duration,
+    /// Branch prefixes the warmers loaded for this block.
+    pub warmed: u64,
+    /// Whether the commit was fsynced.
+    pub durable: bool,
+}
+
+/// Commits `overlay` as block `number` on top of `base`.
+pub(crate) fn commit_block(inner: &Arc<Inner>, number: u64, base: Arc<Snapshot>, overlay: Arc<Overlay>) -> Result<CommitInfo> {
+    let expected = base.block().map_or(0, |b| b + 1);
+    if number != expected {
+        return Err(Error::BlockOutOfOrder {
+            expected,
+            found: number,
+        });
+    }
+    let mut overlay = Arc::unwrap_or_clone(overlay);
+    expand_storage_wipes(&base, &mut overlay)?;
+    let overlay = Arc::new(overlay);
+    let update = trie_update(&overlay);
+
+    // Warm the branches along the touched paths; the commitment reads
+    // through the same cache and never waits for the warmers.
+    let branches = Arc::new(CachedBranches::new(
+        StateReader::new(base.clone(), None, Regime::Commitment, inner.metrics.clone()),
+        inner.cache.clone(),
+    ));
+    let ticket = (inner.warmup.warmers() > 0).then(|| {
+        let source = branches.clone();
+        inner.warmup.warm(
+            hashed_paths(&update),
+            Arc::new(move |path: &Vec<u8>| {
+                strata_commitment::warm_path(source.as_ref(), path).map(|_| ())
+            }),
+        )
+    });
+
+    let started = Instant::now();
+    let state = OverlayState::new(StateReader::new(
+        base.clone(),
+        Some(overlay.clone()),
+        Regime::Commitment,
+        inner.metrics.clone(),
+    ));
+    let options = ComputeOptions {
+        parallel_threshold: inner.options.parallel_commitment_threshold,
+        ..ComputeOptions::default()
+    };
+    let output = compute_root(&update, branches.as_ref(), &state, &options)
+        .map_err(|source| Error::Commitment { block: number, source })?;
+    let commitment_time = started.elapsed();
+
+    // Stop this block's warmers before the cache is written through, so that
+    // no warmer can put a pre-block branch over a post-block one.
+    let mut warmed = 0;
+    if let Some(ticket) = ticket {
+        ticket.cancel();
+        let report = ticket.wait();
+        warmed = report.items_done;
+        for error in &report.errors {
+            tracing::warn!(block = number, %error, "warmer read failed");
+        }
+    }
+
+    let head = Head {
+        block: number,
+        root: output.root,
+    };
+    let record_writes: Vec<(Vec<u8>, Option<Bytes>)> = output
+        .writes
+        .iter()
+        .map(|(path, value)| (strata_commitment::record_key(path), value.clone()))
+        .collect();
+
+    let started = Instant::now();
+    let _commit = inner.commit_lock.lock();
+    let durable = inner.next_commit_durable();
+    let keys_written = write_block(inner, &base, &overlay, &record_writes, head, durable)?;
+    let write_time = started.elapsed();
+
+    for (path, value) in &output.writes {
+        match value {
+            Some(value) => inner.cache.insert(path, value.clone()),
+            None => inner.cache.remove(path),
+        }
+    }
+    publish(inner, Some(head))?;
+    inner.maintenance.wake();
+    Ok(CommitInfo {
+        block: number,
+        root: output.root,
+        keys_written,
+        commitment: output.stats,
+        commitment_time,
+        write_time,
+        warmed: warmed as u64,
+        durable,
+    })
+}
+
+/// Turns each storage wipe into explicit deletions of the slots that exist
+/// in the committed tiers (and that the block did not write again).
+fn expand_storage_wipes(base: &Snapshot, overlay: &mut Overlay) -> Result<()> {
+    let wiped: Vec<Address> = overlay.wiped().iter().copied().collect();
+    for address in wiped {
+        for key in base.live_storage_keys(&address)? {
+            if !overlay.entries(Domain::Storage).contains_key(key.as_slice()) {
+                overlay.put(Domain::Storage, key.to_vec(), None);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The keys the commitment must revisit.
+fn trie_update(overlay: &Overlay) -> TrieUpdate {
+    let mut accounts: Vec<Address> = overlay
+        .entries(Domain::Account)
+        .keys()
+        .filter_map(|k| crate::keys::address_key(k))
+        .collect();
+    accounts.extend(overlay.wiped().iter().copied());
+    let storage = overlay
+        .entries(Domain::Storage)
+        .keys()
+        .filter_map(|k| split_storage_key(k))
+        .collect();
+    TrieUpdate {
+        accounts,
+        storage,
+        wiped: overlay.wiped().iter().copied().collect(),
+    }
+}
+
+/// The redb write transaction of a block: domain values, commitment
+/// records, unwind data, root and head, all or nothing.
+fn write_block(
+    inner: &Inner,
+    base: &Snapshot,
+    overlay: &Overlay,
+    records: &[(Vec<u8>, Option<Bytes>)],
+    head: Head,
+    durable: bool,
+) -> Result<usize> {
+    let step = inner.step_of(head.block);
+    let keep_unwind_data = head.block > 0;
+    let mut txn = inner.db.begin_write().map_err(db_err("begin write"))?;
+    if !durable {
+        txn.set_durability(redb::Durability::None)
+            .map_err(|e| Error::Maintenance(format!("set durability: {e}")))?;
+    }
+    let mut written = 0;
+    {
+        let mut changes_table = txn.open_table(CHANGES).map_err(db_err("open changes"))?;
+        let mut write_domain = |domain: Domain, entries: &mut dyn Iterator<Item = (&[u8], Option<&[u8]>)>| -> Result<()> {
+            let mut table = txn.open_table(domain_table(domain)).map_err(db_err("open table"))?;
+            for (key, new) in entries {
+                if keep_unwind_data {
+                    let (prev, _) = base.get(domain, key)?;
+                    changes_table
+                        .insert(
+                            changes::key(head.block, domain, key).as_slice(),
+                            changes::encode_prev(prev.as_deref()).as_slice(),
+                        )
+                        .map_err(db_err("write unwind data"))?;
+                }
+                table
+                    .insert(key, value::encode(step, new).as_slice())
+                    .map_err(db_err("write value"))?;
+                written += 1;
+            }
+            Ok(())
+        };
+        for domain in [Domain::Account, Domain::Storage, Domain::Code] {
+            let mut entries = overlay
+                .entries(domain)
+                .iter()
+                .map(|(k, v)| (k.as_slice(), v.as_deref()));
+            write_domain(domain, &mut entries)?;
+        }
+        let mut root_record = head.block.to_be_bytes().to_vec();
+        root_record.extend_from_slice(head.root.as_slice());
+        let mut entries = records
+            .iter()
+            .map(|(k, v)| (k.as_slice(), v.as_deref()))
+            .chain(std::iter::once((ROOT_RECORD_KEY, Some(root_record.as_slice()))));
+        write_domain(Domain::Commitment, &mut entries)?;
+
+        // Unwind data older than the unwind window is dropped.
+        if let Some(oldest) = head.block.checked_sub(inner.options.unwind_depth) {
+            let end = changes::block_start(oldest);
+            changes_table
+                .retain_in(..end.as_slice(), |_, _| false)
+                .map_err(db_err("drop old unwind data"))?;
+        }
+    }
+    {
+        let mut roots = txn.open_table(ROOTS).map_err(db_err("open roots"))?;
+        roots
+            .insert(head.block, head.root.as_slice())
+            .map_err(db_err("write root"))?;
+        if let Some(oldest) = head.block.checked_sub(inner.options.unwind_depth) {
+            roots
+                .retain_in(..oldest, |_, _| false)
+                .map_err(db_err("drop old roots"))?;
+        }
+        let mut meta_table = txn.open_table(META).map_err(db_err("open meta"))?;
+        meta::write_head(&mut meta_table, head)?;
+    }
+    txn.commit().map_err(db_err("commit block"))?;
+    Ok(written)
+}
+
+/// Publishes a snapshot of what redb holds now with the current file set.
+/// The caller holds `commit_lock`.
+pub(crate) fn publish(inner: &Inner, head: Option<Head>) -> Result<()> {
+    let files = inner.current.load().files.clone();
+    let snapshot = Snapshot::open(&inner.db, head, files)?;
+    inner.current.store(Arc::new(snapshot));
+    Ok(())
+}
+

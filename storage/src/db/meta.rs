@@ -1,0 +1,150 @@
+//! Metadata kept in redb: format version, step size, the last committed block
+//! and the manifest of live immutable files (the commit authority for files).
+
+use alloy_primitives::B256;
+use redb::{ReadableTable, Table};
+use serde::{Deserialize, Serialize};
+
+use crate::domain::Domain;
+use crate::error::{db_err, Error, Result};
+
+/// The on-disk format version this build reads and writes.
+pub(crate) const FORMAT_VERSION: u32 = 1;
+
+const KEY_FORMAT: &str = "format_version";
+const KEY_STEP_SIZE: &str = "step_size";
+const KEY_HEAD: &str = "head";
+const KEY_MANIFEST: &str = "manifest";
+
+/// The last committed block and its root.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Head {
+    pub(crate) block: u64,
+    pub(crate) root: B256,
+}
+
+/// One live immutable file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct ManifestFile {
+    /// File name inside the files directory.
+    pub(crate) name: String,
+    /// The file's own checksum, as its footer records it.
+    pub(crate) checksum: u64,
+}
+
+/// The live files of one domain and how far collation has gone.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct DomainManifest {
+    /// Steps below this have been collated into files.
+    pub(crate) collated_to: u64,
+    /// Live files, oldest first.
+    pub(crate) files: Vec<ManifestFile>,
+}
+
+/// The live files of every domain.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Manifest {
+    /// Indexed by [`Domain::index`].
+    pub(crate) domains: [DomainManifest; 4],
+}
+
+impl Manifest {
+    pub(crate) fn domain(&self, domain: Domain) -> &DomainManifest {
+        &self.domains[domain.index()]
+    }
+
+    pub(crate) fn domain_mut(&mut self, domain: Domain) -> &mut DomainManifest {
+        &mut self.domains[domain.index()]
+    }
+}
+
+type MetaTable<'txn> = Table<'txn, &'static str, &'static [u8]>;
+
+/// Reads an entry from any table view of META.
+fn read<T: ReadableTable<&'static str, &'static [u8]>>(table: &T, key: &str) -> Result<Option<Vec<u8>>> {
+    Ok(table
+        .get(key)
+        .map_err(db_err("read metadata"))?
+        .map(|guard| guard.value().to_vec()))
+}
+
+/// Everything the metadata table holds, read once at open.
+#[derive(Clone, Debug)]
+pub(crate) struct Meta {
+    pub(crate) step_size: u64,
+    pub(crate) head: Option<Head>,
+    pub(crate) manifest: Manifest,
+}
+
+/// Loads the metadata, or `None` for a database that was never initialised.
+pub(crate) fn load<T: ReadableTable<&'static str, &'static [u8]>>(table: &T) -> Result<Option<(u32, Meta)>> {
+    let Some(format) = read(table, KEY_FORMAT)? else {
+        return Ok(None);
+    };
+    let format = u32::from_be_bytes(format.as_slice().try_into().map_err(|_| Error::CorruptMeta {
+        name: KEY_FORMAT,
+        what: format!("{} bytes, expected 4", format.len()),
+    })?);
+    if format != FORMAT_VERSION {
+        return Ok(Some((format, Meta { step_size: 0, head: None, manifest: Manifest::default() })));
+    }
+    let step_size = read(table, KEY_STEP_SIZE)?.ok_or(Error::CorruptMeta {
+        name: KEY_STEP_SIZE,
+        what: "missing".into(),
+    })?;
+    let step_size = u64::from_be_bytes(step_size.as_slice().try_into().map_err(|_| Error::CorruptMeta {
+        name: KEY_STEP_SIZE,
+        what: format!("{} bytes, expected 8", step_size.len()),
+    })?);
+    let head = read(table, KEY_HEAD)?.map(|raw| decode_head(&raw)).transpose()?;
+    let manifest = match read(table, KEY_MANIFEST)? {
+        Some(raw) => serde_json::from_slice(&raw).map_err(|e| Error::CorruptMeta {
+            name: KEY_MANIFEST,
+            what: e.to_string(),
+        })?,
+        None => Manifest::default(),
+    };
+    Ok(Some((format, Meta { step_size, head, manifest })))
+}
+
+/// Writes the fields of a new database.
+pub(crate) fn init(table: &mut MetaTable<'_>, step_size: u64) -> Result<()> {
+    table
+        .insert(KEY_FORMAT, FORMAT_VERSION.to_be_bytes().as_slice())
+        .map_err(db_err("write format version"))?;
+    table
+        .insert(KEY_STEP_SIZE, step_size.to_be_bytes().as_slice())
+        .map_err(db_err("write step size"))?;
+    Ok(())
+}
+
+/// Records the last committed block and its root.
+pub(crate) fn write_head(table: &mut MetaTable<'_>, head: Head) -> Result<()> {
+    let mut raw = [0u8; 40];
+    raw[..8].copy_from_slice(&head.block.to_be_bytes());
+    raw[8..].copy_from_slice(head.root.as_slice());
+    table.insert(KEY_HEAD, raw.as_slice()).map_err(db_err("write head"))?;
+    Ok(())
+}
+
+/// Records the manifest of live files.
+pub(crate) fn write_manifest(table: &mut MetaTable<'_>, manifest: &Manifest) -> Result<()> {
+    let raw = serde_json::to_vec(manifest).expect("manifest serialises");
+    table
+        .insert(KEY_MANIFEST, raw.as_slice())
+        .map_err(db_err("write manifest"))?;
+    Ok(())
+}
+
+fn decode_head(raw: &[u8]) -> Result<Head> {
+    if raw.len() != 40 {
+        return Err(Error::CorruptMeta {
+            name: KEY_HEAD,
+            what: format!("{} bytes, expected 40", raw.len()),
+        });
+    }
+    Ok(Head {
+        block: u64::from_be_bytes(raw[..8].try_into().expect("8 bytes")),
+        root: B256::from_slice(&raw[8..]),
+    })
+}

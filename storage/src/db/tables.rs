@@ -1,0 +1,35 @@
+//! redb table definitions.
+
+use redb::TableDefinition;
+
+use crate::domain::Domain;
+
+/// Domain key → `step (u64 BE) ‖ value`; a bare step is a tombstone.
+pub(crate) type DomainTable = TableDefinition<'static, &'static [u8], &'static [u8]>;
+
+const ACCOUNT: DomainTable = TableDefinition::new("account");
+const STORAGE: DomainTable = TableDefinition::new("storage");
+const CODE: DomainTable = TableDefinition::new("code");
+const COMMITMENT: DomainTable = TableDefinition::new("commitment");
+
+/// Named metadata entries (format version, last block, file manifest).
+pub(crate) const META: TableDefinition<'static, &'static str, &'static [u8]> =
+    TableDefinition::new("meta");
+
+/// Block number → state root (32 bytes), for the blocks retained for unwind.
+pub(crate) const ROOTS: TableDefinition<'static, u64, &'static [u8]> =
+    TableDefinition::new("roots");
+
+/// `block (u64 BE) ‖ domain (u8) ‖ key` → the value the key had before the block.
+pub(crate) const CHANGES: TableDefinition<'static, &'static [u8], &'static [u8]> =
+    TableDefinition::new("changes");
+
+/// The table of a domain.
+pub(crate) const fn domain_table(domain: Domain) -> DomainTable {
+    match domain {
+        Domain::Account => ACCOUNT,
+        Domain::Storage => STORAGE,
+        Domain::Code => CODE,
+        Domain::Commitment => COMMITMENT,
+    }
+}

@@ -1,0 +1,143 @@
+//! The one error type of strata-storage.
+
+use std::path::PathBuf;
+
+use alloy_primitives::B256;
+
+use crate::domain::Domain;
+use crate::files::FileError;
+
+/// Everything that can go wrong in the storage engine. Each variant says what
+/// failed and where (datadir, file, block, key).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The datadir cannot be created or used.
+    #[error("datadir {path}: {what}: {source}")]
+    Datadir {
+        /// The directory.
+        path: PathBuf,
+        /// What was being done.
+        what: &'static str,
+        /// The underlying I/O error.
+        source: std::io::Error,
+    },
+    /// Another process (or another `StateDb` in this one) holds the database.
+    #[error("datadir {path} is locked by another process or another open StateDb")]
+    Locked {
+        /// The database file.
+        path: PathBuf,
+    },
+    /// The datadir was written by an incompatible version of strata.
+    #[error("datadir {path}: format version {found} is not supported (this build reads {supported})")]
+    UnsupportedFormat {
+        /// The database file.
+        path: PathBuf,
+        /// Version found on disk.
+        found: u32,
+        /// Version this build understands.
+        supported: u32,
+    },
+    /// redb reported an error.
+    #[error("database: {op}: {source}")]
+    Db {
+        /// The operation that failed.
+        op: &'static str,
+        /// redb's error.
+        #[source]
+        source: redb::Error,
+    },
+    /// An immutable file is unreadable or corrupt.
+    #[error(transparent)]
+    File(#[from] FileError),
+    /// A stored record does not decode.
+    #[error("corrupt {domain} record for key 0x{key}: {what}")]
+    CorruptRecord {
+        /// Domain of the record.
+        domain: Domain,
+        /// Hex of the key.
+        key: String,
+        /// What is wrong.
+        what: String,
+    },
+    /// A stored metadata entry does not decode.
+    #[error("corrupt metadata {name}: {what}")]
+    CorruptMeta {
+        /// Name of the entry.
+        name: &'static str,
+        /// What is wrong.
+        what: String,
+    },
+    /// A block was written out of sequence.
+    #[error("block {found} is out of order: expected block {expected}")]
+    BlockOutOfOrder {
+        /// The block number that must come next.
+        expected: u64,
+        /// The block number that was given.
+        found: u64,
+    },
+    /// Genesis was requested on a datadir that already holds blocks.
+    #[error("genesis already initialised: the datadir holds blocks up to {last}")]
+    GenesisExists {
+        /// The last committed block.
+        last: u64,
+    },
+    /// An unwind target is outside the retained window.
+    #[error("cannot unwind to block {target}: blocks {oldest}..={last} are retained")]
+    UnwindOutOfRange {
+        /// Requested block.
+        target: u64,
+        /// Oldest block that can be restored.
+        oldest: u64,
+        /// Last committed block.
+        last: u64,
+    },
+    /// The unwind data of a block is missing.
+    #[error("unwind data for block {block} is missing")]
+    MissingUnwindData {
+        /// The block.
+        block: u64,
+    },
+    /// The commitment failed.
+    #[error("commitment at block {block}: {source}")]
+    Commitment {
+        /// The block being committed.
+        block: u64,
+        /// The commitment's error.
+        #[source]
+        source: strata_commitment::CommitmentError,
+    },
+    /// The stored root does not match a recomputation.
+    #[error("state root mismatch at block {block}: stored {stored}, computed {computed}")]
+    RootMismatch {
+        /// The block.
+        block: u64,
+        /// Root on disk.
+        stored: B256,
+        /// Root recomputed.
+        computed: B256,
+    },
+    /// An earlier write or sync failed; the store refuses writes until reopened.
+    #[error("the store is poisoned by an earlier failure ({cause}); reopen it")]
+    Poisoned {
+        /// The failure that poisoned the store.
+        cause: String,
+    },
+    /// The warmup pool or cache could not be built.
+    #[error("cache: {0}")]
+    Cache(#[from] strata_cache::CacheError),
+    /// A background maintenance thread could not be started or died.
+    #[error("maintenance: {0}")]
+    Maintenance(String),
+}
+
+/// Result alias of strata-storage.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Wraps a redb error with the operation that raised it.
+pub(crate) fn db_err<E: Into<redb::Error>>(op: &'static str) -> impl FnOnce(E) -> Error {
+    move |e| Error::Db {
+        op,
+        source: e.into(),
+    }
+}

@@ -1,0 +1,76 @@
+//! The set of immutable files readers see, swapped atomically as a whole.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::db::meta::Manifest;
+use crate::domain::Domain;
+use crate::error::{Error, Result};
+use crate::files::{FileError, FileSystem, FileValue, SortedFile};
+
+/// The live files of every domain, newest first, with the manifest that lists them.
+#[derive(Default)]
+pub(crate) struct FileSet {
+    domains: [Vec<Arc<SortedFile>>; 4],
+    pub(crate) manifest: Manifest,
+}
+
+impl FileSet {
+    /// Opens (and verifies) every file the manifest lists.
+    pub(crate) fn open(fs: &Arc<dyn FileSystem>, dir: &Path, manifest: Manifest) -> Result<FileSet> {
+        let mut set = FileSet {
+            domains: Default::default(),
+            manifest,
+        };
+        for domain in Domain::ALL {
+            let listed = &set.manifest.domain(domain).files;
+            let mut opened = Vec::with_capacity(listed.len());
+            for entry in listed.iter().rev() {
+                let path = dir.join(&entry.name);
+                let file = SortedFile::open(fs, &path)?;
+                if file.checksum() != entry.checksum {
+                    return Err(Error::File(FileError::Corrupted {
+                        file: path,
+                        offset: 0,
+                        what: format!(
+                            "checksum {:#018x} differs from the manifest's {:#018x}",
+                            file.checksum(),
+                            entry.checksum
+                        ),
+                    }));
+                }
+                opened.push(Arc::new(file));
+            }
+            set.domains[domain.index()] = opened;
+        }
+        Ok(set)
+    }
+
+    /// The files of `domain`, newest first.
+    pub(crate) fn files(&self, domain: Domain) -> &[Arc<SortedFile>] {
+        &self.domains[domain.index()]
+    }
+
+    /// A copy of this set with `domain`'s files replaced (newest first).
+    pub(crate) fn with_files(&self, domain: Domain, files: Vec<Arc<SortedFile>>, manifest: Manifest) -> FileSet {
+        let mut domains = self.domains.clone();
+        domains[domain.index()] = files;
+        FileSet { domains, manifest }
+    }
+
+    /// Looks `key` up newest to oldest; returns the level (0 = newest) and the
+    /// value (`None` for a tombstone) of the first file that holds it.
+    pub(crate) fn get(&self, domain: Domain, key: &[u8]) -> Result<Option<(usize, Option<bytes::Bytes>)>> {
+        for (level, file) in self.files(domain).iter().enumerate() {
+            if !file.may_contain(key) {
+                continue;
+            }
+            match file.get(key)? {
+                Some(FileValue::Value(value)) => return Ok(Some((level, Some(value)))),
+                Some(FileValue::Tombstone) => return Ok(Some((level, None))),
+                None => {}
+            }
+        }
+        Ok(None)
+    }
+}

@@ -1,0 +1,282 @@
+//! Background maintenance: collate (db steps → a new file), merge (adjacent
+//! files → one), prune (drop from the db what files now hold). Each change of
+//! the file set is recorded in the manifest in a durable redb transaction and
+//! published atomically; readers never wait for it.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use parking_lot::{Condvar, Mutex};
+use redb::ReadableTable;
+
+use crate::db::meta::{self, Manifest, ManifestFile};
+use crate::db::tables::{domain_table, META};
+use crate::db::value;
+use crate::domain::Domain;
+use crate::error::{db_err, Error, Result};
+use crate::files::{merge_files, FileMeta, FileSystem, SortedFile, SortedFileWriter};
+use crate::fileset::FileSet;
+use crate::inner::Inner;
+use crate::snapshot::Snapshot;
+
+/// What one maintenance run did.
+#[derive(Clone, Debug, Default)]
+pub struct MaintenanceReport {
+    /// Files built from the db: (domain, from step, to step, entries).
+    pub collated: Vec<(Domain, u64, u64, u64)>,
+    /// Files merged: (domain, from step, to step, entries).
+    pub merged: Vec<(Domain, u64, u64, u64)>,
+    /// Db entries pruned because a file now holds them.
+    pub pruned: u64,
+}
+
+/// Runs collate, merge and prune for every domain until nothing is due.
+pub(crate) fn run(inner: &Arc<Inner>) -> Result<MaintenanceReport> {
+    let _serial = inner.maintenance_lock.lock();
+    let mut report = MaintenanceReport::default();
+    for domain in Domain::ALL {
+        collate(inner, domain, &mut report)?;
+        while merge_once(inner, domain, &mut report)? {}
+    }
+    Ok(report)
+}
+
+/// Collates the db steps that are old enough into one new file and prunes them.
+fn collate(inner: &Arc<Inner>, domain: Domain, report: &mut MaintenanceReport) -> Result<()> {
+    let snapshot = inner.current.load_full();
+    let Some(last) = snapshot.block() else {
+        return Ok(());
+    };
+    let from = snapshot.files.manifest.domain(domain).collated_to;
+    let keep = inner.options.keep_steps_in_db.max(1);
+    let to = (inner.step_of(last) + 1).saturating_sub(keep);
+    if to <= from {
+        return Ok(());
+    }
+    let entries = snapshot.db_entries_in_steps(domain, from, to)?;
+    let built = if entries.is_empty() {
+        None
+    } else {
+        let meta = FileMeta { domain, from_step: from, to_step: to };
+        let mut writer = SortedFileWriter::new(inner.fs.clone(), &inner.files_dir, meta)?;
+        for (key, value) in &entries {
+            writer.push(key, value.as_deref())?;
+        }
+        let info = writer.finish()?;
+        Some(Arc::new(SortedFile::open(&inner.fs, &info.path)?))
+    };
+
+    let _commit = inner.commit_lock.lock();
+    let current = inner.current.load_full();
+    let mut manifest = current.files.manifest.clone();
+    let domain_manifest = manifest.domain_mut(domain);
+    domain_manifest.collated_to = to;
+    let mut files: Vec<Arc<SortedFile>> = current.files.files(domain).to_vec();
+    if let Some(file) = &built {
+        domain_manifest.files.push(manifest_entry(file));
+        files.insert(0, file.clone());
+    }
+    let txn = inner.db.begin_write().map_err(db_err("begin write"))?;
+    let mut pruned = 0;
+    {
+        let mut table = txn.open_table(domain_table(domain)).map_err(db_err("open table"))?;
+        for (key, _) in &entries {
+            let still_old = match table.get(key.as_slice()).map_err(db_err("read for prune"))? {
+                Some(guard) => {
+                    let (step, _) = value::decode(domain, key, guard.value())?;
+                    (from..to).contains(&step)
+                }
+                None => false,
+            };
+            if still_old {
+                table.remove(key.as_slice()).map_err(db_err("prune"))?;
+                pruned += 1;
+            }
+        }
+        let mut meta_table = txn.open_table(META).map_err(db_err("open meta"))?;
+        meta::write_manifest(&mut meta_table, &manifest)?;
+    }
+    txn.commit().map_err(db_err("commit collation"))?;
+    let files = current.files.with_files(domain, files, manifest);
+    publish_files(inner, &current, files)?;
+    report.pruned += pruned;
+    if let Some(file) = built {
+        report.collated.push((domain, from, to, file.entries()));
+    }
+    Ok(())
+}
+
+/// Merges the first adjacent pair whose older file is not larger (in steps)
+/// than the newer one, so that file spans grow toward the past like a binary
+/// counter and a domain keeps O(log n) files. Returns whether it merged.
+fn merge_once(inner: &Arc<Inner>, domain: Domain, report: &mut MaintenanceReport) -> Result<bool> {
+    let snapshot = inner.current.load_full();
+    let newest_first = snapshot.files.files(domain);
+    let oldest_first: Vec<&Arc<SortedFile>> = newest_first.iter().rev().collect();
+    let span = |f: &SortedFile| f.meta().to_step - f.meta().from_step;
+    let Some(i) = (0..oldest_first.len().saturating_sub(1))
+        .find(|&i| span(oldest_first[i]) <= span(oldest_first[i + 1]))
+    else {
+        return Ok(false);
+    };
+    let (older, newer) = (oldest_first[i], oldest_first[i + 1]);
+    let meta = FileMeta {
+        domain,
+        from_step: older.meta().from_step,
+        to_step: newer.meta().to_step,
+    };
+    // Tombstones can go only when nothing older could be shadowed by them.
+    let drop_tombstones = i == 0;
+    let writer = SortedFileWriter::new(inner.fs.clone(), &inner.files_dir, meta)?;
+    let info = merge_files(&[newer.as_ref(), older.as_ref()], writer, drop_tombstones)?;
+    let merged = Arc::new(SortedFile::open(&inner.fs, &info.path)?);
+
+    let _commit = inner.commit_lock.lock();
+    let current = inner.current.load_full();
+    let replaced: HashSet<String> = [older, newer].iter().map(|f| file_name(f)).collect();
+    let mut manifest = current.files.manifest.clone();
+    let listed = &mut manifest.domain_mut(domain).files;
+    let position = listed
+        .iter()
+        .position(|e| replaced.contains(&e.name))
+        .ok_or_else(|| Error::Maintenance(format!("merge inputs of {domain} vanished from the manifest")))?;
+    listed.retain(|e| !replaced.contains(&e.name));
+    listed.insert(position, manifest_entry(&merged));
+    let mut files: Vec<Arc<SortedFile>> = current
+        .files
+        .files(domain)
+        .iter()
+        .filter(|f| !replaced.contains(&file_name(f)))
+        .cloned()
+        .collect();
+    let newest_position = files.len() - position;
+    files.insert(newest_position, merged.clone());
+
+    let txn = inner.db.begin_write().map_err(db_err("begin write"))?;
+    {
+        let mut meta_table = txn.open_table(META).map_err(db_err("open meta"))?;
+        meta::write_manifest(&mut meta_table, &manifest)?;
+    }
+    txn.commit().map_err(db_err("commit merge"))?;
+    let files = current.files.with_files(domain, files, manifest);
+    publish_files(inner, &current, files)?;
+    // Readers holding the old set keep their mappings alive; the names go now.
+    for name in &replaced {
+        inner.fs.remove(&inner.files_dir.join(name))?;
+    }
+    report
+        .merged
+        .push((domain, meta.from_step, meta.to_step, merged.entries()));
+    Ok(true)
+}
+
+fn file_name(file: &SortedFile) -> String {
+    file.path()
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+fn manifest_entry(file: &SortedFile) -> ManifestFile {
+    ManifestFile {
+        name: file_name(file),
+        checksum: file.checksum(),
+    }
+}
+
+/// Publishes a new snapshot with `files`. The caller holds `commit_lock`.
+fn publish_files(inner: &Inner, current: &Snapshot, files: FileSet) -> Result<()> {
+    let snapshot = Snapshot::open(&inner.db, current.head, Arc::new(files))?;
+    inner.current.store(Arc::new(snapshot));
+    Ok(())
+}
+
+/// Deletes files the manifest does not list: leftovers of a build, merge or
+/// temp write that a crash interrupted before its manifest commit.
+pub(crate) fn remove_orphans(fs: &dyn FileSystem, dir: &Path, manifest: &Manifest) -> Result<()> {
+    let live: HashSet<&str> = manifest
+        .domains
+        .iter()
+        .flat_map(|d| d.files.iter().map(|f| f.name.as_str()))
+        .collect();
+    for name in fs.list_dir(dir)? {
+        if !live.contains(name.as_str()) {
+            tracing::info!(file = %name, "removing a file no manifest lists");
+            fs.remove(&dir.join(&name))?;
+        }
+    }
+    Ok(())
+}
+
+/// Wakes the background thread after commits.
+#[derive(Default)]
+pub(crate) struct MaintenanceSignal {
+    state: Mutex<(bool, bool)>,
+    ready: Condvar,
+}
+
+impl MaintenanceSignal {
+    /// Asks for a maintenance run.
+    pub(crate) fn wake(&self) {
+        self.state.lock().0 = true;
+        self.ready.notify_one();
+    }
+
+    fn stop(&self) {
+        self.state.lock().1 = true;
+        self.ready.notify_one();
+    }
+
+    /// Waits for a request; `false` when asked to stop.
+    fn wait(&self) -> bool {
+        let mut state = self.state.lock();
+        while !state.0 && !state.1 {
+            self.ready.wait(&mut state);
+        }
+        let go = !state.1;
+        state.0 = false;
+        go
+    }
+}
+
+/// The background maintenance thread.
+pub(crate) struct MaintenanceWorker {
+    inner: Arc<Inner>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl MaintenanceWorker {
+    pub(crate) fn start(inner: Arc<Inner>) -> Result<MaintenanceWorker> {
+        let worker_inner = inner.clone();
+        let thread = std::thread::Builder::new()
+            .name("strata-maintenance".into())
+            .spawn(move || {
+                while worker_inner.maintenance.wait() {
+                    if worker_inner.check_poisoned().is_err() {
+                        continue;
+                    }
+                    let result = run(&worker_inner);
+                    if let Ok(report) = &result {
+                        if !report.collated.is_empty() || !report.merged.is_empty() {
+                            tracing::debug!(?report, "maintenance");
+                        }
+                    }
+                    let _ = worker_inner.poison_on_error(result);
+                }
+            })
+            .map_err(|e| Error::Maintenance(format!("cannot start the maintenance thread: {e}")))?;
+        Ok(MaintenanceWorker {
+            inner,
+            thread: Some(thread),
+        })
+    }
+
+    pub(crate) fn stop(mut self) {
+        self.inner.maintenance.stop();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}

@@ -1,0 +1,72 @@
+//! The memory tier: a block's writes before its commit.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use alloy_primitives::Address;
+use bytes::Bytes;
+
+use crate::domain::Domain;
+use crate::keys::STORAGE_KEY_LEN;
+
+/// The uncommitted writes of one block. `None` values are deletions.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Overlay {
+    maps: [BTreeMap<Vec<u8>, Option<Bytes>>; 4],
+    /// Accounts whose whole storage was deleted in this block, before any
+    /// storage write of the block that follows the deletion.
+    wiped: BTreeSet<Address>,
+}
+
+impl Overlay {
+    /// What this block says about `key`: `Some(None)` when it deleted it,
+    /// `None` when the block did not touch it.
+    pub(crate) fn get(&self, domain: Domain, key: &[u8]) -> Option<Option<&Bytes>> {
+        if let Some(value) = self.maps[domain.index()].get(key) {
+            return Some(value.as_ref());
+        }
+        if domain == Domain::Storage && key.len() == STORAGE_KEY_LEN {
+            let address = Address::from_slice(&key[..20]);
+            if self.wiped.contains(&address) {
+                return Some(None);
+            }
+        }
+        None
+    }
+
+    /// Records a write (`None` deletes).
+    pub(crate) fn put(&mut self, domain: Domain, key: Vec<u8>, value: Option<Bytes>) {
+        self.maps[domain.index()].insert(key, value);
+    }
+
+    /// Deletes all of `address`'s storage, including what this block wrote.
+    pub(crate) fn wipe_storage(&mut self, address: Address) {
+        let map = &mut self.maps[Domain::Storage.index()];
+        let mut lo = [0u8; STORAGE_KEY_LEN];
+        lo[..20].copy_from_slice(address.as_slice());
+        let mut hi = [0xffu8; STORAGE_KEY_LEN];
+        hi[..20].copy_from_slice(address.as_slice());
+        let doomed: Vec<Vec<u8>> = map
+            .range(lo.to_vec()..=hi.to_vec())
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in doomed {
+            map.remove(&key);
+        }
+        self.wiped.insert(address);
+    }
+
+    /// The writes of one domain, in key order.
+    pub(crate) fn entries(&self, domain: Domain) -> &BTreeMap<Vec<u8>, Option<Bytes>> {
+        &self.maps[domain.index()]
+    }
+
+    /// Accounts whose storage the block wiped.
+    pub(crate) fn wiped(&self) -> &BTreeSet<Address> {
+        &self.wiped
+    }
+
+    /// Total number of keys written.
+    pub(crate) fn len(&self) -> usize {
+        self.maps.iter().map(BTreeMap::len).sum()
+    }
+}

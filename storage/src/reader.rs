@@ -1,0 +1,136 @@
+//! Read handles: a consistent snapshot of a committed block, opened for a regime.
+
+use std::sync::Arc;
+
+use alloy_primitives::{Address, B256, U256};
+use bytes::Bytes;
+
+use crate::account::{decode_slot_value, Account};
+use crate::db::value::hex;
+use crate::domain::{Domain, Regime};
+use crate::error::{Error, Result};
+use crate::keys::storage_key;
+use crate::overlay::Overlay;
+use crate::snapshot::{Found, Snapshot};
+use crate::telemetry::{ReadMetrics, Tier};
+
+/// A consistent view of the last committed block (plus, for a block's own
+/// writer, its uncommitted writes), opened for one [`Regime`].
+///
+/// Cheap to clone; `Send + Sync`, so many threads can read at once. Every
+/// read is timed into the store's telemetry under the handle's regime.
+#[derive(Clone)]
+pub struct StateReader {
+    snapshot: Arc<Snapshot>,
+    overlay: Option<Arc<Overlay>>,
+    regime: Regime,
+    metrics: Arc<ReadMetrics>,
+}
+
+impl StateReader {
+    pub(crate) fn new(
+        snapshot: Arc<Snapshot>,
+        overlay: Option<Arc<Overlay>>,
+        regime: Regime,
+        metrics: Arc<ReadMetrics>,
+    ) -> StateReader {
+        StateReader {
+            snapshot,
+            overlay,
+            regime,
+            metrics,
+        }
+    }
+
+    /// The same snapshot, read under another regime.
+    pub fn with_regime(&self, regime: Regime) -> StateReader {
+        StateReader {
+            regime,
+            ..self.clone()
+        }
+    }
+
+    /// The regime this handle's reads are attributed to.
+    pub fn regime(&self) -> Regime {
+        self.regime
+    }
+
+    /// The last committed block this handle shows (`None` before genesis).
+    pub fn block(&self) -> Option<u64> {
+        self.snapshot.block()
+    }
+
+    /// The state root of that block.
+    pub fn root(&self) -> B256 {
+        self.snapshot.root()
+    }
+
+    /// The newest value of `key` in `domain`: memory, then db, then files
+    /// newest to oldest. `None` when the key does not exist (or was deleted).
+    pub fn get_latest(&self, domain: Domain, key: &[u8]) -> Result<Option<Bytes>> {
+        let started = self.metrics.start();
+        if let Some(overlay) = &self.overlay {
+            if let Some(value) = overlay.get(domain, key) {
+                self.metrics.finish(started, domain, Tier::Memory, self.regime);
+                return Ok(value.cloned());
+            }
+        }
+        let (value, found) = self.snapshot.get(domain, key)?;
+        let tier = match found {
+            Found::Db => Tier::Db,
+            Found::File(level) => Tier::File(level.min(u8::MAX as usize) as u8),
+            // A miss paid for every tier; it is charged to the deepest one probed.
+            Found::Nowhere => match self.snapshot.files.files(domain).len() {
+                0 => Tier::Db,
+                n => Tier::File((n - 1).min(u8::MAX as usize) as u8),
+            },
+        };
+        self.metrics.finish(started, domain, tier, self.regime);
+        Ok(value)
+    }
+
+    /// The account at `address`, or `None` when it does not exist.
+    pub fn account(&self, address: &Address) -> Result<Option<Account>> {
+        self.get_latest(Domain::Account, address.as_slice())?
+            .map(|raw| {
+                Account::decode(&raw).map_err(|what| Error::CorruptRecord {
+                    domain: Domain::Account,
+                    key: hex(address.as_slice()),
+                    what,
+                })
+            })
+            .transpose()
+    }
+
+    /// The value of `slot` in `address`'s storage (zero when unset).
+    pub fn storage(&self, address: &Address, slot: &B256) -> Result<U256> {
+        let key = storage_key(address, slot);
+        match self.get_latest(Domain::Storage, &key)? {
+            None => Ok(U256::ZERO),
+            Some(raw) => decode_slot_value(&raw).map_err(|what| Error::CorruptRecord {
+                domain: Domain::Storage,
+                key: hex(&key),
+                what,
+            }),
+        }
+    }
+
+    /// The bytecode of `address`, or `None` when it has none.
+    pub fn code(&self, address: &Address) -> Result<Option<Bytes>> {
+        self.get_latest(Domain::Code, address.as_slice())
+    }
+
+    pub(crate) fn metrics(&self) -> &Arc<ReadMetrics> {
+        &self.metrics
+    }
+}
+
+impl std::fmt::Debug for StateReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StateReader")
+            .field("block", &self.block())
+            .field("regime", &self.regime)
+            .field("uncommitted", &self.overlay.as_ref().map(|o| o.len()))
+            .finish()
+    }
+}

@@ -1,0 +1,136 @@
+//! A consistent view of the last committed block: one redb read transaction
+//! with its domain tables opened once, and the file set of the same moment.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use alloy_primitives::{Address, B256};
+use bytes::Bytes;
+use redb::{Database, ReadOnlyTable, ReadTransaction, ReadableDatabase, ReadableTable, ReadableTableMetadata};
+
+use crate::db::meta::Head;
+use crate::db::tables::domain_table;
+use crate::db::value;
+use crate::domain::Domain;
+use crate::error::{db_err, Result};
+use crate::fileset::FileSet;
+use crate::keys::STORAGE_KEY_LEN;
+
+/// Where a value was found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Found {
+    /// In the redb tier.
+    Db,
+    /// In a file at this level (0 = newest).
+    File(usize),
+    /// Nowhere: the key does not exist.
+    Nowhere,
+}
+
+/// One committed state: what every read handle of that block shares.
+pub(crate) struct Snapshot {
+    pub(crate) head: Option<Head>,
+    tables: [ReadOnlyTable<&'static [u8], &'static [u8]>; 4],
+    pub(crate) files: Arc<FileSet>,
+    // Keeps the snapshot's pages alive; dropped after the tables.
+    _txn: ReadTransaction,
+}
+
+impl Snapshot {
+    /// Opens a snapshot of what redb holds now, paired with `files`.
+    pub(crate) fn open(db: &Database, head: Option<Head>, files: Arc<FileSet>) -> Result<Snapshot> {
+        let txn = db.begin_read().map_err(db_err("begin read"))?;
+        let open = |domain: Domain| txn.open_table(domain_table(domain)).map_err(db_err("open table"));
+        let tables = [
+            open(Domain::Account)?,
+            open(Domain::Storage)?,
+            open(Domain::Code)?,
+            open(Domain::Commitment)?,
+        ];
+        Ok(Snapshot {
+            head,
+            tables,
+            files,
+            _txn: txn,
+        })
+    }
+
+    /// The block this snapshot shows, if any was committed.
+    pub(crate) fn block(&self) -> Option<u64> {
+        self.head.map(|h| h.block)
+    }
+
+    /// The state root of this snapshot.
+    pub(crate) fn root(&self) -> B256 {
+        self.head.map(|h| h.root).unwrap_or(strata_commitment::EMPTY_ROOT)
+    }
+
+    /// The newest value of `key` in the db tier: `Some(None)` is a tombstone.
+    pub(crate) fn db_get(&self, domain: Domain, key: &[u8]) -> Result<Option<Option<Bytes>>> {
+        let table = &self.tables[domain.index()];
+        let Some(guard) = table.get(key).map_err(db_err("get"))? else {
+            return Ok(None);
+        };
+        let (_, value) = value::decode(domain, key, guard.value())?;
+        Ok(Some(value.map(Bytes::copy_from_slice)))
+    }
+
+    /// The value of `key` through db then files, and where it was found.
+    pub(crate) fn get(&self, domain: Domain, key: &[u8]) -> Result<(Option<Bytes>, Found)> {
+        if let Some(value) = self.db_get(domain, key)? {
+            return Ok((value, Found::Db));
+        }
+        match self.files.get(domain, key)? {
+            Some((level, value)) => Ok((value, Found::File(level))),
+            None => Ok((None, Found::Nowhere)),
+        }
+    }
+
+    /// The storage keys of `address` that hold a value, across db and files.
+    pub(crate) fn live_storage_keys(&self, address: &Address) -> Result<Vec<[u8; STORAGE_KEY_LEN]>> {
+        // Newest tier first: the first version of a key seen decides.
+        let mut seen: BTreeMap<[u8; STORAGE_KEY_LEN], bool> = BTreeMap::new();
+        let mut lo = [0u8; STORAGE_KEY_LEN];
+        lo[..20].copy_from_slice(address.as_slice());
+        let mut hi = [0xffu8; STORAGE_KEY_LEN];
+        hi[..20].copy_from_slice(address.as_slice());
+        let table = &self.tables[Domain::Storage.index()];
+        for entry in table.range(lo.as_slice()..=hi.as_slice()).map_err(db_err("range"))? {
+            let (k, v) = entry.map_err(db_err("range"))?;
+            let key = k.value();
+            let (_, value) = value::decode(Domain::Storage, key, v.value())?;
+            if let Ok(key) = <[u8; STORAGE_KEY_LEN]>::try_from(key) {
+                seen.insert(key, value.is_some());
+            }
+        }
+        for file in self.files.files(Domain::Storage) {
+            for entry in file.iter_prefix(address.as_slice()) {
+                let (key, value) = entry?;
+                if let Ok(key) = <[u8; STORAGE_KEY_LEN]>::try_from(key.as_ref()) {
+                    seen.entry(key).or_insert(value.is_some());
+                }
+            }
+        }
+        Ok(seen.into_iter().filter_map(|(k, live)| live.then_some(k)).collect())
+    }
+
+    /// Every db-tier entry of `domain` written in steps `[from, to)`, in key order.
+    pub(crate) fn db_entries_in_steps(&self, domain: Domain, from: u64, to: u64) -> Result<Vec<(Vec<u8>, Option<Vec<u8>>)>> {
+        let table = &self.tables[domain.index()];
+        let mut out = Vec::new();
+        for entry in table.iter().map_err(db_err("iterate"))? {
+            let (k, v) = entry.map_err(db_err("iterate"))?;
+            let (step, value) = value::decode(domain, k.value(), v.value())?;
+            if (from..to).contains(&step) {
+                out.push((k.value().to_vec(), value.map(<[u8]>::to_vec)));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Number of entries the db tier holds for `domain`.
+    pub(crate) fn db_len(&self, domain: Domain) -> Result<u64> {
+        self.tables[domain.index()].len().map_err(db_err("count"))
+    }
+}
+

@@ -1,0 +1,90 @@
+//! The commitment's view of the store: branch records through the branch
+//! cache (a decorator over the commitment domain), leaves from the domains.
+
+use std::sync::Arc;
+
+use alloy_primitives::{keccak256, Address, B256, U256};
+use bytes::Bytes;
+use strata_cache::PrefixCache;
+use strata_commitment::{AccountLeaf, BranchSource, SourceError, StateSource, TrieUpdate};
+
+use crate::domain::Domain;
+use crate::reader::StateReader;
+use crate::telemetry::Tier;
+
+/// The reserved commitment-domain key holding `(block, root)` of the head.
+/// Record keys are compact nibble paths and never start with 0xff.
+pub(crate) const ROOT_RECORD_KEY: &[u8] = b"\xffroot";
+
+/// Branch records read through the cache, loading misses from the
+/// commitment domain of a committed snapshot.
+pub(crate) struct CachedBranches {
+    reader: StateReader,
+    cache: Arc<dyn PrefixCache>,
+}
+
+impl CachedBranches {
+    pub(crate) fn new(reader: StateReader, cache: Arc<dyn PrefixCache>) -> Self {
+        CachedBranches { reader, cache }
+    }
+}
+
+impl BranchSource for CachedBranches {
+    fn branch(&self, path: &[u8]) -> Result<Option<Bytes>, SourceError> {
+        let metrics = self.reader.metrics();
+        let started = metrics.start();
+        let mut load = || -> Result<Option<Bytes>, SourceError> {
+            let key = strata_commitment::record_key(path);
+            Ok(self.reader.get_latest(Domain::Commitment, &key)?)
+        };
+        let lookup = self.cache.get_or_load(path, &mut load)?;
+        if lookup.hit {
+            metrics.finish(started, Domain::Commitment, Tier::Cache, self.reader.regime());
+        }
+        Ok(lookup.value)
+    }
+}
+
+/// Account and storage leaves as the block being committed leaves them.
+pub(crate) struct OverlayState {
+    reader: StateReader,
+}
+
+impl OverlayState {
+    pub(crate) fn new(reader: StateReader) -> Self {
+        OverlayState { reader }
+    }
+}
+
+impl StateSource for OverlayState {
+    fn account(&self, address: &Address) -> Result<Option<AccountLeaf>, SourceError> {
+        Ok(self.reader.account(address)?.map(|a| AccountLeaf {
+            nonce: a.nonce,
+            balance: a.balance,
+            code_hash: a.code_hash,
+        }))
+    }
+
+    fn storage(&self, address: &Address, slot: &B256) -> Result<Option<U256>, SourceError> {
+        let value = self.reader.storage(address, slot)?;
+        Ok((!value.is_zero()).then_some(value))
+    }
+}
+
+/// The hashed trie paths (one nibble per byte) of every touched key, for the warmers.
+pub(crate) fn hashed_paths(update: &TrieUpdate) -> Vec<Vec<u8>> {
+    let mut paths = Vec::with_capacity(update.accounts.len() + update.storage.len());
+    for address in &update.accounts {
+        paths.push(nibbles(keccak256(address).as_slice()));
+    }
+    for (address, slot) in &update.storage {
+        let mut path = nibbles(keccak256(address).as_slice());
+        path.extend(nibbles(keccak256(slot).as_slice()));
+        paths.push(path);
+    }
+    paths
+}
+
+fn nibbles(bytes: &[u8]) -> Vec<u8> {
+    bytes.iter().flat_map(|b| [b >> 4, b & 0x0f]).collect()
+}

@@ -1,0 +1,266 @@
+//! [`StateDb`]: the facade that opens a datadir and ties the tiers, the
+//! commitment, the branch cache, the warmers and maintenance together.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use alloy_primitives::B256;
+use redb::ReadableDatabase;
+use strata_cache::{build_cache, CacheStats, WarmupPool};
+
+use crate::db::meta::{self, Meta, FORMAT_VERSION};
+use crate::db::tables::{domain_table, CHANGES, META, ROOTS};
+use crate::domain::{Domain, Regime};
+use crate::error::{db_err, Error, Result};
+use crate::files::{FileSystem, OsFileSystem};
+use crate::fileset::FileSet;
+use crate::inner::Inner;
+use crate::maintenance::{self, MaintenanceReport, MaintenanceWorker};
+use crate::options::Options;
+use crate::reader::StateReader;
+use crate::snapshot::Snapshot;
+use crate::telemetry::ReadMetrics;
+use crate::writer::BlockWriter;
+
+/// Name of the redb file inside the datadir.
+pub const DB_FILE: &str = "state.redb";
+/// Name of the folder of immutable files inside the datadir.
+pub const FILES_DIR: &str = "files";
+
+/// A state database in one datadir: redb plus a folder of immutable files.
+pub struct StateDb {
+    inner: Arc<Inner>,
+    worker: Option<MaintenanceWorker>,
+}
+
+impl StateDb {
+    /// Opens (creating on first use) the datadir at `datadir`.
+    pub fn open(datadir: impl AsRef<Path>, options: Options) -> Result<StateDb> {
+        Self::open_with_fs(datadir, options, Arc::new(OsFileSystem))
+    }
+
+    /// Opens the datadir with immutable-file I/O going through `fs` (tests
+    /// inject failures here).
+    pub fn open_with_fs(datadir: impl AsRef<Path>, options: Options, fs: Arc<dyn FileSystem>) -> Result<StateDb> {
+        let datadir = datadir.as_ref().to_path_buf();
+        let dir_err = |what| {
+            let path = datadir.clone();
+            move |source| Error::Datadir { path, what, source }
+        };
+        std::fs::create_dir_all(&datadir).map_err(dir_err("create"))?;
+        let files_dir = datadir.join(FILES_DIR);
+        std::fs::create_dir_all(&files_dir).map_err(dir_err("create files folder"))?;
+        let db_path = datadir.join(DB_FILE);
+        let db = open_redb(&db_path, &options)?;
+        let meta = load_or_init_meta(&db, &db_path, &options)?;
+
+        maintenance::remove_orphans(fs.as_ref(), &files_dir, &meta.manifest)?;
+        let files = Arc::new(FileSet::open(&fs, &files_dir, meta.manifest.clone())?);
+        let snapshot = Snapshot::open(&db, meta.head, files)?;
+        let metrics = Arc::new(ReadMetrics::from_env(options.read_metrics));
+        let cache = build_cache(options.cache_kind, options.cache_bytes);
+        let warmup = WarmupPool::new(options.warmers)?;
+        let background = options.background_maintenance;
+        let inner = Arc::new(Inner::new(
+            files_dir, db, fs, options, meta.step_size, snapshot, metrics, cache, warmup,
+        ));
+        let worker = if background {
+            Some(MaintenanceWorker::start(inner.clone())?)
+        } else {
+            None
+        };
+        Ok(StateDb { inner, worker })
+    }
+
+    /// A read handle on the last committed block for `regime`.
+    pub fn reader(&self, regime: Regime) -> StateReader {
+        StateReader::new(self.inner.current.load_full(), None, regime, self.inner.metrics.clone())
+    }
+
+    /// The last committed block, or `None` for an empty datadir.
+    pub fn last_block(&self) -> Option<u64> {
+        self.inner.current.load().block()
+    }
+
+    /// The state root of the last committed block (the empty root before genesis).
+    pub fn root(&self) -> B256 {
+        self.inner.current.load().root()
+    }
+
+    /// The root of `block` if it is still retained for unwind.
+    pub fn root_at(&self, block: u64) -> Result<Option<B256>> {
+        let txn = self.inner.db.begin_read().map_err(db_err("begin read"))?;
+        let roots = txn.open_table(ROOTS).map_err(db_err("open roots"))?;
+        let root = roots.get(block).map_err(db_err("read root"))?;
+        Ok(root.map(|guard| B256::from_slice(guard.value())))
+    }
+
+    /// Starts writing block `number`, which must follow the last committed
+    /// block. Waits while another writer is open.
+    pub fn begin_block(&self, number: u64) -> Result<BlockWriter<'_>> {
+        self.inner.check_poisoned()?;
+        let exclusive = self.inner.writer_lock.lock();
+        let expected = self.last_block().map_or(0, |b| b + 1);
+        if number != expected {
+            return Err(Error::BlockOutOfOrder { expected, found: number });
+        }
+        Ok(BlockWriter::new(&self.inner, exclusive, number))
+    }
+
+    /// Restores the exact state of `block`, one of the last `unwind_depth`
+    /// committed blocks. Returns its root.
+    pub fn unwind_to(&self, block: u64) -> Result<B256> {
+        self.inner.check_poisoned()?;
+        let _exclusive = self.inner.writer_lock.lock();
+        let result = crate::unwind::unwind_to(&self.inner, block);
+        self.inner.poison_on_error(result)
+    }
+
+    /// Runs collate, merge and prune now, waiting for them to finish.
+    pub fn compact(&self) -> Result<MaintenanceReport> {
+        self.inner.check_poisoned()?;
+        let result = maintenance::run(&self.inner);
+        self.inner.poison_on_error(result)
+    }
+
+    /// The read-latency telemetry of this store.
+    pub fn metrics(&self) -> &Arc<ReadMetrics> {
+        &self.inner.metrics
+    }
+
+    /// The branch cache's counters.
+    pub fn cache_stats(&self) -> CacheStats {
+        self.inner.cache.stats()
+    }
+
+    /// Sizes of the tiers: db entries and files per domain.
+    pub fn stats(&self) -> Result<DbStats> {
+        let snapshot = self.inner.current.load_full();
+        let mut domains = Vec::new();
+        for domain in Domain::ALL {
+            let files = snapshot.files.files(domain);
+            domains.push(DomainStats {
+                domain,
+                db_entries: snapshot.db_len(domain)?,
+                files: files
+                    .iter()
+                    .map(|f| FileStats {
+                        name: f.path().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+                        from_step: f.meta().from_step,
+                        to_step: f.meta().to_step,
+                        entries: f.entries(),
+                        bytes: f.size_bytes(),
+                    })
+                    .collect(),
+            });
+        }
+        Ok(DbStats {
+            last_block: snapshot.block(),
+            root: snapshot.root(),
+            step_size: self.inner.step_size,
+            domains,
+            cache: self.cache_stats(),
+        })
+    }
+
+    /// The options the store was opened with.
+    pub fn options(&self) -> &Options {
+        &self.inner.options
+    }
+}
+
+impl Drop for StateDb {
+    fn drop(&mut self) {
+        if let Some(worker) = self.worker.take() {
+            worker.stop();
+        }
+    }
+}
+
+/// Sizes of the tiers of a store.
+#[derive(Clone, Debug)]
+pub struct DbStats {
+    /// The last committed block.
+    pub last_block: Option<u64>,
+    /// Its root.
+    pub root: B256,
+    /// Blocks per step.
+    pub step_size: u64,
+    /// Per domain.
+    pub domains: Vec<DomainStats>,
+    /// Branch cache counters.
+    pub cache: CacheStats,
+}
+
+/// Sizes of one domain's tiers.
+#[derive(Clone, Debug)]
+pub struct DomainStats {
+    /// The domain.
+    pub domain: Domain,
+    /// Entries in redb.
+    pub db_entries: u64,
+    /// Live files, newest first.
+    pub files: Vec<FileStats>,
+}
+
+/// One immutable file.
+#[derive(Clone, Debug)]
+pub struct FileStats {
+    /// File name.
+    pub name: String,
+    /// First step covered.
+    pub from_step: u64,
+    /// End of the step range (exclusive).
+    pub to_step: u64,
+    /// Keys held (tombstones included).
+    pub entries: u64,
+    /// Size on disk.
+    pub bytes: u64,
+}
+
+fn open_redb(path: &PathBuf, options: &Options) -> Result<redb::Database> {
+    let mut builder = redb::Database::builder();
+    builder.set_cache_size(options.db_cache_bytes);
+    builder.create(path).map_err(|e| match e {
+        redb::DatabaseError::DatabaseAlreadyOpen => Error::Locked { path: path.clone() },
+        other => Error::Db {
+            op: "open database",
+            source: other.into(),
+        },
+    })
+}
+
+fn load_or_init_meta(db: &redb::Database, db_path: &Path, options: &Options) -> Result<Meta> {
+    let txn = db.begin_write().map_err(db_err("begin write"))?;
+    let meta = {
+        let mut table = txn.open_table(META).map_err(db_err("open meta"))?;
+        match meta::load(&table)? {
+            Some((found, _)) if found != FORMAT_VERSION => {
+                return Err(Error::UnsupportedFormat {
+                    path: db_path.to_path_buf(),
+                    found,
+                    supported: FORMAT_VERSION,
+                })
+            }
+            Some((_, meta)) => meta,
+            None => {
+                if options.step_size == 0 {
+                    return Err(Error::Maintenance("step_size must be at least 1".into()));
+                }
+                meta::init(&mut table, options.step_size)?;
+                Meta {
+                    step_size: options.step_size,
+                    head: None,
+                    manifest: Default::default(),
+                }
+            }
+        }
+    };
+    for domain in Domain::ALL {
+        txn.open_table(domain_table(domain)).map_err(db_err("create table"))?;
+    }
+    txn.open_table(CHANGES).map_err(db_err("create table"))?;
+    txn.open_table(ROOTS).map_err(db_err("create table"))?;
+    txn.commit().map_err(db_err("commit metadata"))?;
+    Ok(meta)
+}

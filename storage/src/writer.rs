@@ -1,0 +1,131 @@
+//! The writer of one block: collects its writes in memory until `commit()`.
+
+use std::sync::Arc;
+
+use alloy_primitives::{Address, B256, U256};
+use bytes::Bytes;
+use parking_lot::MutexGuard;
+
+use crate::account::{encode_slot_value, Account};
+use crate::commit::{commit_block, CommitInfo};
+use crate::domain::{Domain, Regime};
+use crate::error::Result;
+use crate::inner::Inner;
+use crate::keys::storage_key;
+use crate::overlay::Overlay;
+use crate::reader::StateReader;
+use crate::snapshot::Snapshot;
+
+/// Writes block `number`. Nothing of the block is visible to other readers
+/// before [`BlockWriter::commit`]; everything is after. Only one writer is
+/// open at a time; dropping it without committing discards the block.
+pub struct BlockWriter<'db> {
+    inner: &'db Arc<Inner>,
+    _exclusive: MutexGuard<'db, ()>,
+    number: u64,
+    base: Arc<Snapshot>,
+    overlay: Arc<Overlay>,
+}
+
+impl<'db> BlockWriter<'db> {
+    pub(crate) fn new(inner: &'db Arc<Inner>, exclusive: MutexGuard<'db, ()>, number: u64) -> Self {
+        let base = inner.current.load_full();
+        BlockWriter {
+            inner,
+            _exclusive: exclusive,
+            number,
+            base,
+            overlay: Arc::default(),
+        }
+    }
+
+    /// The block being written.
+    pub fn number(&self) -> u64 {
+        self.number
+    }
+
+    /// Sets an account's nonce, balance and code hash.
+    pub fn put_account(&mut self, address: Address, account: &Account) {
+        Arc::make_mut(&mut self.overlay)
+            .put(Domain::Account, address.to_vec(), Some(Bytes::from(account.encode())));
+    }
+
+    /// Deletes an account together with its code and all of its storage, as
+    /// selfdestruct does. Writes after this in the same block re-create it.
+    pub fn delete_account(&mut self, address: Address) {
+        Arc::make_mut(&mut self.overlay).put(Domain::Account, address.to_vec(), None);
+        Arc::make_mut(&mut self.overlay).put(Domain::Code, address.to_vec(), None);
+        Arc::make_mut(&mut self.overlay).wipe_storage(address);
+    }
+
+    /// Sets a storage slot; zero deletes it.
+    pub fn put_storage(&mut self, address: Address, slot: B256, value: U256) {
+        let key = storage_key(&address, &slot).to_vec();
+        let value = (!value.is_zero()).then(|| Bytes::from(encode_slot_value(value)));
+        Arc::make_mut(&mut self.overlay).put(Domain::Storage, key, value);
+    }
+
+    /// Sets an account's bytecode; empty code deletes it. The account's
+    /// `code_hash` is the caller's to keep in step (`put_account`).
+    pub fn put_code(&mut self, address: Address, code: Bytes) {
+        let value = (!code.is_empty()).then_some(code);
+        Arc::make_mut(&mut self.overlay).put(Domain::Code, address.to_vec(), value);
+    }
+
+    /// Raw write of a domain key (`None` deletes). The commitment domain is
+    /// the commitment's own and cannot be written here.
+    pub fn put_raw(&mut self, domain: Domain, key: &[u8], value: Option<Bytes>) -> Result<()> {
+        if domain == Domain::Commitment {
+            return Err(crate::error::Error::Maintenance(
+                "the commitment domain is written by the commitment only".into(),
+            ));
+        }
+        Arc::make_mut(&mut self.overlay).put(domain, key.to_vec(), value);
+        Ok(())
+    }
+
+    /// A read handle over the last committed block plus this block's writes
+    /// so far; later writes of the block are not visible through it.
+    pub fn reader(&self, regime: Regime) -> StateReader {
+        StateReader::new(
+            self.base.clone(),
+            Some(self.overlay.clone()),
+            regime,
+            self.inner.metrics.clone(),
+        )
+    }
+
+    /// Reads `key` as this block sees it now (Exec regime).
+    pub fn get_latest(&self, domain: Domain, key: &[u8]) -> Result<Option<Bytes>> {
+        self.view().get_latest(domain, key)
+    }
+
+    /// The account as this block sees it now.
+    pub fn account(&self, address: &Address) -> Result<Option<Account>> {
+        self.view().account(address)
+    }
+
+    /// A storage slot as this block sees it now.
+    pub fn storage(&self, address: &Address, slot: &B256) -> Result<U256> {
+        self.view().storage(address, slot)
+    }
+
+    fn view(&self) -> StateReader {
+        // Shares the overlay; the next write copies it only if this handle is
+        // still alive (it is dropped at the end of each read call).
+        StateReader::new(
+            self.base.clone(),
+            Some(self.overlay.clone()),
+            Regime::Exec,
+            self.inner.metrics.clone(),
+        )
+    }
+
+    /// Computes the state root, persists the block in one redb write
+    /// transaction with its root and unwind data, and makes it visible.
+    pub fn commit(self) -> Result<CommitInfo> {
+        self.inner.check_poisoned()?;
+        let result = commit_block(self.inner, self.number, self.base, self.overlay);
+        self.inner.poison_on_error(result)
+    }
+}

@@ -1,0 +1,206 @@
+//! Model-based property test: random blocks of writes and deletes (including
+//! deleting accounts that have storage), commits, compaction, reopen and
+//! unwind, compared after every step with an in-memory model and its
+//! HashBuilder root.
+
+use alloy_primitives::{Address, Bytes, B256, U256};
+use proptest::prelude::*;
+use strata_storage::{Account, Options, Regime, StateDb};
+
+use crate::oracle::{assert_reads_match, code_hash, model_root, Model, ModelAccount};
+
+const ADDRESSES: usize = 8;
+const SLOTS: usize = 6;
+
+#[derive(Clone, Debug)]
+enum Write {
+    Account { who: usize, nonce: u64, balance: u64 },
+    Slot { who: usize, slot: usize, value: u64 },
+    Code { who: usize, variant: u8 },
+    Delete { who: usize },
+}
+
+#[derive(Clone, Debug)]
+enum Step {
+    Block(Vec<Write>),
+    Compact,
+    Reopen,
+    Unwind(u64),
+}
+
+fn write() -> impl Strategy<Value = Write> {
+    prop_oneof![
+        3 => (0..ADDRESSES, 0..4u64, 0..1000u64).prop_map(|(who, nonce, balance)| Write::Account { who, nonce, balance }),
+        5 => (0..ADDRESSES, 0..SLOTS, prop_oneof![Just(0u64), 1..5u64, Just(u64::MAX)]).prop_map(|(who, slot, value)| Write::Slot { who, slot, value }),
+        1 => (0..ADDRESSES, 0..3u8).prop_map(|(who, variant)| Write::Code { who, variant }),
+        1 => (0..ADDRESSES).prop_map(|who| Write::Delete { who }),
+    ]
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        6 => prop::collection::vec(write(), 0..12).prop_map(Step::Block),
+        1 => Just(Step::Compact),
+        1 => Just(Step::Reopen),
+        1 => (1..5u64).prop_map(Step::Unwind),
+    ]
+}
+
+fn address(i: usize) -> Address {
+    Address::with_last_byte(i as u8 + 1)
+}
+
+fn slot(i: usize) -> B256 {
+    B256::with_last_byte(i as u8 + 1)
+}
+
+fn code(variant: u8) -> Bytes {
+    match variant {
+        0 => Bytes::new(),
+        1 => Bytes::from_static(&[0x60, 0x00, 0x60, 0x00, 0xf3]),
+        _ => Bytes::from(vec![0x5b; 100]),
+    }
+}
+
+pub(crate) fn small_options() -> Options {
+    Options {
+        step_size: 2,
+        keep_steps_in_db: 1,
+        unwind_depth: 6,
+        background_maintenance: false,
+        parallel_commitment_threshold: 8,
+        ..Options::default()
+    }
+}
+
+/// Applies one write to the store and the model; storage writes to a missing
+/// account create it first, as the EVM would.
+fn apply(writer: &mut strata_storage::BlockWriter<'_>, model: &mut Model, write: &Write) {
+    let ensure = |writer: &mut strata_storage::BlockWriter<'_>, model: &mut Model, who: Address| {
+        if !model.contains_key(&who) {
+            model.insert(who, ModelAccount::default());
+            writer.put_account(who, &Account::default());
+        }
+    };
+    match *write {
+        Write::Account { who, nonce, balance } => {
+            let who = address(who);
+            let entry = model.entry(who).or_default();
+            entry.account.nonce = nonce;
+            entry.account.balance = U256::from(balance);
+            writer.put_account(who, &entry.account);
+        }
+        Write::Slot { who, slot: s, value } => {
+            let who = address(who);
+            ensure(writer, model, who);
+            let entry = model.get_mut(&who).unwrap();
+            let value = U256::from(value);
+            if value.is_zero() {
+                entry.storage.remove(&slot(s));
+            } else {
+                entry.storage.insert(slot(s), value);
+            }
+            writer.put_storage(who, slot(s), value);
+        }
+        Write::Code { who, variant } => {
+            let who = address(who);
+            ensure(writer, model, who);
+            let entry = model.get_mut(&who).unwrap();
+            let bytes = code(variant);
+            entry.code = (!bytes.is_empty()).then(|| bytes.clone());
+            entry.account.code_hash = code_hash(&bytes);
+            writer.put_code(who, bytes.into());
+            writer.put_account(who, &entry.account);
+        }
+        Write::Delete { who } => {
+            let who = address(who);
+            model.remove(&who);
+            writer.delete_account(who);
+        }
+    }
+}
+
+fn check(db: &StateDb, model: &Model, context: &str) {
+    let addresses: Vec<Address> = (0..ADDRESSES).map(address).collect();
+    let slots: Vec<B256> = (0..SLOTS).map(slot).collect();
+    let reader = db.reader(Regime::Exec);
+    assert_reads_match(&reader, model, &addresses, &slots, context);
+    assert_eq!(db.root(), model_root(model), "{context}: root");
+}
+
+fn run(steps: Vec<Step>) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut db = StateDb::open(dir.path(), small_options()).unwrap();
+    // history[i] is the model after block i.
+    let mut history: Vec<Model> = Vec::new();
+    let mut model = Model::new();
+    {
+        let writer = db.begin_block(0).unwrap();
+        writer.commit().unwrap();
+        history.push(model.clone());
+    }
+    for (i, step) in steps.into_iter().enumerate() {
+        let context = format!("step {i} ({step:?})");
+        match step {
+            Step::Block(writes) => {
+                let number = db.last_block().unwrap() + 1;
+                let mut writer = db.begin_block(number).unwrap();
+                for write in &writes {
+                    apply(&mut writer, &mut model, write);
+                }
+                let info = writer.commit().unwrap();
+                assert_eq!(info.block, number);
+                history.push(model.clone());
+            }
+            Step::Compact => {
+                db.compact().unwrap();
+            }
+            Step::Reopen => {
+                drop(db);
+                db = StateDb::open(dir.path(), small_options()).unwrap();
+            }
+            Step::Unwind(back) => {
+                let last = db.last_block().unwrap();
+                let target = last.saturating_sub(back);
+                let root = db.unwind_to(target).unwrap();
+                history.truncate(target as usize + 1);
+                model = history.last().unwrap().clone();
+                assert_eq!(root, model_root(&model), "{context}: unwind root");
+                assert_eq!(db.root_at(target).unwrap(), Some(root));
+            }
+        }
+        check(&db, &model, &context);
+    }
+    // Everything survives a final compaction and reopen.
+    db.compact().unwrap();
+    check(&db, &model, "final compaction");
+    drop(db);
+    let db = StateDb::open(dir.path(), small_options()).unwrap();
+    check(&db, &model, "final reopen");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn store_matches_model(steps in prop::collection::vec(step(), 1..30)) {
+        run(steps);
+    }
+}
+
+#[test]
+fn deleting_an_account_removes_storage_held_in_files() {
+    use Step::*;
+    let mut steps = vec![Block(vec![
+        Write::Slot { who: 0, slot: 0, value: 7 },
+        Write::Slot { who: 0, slot: 1, value: 8 },
+    ])];
+    // Push the slots down into files, then delete and re-create the account.
+    steps.extend((0..6).map(|_| Block(vec![Write::Account { who: 1, nonce: 1, balance: 1 }])));
+    steps.push(Compact);
+    steps.push(Block(vec![Write::Delete { who: 0 }, Write::Slot { who: 0, slot: 1, value: 9 }]));
+    steps.push(Compact);
+    steps.push(Unwind(1));
+    steps.push(Reopen);
+    run(steps);
+}

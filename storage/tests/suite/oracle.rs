@@ -1,0 +1,101 @@
+//! An in-memory model of the state and its root by alloy-trie's HashBuilder:
+//! the oracle the store is checked against.
+
+use std::collections::BTreeMap;
+
+use alloy_primitives::{keccak256, Address, Bytes, B256, KECCAK256_EMPTY, U256};
+use alloy_trie::{HashBuilder, Nibbles, EMPTY_ROOT_HASH};
+use strata_storage::{Account, StateReader};
+
+/// One account of the model.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ModelAccount {
+    pub(crate) account: Account,
+    pub(crate) code: Option<Bytes>,
+    pub(crate) storage: BTreeMap<B256, U256>,
+}
+
+/// The whole state, as plain maps.
+pub(crate) type Model = BTreeMap<Address, ModelAccount>;
+
+/// The Ethereum state root of `model`, computed from scratch.
+pub(crate) fn model_root(model: &Model) -> B256 {
+    let mut leaves: Vec<(B256, Vec<u8>)> = model
+        .iter()
+        .map(|(address, entry)| {
+            let storage_root = storage_root(&entry.storage);
+            let mut out = Vec::new();
+            let fields = AccountRlp {
+                nonce: entry.account.nonce,
+                balance: entry.account.balance,
+                storage_root,
+                code_hash: entry.account.code_hash,
+            };
+            alloy_rlp::Encodable::encode(&fields, &mut out);
+            (keccak256(address), out)
+        })
+        .collect();
+    leaves.sort();
+    let mut builder = HashBuilder::default();
+    for (key, value) in &leaves {
+        builder.add_leaf(Nibbles::unpack(key), value);
+    }
+    builder.root()
+}
+
+fn storage_root(storage: &BTreeMap<B256, U256>) -> B256 {
+    if storage.is_empty() {
+        return EMPTY_ROOT_HASH;
+    }
+    let mut leaves: Vec<(B256, Vec<u8>)> = storage
+        .iter()
+        .filter(|(_, v)| !v.is_zero())
+        .map(|(slot, value)| (keccak256(slot), alloy_rlp::encode(value)))
+        .collect();
+    leaves.sort();
+    let mut builder = HashBuilder::default();
+    for (key, value) in &leaves {
+        builder.add_leaf(Nibbles::unpack(key), value);
+    }
+    builder.root()
+}
+
+#[derive(alloy_rlp::RlpEncodable)]
+struct AccountRlp {
+    nonce: u64,
+    balance: U256,
+    storage_root: B256,
+    code_hash: B256,
+}
+
+/// Asserts that every account, slot and code of `addresses` × `slots` reads
+/// through `reader` exactly as the model has it.
+pub(crate) fn assert_reads_match(reader: &StateReader, model: &Model, addresses: &[Address], slots: &[B256], context: &str) {
+    for address in addresses {
+        let expected = model.get(address);
+        let found = reader.account(address).unwrap();
+        assert_eq!(found, expected.map(|e| e.account), "{context}: account {address}");
+        let code = reader.code(address).unwrap();
+        assert_eq!(
+            code.as_deref(),
+            expected.and_then(|e| e.code.as_ref()).map(|c| &c[..]),
+            "{context}: code of {address}"
+        );
+        for slot in slots {
+            let value = reader.storage(address, slot).unwrap();
+            let want = expected
+                .and_then(|e| e.storage.get(slot).copied())
+                .unwrap_or(U256::ZERO);
+            assert_eq!(value, want, "{context}: slot {slot} of {address}");
+        }
+    }
+}
+
+/// keccak of `code`, or the empty hash.
+pub(crate) fn code_hash(code: &[u8]) -> B256 {
+    if code.is_empty() {
+        KECCAK256_EMPTY
+    } else {
+        keccak256(code)
+    }
+}
