@@ -11,6 +11,8 @@ pub mod domain;
 mod error;
 pub mod files;
 mod fileset;
+pub mod genesis;
+mod genesis_init;
 mod inner;
 pub mod keys;
 mod maintenance;

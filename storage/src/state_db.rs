@@ -107,6 +107,15 @@ impl StateDb {
         Ok(BlockWriter::new(&self.inner, exclusive, number))
     }
 
+    /// Writes the initial state `alloc` as block 0 of an empty store and
+    /// returns its state root (bulk-built, streaming, in hashed-key order).
+    pub fn init_genesis(&self, alloc: &crate::genesis::GenesisAlloc) -> Result<B256> {
+        self.inner.check_poisoned()?;
+        let _exclusive = self.inner.writer_lock.lock();
+        let result = crate::genesis_init::init_genesis(&self.inner, alloc);
+        self.inner.poison_on_error(result)
+    }
+
     /// Restores the exact state of `block`, one of the last `unwind_depth`
     /// committed blocks. Returns its root.
     pub fn unwind_to(&self, block: u64) -> Result<B256> {

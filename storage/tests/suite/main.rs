@@ -1,4 +1,5 @@
 //! strata-storage integration tests: one binary, one module per concern.
 
+mod concurrency;
 mod model;
 mod oracle;
