@@ -1,0 +1,1 @@
+//! Tests across the file modules.
