@@ -55,7 +55,7 @@ pub fn merge_files(
         return Err(FileError::InvalidInput {
             file: other.path().to_path_buf(),
             what: format!(
-                "cannot merge a {} file into a {domain} file",
+                "cannot merge a file of domain {} into a file of domain {domain}",
                 other.meta().domain
             ),
         });

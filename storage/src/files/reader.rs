@@ -231,6 +231,11 @@ impl SortedFile {
             .ok_or_else(|| self.block_corrupted(b, "block trailer changed after open"))
     }
 
+    #[cfg(test)]
+    pub(crate) fn blocks_for_test(&self) -> &[BlockHandle] {
+        &self.blocks
+    }
+
     pub(crate) fn block_count_internal(&self) -> usize {
         self.blocks.len()
     }
