@@ -6,6 +6,7 @@
 
 pub mod domain;
 pub mod files;
+pub mod genesis;
 pub mod telemetry;
 
 pub use domain::{Domain, Regime};
