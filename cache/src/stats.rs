@@ -1,0 +1,129 @@
+//! Striped event counters and the statistics snapshot they feed.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use crossbeam_utils::CachePadded;
+
+/// Number of stripes per counter; a thread always adds to the same one.
+const STRIPES: usize = 16;
+
+static NEXT_STRIPE: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    static STRIPE: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+/// This thread's stripe, assigned round-robin on first use.
+#[inline]
+fn stripe() -> usize {
+    STRIPE.with(|s| {
+        let current = s.get();
+        if current != usize::MAX {
+            return current;
+        }
+        let assigned = NEXT_STRIPE.fetch_add(1, Ordering::Relaxed) % STRIPES;
+        s.set(assigned);
+        assigned
+    })
+}
+
+/// A monotonically increasing count spread over cache-padded stripes, so
+/// threads counting at once do not bounce one cache line between cores.
+pub(crate) struct StripedCounter {
+    stripes: Box<[CachePadded<AtomicU64>; STRIPES]>,
+}
+
+impl StripedCounter {
+    pub(crate) fn new() -> Self {
+        Self {
+            stripes: Box::new(std::array::from_fn(|_| CachePadded::new(AtomicU64::new(0)))),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn add(&self, n: u64) {
+        self.stripes[stripe()].fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub(crate) fn sum(&self) -> u64 {
+        self.stripes.iter().map(|s| s.load(Ordering::Relaxed)).sum()
+    }
+}
+
+/// The four event counters every cache keeps.
+pub(crate) struct Counters {
+    pub(crate) hits: StripedCounter,
+    pub(crate) misses: StripedCounter,
+    pub(crate) inserts: StripedCounter,
+    pub(crate) evictions: StripedCounter,
+}
+
+impl Counters {
+    pub(crate) fn new() -> Self {
+        Self {
+            hits: StripedCounter::new(),
+            misses: StripedCounter::new(),
+            inserts: StripedCounter::new(),
+            evictions: StripedCounter::new(),
+        }
+    }
+
+    /// Counts a lookup as a hit or a miss.
+    #[inline]
+    pub(crate) fn lookup(&self, hit: bool) {
+        if hit {
+            self.hits.add(1)
+        } else {
+            self.misses.add(1)
+        }
+    }
+
+    pub(crate) fn snapshot(
+        &self,
+        entries: u64,
+        weight_bytes: u64,
+        capacity_bytes: u64,
+    ) -> CacheStats {
+        CacheStats {
+            hits: self.hits.sum(),
+            misses: self.misses.sum(),
+            inserts: self.inserts.sum(),
+            evictions: self.evictions.sum(),
+            entries,
+            weight_bytes,
+            capacity_bytes,
+        }
+    }
+}
+
+/// A point-in-time view of a cache's counters and occupancy.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    /// Lookups answered with a value without running the caller's loader.
+    pub hits: u64,
+    /// Lookups that found nothing or ran the caller's loader.
+    pub misses: u64,
+    /// Values stored, by `insert` or by a successful load.
+    pub inserts: u64,
+    /// Entries dropped to stay within capacity (or rejected as too large).
+    pub evictions: u64,
+    /// Entries held now.
+    pub entries: u64,
+    /// Bytes held now, weighed with [`entry_weight`](crate::entry_weight).
+    pub weight_bytes: u64,
+    /// The configured capacity in bytes (pinned top levels come on top).
+    pub capacity_bytes: u64,
+}
+
+impl CacheStats {
+    /// hits / (hits + misses), or 0 before the first lookup.
+    pub fn hit_rate(&self) -> f64 {
+        let lookups = self.hits + self.misses;
+        if lookups == 0 {
+            0.0
+        } else {
+            self.hits as f64 / lookups as f64
+        }
+    }
+}

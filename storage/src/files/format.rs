@@ -1,0 +1,198 @@
+//! Byte-level constants and the footer of the sorted-file format
+//! (documented in `storage/FORMAT.md`). All integers are little-endian.
+
+use crate::Domain;
+
+use super::meta::{domain_from_id, domain_id};
+
+/// Last 8 bytes of every sorted file.
+pub(crate) const MAGIC: [u8; 8] = *b"STRATSST";
+
+/// The format version this build writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Size of the fixed footer at the end of the file.
+pub(crate) const FOOTER_LEN: usize = 88;
+
+/// Offset inside the footer of the whole-file checksum; the checksum covers
+/// every byte of the file before it.
+pub(crate) const FOOTER_CHECKSUM_AT: usize = 72;
+
+/// Data blocks are closed once adding the next entry would pass this size.
+pub(crate) const BLOCK_TARGET: usize = 4096;
+
+/// Largest key accepted (the key length is stored in a `u16`).
+pub const MAX_KEY_LEN: usize = u16::MAX as usize;
+
+/// Largest value accepted.
+pub const MAX_VALUE_LEN: usize = 1 << 30;
+
+/// Stored in an entry's value length to mark a tombstone.
+pub(crate) const TOMBSTONE_LEN: u32 = u32::MAX;
+
+/// Entry header: key length (`u16`) and value length (`u32`).
+pub(crate) const ENTRY_HEADER: usize = 6;
+
+/// Block trailer: entry count (`u32`) and checksum (`u64`).
+pub(crate) const BLOCK_TRAILER: usize = 12;
+
+/// Fixed part of an index entry: block offset (`u64`), block length
+/// (`u32`), entry count (`u32`), first-key length (`u16`).
+pub(crate) const INDEX_ENTRY_HEADER: usize = 18;
+
+/// Size of a region checksum (`u64`).
+pub(crate) const CHECKSUM_LEN: usize = 8;
+
+/// The decoded footer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Footer {
+    pub(crate) version: u32,
+    pub(crate) domain_id: u8,
+    pub(crate) from_step: u64,
+    pub(crate) to_step: u64,
+    pub(crate) entry_count: u64,
+    pub(crate) block_count: u32,
+    pub(crate) index_offset: u64,
+    pub(crate) index_len: u64,
+    pub(crate) filter_offset: u64,
+    pub(crate) filter_len: u64,
+    pub(crate) checksum: u64,
+}
+
+impl Footer {
+    /// Encodes everything before the checksum (the first
+    /// [`FOOTER_CHECKSUM_AT`] bytes).
+    pub(crate) fn encode_fields(&self) -> [u8; FOOTER_CHECKSUM_AT] {
+        let mut out = [0u8; FOOTER_CHECKSUM_AT];
+        out[0..4].copy_from_slice(&self.version.to_le_bytes());
+        out[4] = self.domain_id;
+        // 5..8 reserved, zero.
+        out[8..16].copy_from_slice(&self.from_step.to_le_bytes());
+        out[16..24].copy_from_slice(&self.to_step.to_le_bytes());
+        out[24..32].copy_from_slice(&self.entry_count.to_le_bytes());
+        out[32..36].copy_from_slice(&self.block_count.to_le_bytes());
+        // 36..40 reserved, zero.
+        out[40..48].copy_from_slice(&self.index_offset.to_le_bytes());
+        out[48..56].copy_from_slice(&self.index_len.to_le_bytes());
+        out[56..64].copy_from_slice(&self.filter_offset.to_le_bytes());
+        out[64..72].copy_from_slice(&self.filter_len.to_le_bytes());
+        out
+    }
+
+    /// The checksum and magic that close the file.
+    pub(crate) fn encode_tail(&self) -> [u8; FOOTER_LEN - FOOTER_CHECKSUM_AT] {
+        let mut out = [0u8; FOOTER_LEN - FOOTER_CHECKSUM_AT];
+        out[0..8].copy_from_slice(&self.checksum.to_le_bytes());
+        out[8..16].copy_from_slice(&MAGIC);
+        out
+    }
+
+    /// Decodes a footer; `bytes` must be exactly [`FOOTER_LEN`] long. Only
+    /// the layout is decoded here, the values are checked by the opener.
+    pub(crate) fn decode(bytes: &[u8; FOOTER_LEN]) -> Footer {
+        let u64_at = |at: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&bytes[at..at + 8]);
+            u64::from_le_bytes(b)
+        };
+        let u32_at = |at: usize| {
+            let mut b = [0u8; 4];
+            b.copy_from_slice(&bytes[at..at + 4]);
+            u32::from_le_bytes(b)
+        };
+        Footer {
+            version: u32_at(0),
+            domain_id: bytes[4],
+            from_step: u64_at(8),
+            to_step: u64_at(16),
+            entry_count: u64_at(24),
+            block_count: u32_at(32),
+            index_offset: u64_at(40),
+            index_len: u64_at(48),
+            filter_offset: u64_at(56),
+            filter_len: u64_at(64),
+            checksum: u64_at(72),
+        }
+    }
+
+    /// Whether the reserved bytes of an encoded footer are zero.
+    pub(crate) fn reserved_are_zero(bytes: &[u8; FOOTER_LEN]) -> bool {
+        bytes[5..8] == [0; 3] && bytes[36..40] == [0; 4]
+    }
+
+    pub(crate) fn domain(&self) -> Option<Domain> {
+        domain_from_id(self.domain_id)
+    }
+
+    pub(crate) fn domain_id_of(domain: Domain) -> u8 {
+        domain_id(domain)
+    }
+}
+
+/// Reads a little-endian `u16` at `at`, if in bounds.
+#[inline]
+pub(crate) fn read_u16(buf: &[u8], at: usize) -> Option<u16> {
+    let b = buf.get(at..at.checked_add(2)?)?;
+    Some(u16::from_le_bytes([b[0], b[1]]))
+}
+
+/// Reads a little-endian `u32` at `at`, if in bounds.
+#[inline]
+pub(crate) fn read_u32(buf: &[u8], at: usize) -> Option<u32> {
+    let b = buf.get(at..at.checked_add(4)?)?;
+    Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+/// Reads a little-endian `u64` at `at`, if in bounds.
+#[inline]
+pub(crate) fn read_u64(buf: &[u8], at: usize) -> Option<u64> {
+    let b = buf.get(at..at.checked_add(8)?)?;
+    let mut a = [0u8; 8];
+    a.copy_from_slice(b);
+    Some(u64::from_le_bytes(a))
+}
+
+/// The 64-bit checksum used for blocks, regions and the whole file.
+#[inline]
+pub(crate) fn checksum(bytes: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn footer_round_trips() {
+        let f = Footer {
+            version: FORMAT_VERSION,
+            domain_id: 3,
+            from_step: 5,
+            to_step: 9,
+            entry_count: 1234,
+            block_count: 17,
+            index_offset: 100,
+            index_len: 200,
+            filter_offset: 300,
+            filter_len: 400,
+            checksum: 0xdead_beef,
+        };
+        let mut bytes = [0u8; FOOTER_LEN];
+        bytes[..FOOTER_CHECKSUM_AT].copy_from_slice(&f.encode_fields());
+        bytes[FOOTER_CHECKSUM_AT..].copy_from_slice(&f.encode_tail());
+        assert_eq!(Footer::decode(&bytes), f);
+        assert!(Footer::reserved_are_zero(&bytes));
+        assert_eq!(bytes[FOOTER_LEN - 8..], MAGIC);
+    }
+
+    #[test]
+    fn readers_refuse_out_of_bounds() {
+        let buf = [1u8, 2, 3, 4, 5, 6, 7, 8];
+        assert_eq!(read_u16(&buf, 6), Some(0x0807));
+        assert_eq!(read_u16(&buf, 7), None);
+        assert_eq!(read_u32(&buf, 5), None);
+        assert_eq!(read_u64(&buf, 0), Some(0x0807_0605_0403_0201));
+        assert_eq!(read_u64(&buf, 1), None);
+        assert_eq!(read_u64(&buf, usize::MAX), None);
+    }
+}

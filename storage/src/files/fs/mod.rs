@@ -1,0 +1,61 @@
+//! The I/O seam: every byte an immutable file writes or reads goes through
+//! [`FileSystem`], so tests can inject failures, rebuild the image a power
+//! cut leaves behind, and patch bytes.
+//!
+//! Implementations: [`OsFileSystem`] (real files, memory-mapped reads),
+//! [`MemFileSystem`] (in memory, with a power-cut model) and
+//! [`FaultyFileSystem`] (a decorator that fails chosen operations).
+
+mod faulty;
+mod mem;
+mod os;
+
+use std::fmt::Debug;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+
+pub use faulty::{Fault, FaultyFileSystem};
+pub use mem::MemFileSystem;
+pub use os::OsFileSystem;
+
+/// A file being written: appended to, then made durable with [`WritableFile::sync`].
+pub trait WritableFile: Send {
+    /// Appends all of `buf` (possibly buffered until [`WritableFile::sync`]).
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()>;
+    /// Flushes buffers and makes the content durable (fsync).
+    fn sync(&mut self) -> io::Result<()>;
+}
+
+/// The operations the immutable-file layer needs from a file system.
+///
+/// Durable replacement is built from them: write a temp file in the target
+/// directory, [`WritableFile::sync`] it, [`FileSystem::rename`] it into place,
+/// then [`FileSystem::sync_dir`] the directory.
+pub trait FileSystem: Send + Sync + Debug {
+    /// Creates `path` for writing, truncating an existing file.
+    fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>>;
+    /// Atomically renames `from` to `to`, replacing `to` if it exists.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Makes the directory's entries (creations, renames, removals) durable.
+    fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    /// Removes a file.
+    fn remove(&self, path: &Path) -> io::Result<()>;
+    /// Creates a directory and its parents if missing.
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
+    /// The files directly inside `dir`, sorted by path.
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<PathBuf>>;
+    /// Reads the whole file into memory.
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
+    /// Maps the whole file for reading. The returned bytes stay valid (and
+    /// unchanged) for as long as any clone or slice of them lives.
+    fn map(&self, path: &Path) -> io::Result<Bytes>;
+    /// The file's length in bytes.
+    fn file_len(&self, path: &Path) -> io::Result<u64>;
+}
+
+/// The final path component as text, for error messages and name parsing.
+pub(crate) fn file_name_of(path: &Path) -> Option<&str> {
+    path.file_name().and_then(|n| n.to_str())
+}

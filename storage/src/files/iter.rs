@@ -1,0 +1,137 @@
+//! Ordered iteration over a file: all entries, from a key, or under a prefix.
+
+use bytes::Bytes;
+
+use super::block::BlockView;
+use super::error::FileError;
+use super::reader::{FileValue, SortedFile};
+
+/// One entry of a file: the key (a zero-copy slice) and its value or tombstone.
+pub type FileEntry = (Bytes, FileValue);
+
+/// Iterator over a file's entries in key order. Yields an error at most once
+/// (if the mapped bytes changed after open) and then ends.
+#[derive(Debug)]
+pub struct FileIter<'a> {
+    file: &'a SortedFile,
+    block: usize,
+    entry: usize,
+    view: Option<BlockView<'a>>,
+    prefix: Option<Vec<u8>>,
+    pending: Option<FileError>,
+    done: bool,
+}
+
+impl SortedFile {
+    /// All entries in key order.
+    pub fn iter(&self) -> FileIter<'_> {
+        FileIter::new(self, 0, 0, None)
+    }
+
+    /// Entries with key ≥ `start`, in key order; seeks through the index.
+    pub fn iter_from(&self, start: &[u8]) -> FileIter<'_> {
+        self.seek(start, None)
+    }
+
+    /// Entries whose key starts with `prefix`, in key order (e.g. one
+    /// account's storage slots: prefix = address). Seeks through the index
+    /// and stops at the first key past the prefix.
+    pub fn iter_prefix(&self, prefix: &[u8]) -> FileIter<'_> {
+        self.seek(prefix, Some(prefix.to_vec()))
+    }
+
+    fn seek(&self, start: &[u8], prefix: Option<Vec<u8>>) -> FileIter<'_> {
+        let Some(block) = self.block_for(start) else {
+            return FileIter::new(self, 0, 0, prefix);
+        };
+        let mut it = FileIter::new(self, block, 0, prefix);
+        match self.view(block).map(|v| v.search(start)) {
+            Ok(Some(Ok(i) | Err(i))) => it.entry = i,
+            Ok(None) => {
+                it.pending = Some(self.block_corrupted(block, "entry layout changed after open"));
+            }
+            Err(e) => it.pending = Some(e),
+        }
+        it
+    }
+}
+
+impl<'a> FileIter<'a> {
+    fn new(file: &'a SortedFile, block: usize, entry: usize, prefix: Option<Vec<u8>>) -> Self {
+        FileIter {
+            file,
+            block,
+            entry,
+            view: None,
+            prefix,
+            pending: None,
+            done: false,
+        }
+    }
+
+    fn next_entry(&mut self) -> Result<Option<FileEntry>, FileError> {
+        loop {
+            if self.block >= self.file.block_count_internal() {
+                return Ok(None);
+            }
+            let view = match self.view {
+                Some(v) => v,
+                None => {
+                    let v = self.file.view(self.block)?;
+                    self.view = Some(v);
+                    v
+                }
+            };
+            if self.entry >= view.len() {
+                self.block += 1;
+                self.entry = 0;
+                self.view = None;
+                continue;
+            }
+            let raw = view.entry(self.entry).ok_or_else(|| {
+                self.file
+                    .block_corrupted(self.block, "entry layout changed after open")
+            })?;
+            self.entry += 1;
+            let key = self.file.block_slice(self.block, raw.key);
+            let value = match raw.value {
+                Some(r) => FileValue::Value(self.file.block_slice(self.block, r)),
+                None => FileValue::Tombstone,
+            };
+            return Ok(Some((key, value)));
+        }
+    }
+}
+
+impl Iterator for FileIter<'_> {
+    type Item = Result<FileEntry, FileError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        if let Some(e) = self.pending.take() {
+            self.done = true;
+            return Some(Err(e));
+        }
+        match self.next_entry() {
+            Ok(Some((key, value))) => {
+                if let Some(prefix) = &self.prefix
+                    && !key.starts_with(prefix)
+                {
+                    self.done = true;
+                    return None;
+                }
+                Some(Ok((key, value)))
+            }
+            Ok(None) => {
+                self.done = true;
+                None
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+}

@@ -1,0 +1,29 @@
+//! The only module of the crate that uses `unsafe`: mapping an immutable
+//! file into memory.
+#![allow(unsafe_code)]
+
+use std::fs::File;
+use std::io;
+
+use bytes::Bytes;
+
+/// Maps `file` read-only and hands the map to [`Bytes`], which unmaps it when
+/// the last clone or slice is dropped. An empty file gives empty bytes (a
+/// zero-length map is an error on some platforms).
+pub(crate) fn map_read_only(file: &File) -> io::Result<Bytes> {
+    if file.metadata()?.len() == 0 {
+        return Ok(Bytes::new());
+    }
+    // SAFETY: `Mmap::map` is unsafe because another process could truncate
+    // or modify the file while it is mapped, which would change bytes behind
+    // a shared reference (or fault on access after truncation). strata maps
+    // only immutable sorted files: they are written under a temp name, made
+    // durable and renamed into place, and never opened for writing again;
+    // they are removed (unlinked) only after readers drop them, and unlinking
+    // keeps the mapped pages valid. The map is read-only, so this process
+    // cannot write through it either. Bytes read from it are still
+    // bounds-checked and checksummed by the reader, which never assumes a
+    // byte pattern for memory safety.
+    let map = unsafe { memmap2::Mmap::map(file)? };
+    Ok(Bytes::from_owner(map))
+}
