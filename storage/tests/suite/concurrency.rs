@@ -1,8 +1,8 @@
 //! Readers running during commits and merges: no errors, every read returns
 //! the value of some committed block, never a mix inside one snapshot.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use alloy_primitives::{Address, B256, U256};
 use strata_storage::{Account, Options, Regime, StateDb};
@@ -33,9 +33,18 @@ fn readers_see_whole_blocks_during_commits_and_merges() {
             std::thread::spawn(move || {
                 let mut highest = 0u64;
                 while !stop.load(Ordering::Relaxed) {
-                    let reader = db.reader(if r == 0 { Regime::Commitment } else { Regime::Exec });
-                    let Some(block) = reader.block() else { continue };
-                    assert!(block >= highest, "snapshots went back from {highest} to {block}");
+                    let reader = db.reader(if r == 0 {
+                        Regime::Commitment
+                    } else {
+                        Regime::Exec
+                    });
+                    let Some(block) = reader.block() else {
+                        continue;
+                    };
+                    assert!(
+                        block >= highest,
+                        "snapshots went back from {highest} to {block}"
+                    );
                     highest = block;
                     // Every block writes all pairs with its own number: one
                     // snapshot must show one block number everywhere.
@@ -59,7 +68,13 @@ fn readers_see_whole_blocks_during_commits_and_merges() {
         let mut writer = db.begin_block(block).unwrap();
         for i in 0..PAIRS {
             let balance = U256::from(block);
-            writer.put_account(account(i), &Account { balance, ..Account::default() });
+            writer.put_account(
+                account(i),
+                &Account {
+                    balance,
+                    ..Account::default()
+                },
+            );
             if block > 0 {
                 writer.put_storage(account(i), slot, balance);
             }

@@ -3,21 +3,34 @@
 //! unwind, compared after every step with an in-memory model and its
 //! HashBuilder root.
 
-use alloy_primitives::{Address, Bytes, B256, U256};
+use alloy_primitives::{Address, B256, Bytes, U256};
 use proptest::prelude::*;
 use strata_storage::{Account, Options, Regime, StateDb};
 
-use crate::oracle::{assert_reads_match, code_hash, model_root, Model, ModelAccount};
+use crate::oracle::{Model, ModelAccount, assert_reads_match, code_hash, model_root};
 
 const ADDRESSES: usize = 8;
 const SLOTS: usize = 6;
 
 #[derive(Clone, Debug)]
 enum Write {
-    Account { who: usize, nonce: u64, balance: u64 },
-    Slot { who: usize, slot: usize, value: u64 },
-    Code { who: usize, variant: u8 },
-    Delete { who: usize },
+    Account {
+        who: usize,
+        nonce: u64,
+        balance: u64,
+    },
+    Slot {
+        who: usize,
+        slot: usize,
+        value: u64,
+    },
+    Code {
+        who: usize,
+        variant: u8,
+    },
+    Delete {
+        who: usize,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -83,14 +96,22 @@ fn apply(writer: &mut strata_storage::BlockWriter<'_>, model: &mut Model, write:
         }
     };
     match *write {
-        Write::Account { who, nonce, balance } => {
+        Write::Account {
+            who,
+            nonce,
+            balance,
+        } => {
             let who = address(who);
             let entry = model.entry(who).or_default();
             entry.account.nonce = nonce;
             entry.account.balance = U256::from(balance);
             writer.put_account(who, &entry.account);
         }
-        Write::Slot { who, slot: s, value } => {
+        Write::Slot {
+            who,
+            slot: s,
+            value,
+        } => {
             let who = address(who);
             ensure(writer, model, who);
             let entry = model.get_mut(&who).unwrap();
@@ -192,13 +213,34 @@ proptest! {
 fn deleting_an_account_removes_storage_held_in_files() {
     use Step::*;
     let mut steps = vec![Block(vec![
-        Write::Slot { who: 0, slot: 0, value: 7 },
-        Write::Slot { who: 0, slot: 1, value: 8 },
+        Write::Slot {
+            who: 0,
+            slot: 0,
+            value: 7,
+        },
+        Write::Slot {
+            who: 0,
+            slot: 1,
+            value: 8,
+        },
     ])];
     // Push the slots down into files, then delete and re-create the account.
-    steps.extend((0..6).map(|_| Block(vec![Write::Account { who: 1, nonce: 1, balance: 1 }])));
+    steps.extend((0..6).map(|_| {
+        Block(vec![Write::Account {
+            who: 1,
+            nonce: 1,
+            balance: 1,
+        }])
+    }));
     steps.push(Compact);
-    steps.push(Block(vec![Write::Delete { who: 0 }, Write::Slot { who: 0, slot: 1, value: 9 }]));
+    steps.push(Block(vec![
+        Write::Delete { who: 0 },
+        Write::Slot {
+            who: 0,
+            slot: 1,
+            value: 9,
+        },
+    ]));
     steps.push(Compact);
     steps.push(Unwind(1));
     steps.push(Reopen);

@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use alloy_primitives::{keccak256, Address, Bytes, B256, KECCAK256_EMPTY, U256};
-use alloy_trie::{HashBuilder, Nibbles, EMPTY_ROOT_HASH};
+use alloy_primitives::{Address, B256, Bytes, KECCAK256_EMPTY, U256, keccak256};
+use alloy_trie::{EMPTY_ROOT_HASH, HashBuilder, Nibbles};
 use strata_storage::{Account, StateReader};
 
 /// One account of the model.
@@ -70,11 +70,21 @@ struct AccountRlp {
 
 /// Asserts that every account, slot and code of `addresses` × `slots` reads
 /// through `reader` exactly as the model has it.
-pub(crate) fn assert_reads_match(reader: &StateReader, model: &Model, addresses: &[Address], slots: &[B256], context: &str) {
+pub(crate) fn assert_reads_match(
+    reader: &StateReader,
+    model: &Model,
+    addresses: &[Address],
+    slots: &[B256],
+    context: &str,
+) {
     for address in addresses {
         let expected = model.get(address);
         let found = reader.account(address).unwrap();
-        assert_eq!(found, expected.map(|e| e.account), "{context}: account {address}");
+        assert_eq!(
+            found,
+            expected.map(|e| e.account),
+            "{context}: account {address}"
+        );
         let code = reader.code(address).unwrap();
         assert_eq!(
             code.as_deref(),
