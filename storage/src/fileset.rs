@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::db::meta::Manifest;
 use crate::domain::Domain;
 use crate::error::{Error, Result};
-use crate::files::{FileError, FileSystem, FileValue, SortedFile};
+use crate::files::{lookup_newest_first, FileError, FileSystem, FileValue, SortedFile};
 
 /// The live files of every domain, newest first, with the manifest that lists them.
 #[derive(Default)]
@@ -27,7 +27,7 @@ impl FileSet {
             let mut opened = Vec::with_capacity(listed.len());
             for entry in listed.iter().rev() {
                 let path = dir.join(&entry.name);
-                let file = SortedFile::open(fs, &path)?;
+                let file = SortedFile::open(fs.as_ref(), &path)?;
                 if file.checksum() != entry.checksum {
                     return Err(Error::File(FileError::Corrupted {
                         file: path,
@@ -61,16 +61,12 @@ impl FileSet {
     /// Looks `key` up newest to oldest; returns the level (0 = newest) and the
     /// value (`None` for a tombstone) of the first file that holds it.
     pub(crate) fn get(&self, domain: Domain, key: &[u8]) -> Result<Option<(usize, Option<bytes::Bytes>)>> {
-        for (level, file) in self.files(domain).iter().enumerate() {
-            if !file.may_contain(key) {
-                continue;
-            }
-            match file.get(key)? {
-                Some(FileValue::Value(value)) => return Ok(Some((level, Some(value)))),
-                Some(FileValue::Tombstone) => return Ok(Some((level, None))),
-                None => {}
-            }
-        }
-        Ok(None)
+        Ok(lookup_newest_first(self.files(domain), key)?.map(|hit| {
+            let value = match hit.value {
+                FileValue::Value(value) => Some(value),
+                FileValue::Tombstone => None,
+            };
+            (hit.position, value)
+        }))
     }
 }

@@ -16,7 +16,7 @@ use crate::db::tables::{domain_table, META};
 use crate::db::value;
 use crate::domain::Domain;
 use crate::error::{db_err, Error, Result};
-use crate::files::{merge_files, FileMeta, FileSystem, SortedFile, SortedFileWriter};
+use crate::files::{merge_files, FileError, FileMeta, FileSystem, SortedFile, SortedFileWriter};
 use crate::fileset::FileSet;
 use crate::inner::Inner;
 use crate::snapshot::Snapshot;
@@ -65,7 +65,7 @@ fn collate(inner: &Arc<Inner>, domain: Domain, report: &mut MaintenanceReport) -
             writer.push(key, value.as_deref())?;
         }
         let info = writer.finish()?;
-        Some(Arc::new(SortedFile::open(&inner.fs, &info.path)?))
+        Some(Arc::new(SortedFile::open(inner.fs.as_ref(), &info.path)?))
     };
 
     let _commit = inner.commit_lock.lock();
@@ -131,7 +131,7 @@ fn merge_once(inner: &Arc<Inner>, domain: Domain, report: &mut MaintenanceReport
     let drop_tombstones = i == 0;
     let writer = SortedFileWriter::new(inner.fs.clone(), &inner.files_dir, meta)?;
     let info = merge_files(&[newer.as_ref(), older.as_ref()], writer, drop_tombstones)?;
-    let merged = Arc::new(SortedFile::open(&inner.fs, &info.path)?);
+    let merged = Arc::new(SortedFile::open(inner.fs.as_ref(), &info.path)?);
 
     let _commit = inner.commit_lock.lock();
     let current = inner.current.load_full();
@@ -164,12 +164,17 @@ fn merge_once(inner: &Arc<Inner>, domain: Domain, report: &mut MaintenanceReport
     publish_files(inner, &current, files)?;
     // Readers holding the old set keep their mappings alive; the names go now.
     for name in &replaced {
-        inner.fs.remove(&inner.files_dir.join(name))?;
+        let path = inner.files_dir.join(name);
+        inner.fs.remove(&path).map_err(|source| io_error(path, "remove", source))?;
     }
     report
         .merged
         .push((domain, meta.from_step, meta.to_step, merged.entries()));
     Ok(true)
+}
+
+fn io_error(file: std::path::PathBuf, op: &'static str, source: std::io::Error) -> Error {
+    Error::File(FileError::Io { file, op, source })
 }
 
 fn file_name(file: &SortedFile) -> String {
@@ -201,10 +206,15 @@ pub(crate) fn remove_orphans(fs: &dyn FileSystem, dir: &Path, manifest: &Manifes
         .iter()
         .flat_map(|d| d.files.iter().map(|f| f.name.as_str()))
         .collect();
-    for name in fs.list_dir(dir)? {
+    let listed = fs
+        .list_dir(dir)
+        .map_err(|source| io_error(dir.to_path_buf(), "list", source))?;
+    for path in listed {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         if !live.contains(name.as_str()) {
-            tracing::info!(file = %name, "removing a file no manifest lists");
-            fs.remove(&dir.join(&name))?;
+            tracing::info!(file = %path.display(), "removing a file no manifest lists");
+            let path = if path.is_absolute() { path } else { dir.join(&name) };
+            fs.remove(&path).map_err(|source| io_error(path.clone(), "remove", source))?;
         }
     }
     Ok(())

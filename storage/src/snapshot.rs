@@ -107,7 +107,7 @@ impl Snapshot {
             for entry in file.iter_prefix(address.as_slice()) {
                 let (key, value) = entry?;
                 if let Ok(key) = <[u8; STORAGE_KEY_LEN]>::try_from(key.as_ref()) {
-                    seen.entry(key).or_insert(value.is_some());
+                    seen.entry(key).or_insert(value.value().is_some());
                 }
             }
         }
