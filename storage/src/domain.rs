@@ -16,7 +16,12 @@ pub enum Domain {
 
 impl Domain {
     /// All domains, in their fixed index order.
-    pub const ALL: [Domain; 4] = [Domain::Account, Domain::Storage, Domain::Code, Domain::Commitment];
+    pub const ALL: [Domain; 4] = [
+        Domain::Account,
+        Domain::Storage,
+        Domain::Code,
+        Domain::Commitment,
+    ];
 
     /// A dense index (0..4) for arrays keyed by domain.
     pub const fn index(self) -> usize {
