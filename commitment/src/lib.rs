@@ -4,8 +4,37 @@
 //! The crate knows nothing of redb, files or caches: it reads persisted branch
 //! nodes through [`BranchSource`] and leaf values through [`StateSource`], and
 //! returns the branches a block changed so the caller can persist them.
+//!
+//! - [`compute_root`]: per-block incremental root over the touched keys.
+//! - [`BulkBuilder`] / [`build_from_sorted`]: build the records of a large
+//!   initial state from sorted input, without one insert per key.
+//! - [`warm_path`]: read the records a key's path needs (for cache warmers).
+//! - [`RawTrie`]: a plain in-memory trie over arbitrary byte keys.
+//! - [`MemoryBranchStore`], [`MemoryState`]: in-memory sources.
+//!
+//! Record and key encodings are described in `FORMAT.md`.
 #![deny(missing_docs)]
 
+mod bulk;
+mod compute;
+mod error;
+mod memory;
+mod nibbles;
+mod node;
+mod raw;
+mod record;
 pub mod source;
+mod touch;
+mod walk;
+mod warm;
 
+pub use bulk::{BulkBuilder, SortedAccount, build_from_sorted};
+pub use compute::{CommitOutput, CommitStats, ComputeOptions, RecordWrite, compute_root};
+pub use error::CommitmentError;
+pub use memory::{MemoryBranchStore, MemoryState};
+pub use nibbles::{MAX_PATH_NIBBLES, record_key, record_path, unpack_nibbles};
+pub use node::EMPTY_ROOT;
+pub use raw::RawTrie;
 pub use source::{AccountLeaf, BranchSource, SourceError, StateSource};
+pub use touch::TrieUpdate;
+pub use warm::warm_path;

@@ -1,0 +1,463 @@
+//! Bulk build of the trie records from input sorted by hashed key: one pass,
+//! a stack of open branches, every node hashed exactly once. Produces the
+//! same records [`compute_root`](crate::compute_root) would.
+
+use alloy_primitives::{Address, B256, U256};
+use bytes::Bytes;
+use rayon::prelude::*;
+
+use crate::error::CommitmentError;
+use crate::nibbles::{common_prefix, nibble, push_key_nibbles, unpack_nibbles};
+use crate::node::{
+    EMPTY_ROOT, NodeRef, encode_account, encode_branch, encode_extension, encode_key_leaf,
+    encode_storage_value,
+};
+use crate::record::{
+    LeafKind, TAG_BRANCH, TAG_ROOT_BRANCH, TAG_ROOT_CELL, put_branch_cell, put_leaf_cell, put_ref,
+};
+use crate::source::AccountLeaf;
+
+type Result<T> = std::result::Result<T, CommitmentError>;
+
+/// A closed subtree waiting to be placed into its parent branch.
+#[derive(Clone, Copy)]
+enum Closed {
+    /// The builder's pending leaf.
+    Leaf,
+    /// A branch at relative `depth` (its subtree contains the previous key).
+    Branch { depth: usize, branch_ref: NodeRef },
+}
+
+/// An open branch: the children placed so far, in nibble order.
+struct Level {
+    depth: usize,
+    refs: [Option<NodeRef>; 16],
+    bitmap: u16,
+    cells: Vec<u8>,
+}
+
+impl Level {
+    fn new(depth: usize) -> Self {
+        Self {
+            depth,
+            refs: [None; 16],
+            bitmap: 0,
+            cells: Vec::with_capacity(16 * 120),
+        }
+    }
+}
+
+/// The streaming builder of one sub-trie (the account trie, or one account's
+/// storage trie).
+struct StackBuilder {
+    /// Absolute nibble path of the sub-trie root.
+    base: Vec<u8>,
+    levels: Vec<Level>,
+    active: usize,
+    prev: Option<B256>,
+    leaf_kind: LeafKind,
+    leaf_value: Vec<u8>,
+    buf: Vec<u8>,
+    keccaks: u64,
+}
+
+impl StackBuilder {
+    fn new() -> Self {
+        Self {
+            base: Vec::new(),
+            levels: Vec::new(),
+            active: 0,
+            prev: None,
+            leaf_kind: LeafKind::Slot { slot: B256::ZERO },
+            leaf_value: Vec::with_capacity(128),
+            buf: Vec::with_capacity(600),
+            keccaks: 0,
+        }
+    }
+
+    fn reset(&mut self, base: &[u8]) {
+        self.base.clear();
+        self.base.extend_from_slice(base);
+        self.active = 0;
+        self.prev = None;
+    }
+
+    /// Adds the next leaf; its value must already be in `self.leaf_value`
+    /// after this call returns (the caller fills it via `value_buf`).
+    fn add(
+        &mut self,
+        key: B256,
+        kind: LeafKind,
+        emit: &mut dyn FnMut(Vec<u8>, Bytes),
+    ) -> Result<()> {
+        if let Some(prev) = self.prev {
+            if key <= prev {
+                return Err(CommitmentError::Unsorted {
+                    what: format!("key {key} after {prev}"),
+                });
+            }
+            let d = common_prefix(&prev, &key, 0);
+            let mut sub = Closed::Leaf;
+            while self.active > 0 && self.levels[self.active - 1].depth > d {
+                sub = self.place_and_close(sub, emit);
+            }
+            if self.active == 0 || self.levels[self.active - 1].depth < d {
+                self.push_level(d);
+            }
+            let top = self.active - 1;
+            self.place(sub, top);
+        }
+        self.prev = Some(key);
+        self.leaf_kind = kind;
+        self.leaf_value.clear();
+        Ok(())
+    }
+
+    fn push_level(&mut self, depth: usize) {
+        if self.levels.len() == self.active {
+            self.levels.push(Level::new(depth));
+        } else {
+            let l = &mut self.levels[self.active];
+            l.depth = depth;
+            l.refs = [None; 16];
+            l.bitmap = 0;
+            l.cells.clear();
+        }
+        self.active += 1;
+    }
+
+    /// Places `sub` (which contains the previous key) into level `li`.
+    fn place(&mut self, sub: Closed, li: usize) {
+        let prev = self.prev.unwrap_or_default();
+        let level = &mut self.levels[li];
+        let pos = level.depth + 1;
+        let n = nibble(&prev, level.depth) as usize;
+        let r = match sub {
+            Closed::Leaf => {
+                self.buf.clear();
+                encode_key_leaf(&prev, pos, &self.leaf_value, &mut self.buf);
+                let r = NodeRef::of_rlp(&self.buf, &mut self.keccaks);
+                put_leaf_cell(&mut level.cells, &prev, &self.leaf_kind, &r);
+                r
+            }
+            Closed::Branch { depth, branch_ref } => {
+                let mut ext = [0u8; 64];
+                for (i, e) in (pos..depth).zip(ext.iter_mut()) {
+                    *e = nibble(&prev, i);
+                }
+                let ext = &ext[..depth - pos];
+                let r = if ext.is_empty() {
+                    branch_ref
+                } else {
+                    self.buf.clear();
+                    encode_extension(ext, &branch_ref, &mut self.buf);
+                    NodeRef::of_rlp(&self.buf, &mut self.keccaks)
+                };
+                put_branch_cell(&mut level.cells, ext, &branch_ref, &r);
+                r
+            }
+        };
+        level.refs[n] = Some(r);
+        level.bitmap |= 1 << n;
+    }
+
+    /// Places `sub` into the top level, hashes that branch, emits its record
+    /// and pops it.
+    fn place_and_close(&mut self, sub: Closed, emit: &mut dyn FnMut(Vec<u8>, Bytes)) -> Closed {
+        let top = self.active - 1;
+        self.place(sub, top);
+        self.active -= 1;
+        let prev = self.prev.unwrap_or_default();
+        let level = &self.levels[top];
+        self.buf.clear();
+        encode_branch(&level.refs, None, &mut self.buf);
+        let branch_ref = NodeRef::of_rlp(&self.buf, &mut self.keccaks);
+        let mut rec = Vec::with_capacity(level.cells.len() + 36);
+        if level.depth == 0 {
+            rec.push(TAG_ROOT_BRANCH);
+            put_ref(&mut rec, &branch_ref);
+        } else {
+            rec.push(TAG_BRANCH);
+        }
+        rec.extend_from_slice(&level.bitmap.to_be_bytes());
+        rec.extend_from_slice(&level.cells);
+        let mut path = Vec::with_capacity(self.base.len() + level.depth);
+        path.extend_from_slice(&self.base);
+        push_key_nibbles(&mut path, &prev, 0, level.depth);
+        emit(path, Bytes::from(rec));
+        Closed::Branch {
+            depth: level.depth,
+            branch_ref,
+        }
+    }
+
+    /// Closes every open branch; returns the sub-trie's top node, if any.
+    fn finish_sub(&mut self, emit: &mut dyn FnMut(Vec<u8>, Bytes)) -> Option<Closed> {
+        self.prev?;
+        let mut sub = Closed::Leaf;
+        while self.active > 0 {
+            sub = self.place_and_close(sub, emit);
+        }
+        Some(sub)
+    }
+
+    /// Emits the root record for `top` (unless it is a root branch, already
+    /// emitted) and returns the sub-trie's root hash.
+    fn finish_root(&mut self, top: Option<Closed>, emit: &mut dyn FnMut(Vec<u8>, Bytes)) -> B256 {
+        let Some(top) = top else { return EMPTY_ROOT };
+        let prev = self.prev.unwrap_or_default();
+        let mut rec = Vec::with_capacity(160);
+        rec.push(TAG_ROOT_CELL);
+        let r = match top {
+            Closed::Leaf => {
+                self.buf.clear();
+                encode_key_leaf(&prev, 0, &self.leaf_value, &mut self.buf);
+                let r = NodeRef::of_rlp(&self.buf, &mut self.keccaks);
+                put_leaf_cell(&mut rec, &prev, &self.leaf_kind, &r);
+                r
+            }
+            Closed::Branch {
+                depth: 0,
+                branch_ref,
+            } => return branch_ref.root_hash(&mut self.keccaks),
+            Closed::Branch { depth, branch_ref } => {
+                let mut ext = Vec::with_capacity(depth);
+                push_key_nibbles(&mut ext, &prev, 0, depth);
+                self.buf.clear();
+                encode_extension(&ext, &branch_ref, &mut self.buf);
+                let r = NodeRef::of_rlp(&self.buf, &mut self.keccaks);
+                put_branch_cell(&mut rec, &ext, &branch_ref, &r);
+                r
+            }
+        };
+        emit(self.base.clone(), Bytes::from(rec));
+        r.root_hash(&mut self.keccaks)
+    }
+}
+
+/// Streaming bulk builder: feed accounts in increasing `keccak(address)`
+/// order, each with its slots in increasing `keccak(slot)` order; every
+/// record goes to the sink as soon as its subtree is complete.
+pub struct BulkBuilder<F: FnMut(Vec<u8>, Bytes)> {
+    sink: F,
+    accounts: StackBuilder,
+    storage: StackBuilder,
+}
+
+impl<F: FnMut(Vec<u8>, Bytes)> BulkBuilder<F> {
+    /// A builder that hands each `(nibble path, record)` to `sink`.
+    pub fn new(sink: F) -> Self {
+        Self {
+            sink,
+            accounts: StackBuilder::new(),
+            storage: StackBuilder::new(),
+        }
+    }
+
+    /// Adds the next account. `storage` yields `(keccak(slot), slot, value)`
+    /// in increasing `keccak(slot)` order; zero values are skipped.
+    pub fn add_account(
+        &mut self,
+        hashed_address: B256,
+        address: Address,
+        leaf: &AccountLeaf,
+        storage: impl IntoIterator<Item = (B256, B256, U256)>,
+    ) -> Result<()> {
+        if self.accounts.prev.is_some_and(|p| hashed_address <= p) {
+            return Err(CommitmentError::Unsorted {
+                what: format!(
+                    "account {address} (hashed {hashed_address}) is not after the previous account"
+                ),
+            });
+        }
+        let storage_root = {
+            let sink = &mut self.sink;
+            let mut emit = |p: Vec<u8>, b: Bytes| sink(p, b);
+            let sb = &mut self.storage;
+            sb.reset(&unpack_nibbles(hashed_address.as_slice()));
+            for (hashed_slot, slot, value) in storage {
+                if value.is_zero() {
+                    continue;
+                }
+                sb.add(hashed_slot, LeafKind::Slot { slot }, &mut emit)
+                    .map_err(|e| match e {
+                        CommitmentError::Unsorted { what } => CommitmentError::Unsorted {
+                            what: format!("storage of {address}: {what}"),
+                        },
+                        other => other,
+                    })?;
+                encode_storage_value(&value, &mut sb.leaf_value);
+            }
+            let top = sb.finish_sub(&mut emit);
+            sb.finish_root(top, &mut emit)
+        };
+        let sink = &mut self.sink;
+        let mut emit = |p: Vec<u8>, b: Bytes| sink(p, b);
+        self.accounts.add(
+            hashed_address,
+            LeafKind::Account {
+                address,
+                storage_root,
+            },
+            &mut emit,
+        )?;
+        encode_account(
+            leaf.nonce,
+            &leaf.balance,
+            &storage_root,
+            &leaf.code_hash,
+            &mut self.accounts.leaf_value,
+        );
+        Ok(())
+    }
+
+    /// Closes the trie, emits the remaining records and returns the root.
+    pub fn finish(mut self) -> Result<B256> {
+        let sink = &mut self.sink;
+        let mut emit = |p: Vec<u8>, b: Bytes| sink(p, b);
+        let top = self.accounts.finish_sub(&mut emit);
+        Ok(self.accounts.finish_root(top, &mut emit))
+    }
+
+    /// keccak256 calls made so far (node hashing only).
+    pub fn keccak_calls(&self) -> u64 {
+        self.accounts.keccaks + self.storage.keccaks
+    }
+}
+
+/// One account of an in-memory state for [`build_from_sorted`].
+#[derive(Clone, Debug)]
+pub struct SortedAccount {
+    /// `keccak(address)`.
+    pub hashed_address: B256,
+    /// The address.
+    pub address: Address,
+    /// Nonce, balance, code hash.
+    pub leaf: AccountLeaf,
+    /// `(keccak(slot), slot, value)` sorted by `keccak(slot)`.
+    pub storage: Vec<(B256, B256, U256)>,
+}
+
+/// Builds the records of an in-memory state sorted by `hashed_address`.
+/// With `parallel`, the 16 sub-tries under the root are built on the current
+/// rayon pool and their records are handed to `sink` afterwards.
+pub fn build_from_sorted(
+    accounts: &[SortedAccount],
+    parallel: bool,
+    mut sink: impl FnMut(Vec<u8>, Bytes),
+) -> Result<B256> {
+    if let Some(i) = accounts
+        .windows(2)
+        .position(|w| w[0].hashed_address >= w[1].hashed_address)
+    {
+        return Err(CommitmentError::Unsorted {
+            what: format!(
+                "account {} (hashed {}) at index {} is not after hashed {}",
+                accounts[i + 1].address,
+                accounts[i + 1].hashed_address,
+                i + 1,
+                accounts[i].hashed_address
+            ),
+        });
+    }
+    if !parallel {
+        let mut b = BulkBuilder::new(&mut sink);
+        for a in accounts {
+            b.add_account(
+                a.hashed_address,
+                a.address,
+                &a.leaf,
+                a.storage.iter().copied(),
+            )?;
+        }
+        return b.finish();
+    }
+    let mut parts: Vec<(usize, &[SortedAccount])> = Vec::with_capacity(16);
+    let mut rest = accounts;
+    for n in 0..16u8 {
+        let k = rest.partition_point(|a| a.hashed_address.0[0] >> 4 == n);
+        if k > 0 {
+            parts.push((n as usize, &rest[..k]));
+        }
+        rest = &rest[k..];
+    }
+    type Part = (usize, Option<Closed>, StackBuilder, Vec<(Vec<u8>, Bytes)>);
+    let built: Vec<Result<Part>> = parts
+        .into_par_iter()
+        .map(|(n, part)| {
+            let mut out: Vec<(Vec<u8>, Bytes)> = Vec::with_capacity(part.len() / 2 + 8);
+            let mut b = BulkBuilder::new(|p, r| out.push((p, r)));
+            for a in part {
+                b.add_account(
+                    a.hashed_address,
+                    a.address,
+                    &a.leaf,
+                    a.storage.iter().copied(),
+                )?;
+            }
+            let BulkBuilder {
+                mut sink,
+                mut accounts,
+                ..
+            } = b;
+            let mut emit = |p: Vec<u8>, r: Bytes| sink(p, r);
+            let top = accounts.finish_sub(&mut emit);
+            Ok((n, top, accounts, out))
+        })
+        .collect();
+    let mut parts: Vec<Part> = Vec::with_capacity(built.len());
+    for p in built {
+        let mut p = p?;
+        for (path, rec) in std::mem::take(&mut p.3) {
+            sink(path, rec);
+        }
+        parts.push(p);
+    }
+    let mut emit = |p: Vec<u8>, r: Bytes| sink(p, r);
+    match parts.len() {
+        0 => Ok(EMPTY_ROOT),
+        1 => {
+            let (_, top, mut b, _) = parts.pop().expect("one part");
+            Ok(b.finish_root(top, &mut emit))
+        }
+        _ => {
+            // The root branch: place each part's top node at its nibble.
+            let mut root = StackBuilder::new();
+            root.push_level(0);
+            for (_, top, b, _) in &mut parts {
+                let Some(top) = *top else { continue };
+                root.prev = b.prev;
+                root.leaf_kind = b.leaf_kind;
+                std::mem::swap(&mut root.leaf_value, &mut b.leaf_value);
+                root.place(top, 0);
+                root.keccaks += b.keccaks;
+            }
+            let top = root.place_and_close_top(&mut emit);
+            Ok(root.finish_root(Some(top), &mut emit))
+        }
+    }
+}
+
+impl StackBuilder {
+    /// Hashes and emits the top level without placing anything new.
+    fn place_and_close_top(&mut self, emit: &mut dyn FnMut(Vec<u8>, Bytes)) -> Closed {
+        // place_and_close places one more child; here all are placed, so
+        // close by hand with the same encoding.
+        let top = self.active - 1;
+        self.active -= 1;
+        let level = &self.levels[top];
+        self.buf.clear();
+        encode_branch(&level.refs, None, &mut self.buf);
+        let branch_ref = NodeRef::of_rlp(&self.buf, &mut self.keccaks);
+        let mut rec = Vec::with_capacity(level.cells.len() + 36);
+        rec.push(TAG_ROOT_BRANCH);
+        put_ref(&mut rec, &branch_ref);
+        rec.extend_from_slice(&level.bitmap.to_be_bytes());
+        rec.extend_from_slice(&level.cells);
+        emit(self.base.clone(), Bytes::from(rec));
+        Closed::Branch {
+            depth: level.depth,
+            branch_ref,
+        }
+    }
+}

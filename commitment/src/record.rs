@@ -1,0 +1,387 @@
+//! Trie cells and the byte encoding of persisted records (see `FORMAT.md`).
+
+use alloy_primitives::{Address, B256};
+
+use crate::error::{CommitmentError, corrupted};
+use crate::node::NodeRef;
+
+/// Record tag: a branch node below a sub-trie root.
+pub(crate) const TAG_BRANCH: u8 = 1;
+/// Record tag: the root of a sub-trie that is a leaf or an extension.
+pub(crate) const TAG_ROOT_CELL: u8 = 2;
+/// Record tag: the root of a sub-trie that is a branch (carries its own ref).
+pub(crate) const TAG_ROOT_BRANCH: u8 = 3;
+
+const KIND_ACCOUNT: u8 = 1;
+const KIND_SLOT: u8 = 2;
+const KIND_BRANCH: u8 = 3;
+
+/// What a leaf cell's plain key is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LeafKind {
+    /// An account leaf: its address and the root of its storage sub-trie.
+    Account {
+        address: Address,
+        storage_root: B256,
+    },
+    /// A storage leaf: its slot (the address is the sub-trie's account).
+    Slot { slot: B256 },
+}
+
+/// A leaf cell.
+#[derive(Clone, Debug)]
+pub(crate) struct Leaf {
+    /// The full 32-byte hashed key (`keccak(address)` or `keccak(slot)`).
+    pub(crate) hashed: B256,
+    pub(crate) kind: LeafKind,
+    /// The leaf's value bytes when they are in memory.
+    pub(crate) value: Option<Vec<u8>>,
+    /// The leaf node's reference at its current position, when known.
+    pub(crate) node_ref: Option<NodeRef>,
+}
+
+/// A cell holding an (optional) extension followed by a branch node.
+#[derive(Clone, Debug)]
+pub(crate) struct BranchCell {
+    /// Extension nibbles between the cell's position and the branch.
+    pub(crate) ext: Vec<u8>,
+    /// Reference of the branch node itself.
+    pub(crate) branch_ref: NodeRef,
+    /// Reference of the node at the cell's position (the extension node, or the
+    /// branch when `ext` is empty), when known.
+    pub(crate) node_ref: Option<NodeRef>,
+}
+
+/// What sits at one child position of a branch (or at a sub-trie root).
+#[derive(Clone, Debug, Default)]
+pub(crate) enum Cell {
+    /// Nothing.
+    #[default]
+    Empty,
+    /// A leaf.
+    Leaf(Leaf),
+    /// An extension (possibly empty) followed by a branch.
+    Branch(BranchCell),
+}
+
+/// A decoded record.
+pub(crate) enum Record {
+    /// A branch node; `root_ref` is present for a sub-trie's root branch.
+    Branch {
+        root_ref: Option<NodeRef>,
+        children: Box<[Cell; 16]>,
+    },
+    /// A sub-trie root that is a leaf or an extension.
+    RootCell(Cell),
+}
+
+/// Appends a stored reference: length byte, then the bytes.
+#[inline]
+pub(crate) fn put_ref(out: &mut Vec<u8>, r: &NodeRef) {
+    let s = r.as_slice();
+    out.push(s.len() as u8);
+    out.extend_from_slice(s);
+}
+
+/// Appends a leaf cell.
+#[inline]
+pub(crate) fn put_leaf_cell(out: &mut Vec<u8>, hashed: &B256, kind: &LeafKind, node_ref: &NodeRef) {
+    match kind {
+        LeafKind::Account {
+            address,
+            storage_root,
+        } => {
+            out.push(KIND_ACCOUNT);
+            out.extend_from_slice(hashed.as_slice());
+            out.extend_from_slice(address.as_slice());
+            out.extend_from_slice(storage_root.as_slice());
+        }
+        LeafKind::Slot { slot } => {
+            out.push(KIND_SLOT);
+            out.extend_from_slice(hashed.as_slice());
+            out.extend_from_slice(slot.as_slice());
+        }
+    }
+    put_ref(out, node_ref);
+}
+
+/// Appends a branch cell; `node_ref` (the extension node's ref) is written
+/// only when `ext` is not empty.
+#[inline]
+pub(crate) fn put_branch_cell(
+    out: &mut Vec<u8>,
+    ext: &[u8],
+    branch_ref: &NodeRef,
+    node_ref: &NodeRef,
+) {
+    out.push(KIND_BRANCH);
+    out.push(ext.len() as u8);
+    for pair in ext.chunks(2) {
+        let lo = pair.get(1).copied().unwrap_or(0);
+        out.push((pair[0] << 4) | lo);
+    }
+    put_ref(out, branch_ref);
+    if !ext.is_empty() {
+        put_ref(out, node_ref);
+    }
+}
+
+/// Appends `cell`, whose references must be computed; `Empty` writes nothing.
+pub(crate) fn put_cell(out: &mut Vec<u8>, cell: &Cell) {
+    match cell {
+        Cell::Empty => {}
+        Cell::Leaf(l) => put_leaf_cell(
+            out,
+            &l.hashed,
+            &l.kind,
+            &l.node_ref.expect("leaf ref computed"),
+        ),
+        Cell::Branch(b) => {
+            let node = b.node_ref.expect("branch cell ref computed");
+            put_branch_cell(out, &b.ext, &b.branch_ref, &node);
+        }
+    }
+}
+
+/// A bounds-checked reader over one record.
+struct Reader<'a> {
+    path: &'a [u8],
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], CommitmentError> {
+        if self.bytes.len() - self.pos < n {
+            return Err(corrupted(
+                self.path,
+                format!(
+                    "record truncated reading {what} at offset {}: need {n} bytes, {} left",
+                    self.pos,
+                    self.bytes.len() - self.pos
+                ),
+            ));
+        }
+        let s = &self.bytes[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+
+    fn byte(&mut self, what: &str) -> Result<u8, CommitmentError> {
+        Ok(self.take(1, what)?[0])
+    }
+
+    fn b256(&mut self, what: &str) -> Result<B256, CommitmentError> {
+        Ok(B256::from_slice(self.take(32, what)?))
+    }
+
+    fn node_ref(&mut self, what: &str) -> Result<NodeRef, CommitmentError> {
+        let at = self.pos;
+        let len = self.byte(what)? as usize;
+        let s = self.take(len, what)?;
+        NodeRef::from_stored(s).ok_or_else(|| {
+            corrupted(
+                self.path,
+                format!("{what} at offset {at}: length {len} (expected 1..=32)"),
+            )
+        })
+    }
+
+    fn cell(&mut self, storage: bool) -> Result<Cell, CommitmentError> {
+        let at = self.pos;
+        let kind = self.byte("cell kind")?;
+        match kind {
+            KIND_ACCOUNT | KIND_SLOT => {
+                let expected = if storage { KIND_SLOT } else { KIND_ACCOUNT };
+                if kind != expected {
+                    return Err(corrupted(
+                        self.path,
+                        format!(
+                            "cell at offset {at}: kind {kind} in a {} sub-trie (expected {expected})",
+                            if storage { "storage" } else { "account" }
+                        ),
+                    ));
+                }
+                let hashed = self.b256("hashed key")?;
+                let kind = if storage {
+                    LeafKind::Slot {
+                        slot: self.b256("slot")?,
+                    }
+                } else {
+                    let address = Address::from_slice(self.take(20, "address")?);
+                    let storage_root = self.b256("storage root")?;
+                    LeafKind::Account {
+                        address,
+                        storage_root,
+                    }
+                };
+                let node_ref = self.node_ref("leaf ref")?;
+                Ok(Cell::Leaf(Leaf {
+                    hashed,
+                    kind,
+                    value: None,
+                    node_ref: Some(node_ref),
+                }))
+            }
+            KIND_BRANCH => {
+                let len = self.byte("extension length")? as usize;
+                if len > 64 {
+                    return Err(corrupted(
+                        self.path,
+                        format!("cell at offset {at}: extension of {len} nibbles (at most 64)"),
+                    ));
+                }
+                let packed = self.take(len.div_ceil(2), "extension")?;
+                let mut ext = Vec::with_capacity(len);
+                for &b in packed {
+                    ext.push(b >> 4);
+                    ext.push(b & 0x0f);
+                }
+                ext.truncate(len);
+                let branch_ref = self.node_ref("branch ref")?;
+                let node_ref = if len == 0 {
+                    branch_ref
+                } else {
+                    self.node_ref("extension ref")?
+                };
+                Ok(Cell::Branch(BranchCell {
+                    ext,
+                    branch_ref,
+                    node_ref: Some(node_ref),
+                }))
+            }
+            other => Err(corrupted(
+                self.path,
+                format!("cell at offset {at}: unknown kind {other} (expected 1, 2 or 3)"),
+            )),
+        }
+    }
+
+    fn children(&mut self) -> Result<Box<[Cell; 16]>, CommitmentError> {
+        let at = self.pos;
+        let m = self.take(2, "child bitmap")?;
+        let bitmap = u16::from_be_bytes([m[0], m[1]]);
+        if bitmap.count_ones() < 2 {
+            return Err(corrupted(
+                self.path,
+                format!("branch bitmap 0x{bitmap:04x} at offset {at} has fewer than 2 children"),
+            ));
+        }
+        let mut children: Box<[Cell; 16]> = Box::default();
+        for (n, child) in children.iter_mut().enumerate() {
+            if bitmap & (1 << n) != 0 {
+                *child = self.cell(self.storage_flag())?;
+            }
+        }
+        Ok(children)
+    }
+
+    fn storage_flag(&self) -> bool {
+        self.path.len() >= 64
+    }
+}
+
+/// Decodes the record read at absolute nibble `path` (paths of 64 nibbles or
+/// more belong to storage sub-tries).
+pub(crate) fn decode_record(path: &[u8], bytes: &[u8]) -> Result<Record, CommitmentError> {
+    let mut r = Reader {
+        path,
+        bytes,
+        pos: 0,
+    };
+    let root_path = path.is_empty() || path.len() == 64;
+    let tag = r.byte("tag")?;
+    let rec = match tag {
+        TAG_BRANCH | TAG_ROOT_BRANCH => {
+            if (tag == TAG_ROOT_BRANCH) != root_path {
+                return Err(corrupted(
+                    path,
+                    format!(
+                        "tag {tag} at a {} path",
+                        if root_path {
+                            "sub-trie root"
+                        } else {
+                            "non-root"
+                        }
+                    ),
+                ));
+            }
+            let root_ref = if tag == TAG_ROOT_BRANCH {
+                Some(r.node_ref("root branch ref")?)
+            } else {
+                None
+            };
+            Record::Branch {
+                root_ref,
+                children: r.children()?,
+            }
+        }
+        TAG_ROOT_CELL => {
+            if !root_path {
+                return Err(corrupted(
+                    path,
+                    "root-cell record (tag 2) at a non-root path",
+                ));
+            }
+            let cell = r.cell(path.len() >= 64)?;
+            if let Cell::Branch(b) = &cell
+                && b.ext.is_empty()
+            {
+                return Err(corrupted(
+                    path,
+                    "root-cell record holds a branch without extension (expected tag 3)",
+                ));
+            }
+            Record::RootCell(cell)
+        }
+        other => {
+            return Err(corrupted(
+                path,
+                format!("unknown record tag {other} (expected 1, 2 or 3)"),
+            ));
+        }
+    };
+    if r.pos != bytes.len() {
+        return Err(corrupted(
+            path,
+            format!(
+                "{} trailing bytes after the record at offset {}",
+                bytes.len() - r.pos,
+                r.pos
+            ),
+        ));
+    }
+    Ok(rec)
+}
+
+/// Encodes a branch record from its children (references computed); a
+/// sub-trie root branch also stores its own reference.
+pub(crate) fn encode_branch_record(root_ref: Option<&NodeRef>, children: &[Cell; 16]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(16 + 16 * 120);
+    match root_ref {
+        Some(r) => {
+            out.push(TAG_ROOT_BRANCH);
+            put_ref(&mut out, r);
+        }
+        None => out.push(TAG_BRANCH),
+    }
+    let mut bitmap = 0u16;
+    for (n, c) in children.iter().enumerate() {
+        if !matches!(c, Cell::Empty) {
+            bitmap |= 1 << n;
+        }
+    }
+    out.extend_from_slice(&bitmap.to_be_bytes());
+    for c in children.iter() {
+        put_cell(&mut out, c);
+    }
+    out
+}
+
+/// Encodes a root-cell record (a sub-trie root that is a leaf or an extension).
+pub(crate) fn encode_root_cell(cell: &Cell) -> Vec<u8> {
+    let mut out = Vec::with_capacity(160);
+    out.push(TAG_ROOT_CELL);
+    put_cell(&mut out, cell);
+    out
+}

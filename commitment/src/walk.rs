@@ -1,0 +1,630 @@
+//! The incremental engine: walks the trie along sorted touched keys, loading
+//! persisted records, re-reading touched leaves and re-hashing upward.
+
+use alloy_primitives::{Address, B256};
+use bytes::Bytes;
+use rayon::prelude::*;
+
+use crate::compute::CommitStats;
+use crate::error::{CommitmentError, corrupted, path_hex};
+use crate::nibbles::{common_prefix, nibble, push_key_nibbles};
+use crate::node::{
+    EMPTY_ROOT, NodeRef, encode_account, encode_branch, encode_extension, encode_key_leaf,
+    encode_storage_value,
+};
+use crate::record::{
+    BranchCell, Cell, Leaf, LeafKind, Record, decode_record, encode_branch_record, encode_root_cell,
+};
+use crate::source::{BranchSource, StateSource};
+use crate::touch::{AccountTouch, SlotTouch};
+
+type Result<T> = std::result::Result<T, CommitmentError>;
+
+/// The sub-trie being walked: the account trie (`storage_of == None`) or the
+/// storage trie of one account.
+#[derive(Clone, Copy)]
+pub(crate) struct Sub {
+    pub(crate) storage_of: Option<Address>,
+}
+
+/// A touched key of a sub-trie.
+pub(crate) trait Touch: Sync {
+    /// Its 32-byte hashed key.
+    fn hashed(&self) -> &B256;
+    /// Rebuilds the leaf at relative `depth` from the state; `existing` is the
+    /// leaf the trie held for this key, if any.
+    fn update_leaf(
+        &self,
+        w: &mut Walker<'_>,
+        sub: &Sub,
+        depth: usize,
+        existing: Option<Leaf>,
+    ) -> Result<Cell>;
+}
+
+/// One walk's context: sources, scratch buffers, collected writes and stats.
+pub(crate) struct Walker<'a> {
+    pub(crate) branches: &'a dyn BranchSource,
+    pub(crate) state: &'a dyn StateSource,
+    pub(crate) writes: Vec<(Vec<u8>, Option<Bytes>)>,
+    pub(crate) stats: CommitStats,
+    /// Absolute nibble path of the current position.
+    pub(crate) path: Vec<u8>,
+    buf: Vec<u8>,
+    /// Key count above which a branch's children are walked on rayon; only the
+    /// top walker has one, so parallelism happens at one level.
+    parallel_threshold: Option<usize>,
+}
+
+impl<'a> Walker<'a> {
+    pub(crate) fn new(
+        branches: &'a dyn BranchSource,
+        state: &'a dyn StateSource,
+        parallel_threshold: Option<usize>,
+    ) -> Self {
+        Self {
+            branches,
+            state,
+            writes: Vec::new(),
+            stats: CommitStats::default(),
+            path: Vec::with_capacity(130),
+            buf: Vec::with_capacity(600),
+            parallel_threshold,
+        }
+    }
+
+    fn read(&mut self) -> Result<Option<(Bytes, Record)>> {
+        self.stats.records_read += 1;
+        let bytes = self
+            .branches
+            .branch(&self.path)
+            .map_err(|source| CommitmentError::Branch {
+                path: path_hex(&self.path),
+                source,
+            })?;
+        match bytes {
+            None => Ok(None),
+            Some(b) => {
+                let rec = decode_record(&self.path, &b)?;
+                Ok(Some((b, rec)))
+            }
+        }
+    }
+
+    fn write(&mut self, bytes: Option<Vec<u8>>) {
+        self.writes
+            .push((self.path.clone(), bytes.map(Bytes::from)));
+    }
+
+    /// The stored root of the sub-trie at the current path, without changes.
+    pub(crate) fn current_root(&mut self) -> Result<B256> {
+        Ok(match self.read()? {
+            None => EMPTY_ROOT,
+            Some((_, Record::RootCell(c))) => match c {
+                Cell::Leaf(Leaf {
+                    node_ref: Some(r), ..
+                })
+                | Cell::Branch(BranchCell {
+                    node_ref: Some(r), ..
+                }) => r.root_hash(&mut self.stats.keccak_calls),
+                _ => return Err(corrupted(&self.path, "root cell without a reference")),
+            },
+            Some((
+                _,
+                Record::Branch {
+                    root_ref: Some(r), ..
+                },
+            )) => r.root_hash(&mut self.stats.keccak_calls),
+            Some((_, Record::Branch { root_ref: None, .. })) => {
+                return Err(corrupted(
+                    &self.path,
+                    "root branch record without its own reference",
+                ));
+            }
+        })
+    }
+
+    /// Applies `keys` to the sub-trie rooted at the current path and returns
+    /// its new root hash; `start_empty` skips reading the old root.
+    pub(crate) fn update_subtrie<T: Touch>(
+        &mut self,
+        sub: &Sub,
+        start_empty: bool,
+        keys: &[T],
+    ) -> Result<B256> {
+        let loaded = if start_empty { None } else { self.read()? };
+        let (mut new, old_root_cell) = match loaded {
+            None => (self.update(sub, 0, Cell::Empty, keys)?, None),
+            Some((bytes, Record::RootCell(cell))) => {
+                (self.update(sub, 0, cell, keys)?, Some(bytes))
+            }
+            Some((bytes, Record::Branch { children, .. })) => {
+                let first = *keys.first().map_or(&B256::ZERO, |k| k.hashed());
+                (
+                    self.branch_node(sub, 0, 0, &first, children, keys, Some(bytes))?,
+                    None,
+                )
+            }
+        };
+        self.ensure_ref(sub, 0, &mut new)?;
+        Ok(match &new {
+            Cell::Empty => {
+                if old_root_cell.is_some() {
+                    self.write(None);
+                }
+                EMPTY_ROOT
+            }
+            Cell::Leaf(Leaf {
+                node_ref: Some(r), ..
+            })
+            | Cell::Branch(BranchCell {
+                node_ref: Some(r), ..
+            }) => {
+                let is_root_branch = matches!(&new, Cell::Branch(b) if b.ext.is_empty());
+                if !is_root_branch {
+                    let rec = encode_root_cell(&new);
+                    if old_root_cell.as_deref() != Some(rec.as_slice()) {
+                        self.write(Some(rec));
+                    }
+                }
+                r.root_hash(&mut self.stats.keccak_calls)
+            }
+            _ => {
+                return Err(corrupted(
+                    &self.path,
+                    "sub-trie root without a reference after hashing",
+                ));
+            }
+        })
+    }
+
+    /// Applies sorted, distinct `keys` (all below the current position, at
+    /// relative `depth`) to `cell` and returns the new cell.
+    pub(crate) fn update<T: Touch>(
+        &mut self,
+        sub: &Sub,
+        depth: usize,
+        cell: Cell,
+        keys: &[T],
+    ) -> Result<Cell> {
+        let (Some(first), Some(last)) = (keys.first(), keys.last()) else {
+            return Ok(cell);
+        };
+        let first = *first.hashed();
+        let keys_lcp = common_prefix(&first, last.hashed(), depth);
+        match cell {
+            Cell::Empty => {
+                if keys.len() == 1 {
+                    return keys[0].update_leaf(self, sub, depth, None);
+                }
+                self.branch_node(sub, depth, keys_lcp, &first, Box::default(), keys, None)
+            }
+            Cell::Leaf(leaf) => {
+                if keys.len() == 1 && *keys[0].hashed() == leaf.hashed {
+                    return keys[0].update_leaf(self, sub, depth, Some(leaf));
+                }
+                let c = keys_lcp.min(common_prefix(&leaf.hashed, &first, depth));
+                if c >= 64 {
+                    return Err(corrupted(&self.path, "duplicate touched key"));
+                }
+                let mut children: Box<[Cell; 16]> = Box::default();
+                let n = nibble(&leaf.hashed, c) as usize;
+                children[n] = Cell::Leaf(Leaf {
+                    node_ref: None,
+                    ..leaf
+                });
+                self.branch_node(sub, depth, c, &first, children, keys, None)
+            }
+            Cell::Branch(b) => {
+                let ext_end = depth + b.ext.len();
+                let mut c = depth;
+                while c < ext_end && c < keys_lcp && nibble(&first, c) == b.ext[c - depth] {
+                    c += 1;
+                }
+                if c == ext_end {
+                    let plen = self.path.len();
+                    self.path.extend_from_slice(&b.ext);
+                    let loaded = self.read()?;
+                    let result = match loaded {
+                        Some((
+                            bytes,
+                            Record::Branch {
+                                root_ref: None,
+                                children,
+                            },
+                        )) => Ok((bytes, children)),
+                        Some(_) => Err(corrupted(
+                            &self.path,
+                            "expected a branch record (tag 1) below a branch cell",
+                        )),
+                        None => Err(corrupted(
+                            &self.path,
+                            "a branch cell points here but there is no record",
+                        )),
+                    };
+                    self.path.truncate(plen);
+                    let (bytes, children) = result?;
+                    self.branch_node(sub, depth, ext_end, &first, children, keys, Some(bytes))
+                } else {
+                    let mut children: Box<[Cell; 16]> = Box::default();
+                    let n = b.ext[c - depth] as usize;
+                    children[n] = Cell::Branch(BranchCell {
+                        ext: b.ext[c - depth + 1..].to_vec(),
+                        branch_ref: b.branch_ref,
+                        node_ref: None,
+                    });
+                    self.branch_node(sub, depth, c, &first, children, keys, None)
+                }
+            }
+        }
+    }
+
+    /// Updates the children of the branch at relative `bdepth` (reached from
+    /// `depth` through `repr[depth..bdepth]`), then folds it into a cell.
+    #[allow(clippy::too_many_arguments)]
+    fn branch_node<T: Touch>(
+        &mut self,
+        sub: &Sub,
+        depth: usize,
+        bdepth: usize,
+        repr: &B256,
+        mut children: Box<[Cell; 16]>,
+        keys: &[T],
+        old: Option<Bytes>,
+    ) -> Result<Cell> {
+        let plen = self.path.len();
+        push_key_nibbles(&mut self.path, repr, depth, bdepth);
+        let mut groups: Vec<(usize, &[T])> = Vec::with_capacity(16);
+        let mut i = 0;
+        while i < keys.len() {
+            let n = nibble(keys[i].hashed(), bdepth);
+            let mut j = i + 1;
+            while j < keys.len() && nibble(keys[j].hashed(), bdepth) == n {
+                j += 1;
+            }
+            groups.push((n as usize, &keys[i..j]));
+            i = j;
+        }
+        if self.parallel_threshold.is_some_and(|t| keys.len() > t) && groups.len() > 1 {
+            self.parallel_threshold = None;
+            let tasks: Vec<(usize, Cell, &[T])> = groups
+                .iter()
+                .map(|&(n, g)| (n, std::mem::take(&mut children[n]), g))
+                .collect();
+            let (branches, state) = (self.branches, self.state);
+            let base = self.path.clone();
+            let results: Vec<Result<(usize, Cell, Walker<'_>)>> = tasks
+                .into_par_iter()
+                .map(|(n, cell, group)| {
+                    let mut w = Walker::new(branches, state, None);
+                    w.path.extend_from_slice(&base);
+                    w.path.push(n as u8);
+                    let mut c = w.update(sub, bdepth + 1, cell, group)?;
+                    w.ensure_ref(sub, bdepth + 1, &mut c)?;
+                    Ok((n, c, w))
+                })
+                .collect();
+            for r in results {
+                let (n, c, w) = r?;
+                children[n] = c;
+                self.writes.extend(w.writes);
+                self.stats.add(&w.stats);
+            }
+        } else {
+            for (n, group) in groups {
+                self.path.push(n as u8);
+                let cell = std::mem::take(&mut children[n]);
+                let updated = self.update(sub, bdepth + 1, cell, group);
+                self.path.pop();
+                children[n] = updated?;
+            }
+        }
+        let result = self.fold_branch(sub, depth, bdepth, repr, children, old);
+        self.path.truncate(plen);
+        result
+    }
+
+    /// Turns updated children into the cell that replaces the branch: nothing,
+    /// the single remaining child pulled up, or a re-hashed branch.
+    fn fold_branch(
+        &mut self,
+        sub: &Sub,
+        depth: usize,
+        bdepth: usize,
+        repr: &B256,
+        mut children: Box<[Cell; 16]>,
+        old: Option<Bytes>,
+    ) -> Result<Cell> {
+        let count = children
+            .iter()
+            .filter(|c| !matches!(c, Cell::Empty))
+            .count();
+        if count <= 1 {
+            if old.is_some() {
+                self.write(None);
+            }
+            let Some(n) = children.iter().position(|c| !matches!(c, Cell::Empty)) else {
+                return Ok(Cell::Empty);
+            };
+            return Ok(match std::mem::take(&mut children[n]) {
+                Cell::Leaf(l) => Cell::Leaf(Leaf {
+                    node_ref: None,
+                    ..l
+                }),
+                Cell::Branch(b) => {
+                    let mut ext = Vec::with_capacity(bdepth - depth + 1 + b.ext.len());
+                    push_key_nibbles(&mut ext, repr, depth, bdepth);
+                    ext.push(n as u8);
+                    ext.extend_from_slice(&b.ext);
+                    Cell::Branch(BranchCell {
+                        ext,
+                        branch_ref: b.branch_ref,
+                        node_ref: None,
+                    })
+                }
+                Cell::Empty => Cell::Empty,
+            });
+        }
+        let mut refs: [Option<NodeRef>; 16] = [None; 16];
+        for (n, child) in children.iter_mut().enumerate() {
+            self.path.push(n as u8);
+            let r = self.ensure_ref(sub, bdepth + 1, child);
+            self.path.pop();
+            refs[n] = r?;
+        }
+        self.buf.clear();
+        encode_branch(&refs, None, &mut self.buf);
+        let branch_ref = NodeRef::of_rlp(&self.buf, &mut self.stats.keccak_calls);
+        let rec = encode_branch_record((bdepth == 0).then_some(&branch_ref), &children);
+        if old.as_deref() != Some(rec.as_slice()) {
+            self.write(Some(rec));
+        }
+        let mut ext = Vec::with_capacity(bdepth - depth);
+        push_key_nibbles(&mut ext, repr, depth, bdepth);
+        Ok(Cell::Branch(BranchCell {
+            ext,
+            branch_ref,
+            node_ref: None,
+        }))
+    }
+
+    /// Computes the cell's node reference at relative position `pos` if it is
+    /// not known, reading the leaf's value from the state when needed.
+    pub(crate) fn ensure_ref(
+        &mut self,
+        sub: &Sub,
+        pos: usize,
+        cell: &mut Cell,
+    ) -> Result<Option<NodeRef>> {
+        match cell {
+            Cell::Empty => Ok(None),
+            Cell::Leaf(l) => {
+                if let Some(r) = l.node_ref {
+                    return Ok(Some(r));
+                }
+                if l.value.is_none() {
+                    l.value = Some(self.leaf_value(sub, l)?);
+                }
+                self.buf.clear();
+                encode_key_leaf(
+                    &l.hashed,
+                    pos,
+                    l.value.as_deref().unwrap_or_default(),
+                    &mut self.buf,
+                );
+                let r = NodeRef::of_rlp(&self.buf, &mut self.stats.keccak_calls);
+                l.node_ref = Some(r);
+                Ok(Some(r))
+            }
+            Cell::Branch(b) => {
+                if let Some(r) = b.node_ref {
+                    return Ok(Some(r));
+                }
+                let r = if b.ext.is_empty() {
+                    b.branch_ref
+                } else {
+                    self.buf.clear();
+                    encode_extension(&b.ext, &b.branch_ref, &mut self.buf);
+                    NodeRef::of_rlp(&self.buf, &mut self.stats.keccak_calls)
+                };
+                b.node_ref = Some(r);
+                Ok(Some(r))
+            }
+        }
+    }
+
+    /// Re-reads an untouched leaf's value (its node moved, so it is re-hashed).
+    fn leaf_value(&mut self, sub: &Sub, leaf: &Leaf) -> Result<Vec<u8>> {
+        let mut out = Vec::with_capacity(112);
+        match (leaf.kind, sub.storage_of) {
+            (
+                LeafKind::Account {
+                    address,
+                    storage_root,
+                },
+                None,
+            ) => {
+                let Some(acct) = self.read_account(&address)? else {
+                    return Err(corrupted(
+                        &self.path,
+                        format!("account leaf {address} is in the trie but not in the state"),
+                    ));
+                };
+                encode_account(
+                    acct.nonce,
+                    &acct.balance,
+                    &storage_root,
+                    &acct.code_hash,
+                    &mut out,
+                );
+            }
+            (LeafKind::Slot { slot }, Some(address)) => match self.read_storage(&address, &slot)? {
+                Some(v) if !v.is_zero() => encode_storage_value(&v, &mut out),
+                _ => {
+                    return Err(corrupted(
+                        &self.path,
+                        format!(
+                            "storage leaf {address}/{slot} is in the trie but zero in the state"
+                        ),
+                    ));
+                }
+            },
+            _ => {
+                return Err(corrupted(
+                    &self.path,
+                    "leaf kind does not match its sub-trie",
+                ));
+            }
+        }
+        Ok(out)
+    }
+
+    pub(crate) fn read_account(&mut self, address: &Address) -> Result<Option<crate::AccountLeaf>> {
+        self.stats.leaves_read += 1;
+        self.state
+            .account(address)
+            .map_err(|source| CommitmentError::State {
+                key: format!("account {address}"),
+                source,
+            })
+    }
+
+    pub(crate) fn read_storage(
+        &mut self,
+        address: &Address,
+        slot: &B256,
+    ) -> Result<Option<alloy_primitives::U256>> {
+        self.stats.leaves_read += 1;
+        self.state
+            .storage(address, slot)
+            .map_err(|source| CommitmentError::State {
+                key: format!("storage {address}/{slot}"),
+                source,
+            })
+    }
+
+    /// Emits deletes for every record of the sub-trie at the current path.
+    pub(crate) fn delete_records(&mut self) -> Result<()> {
+        let Some((_, rec)) = self.read()? else {
+            return Ok(());
+        };
+        self.write(None);
+        match rec {
+            Record::RootCell(Cell::Branch(b)) => self.delete_below(&b.ext)?,
+            Record::RootCell(_) => {}
+            Record::Branch { children, .. } => {
+                for (n, c) in children.iter().enumerate() {
+                    if let Cell::Branch(b) = c {
+                        self.path.push(n as u8);
+                        let r = self.delete_below(&b.ext);
+                        self.path.pop();
+                        r?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn delete_below(&mut self, ext: &[u8]) -> Result<()> {
+        let plen = self.path.len();
+        self.path.extend_from_slice(ext);
+        let r = self.delete_records();
+        self.path.truncate(plen);
+        r
+    }
+}
+
+impl Touch for SlotTouch {
+    fn hashed(&self) -> &B256 {
+        &self.hashed
+    }
+
+    fn update_leaf(
+        &self,
+        w: &mut Walker<'_>,
+        sub: &Sub,
+        _depth: usize,
+        _existing: Option<Leaf>,
+    ) -> Result<Cell> {
+        let Some(address) = sub.storage_of else {
+            return Err(corrupted(&w.path, "storage key walked in the account trie"));
+        };
+        Ok(match w.read_storage(&address, &self.slot)? {
+            Some(v) if !v.is_zero() => {
+                let mut value = Vec::with_capacity(33);
+                encode_storage_value(&v, &mut value);
+                Cell::Leaf(Leaf {
+                    hashed: self.hashed,
+                    kind: LeafKind::Slot { slot: self.slot },
+                    value: Some(value),
+                    node_ref: None,
+                })
+            }
+            _ => Cell::Empty,
+        })
+    }
+}
+
+impl Touch for AccountTouch {
+    fn hashed(&self) -> &B256 {
+        &self.hashed
+    }
+
+    fn update_leaf(
+        &self,
+        w: &mut Walker<'_>,
+        _sub: &Sub,
+        depth: usize,
+        existing: Option<Leaf>,
+    ) -> Result<Cell> {
+        let old_root = match existing.map(|l| l.kind) {
+            Some(LeafKind::Account { storage_root, .. }) => storage_root,
+            Some(LeafKind::Slot { .. }) => {
+                return Err(corrupted(&w.path, "storage leaf in the account trie"));
+            }
+            None => EMPTY_ROOT,
+        };
+        let acct = w.read_account(&self.address)?;
+        let plen = w.path.len();
+        push_key_nibbles(&mut w.path, &self.hashed, depth, 64);
+        let result = (|| {
+            let Some(acct) = acct else {
+                if old_root != EMPTY_ROOT {
+                    w.delete_records()?;
+                }
+                return Ok(Cell::Empty);
+            };
+            let storage_root = if self.wiped || !self.slots.is_empty() {
+                if self.wiped && old_root != EMPTY_ROOT {
+                    w.delete_records()?;
+                }
+                let sub = Sub {
+                    storage_of: Some(self.address),
+                };
+                w.update_subtrie(&sub, self.wiped || old_root == EMPTY_ROOT, &self.slots)?
+            } else {
+                old_root
+            };
+            let mut value = Vec::with_capacity(112);
+            encode_account(
+                acct.nonce,
+                &acct.balance,
+                &storage_root,
+                &acct.code_hash,
+                &mut value,
+            );
+            Ok(Cell::Leaf(Leaf {
+                hashed: self.hashed,
+                kind: LeafKind::Account {
+                    address: self.address,
+                    storage_root,
+                },
+                value: Some(value),
+                node_ref: None,
+            }))
+        })();
+        w.path.truncate(plen);
+        result
+    }
+}

@@ -1,0 +1,102 @@
+//! Bulk builder: same root as HashBuilder, same records as incremental
+//! inserts, input order enforced.
+
+use alloy_primitives::{B256, U256, keccak256};
+use rand::{SeedableRng, rngs::StdRng};
+use strata_commitment::{BulkBuilder, CommitmentError, MemoryBranchStore, MemoryState, TrieUpdate};
+
+use crate::common::{bulk_store, commit, oracle_root, random_state, snapshot, sorted_accounts};
+
+/// Building from scratch and inserting every key in one block from the empty
+/// trie produce byte-identical records and the oracle root.
+#[test]
+fn bulk_records_equal_incremental_records() {
+    for (seed, n) in [(1u64, 1u64), (2, 2), (3, 17), (4, 700), (5, 3000)] {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let state = random_state(&mut rng, n, 30);
+        let (bulk, bulk_root) = bulk_store(&state, false);
+        let mut inc = MemoryBranchStore::new();
+        let update = TrieUpdate {
+            accounts: state.accounts().map(|(a, _)| *a).collect(),
+            storage: state
+                .accounts()
+                .flat_map(|(a, _)| state.slots(a).map(|(s, _)| (*a, *s)))
+                .collect(),
+            wiped: Vec::new(),
+        };
+        let inc_root = commit(&mut inc, &state, &update, 64);
+        assert_eq!(bulk_root, oracle_root(&state), "n={n}");
+        assert_eq!(inc_root, bulk_root, "n={n}");
+        assert!(snapshot(&bulk) == snapshot(&inc), "n={n}: records differ");
+    }
+}
+
+/// The streaming builder rejects keys out of order.
+#[test]
+fn bulk_rejects_unsorted_input() {
+    let mut rng = StdRng::seed_from_u64(9);
+    let state = random_state(&mut rng, 10, 0);
+    let mut accounts = sorted_accounts(&state);
+    accounts.swap(3, 4);
+    let mut b = BulkBuilder::new(|_, _| {});
+    let mut err = None;
+    for a in &accounts {
+        if let Err(e) = b.add_account(a.hashed_address, a.address, &a.leaf, std::iter::empty()) {
+            err = Some(e);
+            break;
+        }
+    }
+    assert!(
+        matches!(err, Some(CommitmentError::Unsorted { .. })),
+        "{err:?}"
+    );
+    let r = strata_commitment::build_from_sorted(&accounts, true, |_, _| {});
+    assert!(matches!(r, Err(CommitmentError::Unsorted { .. })));
+    // Slots out of order.
+    let a = &sorted_accounts(&state)[0];
+    let mut slots = vec![
+        (keccak256(B256::ZERO), B256::ZERO, U256::from(1)),
+        (
+            keccak256(B256::with_last_byte(1)),
+            B256::with_last_byte(1),
+            U256::from(2),
+        ),
+    ];
+    slots.sort();
+    slots.reverse();
+    let mut b = BulkBuilder::new(|_, _| {});
+    let r = b.add_account(a.hashed_address, a.address, &a.leaf, slots);
+    assert!(matches!(r, Err(CommitmentError::Unsorted { .. })), "{r:?}");
+}
+
+/// Parallel and sequential bulk builds agree on the root and the records,
+/// also when everything sits under one first nibble.
+#[test]
+fn parallel_bulk_matches_sequential() {
+    let mut rng = StdRng::seed_from_u64(11);
+    let state = random_state(&mut rng, 5000, 8);
+    let (a, ra) = bulk_store(&state, false);
+    let (b, rb) = bulk_store(&state, true);
+    assert_eq!(ra, rb);
+    assert!(snapshot(&a) == snapshot(&b));
+    // A single-account state and a state confined to one first nibble.
+    let mut one = MemoryState::new();
+    let (addr, leaf) = state
+        .accounts()
+        .next()
+        .map(|(a, l)| (*a, *l))
+        .expect("an account");
+    one.set_account(addr, leaf);
+    assert_eq!(bulk_store(&one, true).1, oracle_root(&one));
+    let mut narrow = MemoryState::new();
+    for (a, l) in state.accounts() {
+        if keccak256(a)[0] >> 4 == 7 {
+            narrow.set_account(*a, *l);
+        }
+    }
+    let (x, rx) = bulk_store(&narrow, true);
+    let (y, ry) = bulk_store(&narrow, false);
+    assert_eq!(rx, oracle_root(&narrow));
+    assert_eq!(rx, ry);
+    assert!(snapshot(&x) == snapshot(&y));
+}

@@ -1,0 +1,8 @@
+//! Integration tests of strata-commitment (one binary, one module per topic).
+
+mod bulk;
+mod common;
+mod differential;
+mod encoding;
+mod reads;
+mod vectors;
