@@ -41,7 +41,7 @@ pub(crate) fn init_genesis(inner: &Arc<Inner>, alloc: &GenesisAlloc) -> Result<B
             .collect();
         slots.sort_unstable_by_key(|(hashed, _, _)| *hashed);
         builder
-            .add_account(*hashed, **address, leaf, slots.into_iter())
+            .add_account(*hashed, **address, &leaf, slots)
             .map_err(|source| Error::Commitment { block: 0, source })?;
     }
     let root = builder.finish().map_err(|source| Error::Commitment { block: 0, source })?;

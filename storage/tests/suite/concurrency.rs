@@ -13,6 +13,13 @@ fn account(i: u64) -> Address {
     Address::with_last_byte(i as u8 + 1)
 }
 
+/// An account only block `block` writes: old steps keep entries to collate.
+fn one_off(block: u64) -> Address {
+    let mut bytes = [0xaa; 20];
+    bytes[12..].copy_from_slice(&block.to_be_bytes());
+    Address::from(bytes)
+}
+
 #[test]
 fn readers_see_whole_blocks_during_commits_and_merges() {
     let dir = tempfile::tempdir().unwrap();
@@ -58,6 +65,8 @@ fn readers_see_whole_blocks_during_commits_and_merges() {
                         assert_eq!(balance, U256::from(block), "account {i} in block {block}");
                         assert_eq!(value, U256::from(block), "slot of {i} in block {block}");
                     }
+                    let marker = reader.account(&one_off(block)).unwrap();
+                    assert_eq!(marker.map(|a| a.nonce), Some(block), "one-off of block {block}");
                     reads.fetch_add(1, Ordering::Relaxed);
                 }
             })
@@ -79,6 +88,7 @@ fn readers_see_whole_blocks_during_commits_and_merges() {
                 writer.put_storage(account(i), slot, balance);
             }
         }
+        writer.put_account(one_off(block), &Account { nonce: block, ..Account::default() });
         writer.commit().unwrap();
         if block % 25 == 0 {
             db.compact().unwrap();
