@@ -105,7 +105,10 @@ pub fn encode_slot_value(value: U256) -> Vec<u8> {
 /// Decodes a trimmed big-endian storage value.
 pub fn decode_slot_value(bytes: &[u8]) -> Result<U256, String> {
     if bytes.len() > 32 {
-        return Err(format!("storage value is {} bytes, at most 32 allowed", bytes.len()));
+        return Err(format!(
+            "storage value is {} bytes, at most 32 allowed",
+            bytes.len()
+        ));
     }
     Ok(U256::from_be_slice(bytes))
 }
@@ -126,8 +129,16 @@ mod tests {
         assert!(Account::decode(&[]).unwrap_err().contains("nonce"));
         assert!(Account::decode(&[9]).unwrap_err().contains("nonce length"));
         assert!(Account::decode(&[0, 2, 1]).unwrap_err().contains("balance"));
-        assert!(Account::decode(&[0, 0, 5, 1, 2, 3, 4, 5]).unwrap_err().contains("code hash"));
-        assert!(Account::decode(&[0, 0, 0, 7]).unwrap_err().contains("trailing"));
+        assert!(
+            Account::decode(&[0, 0, 5, 1, 2, 3, 4, 5])
+                .unwrap_err()
+                .contains("code hash")
+        );
+        assert!(
+            Account::decode(&[0, 0, 0, 7])
+                .unwrap_err()
+                .contains("trailing")
+        );
     }
 
     proptest! {

@@ -7,19 +7,19 @@ use std::time::{Duration, Instant};
 
 use alloy_primitives::{Address, B256};
 use bytes::Bytes;
-use strata_commitment::{compute_root, CommitStats, ComputeOptions, TrieUpdate};
+use strata_commitment::{CommitStats, ComputeOptions, TrieUpdate, compute_root};
 
 use crate::db::meta::{self, Head};
-use crate::db::tables::{domain_table, CHANGES, META, ROOTS};
+use crate::db::tables::{CHANGES, META, ROOTS, domain_table};
 use crate::db::{changes, value};
 use crate::domain::{Domain, Regime};
-use crate::error::{db_err, Error, Result};
+use crate::error::{Error, Result, db_err};
 use crate::inner::Inner;
 use crate::keys::split_storage_key;
 use crate::overlay::Overlay;
 use crate::reader::StateReader;
 use crate::snapshot::Snapshot;
-use crate::sources::{hashed_paths, CachedBranches, OverlayState, ROOT_RECORD_KEY};
+use crate::sources::{CachedBranches, OverlayState, ROOT_RECORD_KEY, hashed_paths};
 
 /// What a block's commit did and how long it took.
 #[derive(Clone, Debug)]
@@ -43,7 +43,12 @@ pub struct CommitInfo {
 }
 
 /// Commits `overlay` as block `number` on top of `base`.
-pub(crate) fn commit_block(inner: &Arc<Inner>, number: u64, base: Arc<Snapshot>, overlay: Arc<Overlay>) -> Result<CommitInfo> {
+pub(crate) fn commit_block(
+    inner: &Arc<Inner>,
+    number: u64,
+    base: Arc<Snapshot>,
+    overlay: Arc<Overlay>,
+) -> Result<CommitInfo> {
     let expected = base.block().map_or(0, |b| b + 1);
     if number != expected {
         return Err(Error::BlockOutOfOrder {
@@ -59,7 +64,12 @@ pub(crate) fn commit_block(inner: &Arc<Inner>, number: u64, base: Arc<Snapshot>,
     // Warm the branches along the touched paths; the commitment reads
     // through the same cache and never waits for the warmers.
     let branches = Arc::new(CachedBranches::new(
-        StateReader::new(base.clone(), None, Regime::Commitment, inner.metrics.clone()),
+        StateReader::new(
+            base.clone(),
+            None,
+            Regime::Commitment,
+            inner.metrics.clone(),
+        ),
         inner.cache.clone(),
     ));
     let ticket = (inner.warmup.warmers() > 0).then(|| {
@@ -81,10 +91,13 @@ pub(crate) fn commit_block(inner: &Arc<Inner>, number: u64, base: Arc<Snapshot>,
     ));
     let options = ComputeOptions {
         parallel_threshold: inner.options.parallel_commitment_threshold,
-        ..ComputeOptions::default()
     };
-    let output = compute_root(&update, branches.as_ref(), &state, &options)
-        .map_err(|source| Error::Commitment { block: number, source })?;
+    let output = compute_root(&update, branches.as_ref(), &state, &options).map_err(|source| {
+        Error::Commitment {
+            block: number,
+            source,
+        }
+    })?;
     let commitment_time = started.elapsed();
 
     // Stop this block's warmers before the cache is written through, so that
@@ -141,7 +154,10 @@ fn expand_storage_wipes(base: &Snapshot, overlay: &mut Overlay) -> Result<()> {
     let wiped: Vec<Address> = overlay.wiped().iter().copied().collect();
     for address in wiped {
         for key in base.live_storage_keys(&address)? {
-            if !overlay.entries(Domain::Storage).contains_key(key.as_slice()) {
+            if !overlay
+                .entries(Domain::Storage)
+                .contains_key(key.as_slice())
+            {
                 overlay.put(Domain::Storage, key.to_vec(), None);
             }
         }
@@ -189,8 +205,12 @@ fn write_block(
     let mut written = 0;
     {
         let mut changes_table = txn.open_table(CHANGES).map_err(db_err("open changes"))?;
-        let mut write_domain = |domain: Domain, entries: &mut dyn Iterator<Item = (&[u8], Option<&[u8]>)>| -> Result<()> {
-            let mut table = txn.open_table(domain_table(domain)).map_err(db_err("open table"))?;
+        let mut write_domain = |domain: Domain,
+                                entries: &mut dyn Iterator<Item = (&[u8], Option<&[u8]>)>|
+         -> Result<()> {
+            let mut table = txn
+                .open_table(domain_table(domain))
+                .map_err(db_err("open table"))?;
             for (key, new) in entries {
                 if keep_unwind_data {
                     let (prev, _) = base.get(domain, key)?;
@@ -220,7 +240,10 @@ fn write_block(
         let mut entries = records
             .iter()
             .map(|(k, v)| (k.as_slice(), v.as_deref()))
-            .chain(std::iter::once((ROOT_RECORD_KEY, Some(root_record.as_slice()))));
+            .chain(std::iter::once((
+                ROOT_RECORD_KEY,
+                Some(root_record.as_slice()),
+            )));
         write_domain(Domain::Commitment, &mut entries)?;
 
         // Unwind data older than the unwind window is dropped.
@@ -256,4 +279,3 @@ pub(crate) fn publish(inner: &Inner, head: Option<Head>) -> Result<()> {
     inner.current.store(Arc::new(snapshot));
     Ok(())
 }
-

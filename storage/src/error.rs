@@ -29,7 +29,9 @@ pub enum Error {
         path: PathBuf,
     },
     /// The datadir was written by an incompatible version of strata.
-    #[error("datadir {path}: format version {found} is not supported (this build reads {supported})")]
+    #[error(
+        "datadir {path}: format version {found} is not supported (this build reads {supported})"
+    )]
     UnsupportedFormat {
         /// The database file.
         path: PathBuf,

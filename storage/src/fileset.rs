@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::db::meta::Manifest;
 use crate::domain::Domain;
 use crate::error::{Error, Result};
-use crate::files::{lookup_newest_first, FileError, FileSystem, FileValue, SortedFile};
+use crate::files::{FileError, FileSystem, FileValue, SortedFile, lookup_newest_first};
 
 /// The live files of every domain, newest first, with the manifest that lists them.
 #[derive(Default)]
@@ -17,7 +17,11 @@ pub(crate) struct FileSet {
 
 impl FileSet {
     /// Opens (and verifies) every file the manifest lists.
-    pub(crate) fn open(fs: &Arc<dyn FileSystem>, dir: &Path, manifest: Manifest) -> Result<FileSet> {
+    pub(crate) fn open(
+        fs: &Arc<dyn FileSystem>,
+        dir: &Path,
+        manifest: Manifest,
+    ) -> Result<FileSet> {
         let mut set = FileSet {
             domains: Default::default(),
             manifest,
@@ -52,7 +56,12 @@ impl FileSet {
     }
 
     /// A copy of this set with `domain`'s files replaced (newest first).
-    pub(crate) fn with_files(&self, domain: Domain, files: Vec<Arc<SortedFile>>, manifest: Manifest) -> FileSet {
+    pub(crate) fn with_files(
+        &self,
+        domain: Domain,
+        files: Vec<Arc<SortedFile>>,
+        manifest: Manifest,
+    ) -> FileSet {
         let mut domains = self.domains.clone();
         domains[domain.index()] = files;
         FileSet { domains, manifest }
@@ -60,7 +69,11 @@ impl FileSet {
 
     /// Looks `key` up newest to oldest; returns the level (0 = newest) and the
     /// value (`None` for a tombstone) of the first file that holds it.
-    pub(crate) fn get(&self, domain: Domain, key: &[u8]) -> Result<Option<(usize, Option<bytes::Bytes>)>> {
+    pub(crate) fn get(
+        &self,
+        domain: Domain,
+        key: &[u8],
+    ) -> Result<Option<(usize, Option<bytes::Bytes>)>> {
         Ok(lookup_newest_first(self.files(domain), key)?.map(|hit| {
             let value = match hit.value {
                 FileValue::Value(value) => Some(value),

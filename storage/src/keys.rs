@@ -15,8 +15,12 @@ pub fn storage_key(address: &Address, slot: &B256) -> [u8; STORAGE_KEY_LEN] {
 
 /// Splits a storage-domain key into address and slot.
 pub fn split_storage_key(key: &[u8]) -> Option<(Address, B256)> {
-    (key.len() == STORAGE_KEY_LEN)
-        .then(|| (Address::from_slice(&key[..20]), B256::from_slice(&key[20..])))
+    (key.len() == STORAGE_KEY_LEN).then(|| {
+        (
+            Address::from_slice(&key[..20]),
+            B256::from_slice(&key[20..]),
+        )
+    })
 }
 
 /// Parses an account- or code-domain key.

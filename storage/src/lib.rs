@@ -33,6 +33,6 @@ pub use error::{Error, Result};
 pub use maintenance::MaintenanceReport;
 pub use options::{Durability, Options};
 pub use reader::StateReader;
-pub use state_db::{DbStats, DomainStats, FileStats, StateDb, DB_FILE, FILES_DIR};
+pub use state_db::{DB_FILE, DbStats, DomainStats, FILES_DIR, FileStats, StateDb};
 pub use strata_cache::{CacheKind, CacheStats};
 pub use writer::BlockWriter;

@@ -12,11 +12,11 @@ use parking_lot::{Condvar, Mutex};
 use redb::ReadableTable;
 
 use crate::db::meta::{self, Manifest, ManifestFile};
-use crate::db::tables::{domain_table, META};
+use crate::db::tables::{META, domain_table};
 use crate::db::value;
 use crate::domain::Domain;
-use crate::error::{db_err, Error, Result};
-use crate::files::{merge_files, FileError, FileMeta, FileSystem, SortedFile, SortedFileWriter};
+use crate::error::{Error, Result, db_err};
+use crate::files::{FileError, FileMeta, FileSystem, SortedFile, SortedFileWriter, merge_files};
 use crate::fileset::FileSet;
 use crate::inner::Inner;
 use crate::snapshot::Snapshot;
@@ -59,7 +59,11 @@ fn collate(inner: &Arc<Inner>, domain: Domain, report: &mut MaintenanceReport) -
     let built = if entries.is_empty() {
         None
     } else {
-        let meta = FileMeta { domain, from_step: from, to_step: to };
+        let meta = FileMeta {
+            domain,
+            from_step: from,
+            to_step: to,
+        };
         let mut writer = SortedFileWriter::new(inner.fs.clone(), &inner.files_dir, meta)?;
         for (key, value) in &entries {
             writer.push(key, value.as_deref())?;
@@ -81,9 +85,14 @@ fn collate(inner: &Arc<Inner>, domain: Domain, report: &mut MaintenanceReport) -
     let txn = inner.db.begin_write().map_err(db_err("begin write"))?;
     let mut pruned = 0;
     {
-        let mut table = txn.open_table(domain_table(domain)).map_err(db_err("open table"))?;
+        let mut table = txn
+            .open_table(domain_table(domain))
+            .map_err(db_err("open table"))?;
         for (key, _) in &entries {
-            let still_old = match table.get(key.as_slice()).map_err(db_err("read for prune"))? {
+            let still_old = match table
+                .get(key.as_slice())
+                .map_err(db_err("read for prune"))?
+            {
                 Some(guard) => {
                     let (step, _) = value::decode(domain, key, guard.value())?;
                     (from..to).contains(&step)
@@ -141,7 +150,11 @@ fn merge_once(inner: &Arc<Inner>, domain: Domain, report: &mut MaintenanceReport
     let position = listed
         .iter()
         .position(|e| replaced.contains(&e.name))
-        .ok_or_else(|| Error::Maintenance(format!("merge inputs of {domain} vanished from the manifest")))?;
+        .ok_or_else(|| {
+            Error::Maintenance(format!(
+                "merge inputs of {domain} vanished from the manifest"
+            ))
+        })?;
     listed.retain(|e| !replaced.contains(&e.name));
     listed.insert(position, manifest_entry(&merged));
     let mut files: Vec<Arc<SortedFile>> = current
@@ -165,7 +178,10 @@ fn merge_once(inner: &Arc<Inner>, domain: Domain, report: &mut MaintenanceReport
     // Readers holding the old set keep their mappings alive; the names go now.
     for name in &replaced {
         let path = inner.files_dir.join(name);
-        inner.fs.remove(&path).map_err(|source| io_error(path, "remove", source))?;
+        inner
+            .fs
+            .remove(&path)
+            .map_err(|source| io_error(path, "remove", source))?;
     }
     report
         .merged
@@ -210,11 +226,19 @@ pub(crate) fn remove_orphans(fs: &dyn FileSystem, dir: &Path, manifest: &Manifes
         .list_dir(dir)
         .map_err(|source| io_error(dir.to_path_buf(), "list", source))?;
     for path in listed {
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         if !live.contains(name.as_str()) {
             tracing::info!(file = %path.display(), "removing a file no manifest lists");
-            let path = if path.is_absolute() { path } else { dir.join(&name) };
-            fs.remove(&path).map_err(|source| io_error(path.clone(), "remove", source))?;
+            let path = if path.is_absolute() {
+                path
+            } else {
+                dir.join(&name)
+            };
+            fs.remove(&path)
+                .map_err(|source| io_error(path.clone(), "remove", source))?;
         }
     }
     Ok(())
@@ -268,10 +292,10 @@ impl MaintenanceWorker {
                         continue;
                     }
                     let result = run(&worker_inner);
-                    if let Ok(report) = &result {
-                        if !report.collated.is_empty() || !report.merged.is_empty() {
-                            tracing::debug!(?report, "maintenance");
-                        }
+                    if let Ok(report) = &result
+                        && (!report.collated.is_empty() || !report.merged.is_empty())
+                    {
+                        tracing::debug!(?report, "maintenance");
                     }
                     let _ = worker_inner.poison_on_error(result);
                 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use alloy_primitives::{Address, B256, U256};
 use bytes::Bytes;
 
-use crate::account::{decode_slot_value, Account};
+use crate::account::{Account, decode_slot_value};
 use crate::db::value::hex;
 use crate::domain::{Domain, Regime};
 use crate::error::{Error, Result};
@@ -69,11 +69,10 @@ impl StateReader {
     /// newest to oldest. `None` when the key does not exist (or was deleted).
     pub fn get_latest(&self, domain: Domain, key: &[u8]) -> Result<Option<Bytes>> {
         let started = self.metrics.start();
-        if let Some(overlay) = &self.overlay {
-            if let Some(value) = overlay.get(domain, key) {
-                self.metrics.finish(started, domain, Tier::Memory, self.regime);
-                return Ok(value.cloned());
-            }
+        if let Some(value) = self.overlay.as_ref().and_then(|o| o.get(domain, key)) {
+            self.metrics
+                .finish(started, domain, Tier::Memory, self.regime);
+            return Ok(value.cloned());
         }
         let (value, found) = self.snapshot.get(domain, key)?;
         let tier = match found {

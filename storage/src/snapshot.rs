@@ -6,13 +6,16 @@ use std::sync::Arc;
 
 use alloy_primitives::{Address, B256};
 use bytes::Bytes;
-use redb::{Database, ReadOnlyTable, ReadTransaction, ReadableDatabase, ReadableTable, ReadableTableMetadata};
+use redb::{
+    Database, ReadOnlyTable, ReadTransaction, ReadableDatabase, ReadableTable,
+    ReadableTableMetadata,
+};
 
 use crate::db::meta::Head;
 use crate::db::tables::domain_table;
 use crate::db::value;
 use crate::domain::Domain;
-use crate::error::{db_err, Result};
+use crate::error::{Result, db_err};
 use crate::fileset::FileSet;
 use crate::keys::STORAGE_KEY_LEN;
 
@@ -27,6 +30,9 @@ pub(crate) enum Found {
     Nowhere,
 }
 
+/// A db-tier entry: key and value (`None` for a tombstone).
+pub(crate) type DbEntry = (Vec<u8>, Option<Vec<u8>>);
+
 /// One committed state: what every read handle of that block shares.
 pub(crate) struct Snapshot {
     pub(crate) head: Option<Head>,
@@ -40,7 +46,10 @@ impl Snapshot {
     /// Opens a snapshot of what redb holds now, paired with `files`.
     pub(crate) fn open(db: &Database, head: Option<Head>, files: Arc<FileSet>) -> Result<Snapshot> {
         let txn = db.begin_read().map_err(db_err("begin read"))?;
-        let open = |domain: Domain| txn.open_table(domain_table(domain)).map_err(db_err("open table"));
+        let open = |domain: Domain| {
+            txn.open_table(domain_table(domain))
+                .map_err(db_err("open table"))
+        };
         let tables = [
             open(Domain::Account)?,
             open(Domain::Storage)?,
@@ -62,7 +71,9 @@ impl Snapshot {
 
     /// The state root of this snapshot.
     pub(crate) fn root(&self) -> B256 {
-        self.head.map(|h| h.root).unwrap_or(strata_commitment::EMPTY_ROOT)
+        self.head
+            .map(|h| h.root)
+            .unwrap_or(strata_commitment::EMPTY_ROOT)
     }
 
     /// The newest value of `key` in the db tier: `Some(None)` is a tombstone.
@@ -87,7 +98,10 @@ impl Snapshot {
     }
 
     /// The storage keys of `address` that hold a value, across db and files.
-    pub(crate) fn live_storage_keys(&self, address: &Address) -> Result<Vec<[u8; STORAGE_KEY_LEN]>> {
+    pub(crate) fn live_storage_keys(
+        &self,
+        address: &Address,
+    ) -> Result<Vec<[u8; STORAGE_KEY_LEN]>> {
         // Newest tier first: the first version of a key seen decides.
         let mut seen: BTreeMap<[u8; STORAGE_KEY_LEN], bool> = BTreeMap::new();
         let mut lo = [0u8; STORAGE_KEY_LEN];
@@ -95,7 +109,10 @@ impl Snapshot {
         let mut hi = [0xffu8; STORAGE_KEY_LEN];
         hi[..20].copy_from_slice(address.as_slice());
         let table = &self.tables[Domain::Storage.index()];
-        for entry in table.range(lo.as_slice()..=hi.as_slice()).map_err(db_err("range"))? {
+        for entry in table
+            .range(lo.as_slice()..=hi.as_slice())
+            .map_err(db_err("range"))?
+        {
             let (k, v) = entry.map_err(db_err("range"))?;
             let key = k.value();
             let (_, value) = value::decode(Domain::Storage, key, v.value())?;
@@ -111,11 +128,19 @@ impl Snapshot {
                 }
             }
         }
-        Ok(seen.into_iter().filter_map(|(k, live)| live.then_some(k)).collect())
+        Ok(seen
+            .into_iter()
+            .filter_map(|(k, live)| live.then_some(k))
+            .collect())
     }
 
     /// Every db-tier entry of `domain` written in steps `[from, to)`, in key order.
-    pub(crate) fn db_entries_in_steps(&self, domain: Domain, from: u64, to: u64) -> Result<Vec<(Vec<u8>, Option<Vec<u8>>)>> {
+    pub(crate) fn db_entries_in_steps(
+        &self,
+        domain: Domain,
+        from: u64,
+        to: u64,
+    ) -> Result<Vec<DbEntry>> {
         let table = &self.tables[domain.index()];
         let mut out = Vec::new();
         for entry in table.iter().map_err(db_err("iterate"))? {
@@ -133,4 +158,3 @@ impl Snapshot {
         self.tables[domain.index()].len().map_err(db_err("count"))
     }
 }
-

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use alloy_primitives::{keccak256, Address, B256, U256};
+use alloy_primitives::{Address, B256, U256, keccak256};
 use bytes::Bytes;
 use strata_cache::PrefixCache;
 use strata_commitment::{AccountLeaf, BranchSource, SourceError, StateSource, TrieUpdate};
@@ -39,7 +39,12 @@ impl BranchSource for CachedBranches {
         };
         let lookup = self.cache.get_or_load(path, &mut load)?;
         if lookup.hit {
-            metrics.finish(started, Domain::Commitment, Tier::Cache, self.reader.regime());
+            metrics.finish(
+                started,
+                Domain::Commitment,
+                Tier::Cache,
+                self.reader.regime(),
+            );
         }
         Ok(lookup.value)
     }

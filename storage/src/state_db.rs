@@ -6,12 +6,12 @@ use std::sync::Arc;
 
 use alloy_primitives::B256;
 use redb::ReadableDatabase;
-use strata_cache::{build_cache, CacheStats, WarmupPool};
+use strata_cache::{CacheStats, WarmupPool, build_cache};
 
-use crate::db::meta::{self, Meta, FORMAT_VERSION};
-use crate::db::tables::{domain_table, CHANGES, META, ROOTS};
+use crate::db::meta::{self, FORMAT_VERSION, Meta};
+use crate::db::tables::{CHANGES, META, ROOTS, domain_table};
 use crate::domain::{Domain, Regime};
-use crate::error::{db_err, Error, Result};
+use crate::error::{Error, Result, db_err};
 use crate::files::{FileSystem, OsFileSystem};
 use crate::fileset::FileSet;
 use crate::inner::Inner;
@@ -41,7 +41,11 @@ impl StateDb {
 
     /// Opens the datadir with immutable-file I/O going through `fs` (tests
     /// inject failures here).
-    pub fn open_with_fs(datadir: impl AsRef<Path>, options: Options, fs: Arc<dyn FileSystem>) -> Result<StateDb> {
+    pub fn open_with_fs(
+        datadir: impl AsRef<Path>,
+        options: Options,
+        fs: Arc<dyn FileSystem>,
+    ) -> Result<StateDb> {
         let datadir = datadir.as_ref().to_path_buf();
         let dir_err = |what| {
             let path = datadir.clone();
@@ -62,7 +66,15 @@ impl StateDb {
         let warmup = WarmupPool::new(options.warmers)?;
         let background = options.background_maintenance;
         let inner = Arc::new(Inner::new(
-            files_dir, db, fs, options, meta.step_size, snapshot, metrics, cache, warmup,
+            files_dir,
+            db,
+            fs,
+            options,
+            meta.step_size,
+            snapshot,
+            metrics,
+            cache,
+            warmup,
         ));
         let worker = if background {
             Some(MaintenanceWorker::start(inner.clone())?)
@@ -74,7 +86,12 @@ impl StateDb {
 
     /// A read handle on the last committed block for `regime`.
     pub fn reader(&self, regime: Regime) -> StateReader {
-        StateReader::new(self.inner.current.load_full(), None, regime, self.inner.metrics.clone())
+        StateReader::new(
+            self.inner.current.load_full(),
+            None,
+            regime,
+            self.inner.metrics.clone(),
+        )
     }
 
     /// The last committed block, or `None` for an empty datadir.
@@ -102,7 +119,10 @@ impl StateDb {
         let exclusive = self.inner.writer_lock.lock();
         let expected = self.last_block().map_or(0, |b| b + 1);
         if number != expected {
-            return Err(Error::BlockOutOfOrder { expected, found: number });
+            return Err(Error::BlockOutOfOrder {
+                expected,
+                found: number,
+            });
         }
         Ok(BlockWriter::new(&self.inner, exclusive, number))
     }
@@ -154,7 +174,11 @@ impl StateDb {
                 files: files
                     .iter()
                     .map(|f| FileStats {
-                        name: f.path().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+                        name: f
+                            .path()
+                            .file_name()
+                            .map(|n| n.to_string_lossy().into_owned())
+                            .unwrap_or_default(),
                         from_step: f.meta().from_step,
                         to_step: f.meta().to_step,
                         entries: f.entries(),
@@ -249,7 +273,7 @@ fn load_or_init_meta(db: &redb::Database, db_path: &Path, options: &Options) -> 
                     path: db_path.to_path_buf(),
                     found,
                     supported: FORMAT_VERSION,
-                })
+                });
             }
             Some((_, meta)) => meta,
             None => {
@@ -266,7 +290,8 @@ fn load_or_init_meta(db: &redb::Database, db_path: &Path, options: &Options) -> 
         }
     };
     for domain in Domain::ALL {
-        txn.open_table(domain_table(domain)).map_err(db_err("create table"))?;
+        txn.open_table(domain_table(domain))
+            .map_err(db_err("create table"))?;
     }
     txn.open_table(CHANGES).map_err(db_err("create table"))?;
     txn.open_table(ROOTS).map_err(db_err("create table"))?;

@@ -7,10 +7,10 @@ use redb::ReadableTable;
 
 use crate::commit::publish;
 use crate::db::meta::{self, Head};
-use crate::db::tables::{domain_table, CHANGES, META, ROOTS};
+use crate::db::tables::{CHANGES, META, ROOTS, domain_table};
 use crate::db::{changes, value};
 use crate::domain::Domain;
-use crate::error::{db_err, Error, Result};
+use crate::error::{Error, Result, db_err};
 use crate::inner::Inner;
 use crate::sources::ROOT_RECORD_KEY;
 
@@ -18,12 +18,20 @@ use crate::sources::ROOT_RECORD_KEY;
 pub(crate) fn unwind_to(inner: &Arc<Inner>, target: u64) -> Result<B256> {
     let current = inner.current.load_full();
     let Some(last) = current.block() else {
-        return Err(Error::UnwindOutOfRange { target, oldest: 0, last: 0 });
+        return Err(Error::UnwindOutOfRange {
+            target,
+            oldest: 0,
+            last: 0,
+        });
     };
     // Unwind data and roots are kept for the last `unwind_depth` blocks.
     let oldest = last.saturating_sub(inner.options.unwind_depth);
     if target > last || target < oldest {
-        return Err(Error::UnwindOutOfRange { target, oldest, last });
+        return Err(Error::UnwindOutOfRange {
+            target,
+            oldest,
+            last,
+        });
     }
     if target == last {
         return Ok(current.root());
@@ -39,7 +47,13 @@ pub(crate) fn unwind_to(inner: &Arc<Inner>, target: u64) -> Result<B256> {
         let mut roots = txn.open_table(ROOTS).map_err(db_err("open roots"))?;
         let root = match roots.get(target).map_err(db_err("read root"))? {
             Some(guard) => B256::from_slice(guard.value()),
-            None => return Err(Error::UnwindOutOfRange { target, oldest, last }),
+            None => {
+                return Err(Error::UnwindOutOfRange {
+                    target,
+                    oldest,
+                    last,
+                });
+            }
         };
         for block in (target + 1..=last).rev() {
             let start = changes::block_start(block);
@@ -52,16 +66,25 @@ pub(crate) fn unwind_to(inner: &Arc<Inner>, target: u64) -> Result<B256> {
             {
                 let (k, v) = entry.map_err(db_err("read unwind data"))?;
                 let change = changes::decode(k.value(), v.value())?;
-                restores.push((change.domain, change.key.to_vec(), change.prev.map(<[u8]>::to_vec)));
+                restores.push((
+                    change.domain,
+                    change.key.to_vec(),
+                    change.prev.map(<[u8]>::to_vec),
+                ));
                 count += 1;
             }
             if count == 0 {
                 return Err(Error::MissingUnwindData { block });
             }
             for (domain, key, prev) in restores {
-                let mut table = txn.open_table(domain_table(domain)).map_err(db_err("open table"))?;
+                let mut table = txn
+                    .open_table(domain_table(domain))
+                    .map_err(db_err("open table"))?;
                 table
-                    .insert(key.as_slice(), value::encode(step, prev.as_deref()).as_slice())
+                    .insert(
+                        key.as_slice(),
+                        value::encode(step, prev.as_deref()).as_slice(),
+                    )
                     .map_err(db_err("restore value"))?;
                 if domain == Domain::Commitment && key.as_slice() != ROOT_RECORD_KEY {
                     restored_records.push(key);
@@ -73,7 +96,13 @@ pub(crate) fn unwind_to(inner: &Arc<Inner>, target: u64) -> Result<B256> {
             roots.remove(block).map_err(db_err("drop root"))?;
         }
         let mut meta_table = txn.open_table(META).map_err(db_err("open meta"))?;
-        meta::write_head(&mut meta_table, Head { block: target, root })?;
+        meta::write_head(
+            &mut meta_table,
+            Head {
+                block: target,
+                root,
+            },
+        )?;
         root
     };
     txn.commit().map_err(db_err("commit unwind"))?;
@@ -82,6 +111,12 @@ pub(crate) fn unwind_to(inner: &Arc<Inner>, target: u64) -> Result<B256> {
             inner.cache.remove(&path);
         }
     }
-    publish(inner, Some(Head { block: target, root }))?;
+    publish(
+        inner,
+        Some(Head {
+            block: target,
+            root,
+        }),
+    )?;
     Ok(root)
 }

@@ -6,8 +6,8 @@ use alloy_primitives::{Address, B256, U256};
 use bytes::Bytes;
 use parking_lot::MutexGuard;
 
-use crate::account::{encode_slot_value, Account};
-use crate::commit::{commit_block, CommitInfo};
+use crate::account::{Account, encode_slot_value};
+use crate::commit::{CommitInfo, commit_block};
 use crate::domain::{Domain, Regime};
 use crate::error::Result;
 use crate::inner::Inner;
@@ -46,8 +46,11 @@ impl<'db> BlockWriter<'db> {
 
     /// Sets an account's nonce, balance and code hash.
     pub fn put_account(&mut self, address: Address, account: &Account) {
-        Arc::make_mut(&mut self.overlay)
-            .put(Domain::Account, address.to_vec(), Some(Bytes::from(account.encode())));
+        Arc::make_mut(&mut self.overlay).put(
+            Domain::Account,
+            address.to_vec(),
+            Some(Bytes::from(account.encode())),
+        );
     }
 
     /// Deletes an account together with its code and all of its storage, as

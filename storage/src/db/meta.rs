@@ -6,7 +6,7 @@ use redb::{ReadableTable, Table};
 use serde::{Deserialize, Serialize};
 
 use crate::domain::Domain;
-use crate::error::{db_err, Error, Result};
+use crate::error::{Error, Result, db_err};
 
 /// The on-disk format version this build reads and writes.
 pub(crate) const FORMAT_VERSION: u32 = 1;
@@ -61,7 +61,10 @@ impl Manifest {
 type MetaTable<'txn> = Table<'txn, &'static str, &'static [u8]>;
 
 /// Reads an entry from any table view of META.
-fn read<T: ReadableTable<&'static str, &'static [u8]>>(table: &T, key: &str) -> Result<Option<Vec<u8>>> {
+fn read<T: ReadableTable<&'static str, &'static [u8]>>(
+    table: &T,
+    key: &str,
+) -> Result<Option<Vec<u8>>> {
     Ok(table
         .get(key)
         .map_err(db_err("read metadata"))?
@@ -77,26 +80,49 @@ pub(crate) struct Meta {
 }
 
 /// Loads the metadata, or `None` for a database that was never initialised.
-pub(crate) fn load<T: ReadableTable<&'static str, &'static [u8]>>(table: &T) -> Result<Option<(u32, Meta)>> {
+pub(crate) fn load<T: ReadableTable<&'static str, &'static [u8]>>(
+    table: &T,
+) -> Result<Option<(u32, Meta)>> {
     let Some(format) = read(table, KEY_FORMAT)? else {
         return Ok(None);
     };
-    let format = u32::from_be_bytes(format.as_slice().try_into().map_err(|_| Error::CorruptMeta {
-        name: KEY_FORMAT,
-        what: format!("{} bytes, expected 4", format.len()),
-    })?);
+    let format =
+        u32::from_be_bytes(
+            format
+                .as_slice()
+                .try_into()
+                .map_err(|_| Error::CorruptMeta {
+                    name: KEY_FORMAT,
+                    what: format!("{} bytes, expected 4", format.len()),
+                })?,
+        );
     if format != FORMAT_VERSION {
-        return Ok(Some((format, Meta { step_size: 0, head: None, manifest: Manifest::default() })));
+        return Ok(Some((
+            format,
+            Meta {
+                step_size: 0,
+                head: None,
+                manifest: Manifest::default(),
+            },
+        )));
     }
     let step_size = read(table, KEY_STEP_SIZE)?.ok_or(Error::CorruptMeta {
         name: KEY_STEP_SIZE,
         what: "missing".into(),
     })?;
-    let step_size = u64::from_be_bytes(step_size.as_slice().try_into().map_err(|_| Error::CorruptMeta {
-        name: KEY_STEP_SIZE,
-        what: format!("{} bytes, expected 8", step_size.len()),
-    })?);
-    let head = read(table, KEY_HEAD)?.map(|raw| decode_head(&raw)).transpose()?;
+    let step_size =
+        u64::from_be_bytes(
+            step_size
+                .as_slice()
+                .try_into()
+                .map_err(|_| Error::CorruptMeta {
+                    name: KEY_STEP_SIZE,
+                    what: format!("{} bytes, expected 8", step_size.len()),
+                })?,
+        );
+    let head = read(table, KEY_HEAD)?
+        .map(|raw| decode_head(&raw))
+        .transpose()?;
     let manifest = match read(table, KEY_MANIFEST)? {
         Some(raw) => serde_json::from_slice(&raw).map_err(|e| Error::CorruptMeta {
             name: KEY_MANIFEST,
@@ -104,7 +130,14 @@ pub(crate) fn load<T: ReadableTable<&'static str, &'static [u8]>>(table: &T) -> 
         })?,
         None => Manifest::default(),
     };
-    Ok(Some((format, Meta { step_size, head, manifest })))
+    Ok(Some((
+        format,
+        Meta {
+            step_size,
+            head,
+            manifest,
+        },
+    )))
 }
 
 /// Writes the fields of a new database.
@@ -123,7 +156,9 @@ pub(crate) fn write_head(table: &mut MetaTable<'_>, head: Head) -> Result<()> {
     let mut raw = [0u8; 40];
     raw[..8].copy_from_slice(&head.block.to_be_bytes());
     raw[8..].copy_from_slice(head.root.as_slice());
-    table.insert(KEY_HEAD, raw.as_slice()).map_err(db_err("write head"))?;
+    table
+        .insert(KEY_HEAD, raw.as_slice())
+        .map_err(db_err("write head"))?;
     Ok(())
 }
 

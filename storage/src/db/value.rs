@@ -16,12 +16,19 @@ pub(crate) fn encode(step: u64, value: Option<&[u8]>) -> Vec<u8> {
 }
 
 /// Decodes a stored value into its step and its value (`None` for a tombstone).
-pub(crate) fn decode<'a>(domain: Domain, key: &[u8], raw: &'a [u8]) -> Result<(u64, Option<&'a [u8]>)> {
+pub(crate) fn decode<'a>(
+    domain: Domain,
+    key: &[u8],
+    raw: &'a [u8],
+) -> Result<(u64, Option<&'a [u8]>)> {
     if raw.len() < STEP_LEN {
         return Err(Error::CorruptRecord {
             domain,
             key: hex(key),
-            what: format!("value is {} bytes, shorter than its {STEP_LEN}-byte step", raw.len()),
+            what: format!(
+                "value is {} bytes, shorter than its {STEP_LEN}-byte step",
+                raw.len()
+            ),
         });
     }
     let (step, value) = raw.split_at(STEP_LEN);
@@ -41,10 +48,15 @@ mod tests {
     #[test]
     fn values_and_tombstones_round_trip() {
         let raw = encode(7, Some(b"abc"));
-        assert_eq!(decode(Domain::Code, b"k", &raw).unwrap(), (7, Some(&b"abc"[..])));
+        assert_eq!(
+            decode(Domain::Code, b"k", &raw).unwrap(),
+            (7, Some(&b"abc"[..]))
+        );
         let raw = encode(9, None);
         assert_eq!(decode(Domain::Code, b"k", &raw).unwrap(), (9, None));
-        let err = decode(Domain::Account, b"\x01", &[1, 2]).unwrap_err().to_string();
+        let err = decode(Domain::Account, b"\x01", &[1, 2])
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("account") && err.contains("0x01"), "{err}");
     }
 }

@@ -66,7 +66,11 @@ fn readers_see_whole_blocks_during_commits_and_merges() {
                         assert_eq!(value, U256::from(block), "slot of {i} in block {block}");
                     }
                     let marker = reader.account(&one_off(block)).unwrap();
-                    assert_eq!(marker.map(|a| a.nonce), Some(block), "one-off of block {block}");
+                    assert_eq!(
+                        marker.map(|a| a.nonce),
+                        Some(block),
+                        "one-off of block {block}"
+                    );
                     reads.fetch_add(1, Ordering::Relaxed);
                 }
             })
@@ -88,7 +92,13 @@ fn readers_see_whole_blocks_during_commits_and_merges() {
                 writer.put_storage(account(i), slot, balance);
             }
         }
-        writer.put_account(one_off(block), &Account { nonce: block, ..Account::default() });
+        writer.put_account(
+            one_off(block),
+            &Account {
+                nonce: block,
+                ..Account::default()
+            },
+        );
         writer.commit().unwrap();
         if block % 25 == 0 {
             db.compact().unwrap();

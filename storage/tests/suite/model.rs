@@ -90,8 +90,8 @@ pub(crate) fn small_options() -> Options {
 /// account create it first, as the EVM would.
 fn apply(writer: &mut strata_storage::BlockWriter<'_>, model: &mut Model, write: &Write) {
     let ensure = |writer: &mut strata_storage::BlockWriter<'_>, model: &mut Model, who: Address| {
-        if !model.contains_key(&who) {
-            model.insert(who, ModelAccount::default());
+        if let std::collections::btree_map::Entry::Vacant(entry) = model.entry(who) {
+            entry.insert(ModelAccount::default());
             writer.put_account(who, &Account::default());
         }
     };
