@@ -133,6 +133,21 @@ pub enum Error {
     Maintenance(String),
 }
 
+impl Error {
+    /// Whether this error leaves the store in a state it must not write on
+    /// from (a failed write, sync or read of stored data), as opposed to a
+    /// request that was refused before anything was written.
+    pub fn poisons(&self) -> bool {
+        !matches!(
+            self,
+            Error::BlockOutOfOrder { .. }
+                | Error::GenesisExists { .. }
+                | Error::UnwindOutOfRange { .. }
+                | Error::Poisoned { .. }
+        )
+    }
+}
+
 /// Result alias of strata-storage.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 

@@ -88,7 +88,9 @@ impl Inner {
 
     /// Runs a write step; on failure the store refuses further writes.
     pub(crate) fn poison_on_error<T>(&self, result: Result<T>) -> Result<T> {
-        if let Err(error) = &result {
+        if let Err(error) = &result
+            && error.poisons()
+        {
             let mut poisoned = self.poisoned.lock();
             if poisoned.is_none() {
                 tracing::error!(%error, "write failed; the store is poisoned until reopened");

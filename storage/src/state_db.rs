@@ -145,6 +145,11 @@ impl StateDb {
         self.inner.poison_on_error(result)
     }
 
+    /// The oldest block [`StateDb::unwind_to`] can restore, if any.
+    pub fn oldest_unwindable(&self) -> Result<Option<u64>> {
+        crate::unwind::oldest_retained(&self.inner)
+    }
+
     /// Runs collate, merge and prune now, waiting for them to finish.
     pub fn compact(&self) -> Result<MaintenanceReport> {
         self.inner.check_poisoned()?;

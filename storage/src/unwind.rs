@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use alloy_primitives::B256;
-use redb::ReadableTable;
+use redb::{ReadableDatabase, ReadableTable};
 
 use crate::commit::publish;
 use crate::db::meta::{self, Head};
@@ -24,8 +24,7 @@ pub(crate) fn unwind_to(inner: &Arc<Inner>, target: u64) -> Result<B256> {
             last: 0,
         });
     };
-    // Unwind data and roots are kept for the last `unwind_depth` blocks.
-    let oldest = last.saturating_sub(inner.options.unwind_depth);
+    let oldest = oldest_retained(inner)?.unwrap_or(last);
     if target > last || target < oldest {
         return Err(Error::UnwindOutOfRange {
             target,
@@ -47,13 +46,7 @@ pub(crate) fn unwind_to(inner: &Arc<Inner>, target: u64) -> Result<B256> {
         let mut roots = txn.open_table(ROOTS).map_err(db_err("open roots"))?;
         let root = match roots.get(target).map_err(db_err("read root"))? {
             Some(guard) => B256::from_slice(guard.value()),
-            None => {
-                return Err(Error::UnwindOutOfRange {
-                    target,
-                    oldest,
-                    last,
-                });
-            }
+            None => return Err(Error::MissingUnwindData { block: target }),
         };
         for block in (target + 1..=last).rev() {
             let start = changes::block_start(block);
@@ -119,4 +112,14 @@ pub(crate) fn unwind_to(inner: &Arc<Inner>, target: u64) -> Result<B256> {
         }),
     )?;
     Ok(root)
+}
+
+/// The oldest block whose root (and so whose state) can still be restored.
+/// Unwind data is kept for the last `unwind_depth` blocks ever committed, so
+/// after an unwind the window does not grow back until new blocks land.
+pub(crate) fn oldest_retained(inner: &Inner) -> Result<Option<u64>> {
+    let txn = inner.db.begin_read().map_err(db_err("begin read"))?;
+    let roots = txn.open_table(ROOTS).map_err(db_err("open roots"))?;
+    let first = roots.first().map_err(db_err("read roots"))?;
+    Ok(first.map(|(block, _)| block.value()))
 }

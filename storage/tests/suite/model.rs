@@ -182,7 +182,12 @@ fn run(steps: Vec<Step>) {
             }
             Step::Unwind(back) => {
                 let last = db.last_block().unwrap();
-                let target = last.saturating_sub(back);
+                let oldest = db.oldest_unwindable().unwrap().unwrap();
+                let target = last.saturating_sub(back).max(oldest);
+                if last.saturating_sub(back) < oldest {
+                    let err = db.unwind_to(oldest - 1).unwrap_err().to_string();
+                    assert!(err.contains("cannot unwind"), "{context}: {err}");
+                }
                 let root = db.unwind_to(target).unwrap();
                 history.truncate(target as usize + 1);
                 model = history.last().unwrap().clone();
