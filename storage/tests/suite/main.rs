@@ -3,3 +3,4 @@
 mod concurrency;
 mod model;
 mod oracle;
+mod vectors;

@@ -1,0 +1,160 @@
+//! Ethereum's BlockchainTests through the whole store: the root of `pre`
+//! equals the genesis header's stateRoot, and the difference from `pre` to
+//! `postState`, committed as one block, gives the last block's stateRoot.
+
+use std::path::{Path, PathBuf};
+
+use alloy_primitives::{B256, KECCAK256_EMPTY, keccak256};
+use serde_json::Value;
+use strata_storage::genesis::{GenesisAlloc, alloc_from_value};
+use strata_storage::{Account, Regime, StateDb};
+
+/// The shared vectors folder, or `None` (with a note) when it is absent;
+/// under `CI=true` its absence fails the test.
+pub(crate) fn vectors_dir() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/vectors");
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!(
+            "CI=true but the test vectors are missing at {}",
+            dir.display()
+        );
+    }
+    eprintln!("skipping: test vectors not found at {}", dir.display());
+    None
+}
+
+fn json_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            json_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "json") {
+            out.push(path);
+        }
+    }
+}
+
+fn last_block_root(case: &Value) -> B256 {
+    let last_hash = case["lastblockhash"].as_str().unwrap();
+    let block = case["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["blockHeader"]["hash"].as_str() == Some(last_hash))
+        .expect("a block whose hash is lastblockhash");
+    block["blockHeader"]["stateRoot"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// Writes into `writer` whatever turns `pre` into `post`.
+fn apply_difference(
+    writer: &mut strata_storage::BlockWriter<'_>,
+    pre: &GenesisAlloc,
+    post: &GenesisAlloc,
+) {
+    for address in pre.keys().filter(|a| !post.contains_key(*a)) {
+        writer.delete_account(*address);
+    }
+    for (address, account) in post {
+        let before = pre.get(address);
+        if before == Some(account) {
+            continue;
+        }
+        let code_hash = if account.code.is_empty() {
+            KECCAK256_EMPTY
+        } else {
+            keccak256(&account.code)
+        };
+        writer.put_account(
+            *address,
+            &Account {
+                nonce: account.nonce,
+                balance: account.balance,
+                code_hash,
+            },
+        );
+        if before.map(|b| &b.code) != Some(&account.code) {
+            writer.put_code(*address, account.code.0.clone());
+        }
+        let empty = Default::default();
+        let old_storage = before.map(|b| &b.storage).unwrap_or(&empty);
+        for (slot, value) in &account.storage {
+            if old_storage.get(slot) != Some(value) {
+                writer.put_storage(*address, *slot, *value);
+            }
+        }
+        for slot in old_storage
+            .keys()
+            .filter(|s| !account.storage.contains_key(*s))
+        {
+            writer.put_storage(*address, *slot, Default::default());
+        }
+    }
+}
+
+#[test]
+fn blockchain_tests_pre_and_post_roots() {
+    let Some(dir) = vectors_dir() else { return };
+    let mut files = Vec::new();
+    json_files(&dir.join("blockchain_tests"), &mut files);
+    files.sort();
+    assert!(
+        !files.is_empty(),
+        "no blockchain tests under {}",
+        dir.display()
+    );
+    let mut cases = 0;
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let all: serde_json::Map<String, Value> = serde_json::from_str(&text).unwrap();
+        for (name, case) in &all {
+            let context = format!("{} / {name}", file.display());
+            let pre = alloc_from_value(&case["pre"]).unwrap();
+            let post = alloc_from_value(&case["postState"]).unwrap();
+            let genesis_root: B256 = case["genesisBlockHeader"]["stateRoot"]
+                .as_str()
+                .unwrap()
+                .parse()
+                .unwrap();
+
+            let dir = tempfile::tempdir().unwrap();
+            let db = StateDb::open(dir.path(), crate::model::small_options()).unwrap();
+            assert_eq!(
+                db.init_genesis(&pre).unwrap(),
+                genesis_root,
+                "{context}: pre root"
+            );
+
+            let mut writer = db.begin_block(1).unwrap();
+            apply_difference(&mut writer, &pre, &post);
+            let info = writer.commit().unwrap();
+            assert_eq!(info.root, last_block_root(case), "{context}: post root");
+
+            let reader = db.reader(Regime::Exec);
+            for (address, account) in &post {
+                let found = reader.account(address).unwrap().expect("account exists");
+                assert_eq!(
+                    found.balance, account.balance,
+                    "{context}: balance of {address}"
+                );
+                for (slot, value) in &account.storage {
+                    assert_eq!(
+                        reader.storage(address, slot).unwrap(),
+                        *value,
+                        "{context}: {address} {slot}"
+                    );
+                }
+            }
+            // And back: unwinding the block restores the pre root.
+            assert_eq!(db.unwind_to(0).unwrap(), genesis_root, "{context}: unwind");
+            cases += 1;
+        }
+    }
+    assert!(cases >= 8, "only {cases} cases ran");
+}
