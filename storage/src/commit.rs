@@ -5,12 +5,14 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use alloy_primitives::{Address, B256};
+use alloy_primitives::{Address, B256, keccak256};
 use bytes::Bytes;
 use strata_commitment::{CommitStats, ComputeOptions, TrieUpdate, compute_root};
 
 use crate::db::meta::{self, Head};
-use crate::db::tables::{CHANGES, META, ROOTS, domain_table};
+use crate::db::tables::{
+    BLOCK_HASH_WINDOW, BLOCK_HASHES, CHANGES, CODE_BY_HASH, META, ROOTS, domain_table,
+};
 use crate::db::{changes, value};
 use crate::domain::{Domain, Regime};
 use crate::error::{Error, Result, db_err};
@@ -266,6 +268,27 @@ fn write_block(
         }
         let mut meta_table = txn.open_table(META).map_err(db_err("open meta"))?;
         meta::write_head(&mut meta_table, head)?;
+        let mut by_hash = txn
+            .open_table(CODE_BY_HASH)
+            .map_err(db_err("open code by hash"))?;
+        for code in overlay.entries(Domain::Code).values().flatten() {
+            by_hash
+                .insert(keccak256(code).as_slice(), code.as_ref())
+                .map_err(db_err("write code by hash"))?;
+        }
+        let mut hashes = txn
+            .open_table(BLOCK_HASHES)
+            .map_err(db_err("open block hashes"))?;
+        if let Some(hash) = overlay.block_hash {
+            hashes
+                .insert(head.block, hash.as_slice())
+                .map_err(db_err("write block hash"))?;
+        }
+        if let Some(oldest) = head.block.checked_sub(BLOCK_HASH_WINDOW) {
+            hashes
+                .retain_in(..=oldest, |_, _| false)
+                .map_err(db_err("drop old block hashes"))?;
+        }
     }
     txn.commit().map_err(db_err("commit block"))?;
     Ok(written)

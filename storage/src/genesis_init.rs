@@ -10,7 +10,7 @@ use strata_commitment::{AccountLeaf, BulkBuilder};
 use crate::account::{Account, encode_slot_value};
 use crate::commit::publish;
 use crate::db::meta::{self, Head};
-use crate::db::tables::{META, ROOTS, domain_table};
+use crate::db::tables::{CODE_BY_HASH, META, ROOTS, domain_table};
 use crate::db::value;
 use crate::domain::Domain;
 use crate::error::{Error, Result, db_err};
@@ -67,6 +67,9 @@ pub(crate) fn init_genesis(inner: &Arc<Inner>, alloc: &GenesisAlloc) -> Result<B
                     .map_err(db_err("open table"))?,
             );
         }
+        let mut by_hash = txn
+            .open_table(CODE_BY_HASH)
+            .map_err(db_err("open code by hash"))?;
         let mut put = |domain: Domain, key: &[u8], value: &[u8]| -> Result<()> {
             tables[domain.index()]
                 .insert(key, value::encode(0, Some(value)).as_slice())
@@ -87,6 +90,9 @@ pub(crate) fn init_genesis(inner: &Arc<Inner>, alloc: &GenesisAlloc) -> Result<B
             put(Domain::Account, address.as_slice(), &account.encode())?;
             if !genesis.code.is_empty() {
                 put(Domain::Code, address.as_slice(), &genesis.code)?;
+                by_hash
+                    .insert(code_hash.as_slice(), genesis.code.as_ref())
+                    .map_err(db_err("write code by hash"))?;
             }
             for (slot, value) in genesis.storage.iter().filter(|(_, v)| !v.is_zero()) {
                 put(

@@ -15,6 +15,8 @@ pub(crate) struct Overlay {
     /// Accounts whose whole storage was deleted in this block, before any
     /// storage write of the block that follows the deletion.
     wiped: BTreeSet<Address>,
+    /// The block's hash, when the client gives it.
+    pub(crate) block_hash: Option<alloy_primitives::B256>,
 }
 
 impl Overlay {
@@ -31,6 +33,14 @@ impl Overlay {
             }
         }
         None
+    }
+
+    /// Code this block stored, by its hash.
+    pub(crate) fn code_by_hash(&self, hash: &alloy_primitives::B256) -> Option<&Bytes> {
+        self.maps[Domain::Code.index()]
+            .values()
+            .flatten()
+            .find(|code| alloy_primitives::keccak256(code) == *hash)
     }
 
     /// Records a write (`None` deletes).

@@ -114,6 +114,27 @@ impl StateReader {
         }
     }
 
+    /// Bytecode by its keccak256 hash (one read), or `None` when no block
+    /// ever stored that code.
+    pub fn code_by_hash(&self, hash: &B256) -> Result<Option<Bytes>> {
+        if let Some(overlay) = &self.overlay
+            && let Some(code) = overlay.code_by_hash(hash)
+        {
+            return Ok(Some(code.clone()));
+        }
+        let started = self.metrics.start();
+        let code = self.snapshot.code_by_hash(hash)?;
+        self.metrics
+            .finish(started, Domain::Code, Tier::Db, self.regime);
+        Ok(code)
+    }
+
+    /// The hash of block `number`, when it is one of the last 256 blocks
+    /// committed with a hash ([`crate::BlockWriter::set_block_hash`]).
+    pub fn block_hash(&self, number: u64) -> Result<Option<B256>> {
+        self.snapshot.block_hash(number)
+    }
+
     /// The bytecode of `address`, or `None` when it has none.
     pub fn code(&self, address: &Address) -> Result<Option<Bytes>> {
         self.get_latest(Domain::Code, address.as_slice())

@@ -12,7 +12,7 @@ use redb::{
 };
 
 use crate::db::meta::Head;
-use crate::db::tables::domain_table;
+use crate::db::tables::{BLOCK_HASHES, CODE_BY_HASH, domain_table};
 use crate::db::value;
 use crate::domain::Domain;
 use crate::error::{Result, db_err};
@@ -37,6 +37,8 @@ pub(crate) type DbEntry = (Vec<u8>, Option<Vec<u8>>);
 pub(crate) struct Snapshot {
     pub(crate) head: Option<Head>,
     tables: [ReadOnlyTable<&'static [u8], &'static [u8]>; 4],
+    code_by_hash: ReadOnlyTable<&'static [u8], &'static [u8]>,
+    block_hashes: ReadOnlyTable<u64, &'static [u8]>,
     pub(crate) files: Arc<FileSet>,
     // Keeps the snapshot's pages alive; dropped after the tables.
     _txn: ReadTransaction,
@@ -56,9 +58,13 @@ impl Snapshot {
             open(Domain::Code)?,
             open(Domain::Commitment)?,
         ];
+        let code_by_hash = txn.open_table(CODE_BY_HASH).map_err(db_err("open table"))?;
+        let block_hashes = txn.open_table(BLOCK_HASHES).map_err(db_err("open table"))?;
         Ok(Snapshot {
             head,
             tables,
+            code_by_hash,
+            block_hashes,
             files,
             _txn: txn,
         })
@@ -151,6 +157,24 @@ impl Snapshot {
             }
         }
         Ok(out)
+    }
+
+    /// Bytecode by its keccak256 hash.
+    pub(crate) fn code_by_hash(&self, hash: &B256) -> Result<Option<Bytes>> {
+        let found = self
+            .code_by_hash
+            .get(hash.as_slice())
+            .map_err(db_err("get code by hash"))?;
+        Ok(found.map(|guard| Bytes::copy_from_slice(guard.value())))
+    }
+
+    /// The hash of block `number`, if it is among the last 256 committed.
+    pub(crate) fn block_hash(&self, number: u64) -> Result<Option<B256>> {
+        let found = self
+            .block_hashes
+            .get(number)
+            .map_err(db_err("get block hash"))?;
+        Ok(found.map(|guard| B256::from_slice(guard.value())))
     }
 
     /// Number of entries the db tier holds for `domain`.

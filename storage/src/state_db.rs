@@ -9,7 +9,7 @@ use redb::ReadableDatabase;
 use strata_cache::{CacheStats, WarmupPool, build_cache};
 
 use crate::db::meta::{self, FORMAT_VERSION, Meta};
-use crate::db::tables::{CHANGES, META, ROOTS, domain_table};
+use crate::db::tables::{BLOCK_HASHES, CHANGES, CODE_BY_HASH, META, ROOTS, domain_table};
 use crate::domain::{Domain, Regime};
 use crate::error::{Error, Result, db_err};
 use crate::files::{FileSystem, OsFileSystem};
@@ -299,6 +299,10 @@ fn load_or_init_meta(db: &redb::Database, db_path: &Path, options: &Options) -> 
             .map_err(db_err("create table"))?;
     }
     txn.open_table(CHANGES).map_err(db_err("create table"))?;
+    txn.open_table(CODE_BY_HASH)
+        .map_err(db_err("create table"))?;
+    txn.open_table(BLOCK_HASHES)
+        .map_err(db_err("create table"))?;
     txn.open_table(ROOTS).map_err(db_err("create table"))?;
     txn.commit().map_err(db_err("commit metadata"))?;
     Ok(meta)

@@ -87,6 +87,12 @@ impl<'db> BlockWriter<'db> {
         Ok(())
     }
 
+    /// Records the block's hash, served by `block_hash` lookups (the last
+    /// 256 are kept, as the EVM's BLOCKHASH needs).
+    pub fn set_block_hash(&mut self, hash: B256) {
+        Arc::make_mut(&mut self.overlay).block_hash = Some(hash);
+    }
+
     /// A read handle over the last committed block plus this block's writes
     /// so far; later writes of the block are not visible through it.
     pub fn reader(&self, regime: Regime) -> StateReader {

@@ -24,6 +24,18 @@ pub(crate) const ROOTS: TableDefinition<'static, u64, &'static [u8]> =
 pub(crate) const CHANGES: TableDefinition<'static, &'static [u8], &'static [u8]> =
     TableDefinition::new("changes");
 
+/// keccak256(code) → bytecode: code by hash in one read (content-addressed,
+/// never collated or unwound: an entry is valid whoever holds the code).
+pub(crate) const CODE_BY_HASH: TableDefinition<'static, &'static [u8], &'static [u8]> =
+    TableDefinition::new("code_by_hash");
+
+/// Block number → block hash, for the last 256 blocks the client committed.
+pub(crate) const BLOCK_HASHES: TableDefinition<'static, u64, &'static [u8]> =
+    TableDefinition::new("block_hashes");
+
+/// How many block hashes are kept (the EVM's BLOCKHASH window).
+pub(crate) const BLOCK_HASH_WINDOW: u64 = 256;
+
 /// The table of a domain.
 pub(crate) const fn domain_table(domain: Domain) -> DomainTable {
     match domain {

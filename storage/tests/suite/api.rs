@@ -1,0 +1,103 @@
+//! Small API behaviours: code by hash, block hashes, refused requests,
+//! errors that say what and where.
+
+use alloy_primitives::{Address, B256, Bytes, U256, keccak256};
+use strata_storage::{Account, Error, Regime, StateDb};
+
+use crate::model::small_options;
+
+#[test]
+fn code_is_found_by_hash_and_block_hashes_keep_a_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = StateDb::open(dir.path(), small_options()).unwrap();
+    let code = Bytes::from_static(&[0x60, 0x01, 0x60, 0x00, 0x55]);
+    let who = Address::with_last_byte(7);
+    for number in 0..300u64 {
+        let mut writer = db.begin_block(number).unwrap();
+        writer.set_block_hash(keccak256(number.to_be_bytes()));
+        if number == 3 {
+            writer.put_code(who, code.0.clone());
+            writer.put_account(
+                who,
+                &Account {
+                    code_hash: keccak256(&code),
+                    ..Account::default()
+                },
+            );
+            assert_eq!(
+                writer
+                    .reader(Regime::Exec)
+                    .code_by_hash(&keccak256(&code))
+                    .unwrap(),
+                Some(code.0.clone())
+            );
+        }
+        writer.commit().unwrap();
+    }
+    let reader = db.reader(Regime::Exec);
+    assert_eq!(
+        reader.code_by_hash(&keccak256(&code)).unwrap(),
+        Some(code.0.clone())
+    );
+    assert_eq!(reader.code_by_hash(&B256::ZERO).unwrap(), None);
+    assert_eq!(
+        reader.block_hash(299).unwrap(),
+        Some(keccak256(299u64.to_be_bytes()))
+    );
+    assert_eq!(
+        reader.block_hash(299 - 255).unwrap(),
+        Some(keccak256(44u64.to_be_bytes()))
+    );
+    assert_eq!(
+        reader.block_hash(299 - 256).unwrap(),
+        None,
+        "older than 256 blocks"
+    );
+}
+
+#[test]
+fn refused_requests_name_the_problem_and_leave_the_store_usable() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = StateDb::open(dir.path(), small_options()).unwrap();
+    let err = db.begin_block(5).err().unwrap();
+    assert!(
+        matches!(
+            err,
+            Error::BlockOutOfOrder {
+                expected: 0,
+                found: 5
+            }
+        ),
+        "{err}"
+    );
+    db.begin_block(0).unwrap().commit().unwrap();
+    let err = db.unwind_to(7).unwrap_err();
+    assert!(
+        err.to_string().contains("cannot unwind to block 7"),
+        "{err}"
+    );
+    let err = db.init_genesis(&Default::default()).unwrap_err();
+    assert!(matches!(err, Error::GenesisExists { last: 0 }), "{err}");
+    // None of that poisoned the store.
+    let mut writer = db.begin_block(1).unwrap();
+    writer.put_storage(Address::ZERO, B256::ZERO, U256::from(1));
+    writer.commit().unwrap();
+}
+
+#[test]
+fn a_second_open_of_the_same_datadir_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let _db = StateDb::open(dir.path(), small_options()).unwrap();
+    let err = StateDb::open(dir.path(), small_options()).err().unwrap();
+    assert!(matches!(err, Error::Locked { .. }), "{err}");
+    assert!(err.to_string().contains("locked"), "{err}");
+}
+
+#[test]
+fn an_unusable_datadir_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("not-a-dir");
+    std::fs::write(&file, b"x").unwrap();
+    let err = StateDb::open(&file, small_options()).err().unwrap();
+    assert!(err.to_string().contains("not-a-dir"), "{err}");
+}
