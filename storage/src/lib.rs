@@ -24,6 +24,7 @@ mod sources;
 mod state_db;
 pub mod telemetry;
 mod unwind;
+mod verify;
 mod writer;
 
 pub use account::Account;
@@ -35,4 +36,5 @@ pub use options::{Durability, Options};
 pub use reader::StateReader;
 pub use state_db::{DB_FILE, DbStats, DomainStats, FILES_DIR, FileStats, StateDb};
 pub use strata_cache::{CacheKind, CacheStats};
+pub use verify::VerifyReport;
 pub use writer::BlockWriter;

@@ -177,6 +177,23 @@ impl Snapshot {
         Ok(found.map(|guard| B256::from_slice(guard.value())))
     }
 
+    /// Every db-tier key of `domain` with the step that wrote it.
+    pub(crate) fn db_keys_and_steps(&self, domain: Domain) -> Result<Vec<(Vec<u8>, u64)>> {
+        let table = &self.tables[domain.index()];
+        let mut out = Vec::new();
+        for entry in table.iter().map_err(db_err("iterate"))? {
+            let (k, v) = entry.map_err(db_err("iterate"))?;
+            let (step, _) = value::decode(domain, k.value(), v.value())?;
+            out.push((k.value().to_vec(), step));
+        }
+        Ok(out)
+    }
+
+    /// Every db-tier entry of `domain`, in key order.
+    pub(crate) fn db_entries(&self, domain: Domain) -> Result<Vec<DbEntry>> {
+        self.db_entries_in_steps(domain, 0, u64::MAX)
+    }
+
     /// Number of entries the db tier holds for `domain`.
     pub(crate) fn db_len(&self, domain: Domain) -> Result<u64> {
         self.tables[domain.index()].len().map_err(db_err("count"))

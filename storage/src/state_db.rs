@@ -157,6 +157,12 @@ impl StateDb {
         self.inner.poison_on_error(result)
     }
 
+    /// Re-checks every file, checks that the tiers agree and recomputes the
+    /// state root from every live leaf; the report lists what is wrong.
+    pub fn verify(&self) -> Result<crate::verify::VerifyReport> {
+        crate::verify::verify(&self.inner)
+    }
+
     /// The read-latency telemetry of this store.
     pub fn metrics(&self) -> &Arc<ReadMetrics> {
         &self.inner.metrics

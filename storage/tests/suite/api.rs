@@ -101,3 +101,42 @@ fn an_unusable_datadir_is_a_clear_error() {
     let err = StateDb::open(&file, small_options()).err().unwrap();
     assert!(err.to_string().contains("not-a-dir"), "{err}");
 }
+
+#[test]
+fn verify_reports_a_damaged_file_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = StateDb::open(dir.path(), small_options()).unwrap();
+    for number in 0..12u64 {
+        let mut writer = db.begin_block(number).unwrap();
+        writer.put_account(
+            Address::with_last_byte(number as u8),
+            &Account {
+                nonce: number,
+                ..Account::default()
+            },
+        );
+        writer.commit().unwrap();
+    }
+    db.compact().unwrap();
+    let clean = db.verify().unwrap();
+    assert!(clean.is_ok(), "{:?}", clean.problems);
+    assert!(clean.files_checked > 0);
+    assert_eq!(clean.computed_root, db.root());
+
+    let victim = std::fs::read_dir(dir.path().join(strata_storage::FILES_DIR))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().contains("account"))
+        .expect("an account file");
+    let mut bytes = std::fs::read(&victim).unwrap();
+    let at = bytes.len() - 3;
+    bytes[at] ^= 0x40;
+    std::fs::write(&victim, &bytes).unwrap();
+    let damaged = db.verify().unwrap();
+    let name = victim.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        damaged.problems.iter().any(|p| p.contains(&name)),
+        "{:?}",
+        damaged.problems
+    );
+}

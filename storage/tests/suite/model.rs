@@ -203,6 +203,9 @@ fn run(steps: Vec<Step>) {
     drop(db);
     let db = StateDb::open(dir.path(), small_options()).unwrap();
     check(&db, &model, "final reopen");
+    let report = db.verify().unwrap();
+    assert!(report.is_ok(), "verify: {:?}", report.problems);
+    assert_eq!(report.computed_root, model_root(&model));
 }
 
 proptest! {
