@@ -46,6 +46,18 @@ impl StateDb {
         options: Options,
         fs: Arc<dyn FileSystem>,
     ) -> Result<StateDb> {
+        Self::open_with_io::<redb::backends::FileBackend>(datadir, options, fs, None)
+    }
+
+    /// Opens the datadir with immutable-file I/O through `fs` and, when
+    /// given, redb's storage through `db_backend` instead of the datadir's
+    /// `state.redb` (crash tests rebuild power-cut images through both).
+    pub fn open_with_io<B: redb::StorageBackend>(
+        datadir: impl AsRef<Path>,
+        options: Options,
+        fs: Arc<dyn FileSystem>,
+        db_backend: Option<B>,
+    ) -> Result<StateDb> {
         let datadir = datadir.as_ref().to_path_buf();
         let dir_err = |what| {
             let path = datadir.clone();
@@ -55,7 +67,7 @@ impl StateDb {
         let files_dir = datadir.join(FILES_DIR);
         std::fs::create_dir_all(&files_dir).map_err(dir_err("create files folder"))?;
         let db_path = datadir.join(DB_FILE);
-        let db = open_redb(&db_path, &options)?;
+        let db = open_redb(&db_path, &options, db_backend)?;
         let meta = load_or_init_meta(&db, &db_path, &options)?;
 
         maintenance::remove_orphans(fs.as_ref(), &files_dir, &meta.manifest)?;
@@ -262,10 +274,18 @@ pub struct FileStats {
     pub bytes: u64,
 }
 
-fn open_redb(path: &PathBuf, options: &Options) -> Result<redb::Database> {
+fn open_redb<B: redb::StorageBackend>(
+    path: &PathBuf,
+    options: &Options,
+    backend: Option<B>,
+) -> Result<redb::Database> {
     let mut builder = redb::Database::builder();
     builder.set_cache_size(options.db_cache_bytes);
-    builder.create(path).map_err(|e| match e {
+    let opened = match backend {
+        Some(backend) => builder.create_with_backend(backend),
+        None => builder.create(path),
+    };
+    opened.map_err(|e| match e {
         redb::DatabaseError::DatabaseAlreadyOpen => Error::Locked { path: path.clone() },
         other => Error::Db {
             op: "open database",
