@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use strata_storage::genesis::GenesisError;
 
 use crate::geth::GethError;
-use crate::model::ReadMismatch;
+use crate::model::VerifyError;
 use crate::trace::TraceError;
 
 /// Why a `strata` command failed.
@@ -64,14 +64,14 @@ pub enum CliError {
         #[source]
         source: Box<GethError>,
     },
-    /// A trace's reads disagree with the state they claim to read.
+    /// A trace does not agree with the model (reads or roots).
     #[error("{path}: {source}")]
-    Reads {
+    Verify {
         /// The trace file.
         path: PathBuf,
         /// The first disagreement.
         #[source]
-        source: Box<ReadMismatch>,
+        source: Box<VerifyError>,
     },
     /// Bad or missing arguments that clap cannot express.
     #[error("{0}")]

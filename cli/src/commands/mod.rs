@@ -1,8 +1,9 @@
 //! The `strata` subcommands: argument definitions (clap) and their runners.
-//! `gen-trace` and `import-geth` work without the storage engine; the
+//! `gen-trace`, `import-geth` and `check-trace` work without the storage engine; the
 //! others are declared with their final arguments and report that they are
 //! not wired to StateDb yet.
 
+mod check_trace;
 mod compact;
 mod gen_trace;
 mod get;
@@ -17,6 +18,7 @@ use clap::{Parser, Subcommand};
 
 use crate::CliError;
 
+pub use check_trace::CheckTraceArgs;
 pub use compact::CompactArgs;
 pub use gen_trace::GenTraceArgs;
 pub use get::{GetArgs, GetWhat};
@@ -57,6 +59,8 @@ pub enum Command {
     GenTrace(GenTraceArgs),
     /// Turn geth prestateTracer output for one block into a trace block line.
     ImportGeth(ImportGethArgs),
+    /// Replay a trace through the in-memory model: check every read and root.
+    CheckTrace(CheckTraceArgs),
 }
 
 /// Run a parsed command line.
@@ -71,5 +75,6 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Verify(args) => verify::run(args),
         Command::GenTrace(args) => gen_trace::run(args),
         Command::ImportGeth(args) => import_geth::run(args),
+        Command::CheckTrace(args) => check_trace::run(args),
     }
 }

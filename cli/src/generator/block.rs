@@ -8,7 +8,7 @@ use rand::Rng;
 use rand::seq::SliceRandom;
 
 use super::world::{Contract, Meta, mapping_slot, new_address, token_amount};
-use super::{BlockShape, Zipf};
+use super::{BlockShape, Exponent, Zipf};
 use crate::model::WorldState;
 use crate::trace::{AccountWrite, TraceBlock};
 
@@ -64,8 +64,8 @@ impl BlockBuilder {
     pub(super) fn new(shape: BlockShape, meta: &Meta) -> Self {
         Self {
             shape,
-            contract_zipf: Zipf::new(meta.genesis_contracts.max(1), 1.0),
-            eoa_zipf: Zipf::new(meta.genesis_eoas.max(1), 0.8),
+            contract_zipf: Zipf::new(meta.genesis_contracts.max(1), Exponent::One),
+            eoa_zipf: Zipf::new(meta.genesis_eoas.max(1), Exponent::Half),
         }
     }
 

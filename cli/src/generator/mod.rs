@@ -24,7 +24,7 @@ use rand::rngs::StdRng;
 use crate::model::WorldState;
 use crate::trace::{TraceLine, TraceWriter};
 
-pub use zipf::Zipf;
+pub use zipf::{Exponent, Zipf};
 
 /// Default per-block shape (a busy mainnet block, as the prestateTracer sees it).
 pub const DEFAULT_ACCOUNT_READS: usize = 1_500;

@@ -8,7 +8,7 @@ use alloy_primitives::{Address, B256, Bytes, U256, keccak256};
 use rand::Rng;
 use strata_storage::genesis::{GenesisAccount, GenesisAlloc};
 
-use super::{GenConfig, Zipf};
+use super::{Exponent, GenConfig, Zipf};
 
 /// A contract the generator knows about.
 #[derive(Debug, Clone)]
@@ -94,7 +94,8 @@ pub(super) fn genesis<R: Rng + ?Sized>(config: &GenConfig, rng: &mut R) -> (Gene
     let eoas: Vec<Address> = (0..config.accounts).map(|_| random_address(rng)).collect();
     for address in &eoas {
         let balance = U256::from(rng.random_range(10u128.pow(14)..10u128.pow(22)));
-        let nonce = (rng.random::<f64>().powi(3) * 2_000.0) as u64;
+        let u = rng.random::<f64>();
+        let nonce = (u * u * u * 2_000.0) as u64;
         alloc.insert(
             *address,
             GenesisAccount {
@@ -107,7 +108,7 @@ pub(super) fn genesis<R: Rng + ?Sized>(config: &GenConfig, rng: &mut R) -> (Gene
 
     let code_count = (config.contracts / 3).clamp(1, 8);
     let codes: Vec<Bytes> = (0..code_count).map(|_| bytecode(rng)).collect();
-    let code_zipf = Zipf::new(code_count, 1.0);
+    let code_zipf = Zipf::new(code_count, Exponent::One);
     let mut meta = Meta {
         genesis_eoas: eoas.len(),
         eoas,
@@ -120,7 +121,7 @@ pub(super) fn genesis<R: Rng + ?Sized>(config: &GenConfig, rng: &mut R) -> (Gene
 
     // Holders per contract follow the contracts' popularity (Zipf, s = 1):
     // about two balance slots per EOA in total.
-    let popularity = Zipf::new(config.contracts.max(1), 1.0);
+    let popularity = Zipf::new(config.contracts.max(1), Exponent::One);
     let budget = 2 * config.accounts;
     for rank in 0..config.contracts {
         let address = random_address(rng);

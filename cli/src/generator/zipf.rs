@@ -1,8 +1,22 @@
 //! A Zipf sampler over ranks 0..n: rank r is drawn with probability
 //! proportional to 1 / (r + 1)^s. Hot contracts and busy accounts on mainnet
 //! follow roughly this law.
+//!
+//! Only s = 1 and s = 1/2 are offered: their weights need only division and
+//! `sqrt`, which IEEE 754 rounds exactly on every platform, whereas `powf`
+//! comes from the platform's libm and may differ in the last bit — and a
+//! generated trace must be the same bytes everywhere.
 
 use rand::Rng;
+
+/// The exponent s of a [`Zipf`] law.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exponent {
+    /// s = 1: the classic law (popular contracts, shared bytecodes).
+    One,
+    /// s = 1/2: a flatter law (activity of EOAs).
+    Half,
+}
 
 /// Samples ranks 0..n with Zipf weights (precomputed cumulative table).
 #[derive(Debug, Clone)]
@@ -11,12 +25,16 @@ pub struct Zipf {
 }
 
 impl Zipf {
-    /// A sampler over `n` ranks (n ≥ 1) with exponent `s` (0 = uniform).
-    pub fn new(n: usize, s: f64) -> Self {
+    /// A sampler over `n` ranks (at least one) with the given exponent.
+    pub fn new(n: usize, exponent: Exponent) -> Self {
         let mut total = 0.0;
         let cdf = (0..n.max(1))
             .map(|r| {
-                total += 1.0 / ((r + 1) as f64).powf(s);
+                let x = (r + 1) as f64;
+                total += match exponent {
+                    Exponent::One => 1.0 / x,
+                    Exponent::Half => 1.0 / x.sqrt(),
+                };
                 total
             })
             .collect();
@@ -55,11 +73,11 @@ mod tests {
     use rand::SeedableRng;
     use rand::rngs::StdRng;
 
-    use super::Zipf;
+    use super::{Exponent, Zipf};
 
     #[test]
     fn low_ranks_are_drawn_most() {
-        let zipf = Zipf::new(100, 1.0);
+        let zipf = Zipf::new(100, Exponent::One);
         let mut rng = StdRng::seed_from_u64(7);
         let mut counts = [0usize; 100];
         for _ in 0..100_000 {

@@ -5,6 +5,7 @@
 
 mod check;
 mod root;
+mod verify;
 
 use std::collections::BTreeMap;
 
@@ -15,6 +16,7 @@ use strata_storage::genesis::{GenesisAccount, GenesisAlloc};
 use crate::trace::{AccountRead, AccountWrite, TraceBlock};
 
 pub use check::ReadMismatch;
+pub use verify::{VerifyError, VerifyReport, verify_trace};
 
 /// One account of the model.
 #[derive(Debug, Clone)]

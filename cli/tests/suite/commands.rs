@@ -79,3 +79,39 @@ fn argument_errors_are_reported() {
         "invalid address \"0xab\"",
     );
 }
+
+#[test]
+fn check_trace_accepts_the_testdata_and_rejects_tampering() {
+    let small = crate::common::testdata().join("small.jsonl");
+    let out = strata(&["check-trace", small.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("ok: 30 blocks, 30 roots"));
+
+    let text = std::fs::read_to_string(&small).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // Block 4 (line 5) with another stated root.
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    let start = lines[4].find("\"state_root\":\"0x").unwrap() + "\"state_root\":\"0x".len();
+    lines[4].replace_range(start..start + 64, &"ab".repeat(32));
+    let tampered = dir.path().join("root.jsonl");
+    std::fs::write(&tampered, lines.join("\n")).unwrap();
+    assert_fails_with(
+        &["check-trace", tampered.to_str().unwrap()],
+        "line 5: block 4: the trace says state root 0xabab",
+    );
+
+    // A read of block 2 (line 3) with a wrong balance.
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    let start = lines[2].find("\"balance\":\"0x").unwrap() + "\"balance\":\"".len();
+    lines[2].insert(start + 2, '1');
+    let tampered = dir.path().join("read.jsonl");
+    std::fs::write(&tampered, lines.join("\n")).unwrap();
+    assert_fails_with(
+        &["check-trace", tampered.to_str().unwrap()],
+        "line 3: block 2: reads 0x",
+    );
+}
