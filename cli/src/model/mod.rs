@@ -5,6 +5,7 @@
 
 mod check;
 mod root;
+mod shards;
 mod verify;
 
 use std::collections::BTreeMap;
@@ -14,6 +15,7 @@ use alloy_trie::KECCAK_EMPTY;
 use strata_storage::genesis::{GenesisAccount, GenesisAlloc};
 
 use crate::trace::{AccountRead, AccountWrite, TraceBlock};
+use shards::ShardCache;
 
 pub use check::ReadMismatch;
 pub use verify::{VerifyError, VerifyReport, verify_trace};
@@ -34,6 +36,8 @@ pub struct Account {
     storage_root: Option<B256>,
     /// Cached RLP of the account leaf; `None` after any change.
     leaf: Option<Vec<u8>>,
+    /// Cached sub-trie hashes of a large storage trie.
+    shards: ShardCache,
 }
 
 impl Account {
@@ -48,6 +52,7 @@ impl Account {
             hashed_address: keccak256(address),
             storage_root: None,
             leaf: None,
+            shards: ShardCache::default(),
         }
     }
 
@@ -94,6 +99,7 @@ impl Account {
             self.storage.insert(slot, value);
             self.hashed_storage.insert(hashed, value);
         }
+        self.shards.invalidate(&hashed);
         self.storage_root = None;
     }
 }
@@ -105,6 +111,8 @@ pub struct WorldState {
     accounts: BTreeMap<Address, Account>,
     /// keccak256(address) → address: the account trie's leaf order.
     by_hash: BTreeMap<B256, Address>,
+    /// Cached sub-trie hashes of the account trie.
+    shards: ShardCache,
 }
 
 impl WorldState {
@@ -217,6 +225,7 @@ impl WorldState {
         if write.deleted {
             if let Some(gone) = self.accounts.remove(address) {
                 self.by_hash.remove(&gone.hashed_address);
+                self.shards.invalidate(&gone.hashed_address);
             }
             if !write.has_fields() {
                 return;
@@ -229,6 +238,7 @@ impl WorldState {
             account
         });
         account.leaf = None;
+        self.shards.invalidate(&account.hashed_address);
         if let Some(nonce) = write.nonce {
             account.nonce = nonce;
         }
