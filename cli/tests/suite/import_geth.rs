@@ -262,6 +262,25 @@ fn multi_tx_merge_rules() {
         "last write wins"
     );
 
+    // The binary reads the same from files: a JSON-RPC response and a bare array.
+    let tmp = tempfile::tempdir().unwrap();
+    let (pfile, dfile) = (tmp.path().join("p.json"), tmp.path().join("d.json"));
+    std::fs::write(
+        &pfile,
+        json!({"jsonrpc": "2.0", "id": 1, "result": prestate}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(&dfile, diff.to_string()).unwrap();
+    let from_files = import(&[
+        "--prestate",
+        pfile.to_str().unwrap(),
+        "--diff",
+        dfile.to_str().unwrap(),
+        "--number",
+        "3",
+    ]);
+    assert_eq!(from_files, block);
+
     // The two inputs must describe the same transactions.
     let one = json!([prestate[0].clone()]);
     let err = merge_block(3, Some(&prestate_frames(&one).unwrap()), Some(&d)).unwrap_err();
