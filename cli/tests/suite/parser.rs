@@ -364,3 +364,40 @@ fn check_reads_catches_a_wrong_pre_value() {
     );
     assert!(err.contains("trace says 0x4, state holds 0x0"), "{err}");
 }
+
+#[test]
+fn mutated_lines_never_panic() {
+    use rand::{Rng, SeedableRng};
+
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/small.jsonl");
+    let text = std::fs::read_to_string(path).unwrap();
+    let line = text.lines().nth(1).unwrap().as_bytes().to_vec();
+    let alphabet = b"0123456789abcdefxX\"{}[],:-.eE \\ntruefalsnul";
+    let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+    let (mut ok, mut err) = (0, 0);
+    for _ in 0..3_000 {
+        let mut mutated = line.clone();
+        for _ in 0..rng.random_range(1..4) {
+            let at = rng.random_range(0..mutated.len());
+            match rng.random_range(0..3) {
+                0 => mutated[at] = alphabet[rng.random_range(0..alphabet.len())],
+                1 => {
+                    mutated.remove(at);
+                }
+                _ => mutated.insert(at, alphabet[rng.random_range(0..alphabet.len())]),
+            }
+        }
+        let Ok(mutated) = String::from_utf8(mutated) else {
+            continue;
+        };
+        match strata_cli::trace::parse_line(&mutated, 2) {
+            Ok(_) => ok += 1,
+            Err(e) => {
+                assert_eq!(e.line(), 2);
+                assert!(e.to_string().starts_with("line 2: "), "{e}");
+                err += 1;
+            }
+        }
+    }
+    assert!(err > 1_000 && ok > 100, "{ok} accepted, {err} rejected");
+}
