@@ -1,3 +1,18 @@
-//! The `strata` command line.
+//! The `strata` command line: parses arguments, runs the command, prints
+//! errors to stderr and exits non-zero on failure.
 
-fn main() {}
+use std::process::ExitCode;
+
+use clap::Parser;
+use strata_cli::commands::{Cli, run};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("strata: error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}

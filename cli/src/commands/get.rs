@@ -1,0 +1,59 @@
+//! `strata get --datadir DIR account ADDR | storage ADDR SLOT | code ADDR`
+//! (not wired yet).
+
+use std::path::PathBuf;
+
+use alloy_primitives::{Address, B256};
+use clap::{Args, Subcommand};
+use strata_storage::genesis::{parse_address, parse_word};
+
+use crate::CliError;
+
+/// Arguments of `strata get`.
+#[derive(Debug, Clone, Args)]
+pub struct GetArgs {
+    /// The data directory.
+    #[arg(long, value_name = "DIR")]
+    pub datadir: PathBuf,
+    /// What to read.
+    #[command(subcommand)]
+    pub what: GetWhat,
+}
+
+/// What `strata get` reads.
+#[derive(Debug, Clone, Subcommand)]
+pub enum GetWhat {
+    /// An account: nonce, balance, code hash.
+    Account {
+        /// The account's address (0x + 40 hex digits).
+        #[arg(value_parser = address_arg)]
+        address: Address,
+    },
+    /// One storage slot.
+    Storage {
+        /// The account's address.
+        #[arg(value_parser = address_arg)]
+        address: Address,
+        /// The slot (hex, up to 32 bytes; left-padded).
+        #[arg(value_parser = slot_arg)]
+        slot: B256,
+    },
+    /// An account's bytecode.
+    Code {
+        /// The account's address.
+        #[arg(value_parser = address_arg)]
+        address: Address,
+    },
+}
+
+fn address_arg(text: &str) -> Result<Address, String> {
+    parse_address(text).map_err(|e| e.to_string())
+}
+
+fn slot_arg(text: &str) -> Result<B256, String> {
+    parse_word(text).map_err(|e| e.to_string())
+}
+
+pub(super) fn run(_args: GetArgs) -> Result<(), CliError> {
+    Err(CliError::NotWired { command: "get" })
+}

@@ -1,0 +1,80 @@
+//! The `strata` subcommands: argument definitions (clap) and their runners.
+//! `gen-trace`, `import-geth` and `check-trace` work without the storage engine; the
+//! others are declared with their final arguments and report that they are
+//! not wired to StateDb yet.
+
+mod check_trace;
+mod compact;
+mod gen_trace;
+mod get;
+mod import_geth;
+mod init;
+mod replay;
+mod root;
+mod stats;
+mod verify;
+
+use clap::{Parser, Subcommand};
+
+use crate::CliError;
+
+pub use check_trace::CheckTraceArgs;
+pub use compact::CompactArgs;
+pub use gen_trace::GenTraceArgs;
+pub use get::{GetArgs, GetWhat};
+pub use import_geth::ImportGethArgs;
+pub use init::InitArgs;
+pub use replay::{CacheKind, ReplayArgs};
+pub use root::RootArgs;
+pub use stats::StatsArgs;
+pub use verify::VerifyArgs;
+
+/// strata: a state-storage engine for Ethereum execution clients.
+#[derive(Debug, Parser)]
+#[command(name = "strata", version, about)]
+pub struct Cli {
+    /// The command to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Every `strata` command.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create a data directory from a genesis file.
+    Init(InitArgs),
+    /// Replay a block trace and report read latencies and root times.
+    Replay(ReplayArgs),
+    /// Read one account, slot or code from a data directory.
+    Get(GetArgs),
+    /// Print the state root and block of a data directory.
+    Root(RootArgs),
+    /// Print domain, tier and file statistics of a data directory.
+    Stats(StatsArgs),
+    /// Collate, merge and prune a data directory's files.
+    Compact(CompactArgs),
+    /// Recompute the state root from the domains and compare it with the stored one.
+    Verify(VerifyArgs),
+    /// Generate a deterministic, mainnet-shaped synthetic trace.
+    GenTrace(GenTraceArgs),
+    /// Turn geth prestateTracer output for one block into a trace block line.
+    ImportGeth(ImportGethArgs),
+    /// Replay a trace through the in-memory model: check every read and root.
+    CheckTrace(CheckTraceArgs),
+}
+
+/// Run a parsed command line.
+pub fn run(cli: Cli) -> Result<(), CliError> {
+    match cli.command {
+        Command::Init(args) => init::run(args),
+        Command::Replay(args) => replay::run(args),
+        Command::Get(args) => get::run(args),
+        Command::Root(args) => root::run(args),
+        Command::Stats(args) => stats::run(args),
+        Command::Compact(args) => compact::run(args),
+        Command::Verify(args) => verify::run(args),
+        Command::GenTrace(args) => gen_trace::run(args),
+        Command::ImportGeth(args) => import_geth::run(args),
+        Command::CheckTrace(args) => check_trace::run(args),
+    }
+}

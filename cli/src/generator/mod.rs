@@ -1,0 +1,180 @@
+//! `strata gen-trace`: a deterministic, mainnet-shaped synthetic trace.
+//!
+//! The genesis holds EOAs and contracts (a few distinct bytecodes, some
+//! shared) with ERC-20-like storage: balance slots
+//! `keccak(holder ‖ mapping index)`, more holders for popular contracts.
+//! Each block touches contracts chosen by a Zipf law (hot tokens and
+//! exchanges), sends value between EOAs, creates accounts and contracts,
+//! self-destructs (and sometimes re-creates) cold contracts and clears
+//! slots. The block's `reads` are the true pre-block values from the
+//! [`WorldState`] model, and its `state_root` is the model's root after the
+//! writes — an oracle independent of strata's commitment.
+
+mod block;
+mod world;
+mod zipf;
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use alloy_primitives::B256;
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+
+use crate::model::WorldState;
+use crate::trace::{TraceLine, TraceWriter};
+
+pub use zipf::{Exponent, Zipf};
+
+/// Default per-block shape (a busy mainnet block, as the prestateTracer sees it).
+pub const DEFAULT_ACCOUNT_READS: usize = 1_500;
+/// Default accounts written per block.
+pub const DEFAULT_ACCOUNT_WRITES: usize = 700;
+/// Default storage slots read per block.
+pub const DEFAULT_SLOT_READS: usize = 5_000;
+/// Default storage slots written per block.
+pub const DEFAULT_SLOT_WRITES: usize = 1_500;
+
+/// What to generate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GenConfig {
+    /// Externally owned accounts in the genesis.
+    pub accounts: usize,
+    /// Contracts in the genesis.
+    pub contracts: usize,
+    /// Number of blocks.
+    pub blocks: u64,
+    /// RNG seed; equal configs give equal bytes.
+    pub seed: u64,
+    /// Accounts read per block (`None` = default, scaled to the state size).
+    pub account_reads: Option<usize>,
+    /// Accounts written per block (`None` = default, scaled).
+    pub account_writes: Option<usize>,
+    /// Slots read per block (`None` = default, scaled).
+    pub slot_reads: Option<usize>,
+    /// Slots written per block (`None` = default, scaled).
+    pub slot_writes: Option<usize>,
+}
+
+/// The per-block targets after scaling to the state size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockShape {
+    /// Accounts read per block.
+    pub account_reads: usize,
+    /// Accounts written per block.
+    pub account_writes: usize,
+    /// Slots read per block.
+    pub slot_reads: usize,
+    /// Slots written per block.
+    pub slot_writes: usize,
+}
+
+impl GenConfig {
+    /// The per-block targets: the flags when given, otherwise the mainnet
+    /// defaults scaled down so a small state is not touched almost entirely
+    /// every block (at most 1/8 of the accounts and 1/16 of the slots).
+    pub fn shape(&self, genesis_slots: usize) -> BlockShape {
+        let total = self.accounts + self.contracts;
+        let account_reads = self
+            .account_reads
+            .unwrap_or(DEFAULT_ACCOUNT_READS.min((total / 8).max(4)));
+        let account_writes = self
+            .account_writes
+            .unwrap_or(DEFAULT_ACCOUNT_WRITES.min((account_reads * 7 / 15).max(2)));
+        let slot_reads = self
+            .slot_reads
+            .unwrap_or(DEFAULT_SLOT_READS.min((genesis_slots / 16).max(4)));
+        let slot_writes = self
+            .slot_writes
+            .unwrap_or(DEFAULT_SLOT_WRITES.min((slot_reads * 3 / 10).max(1)));
+        BlockShape {
+            account_reads,
+            account_writes,
+            slot_reads,
+            slot_writes,
+        }
+    }
+}
+
+/// What a generation run produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GenSummary {
+    /// Per-block targets used.
+    pub shape: BlockShape,
+    /// Accounts in the genesis.
+    pub genesis_accounts: usize,
+    /// Non-zero slots in the genesis.
+    pub genesis_slots: usize,
+    /// Root of the genesis.
+    pub genesis_root: B256,
+    /// Blocks written.
+    pub blocks: u64,
+    /// Accounts after the last block.
+    pub final_accounts: usize,
+    /// Root after the last block.
+    pub final_root: B256,
+    /// Mean accounts read / written and slots read / written per block.
+    pub mean_touches: [f64; 4],
+    /// Time spent computing state roots in the model.
+    pub root_time: Duration,
+    /// Total time.
+    pub total_time: Duration,
+}
+
+/// Generate a trace into `out`: a genesis line, then `config.blocks` block
+/// lines numbered from 1.
+pub fn generate<W: Write>(
+    config: &GenConfig,
+    out: &mut TraceWriter<W>,
+) -> std::io::Result<GenSummary> {
+    let start = Instant::now();
+    let mut rng = StdRng::seed_from_u64(config.seed);
+    let (alloc, mut meta) = world::genesis(config, &mut rng);
+    let mut state = WorldState::from_alloc(&alloc);
+    let genesis_slots = state.slot_count();
+    let shape = config.shape(genesis_slots);
+    let root_start = Instant::now();
+    let genesis_root = state.state_root();
+    let mut root_time = root_start.elapsed();
+    out.write(&TraceLine::Genesis {
+        alloc,
+        state_root: Some(genesis_root),
+    })?;
+    let genesis_accounts = state.len();
+
+    let mut sums = [0usize; 4];
+    let mut builder = block::BlockBuilder::new(shape, &meta);
+    for number in 1..=config.blocks {
+        let mut trace_block = builder.build(number, &state, &mut meta, &mut rng);
+        sums[0] += trace_block.reads.len();
+        sums[1] += trace_block.writes.len();
+        sums[2] += trace_block
+            .reads
+            .values()
+            .map(|r| r.storage.len())
+            .sum::<usize>();
+        sums[3] += trace_block
+            .writes
+            .values()
+            .map(|w| w.storage.len())
+            .sum::<usize>();
+        state.apply_block(&trace_block);
+        let root_start = Instant::now();
+        trace_block.state_root = Some(state.state_root());
+        root_time += root_start.elapsed();
+        out.write(&TraceLine::Block(trace_block))?;
+    }
+    let blocks = config.blocks.max(1) as f64;
+    Ok(GenSummary {
+        shape,
+        genesis_accounts,
+        genesis_slots,
+        genesis_root,
+        blocks: config.blocks,
+        final_accounts: state.len(),
+        final_root: state.state_root(),
+        mean_touches: sums.map(|s| s as f64 / blocks),
+        root_time,
+        total_time: start.elapsed(),
+    })
+}

@@ -1,0 +1,14 @@
+//! strata-cli: the library behind the `strata` binary — the block-trace
+//! format, an independent in-memory state model (the root oracle), the
+//! synthetic trace generator, the geth prestateTracer importer and the
+//! command implementations.
+#![deny(missing_docs)]
+
+pub mod commands;
+pub mod error;
+pub mod generator;
+pub mod geth;
+pub mod model;
+pub mod trace;
+
+pub use error::CliError;
