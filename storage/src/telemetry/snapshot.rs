@@ -188,7 +188,7 @@ fn human(nanos: u64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{ReadMetrics, ReadRecorder};
+    use super::super::ReadMetrics;
     use super::*;
 
     fn sample() -> MetricsSnapshot {
