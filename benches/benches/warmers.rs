@@ -82,25 +82,36 @@ fn configure(group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::W
 }
 
 /// Runs `work(thread, share)` on `threads` threads, each with an equal share
-/// of `total`, and returns the wall time from a common start to the last
-/// finish (thread spawning excluded).
+/// of `total`, and returns the wall time from the first worker's start to
+/// the last worker's finish (thread spawning excluded; each worker reads the
+/// clock itself, so a late-scheduled coordinator cannot skew the window).
 fn timed_parallel(threads: usize, total: u64, work: impl Fn(usize, u64) + Sync) -> Duration {
     let share = total.div_ceil(threads as u64).max(1);
-    let start = Barrier::new(threads + 1);
-    std::thread::scope(|scope| {
-        for t in 0..threads {
-            let (start, work) = (&start, &work);
-            scope.spawn(move || {
-                start.wait();
-                work(t, share);
-            });
-        }
-        start.wait();
-        let began = Instant::now();
-        // Leaving the scope joins every thread.
-        began
-    })
-    .elapsed()
+    let start = Barrier::new(threads);
+    let windows: Vec<(Instant, Instant)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let (start, work) = (&start, &work);
+                scope.spawn(move || {
+                    start.wait();
+                    let began = Instant::now();
+                    work(t, share);
+                    (began, Instant::now())
+                })
+            })
+            .collect();
+        handles.into_iter().filter_map(|h| h.join().ok()).collect()
+    });
+    span(&windows)
+}
+
+/// From the earliest start to the latest end.
+fn span(windows: &[(Instant, Instant)]) -> Duration {
+    let first = windows.iter().map(|w| w.0).min();
+    let last = windows.iter().map(|w| w.1).max();
+    first
+        .zip(last)
+        .map_or(Duration::ZERO, |(first, last)| last - first)
 }
 
 /// CPU time this thread has run, in ns (Linux `/proc/thread-self/schedstat`;
@@ -115,7 +126,7 @@ fn thread_cpu_ns() -> Option<u64> {
 struct Timed<T> {
     /// What each thread returned.
     results: Vec<T>,
-    /// Wall time from the common start to the stop signal.
+    /// Wall time from the first worker's start to the last worker's stop.
     elapsed: Duration,
     /// CPU time all worker threads used, when the OS reports it.
     cpu: Option<Duration>,
@@ -137,28 +148,30 @@ fn for_a_while<T: Send>(
                 scope.spawn(move || {
                     start.wait();
                     let cpu_before = thread_cpu_ns();
+                    let began = Instant::now();
                     let result = work(t, stop);
+                    let window = (began, Instant::now());
                     let cpu = thread_cpu_ns()
                         .zip(cpu_before)
                         .map(|(after, before)| after - before);
-                    (result, cpu)
+                    (result, cpu, window)
                 })
             })
             .collect();
         start.wait();
-        let began = Instant::now();
         std::thread::sleep(slice);
         stop.store(true, Ordering::Relaxed);
-        let elapsed = began.elapsed();
         let mut results = Vec::with_capacity(threads);
+        let mut windows = Vec::with_capacity(threads);
         let mut cpu = Some(0u64);
-        for (result, thread_cpu) in handles.into_iter().filter_map(|h| h.join().ok()) {
+        for (result, thread_cpu, window) in handles.into_iter().filter_map(|h| h.join().ok()) {
             results.push(result);
+            windows.push(window);
             cpu = cpu.zip(thread_cpu).map(|(a, b)| a + b);
         }
         Timed {
             results,
-            elapsed,
+            elapsed: span(&windows),
             cpu: cpu.map(Duration::from_nanos),
         }
     })
