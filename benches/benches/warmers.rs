@@ -11,8 +11,16 @@
 //!    CPU-ns per record (run time × min(threads, cores) / records).
 //! 3. (to come) the StateDb warmer sweep; add it as another group in `main`.
 //!
-//! `cargo bench -p strata-benches --bench warmers` (≈ 1.5 min). A filter
+//! `cargo bench -p strata-benches --bench warmers` (≈ 3.5 min). A filter
 //! argument (`-- record`) selects groups, tables included.
+//!
+//! Reading the tables: wall-clock columns (criterion's and gets/s,
+//! records/s) measure the machine as much as the code when other processes
+//! hold the cores — each table header prints the load it started under. The
+//! CPU-ns columns come from the worker threads' own CPU time
+//! (`/proc/thread-self/schedstat`) and are what to compare on a busy host;
+//! lock contention between our own threads only shows in wall time when
+//! they actually run in parallel, i.e. on an otherwise idle machine.
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
