@@ -7,9 +7,10 @@ use bytes::Bytes;
 use quick_cache::sync::{Cache, GuardResult};
 use quick_cache::{DefaultHashBuilder, Lifecycle, OptionsBuilder, Weighter};
 
+use crate::key::PathKey;
 use crate::pinned::{self, PinnedLevels};
 use crate::stats::Counters;
-use crate::{CacheKind, CacheStats, ENTRY_OVERHEAD, LoadError, Lookup, PrefixCache, entry_weight};
+use crate::{CacheKind, CacheStats, ENTRY_OVERHEAD, LoadError, Lookup, PrefixCache};
 
 /// A tail entry. `None` only transiently: it hands a loader's "absent"
 /// result to the callers waiting on its placeholder and is removed at once.
@@ -19,9 +20,11 @@ struct Slot(Option<Bytes>);
 #[derive(Clone)]
 struct ByteWeighter;
 
-impl Weighter<Vec<u8>, Slot> for ByteWeighter {
-    fn weight(&self, key: &Vec<u8>, slot: &Slot) -> u64 {
-        entry_weight(key, slot.0.as_deref().unwrap_or_default())
+impl Weighter<PathKey, Slot> for ByteWeighter {
+    /// The same figure as [`entry_weight`](crate::entry_weight).
+    fn weight(&self, key: &PathKey, slot: &Slot) -> u64 {
+        let value = slot.0.as_ref().map_or(0, Bytes::len);
+        key.len() as u64 + value as u64 + ENTRY_OVERHEAD
     }
 }
 
@@ -29,17 +32,17 @@ impl Weighter<Vec<u8>, Slot> for ByteWeighter {
 #[derive(Clone)]
 struct EvictionHook(Arc<Counters>);
 
-impl Lifecycle<Vec<u8>, Slot> for EvictionHook {
+impl Lifecycle<PathKey, Slot> for EvictionHook {
     type RequestState = ();
 
-    fn on_evict(&self, _state: &mut (), _key: Vec<u8>, slot: Slot) {
+    fn on_evict(&self, _state: &mut (), _key: PathKey, slot: Slot) {
         if slot.0.is_some() {
             self.0.evictions.add(1);
         }
     }
 }
 
-type Tail = Cache<Vec<u8>, Slot, ByteWeighter, DefaultHashBuilder, EvictionHook>;
+type Tail = Cache<PathKey, Slot, ByteWeighter, DefaultHashBuilder, EvictionHook>;
 
 /// Nibble prefix → encoded branch node.
 ///
@@ -47,7 +50,9 @@ type Tail = Cache<Vec<u8>, Slot, ByteWeighter, DefaultHashBuilder, EvictionHook>
 /// levels of children: 273 slots) are pinned: never evicted, read with a
 /// single `ArcSwapOption` load and no lock, and do not count against the
 /// capacity. Every other path lives in a byte-bounded `quick_cache`
-/// `sync::Cache` split into shards; a hit takes only its shard's read lock
+/// `sync::Cache` split into shards, keyed inline (nibbles packed two per
+/// byte, up to 92 nibbles) so a probe does not chase a key pointer; a hit
+/// takes only its shard's read lock
 /// (quick_cache's clock-based policy needs no recency bump under an
 /// exclusive lock). Concurrent misses of one key are coalesced through
 /// quick_cache placeholders.
@@ -106,7 +111,8 @@ impl BranchCache {
         key: &[u8],
         load: &mut dyn FnMut() -> Result<Option<Bytes>, LoadError>,
     ) -> Result<Lookup, LoadError> {
-        match self.tail.get_value_or_guard(key, None) {
+        let key = PathKey::new(key);
+        match self.tail.get_value_or_guard(&key, None) {
             GuardResult::Value(Slot(value)) => Ok(Lookup {
                 hit: value.is_some(),
                 value,
@@ -124,7 +130,7 @@ impl BranchCache {
                 None => {
                     // Hand "absent" to the waiters, then forget it.
                     if guard.insert(Slot(None)).is_ok() {
-                        self.tail.remove_if(key, |slot| slot.0.is_none());
+                        self.tail.remove_if(&key, |slot| slot.0.is_none());
                     }
                     Ok(Lookup {
                         value: None,
@@ -146,7 +152,7 @@ impl PrefixCache for BranchCache {
     fn get(&self, key: &[u8]) -> Option<Bytes> {
         let value = match pinned::slot_of(key) {
             Some(slot) => self.pinned.get(slot),
-            None => self.tail.get(key).and_then(|slot| slot.0),
+            None => self.tail.get(&PathKey::new(key)).and_then(|slot| slot.0),
         };
         self.counters.lookup(value.is_some());
         value
@@ -155,7 +161,7 @@ impl PrefixCache for BranchCache {
     fn insert(&self, key: &[u8], value: Bytes) {
         match pinned::slot_of(key) {
             Some(slot) => self.pinned.insert(slot, value),
-            None => self.tail.insert(key.to_vec(), Slot(Some(value))),
+            None => self.tail.insert(PathKey::new(key), Slot(Some(value))),
         }
         self.counters.inserts.add(1);
     }
@@ -164,7 +170,7 @@ impl PrefixCache for BranchCache {
         match pinned::slot_of(key) {
             Some(slot) => self.pinned.remove(slot),
             None => {
-                self.tail.remove(key);
+                self.tail.remove(&PathKey::new(key));
             }
         }
     }

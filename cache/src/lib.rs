@@ -11,6 +11,7 @@
 
 mod branch;
 mod error;
+mod key;
 mod kind;
 mod lru_core;
 mod mutex_lru;

@@ -16,11 +16,14 @@ enum Op {
     Clear,
 }
 
-/// Short paths (pinned and tail), mostly nibbles, sometimes not.
+/// Short paths (pinned and tail), mostly nibbles, sometimes not, and a few
+/// around the inline key limits (92 nibbles, 46 raw bytes).
 fn key() -> impl Strategy<Value = Vec<u8>> {
     prop_oneof![
-        4 => proptest::collection::vec(0u8..4, 0..5),
-        1 => proptest::collection::vec(any::<u8>(), 0..3),
+        8 => proptest::collection::vec(0u8..4, 0..5),
+        2 => proptest::collection::vec(any::<u8>(), 0..3),
+        1 => proptest::collection::vec(0u8..2, 91..94),
+        1 => proptest::collection::vec(prop_oneof![Just(0u8), Just(200u8)], 45..48),
     ]
 }
 

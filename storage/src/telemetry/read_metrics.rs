@@ -137,6 +137,16 @@ impl ReadMetrics {
         }
     }
 
+    /// Records one read of `domain` answered by `tier`, issued by `regime`,
+    /// that took `nanos` nanoseconds — when enabled (one relaxed load
+    /// decides). Use it when the caller already has the duration.
+    #[inline]
+    pub fn record(&self, domain: Domain, tier: Tier, regime: Regime, nanos: u64) {
+        if self.is_enabled() {
+            self.record_always(cell_index(domain, tier, regime), nanos);
+        }
+    }
+
     #[inline]
     fn record_always(&self, cell: usize, nanos: u64) {
         let bucket = bucket_of(nanos);
@@ -223,12 +233,9 @@ impl ReadMetrics {
 }
 
 impl ReadRecorder for ReadMetrics {
-    /// Records a sample when enabled (one relaxed load decides).
     #[inline]
     fn record(&self, domain: Domain, tier: Tier, regime: Regime, nanos: u64) {
-        if self.is_enabled() {
-            self.record_always(cell_index(domain, tier, regime), nanos);
-        }
+        ReadMetrics::record(self, domain, tier, regime, nanos);
     }
 
     fn snapshot(&self) -> MetricsSnapshot {

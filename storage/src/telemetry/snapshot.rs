@@ -188,7 +188,7 @@ fn human(nanos: u64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{ReadMetrics, ReadRecorder};
+    use super::super::ReadMetrics;
     use super::*;
 
     fn sample() -> MetricsSnapshot {
@@ -291,5 +291,64 @@ mod tests {
         sample().emit_tracing(); // no subscriber: must simply not fail
         assert_eq!(human(1_234), "1.2µs");
         assert_eq!(human(2_500_000_000), "2.50s");
+    }
+
+    /// Collects the events emitted while it is the default subscriber.
+    /// One event's fields as (name, value) pairs.
+    type EventFields = Vec<(String, String)>;
+
+    #[derive(Clone, Default)]
+    struct Capture(std::sync::Arc<std::sync::Mutex<Vec<EventFields>>>);
+
+    struct Fields<'a>(&'a mut Vec<(String, String)>);
+
+    impl tracing::field::Visit for Fields<'_> {
+        fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+            self.0.push((field.name().to_owned(), format!("{value:?}")));
+        }
+        fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+            self.0.push((field.name().to_owned(), value.to_owned()));
+        }
+    }
+
+    impl tracing::Subscriber for Capture {
+        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+            tracing::span::Id::from_u64(1)
+        }
+        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+        fn event(&self, event: &tracing::Event<'_>) {
+            let mut fields = vec![("target".to_owned(), event.metadata().target().to_owned())];
+            event.record(&mut Fields(&mut fields));
+            if let Ok(mut events) = self.0.lock() {
+                events.push(fields);
+            }
+        }
+        fn enter(&self, _: &tracing::span::Id) {}
+        fn exit(&self, _: &tracing::span::Id) {}
+    }
+
+    #[test]
+    fn emit_tracing_logs_one_domain_reads_event_per_regime() {
+        let capture = Capture::default();
+        tracing::subscriber::with_default(capture.clone(), || sample().emit_tracing());
+        let events = capture.0.lock().expect("events").clone();
+        assert_eq!(events.len(), 2, "{events:?}");
+        let field = |event: &EventFields, name: &str| {
+            event
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.clone())
+        };
+        for (event, regime, reads) in [(&events[0], "exec", "3"), (&events[1], "commitment", "1")] {
+            assert_eq!(field(event, "message").as_deref(), Some("domain reads"));
+            assert_eq!(field(event, "target").as_deref(), Some("strata::reads"));
+            assert_eq!(field(event, "regime").as_deref(), Some(regime));
+            assert_eq!(field(event, "reads").as_deref(), Some(reads));
+        }
+        assert!(field(&events[0], "cells").is_some_and(|c| c.contains("account/db n=3")));
     }
 }
