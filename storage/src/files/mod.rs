@@ -16,6 +16,7 @@
 //!   [`lookup_newest_first`] is the read path across a domain's files.
 
 mod block;
+mod dir;
 mod error;
 mod filter;
 mod format;
@@ -32,6 +33,7 @@ mod writer;
 #[cfg(test)]
 mod tests;
 
+pub use dir::{DirListing, remove_temp_files, scan_dir};
 pub use error::FileError;
 pub use filter::KeyHash;
 pub use format::{FORMAT_VERSION, MAX_KEY_LEN, MAX_VALUE_LEN};
