@@ -3,7 +3,8 @@
 //! File tier (per key shape: 20-byte account keys with 70-byte values,
 //! 52-byte storage keys with 32-byte values; 1,000,000 keys by default,
 //! `STRATA_BENCH_KEYS` to change):
-//! * `file_hit/<shape>`: `SortedFile::get` of random present keys vs the raw
+//! * `file_hit/<shape>`: `SortedFile::get` (reference-counted value) and
+//!   `SortedFile::get_ref` (borrowed value) of random present keys vs the raw
 //!   baseline, a binary search over a memory-mapped array of fixed-size
 //!   sorted records;
 //! * `file_depth/<shape>`: `lookup_newest_first` over 1, 8 and 32 files with
@@ -214,6 +215,12 @@ fn file_hit<const K: usize, const V: usize, const R: usize>(
     let id = format!("file_hit/{}/sorted_file_get", fx.name);
     g.bench_function("sorted_file_get", |b| {
         b.iter_custom(timed(rec, &id, &fx.hits, |k| file.get(k).expect("get")))
+    });
+    let id = format!("file_hit/{}/sorted_file_get_ref", fx.name);
+    g.bench_function("sorted_file_get_ref", |b| {
+        b.iter_custom(timed(rec, &id, &fx.hits, |k| {
+            file.get_ref(k).expect("get_ref").is_some()
+        }))
     });
     g.finish();
 }

@@ -42,5 +42,5 @@ pub use iter::{FileEntry, FileIter};
 pub use lookup::{FileHit, lookup_newest_first};
 pub use merge::merge_files;
 pub use meta::{FILE_EXTENSION, FileInfo, FileMeta, TEMP_SUFFIX};
-pub use reader::{FileValue, SortedFile};
+pub use reader::{FileValue, FileValueRef, SortedFile};
 pub use writer::SortedFileWriter;

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 
-use super::block::BlockView;
+use super::block::{BlockView, RawEntry};
 use super::error::FileError;
 use super::filter::{Filter, KeyHash};
 use super::fs::FileSystem;
@@ -37,6 +37,16 @@ impl FileValue {
             FileValue::Tombstone => None,
         }
     }
+}
+
+/// What a file holds for a key, borrowed from the file's map (see
+/// [`SortedFile::get_ref`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileValueRef<'a> {
+    /// The key's value.
+    Value(&'a [u8]),
+    /// The key was deleted in this file's step range.
+    Tombstone,
 }
 
 /// Where a data block lies, and its first key for the index search.
@@ -186,12 +196,34 @@ impl SortedFile {
     }
 
     /// Looks `key` up (without consulting the filter): its value, a
-    /// tombstone, or `None` if the file has no entry for it.
+    /// tombstone, or `None` if the file has no entry for it. The value is a
+    /// zero-copy slice of the map that keeps the map alive.
     pub fn get(&self, key: &[u8]) -> Result<Option<FileValue>, FileError> {
+        Ok(self.locate(key)?.map(|(b, entry)| match entry.value {
+            Some(r) => FileValue::Value(self.block_slice(b, r)),
+            None => FileValue::Tombstone,
+        }))
+    }
+
+    /// Like [`SortedFile::get`], but borrows the value from the map instead
+    /// of taking a reference-counted slice: no shared counter is touched, so
+    /// many threads reading one file do not contend on it.
+    pub fn get_ref(&self, key: &[u8]) -> Result<Option<FileValueRef<'_>>, FileError> {
+        Ok(self.locate(key)?.map(|(b, entry)| match entry.value {
+            Some(r) => {
+                let off = self.blocks[b].offset;
+                FileValueRef::Value(&self.data[off + r.start..off + r.end])
+            }
+            None => FileValueRef::Tombstone,
+        }))
+    }
+
+    /// The block and the entry holding `key`, if any.
+    #[inline]
+    fn locate(&self, key: &[u8]) -> Result<Option<(usize, RawEntry)>, FileError> {
         let Some(b) = self.block_for(key) else {
             return Ok(None);
         };
-        let h = self.blocks[b];
         let view = self.view(b)?;
         let i = match view.search(key) {
             Some(Ok(i)) => i,
@@ -201,10 +233,7 @@ impl SortedFile {
         let entry = view
             .entry(i)
             .ok_or_else(|| self.block_corrupted(b, "entry layout changed after open"))?;
-        Ok(Some(match entry.value {
-            Some(r) => FileValue::Value(self.data.slice(h.offset + r.start..h.offset + r.end)),
-            None => FileValue::Tombstone,
-        }))
+        Ok(Some((b, entry)))
     }
 
     /// Index of the last block whose first key is ≤ `key`, if any: a binary

@@ -11,7 +11,8 @@ use proptest::prelude::*;
 use super::{Model, file_of, mem_fs, meta, sample_model, write_model};
 use crate::Domain;
 use crate::files::{
-    FileError, FileHit, FileValue, SortedFile, SortedFileWriter, lookup_newest_first, merge_files,
+    FileError, FileHit, FileValue, FileValueRef, SortedFile, SortedFileWriter, lookup_newest_first,
+    merge_files,
 };
 
 fn to_value(v: &Option<Vec<u8>>) -> FileValue {
@@ -55,6 +56,12 @@ fn check_file_against(model: &Model, file: &SortedFile, probes: &[Vec<u8>]) {
     assert_eq!(file.entries(), model.len() as u64);
     for (k, v) in model {
         assert_eq!(file.get(k).unwrap(), Some(to_value(v)), "key {k:?}");
+        let borrowed = match file.get_ref(k).unwrap() {
+            Some(FileValueRef::Value(b)) => Some(b.to_vec()),
+            Some(FileValueRef::Tombstone) => None,
+            None => panic!("get_ref lost key {k:?}"),
+        };
+        assert_eq!(&borrowed, v);
         assert!(file.may_contain(k), "filter lost key {k:?}");
     }
     for p in probes {
