@@ -1,8 +1,6 @@
 //! A point lookup across a domain's files, newest to oldest, with the
 //! existence filters skipping files that cannot hold the key.
 
-use std::sync::Arc;
-
 use super::error::FileError;
 use super::filter::KeyHash;
 use super::reader::{FileValue, SortedFile};
@@ -21,12 +19,15 @@ pub struct FileHit {
 /// key is hashed once; each file's filter is probed before its index. The
 /// first file with an entry wins — a tombstone there means "deleted" and the
 /// older files are not consulted.
-pub fn lookup_newest_first(
-    files: &[Arc<SortedFile>],
+///
+/// `files` may hold `Arc<SortedFile>`, `&SortedFile` or `SortedFile`.
+pub fn lookup_newest_first<F: AsRef<SortedFile>>(
+    files: &[F],
     key: &[u8],
 ) -> Result<Option<FileHit>, FileError> {
     let hash = KeyHash::of(key);
     for (position, file) in files.iter().enumerate() {
+        let file = file.as_ref();
         if !file.may_contain_hash(hash) {
             continue;
         }
