@@ -195,6 +195,14 @@ impl SortedFile {
         self.filter.may_contain(hash)
     }
 
+    /// The filter's first bit only: a cheap pre-check that brings the
+    /// filter line into cache (used by [`crate::files::lookup_newest_first`]
+    /// to probe many files with overlapping memory accesses).
+    #[inline]
+    pub(crate) fn first_probe(&self, hash: KeyHash) -> bool {
+        self.filter.first_probe(hash)
+    }
+
     /// Looks `key` up (without consulting the filter): its value, a
     /// tombstone, or `None` if the file has no entry for it. The value is a
     /// zero-copy slice of the map that keeps the map alive.

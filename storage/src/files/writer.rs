@@ -168,7 +168,7 @@ impl SortedFileWriter {
         index.extend_from_slice(&sum.to_le_bytes());
         self.write(&index)?;
         let filter_offset = self.offset;
-        let filter = filter::build(&self.hashes);
+        let filter = filter::build(&self.hashes, filter_offset);
         self.write(&filter)?;
         let mut footer = Footer {
             version: FORMAT_VERSION,

@@ -258,3 +258,59 @@ fn merge_refuses_other_domains() {
 }
 
 use crate::files::FileSystem as _;
+
+#[test]
+fn newest_first_lookup_across_probe_batches() {
+    let (_, fs) = mem_fs();
+    let dir = Path::new("/db");
+    let depth = 21u64;
+    // File i (0 = newest) holds key j when (i + j) % 7 == 0; every third of
+    // those entries is a tombstone.
+    let files: Vec<Arc<SortedFile>> = (0..depth)
+        .map(|i| {
+            let model: Model = (0..100u64)
+                .filter(|j| (i + j) % 7 == 0)
+                .map(|j| {
+                    (
+                        j.to_be_bytes().to_vec(),
+                        ((i + j) % 3 != 0).then(|| i.to_be_bytes().to_vec()),
+                    )
+                })
+                .collect();
+            let info = write_model(
+                &fs,
+                dir,
+                meta(Domain::Account, depth - i - 1, depth - i),
+                &model,
+            );
+            Arc::new(SortedFile::open(&*fs, &info.path).unwrap())
+        })
+        .collect();
+    for j in 0..100u64 {
+        let newest = (0..depth).find(|i| (i + j) % 7 == 0).unwrap();
+        let expected = FileHit {
+            position: newest as usize,
+            value: if (newest + j) % 3 != 0 {
+                FileValue::Value(Bytes::copy_from_slice(&newest.to_be_bytes()))
+            } else {
+                FileValue::Tombstone
+            },
+        };
+        assert_eq!(
+            lookup_newest_first(&files, &j.to_be_bytes()).unwrap(),
+            Some(expected)
+        );
+        // Without the newest holders the next one (7 files older) answers.
+        let older = &files[newest as usize + 1..];
+        let hit = lookup_newest_first(older, &j.to_be_bytes()).unwrap();
+        assert_eq!(
+            hit.map(|h| h.position + newest as usize + 1),
+            (newest + 7 < depth).then_some(newest as usize + 7)
+        );
+    }
+    assert_eq!(lookup_newest_first(&files, b"absent").unwrap(), None);
+    assert_eq!(
+        lookup_newest_first::<Arc<SortedFile>>(&[], b"x").unwrap(),
+        None
+    );
+}
