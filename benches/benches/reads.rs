@@ -122,8 +122,10 @@ impl<const K: usize, const V: usize> Fixture<K, V> {
         drop(raw);
         let raw = OsFileSystem.map(&raw_path).expect("map raw records");
 
-        let mut hits = oldest[..PROBES.min(n)].to_vec();
-        hits.shuffle(&mut rng);
+        // Uniform over the whole oldest file (it is sorted by now).
+        let hits: Vec<[u8; K]> = (0..PROBES)
+            .map(|_| oldest[rng.random_range(0..oldest.len())])
+            .collect();
         let big = files.last().expect("files");
         println!(
             "{name}: {} files, oldest {} keys in {} blocks ({:.1} MB, filter {:.2} MB), built in {:.1?}",
