@@ -333,9 +333,16 @@ fn main() {
         );
         ratio(
             &rec,
-            &format!("{shape}: miss across {DEPTH} files / one file hit"),
+            &format!("{shape}: miss across {DEPTH} files / one file hit (lookup, 1 file)"),
             &format!("file_miss/{shape}/{DEPTH}"),
             &format!("file_depth/{shape}/1"),
+            Some(3.0),
+        );
+        ratio(
+            &rec,
+            &format!("{shape}: miss across {DEPTH} files / one file hit (SortedFile::get)"),
+            &format!("file_miss/{shape}/{DEPTH}"),
+            &format!("file_hit/{shape}/sorted_file_get"),
             Some(3.0),
         );
         ratio(

@@ -106,6 +106,9 @@ pub struct SortedFile {
     entries: u64,
     checksum: u64,
     blocks: Vec<BlockHandle>,
+    /// `blocks[i].prefix` again, densely packed: the index search runs over
+    /// this small array and touches the handles only to break ties.
+    prefixes: Vec<u64>,
     filter: Filter,
 }
 
@@ -137,6 +140,7 @@ impl SortedFile {
         blocks: Vec<BlockHandle>,
         filter: Filter,
     ) -> Self {
+        let prefixes = blocks.iter().map(|h| h.prefix).collect();
         SortedFile {
             path,
             meta,
@@ -144,6 +148,7 @@ impl SortedFile {
             entries,
             checksum,
             blocks,
+            prefixes,
             filter,
         }
     }
@@ -249,14 +254,14 @@ impl SortedFile {
     #[inline]
     pub(crate) fn block_for(&self, key: &[u8]) -> Option<usize> {
         let prefix = key_prefix(key);
+        // Blocks whose first key has a smaller 8-byte prefix all start
+        // before `key`; among those with an equal prefix (many, for storage
+        // keys of one contract) the full keys decide — both binary searches.
+        let below = self.prefixes.partition_point(|&p| p < prefix);
+        let equal = self.prefixes[below..].partition_point(|&p| p == prefix);
         let data = &self.data[..];
-        let after = self.blocks.partition_point(|h| {
-            if h.prefix != prefix {
-                h.prefix < prefix
-            } else {
-                h.first_key(data) <= key
-            }
-        });
+        let ties = &self.blocks[below..below + equal];
+        let after = below + ties.partition_point(|h| h.first_key(data) <= key);
         after.checked_sub(1)
     }
 

@@ -314,3 +314,43 @@ fn newest_first_lookup_across_probe_batches() {
         None
     );
 }
+
+#[test]
+fn one_contract_spanning_many_blocks() {
+    // Storage keys address ‖ slot: hundreds of blocks share the first 8
+    // bytes, so the index search must go past the integer prefixes.
+    let slot_key = |addr: u8, slot: u64| {
+        let mut k = vec![addr; 20];
+        k.extend_from_slice(&[0; 24]);
+        k.extend_from_slice(&(slot * 2).to_be_bytes());
+        k
+    };
+    let mut model = Model::new();
+    for addr in [0x11u8, 0x22, 0x33] {
+        let slots = if addr == 0x22 { 8_000 } else { 10 };
+        for slot in 0..slots {
+            model.insert(
+                slot_key(addr, slot),
+                (slot % 5 != 0).then(|| vec![addr; 32]),
+            );
+        }
+    }
+    let file = file_of(&model);
+    assert!(file.block_count() > 100, "{}", file.block_count());
+    for (k, v) in &model {
+        assert_eq!(file.get(k).unwrap(), Some(to_value(v)));
+    }
+    for slot in [0u64, 1, 999, 7_999, 8_000] {
+        let mut absent = slot_key(0x22, slot);
+        *absent.last_mut().unwrap() |= 1;
+        assert_eq!(file.get(&absent).unwrap(), None);
+    }
+    for addr in [0x11u8, 0x22, 0x33, 0x44] {
+        let expected = model_entries(model.iter().filter(|(k, _)| k[..20] == [addr; 20]));
+        assert_eq!(
+            collect(file.iter_prefix(&[addr; 20])),
+            expected,
+            "address {addr:#x}"
+        );
+    }
+}
