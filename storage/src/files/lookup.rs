@@ -23,7 +23,7 @@ const PROBE_BATCH: usize = 8;
 /// first file with an entry wins — a tombstone there means "deleted" and the
 /// older files are not consulted.
 ///
-/// The key is hashed once. Files are taken in batches of [`PROBE_BATCH`]:
+/// The key is hashed once. Files are taken in batches of 8:
 /// a branch-free first pass tests one filter bit per file (so the CPU can
 /// overlap the cache misses of the batch), then the files that pass, newest
 /// first, get the full filter test and, if it passes, the index lookup.
