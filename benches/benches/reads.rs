@@ -127,14 +127,19 @@ impl<const K: usize, const V: usize> Fixture<K, V> {
             .map(|_| oldest[rng.random_range(0..oldest.len())])
             .collect();
         let big = files.last().expect("files");
+        let built = started.elapsed();
+        let reopen = Instant::now();
+        let again = SortedFile::open(&OsFileSystem, big.path()).expect("reopen");
+        let verify = reopen.elapsed();
+        assert_eq!(again.checksum(), big.checksum());
         println!(
-            "{name}: {} files, oldest {} keys in {} blocks ({:.1} MB, filter {:.2} MB), built in {:.1?}",
+            "{name}: {} files, oldest {} keys in {} blocks ({:.1} MB, filter {:.2} MB), \
+             built in {built:.1?}; re-opening (full verification) took {verify:.1?}",
             files.len(),
             big.entries(),
             big.block_count(),
             big.size_bytes() as f64 / 1e6,
             big.filter_bytes() as f64 / 1e6,
-            started.elapsed()
         );
         Fixture {
             name,
