@@ -1,3 +1,361 @@
-//! Benchmark placeholder until its issue lands.
+//! Read-path benchmarks, one function per group, each beside its baseline.
+//!
+//! File tier (per key shape: 20-byte account keys with 70-byte values,
+//! 52-byte storage keys with 32-byte values; 1,000,000 keys by default,
+//! `STRATA_BENCH_KEYS` to change):
+//! * `file_hit/<shape>`: `SortedFile::get` (reference-counted value) and
+//!   `SortedFile::get_ref` (borrowed value) of random present keys vs the raw
+//!   baseline, a binary search over a memory-mapped array of fixed-size
+//!   sorted records;
+//! * `file_depth/<shape>`: `lookup_newest_first` over 1, 8 and 32 files with
+//!   the key in the oldest (largest) file, so every newer file is probed
+//!   through its filter first;
+//! * `file_miss/<shape>`: a key absent from all 32 files.
+//!
+//! The layout: the oldest file holds the N keys; each of the 31 newer files
+//! holds N/32 other keys (newer files are smaller, as after power-of-two
+//! merges). At the end the ratios the design targets are printed from the
+//! same measurements criterion took.
+//!
+//! Run: `cargo bench -p strata-benches --bench reads`.
 
-fn main() {}
+use std::collections::BTreeMap;
+use std::hint::black_box;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use criterion::{BenchmarkId, Criterion, Throughput};
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use strata_storage::Domain;
+use strata_storage::files::{
+    FileMeta, FileSystem, OsFileSystem, SortedFile, SortedFileWriter, lookup_newest_first,
+};
+
+/// Files in the deepest stack.
+const DEPTH: usize = 32;
+/// Lookup keys cycled through by each benchmark.
+const PROBES: usize = 1 << 16;
+
+/// Mean time per lookup of every benchmark, from criterion's own samples.
+#[derive(Default)]
+struct Recorder(Mutex<BTreeMap<String, (Duration, u64)>>);
+
+impl Recorder {
+    fn add(&self, id: &str, elapsed: Duration, iters: u64) {
+        let mut map = self.0.lock().expect("recorder lock");
+        let e = map.entry(id.to_string()).or_default();
+        e.0 += elapsed;
+        e.1 += iters;
+    }
+
+    fn ns(&self, id: &str) -> Option<f64> {
+        let map = self.0.lock().expect("recorder lock");
+        map.get(id)
+            .filter(|(_, n)| *n > 0)
+            .map(|(d, n)| d.as_nanos() as f64 / *n as f64)
+    }
+}
+
+/// One key shape's files: `K`-byte keys, `V`-byte values.
+struct Fixture<const K: usize, const V: usize> {
+    name: &'static str,
+    /// Newest first; the last one is the big oldest file.
+    files: Vec<Arc<SortedFile>>,
+    /// Sorted `key ‖ value` records of the oldest file's keys, mmapped.
+    raw: Bytes,
+    hits: Vec<[u8; K]>,
+    misses: Vec<[u8; K]>,
+    _dir: tempfile::TempDir,
+}
+
+fn value_for<const K: usize, const V: usize>(key: &[u8; K]) -> [u8; V] {
+    std::array::from_fn(|i| key[i % K] ^ (i as u8))
+}
+
+impl<const K: usize, const V: usize> Fixture<K, V> {
+    fn build(name: &'static str, domain: Domain, n: usize) -> Self {
+        let started = Instant::now();
+        let mut rng = StdRng::seed_from_u64(0x5eed ^ K as u64);
+        let newer = n / DEPTH;
+        let total = n + (DEPTH - 1) * newer + PROBES;
+        let mut keys: Vec<[u8; K]> = (0..total).map(|_| rng.random()).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        keys.shuffle(&mut rng);
+        let misses = keys.split_off(keys.len() - PROBES);
+
+        let dir = tempfile::tempdir().expect("temp dir");
+        let fs: Arc<dyn FileSystem> = Arc::new(OsFileSystem);
+        let write = |keys: &mut [[u8; K]], step: u64| {
+            keys.sort_unstable();
+            let meta = FileMeta {
+                domain,
+                from_step: step,
+                to_step: step + 1,
+            };
+            let mut w = SortedFileWriter::new(Arc::clone(&fs), dir.path(), meta).expect("writer");
+            for k in keys.iter() {
+                w.push(k, Some(&value_for::<K, V>(k))).expect("push");
+            }
+            let info = w.finish().expect("finish");
+            Arc::new(SortedFile::open(&*fs, &info.path).expect("open"))
+        };
+        let (oldest, rest) = keys.split_at_mut(n);
+        let mut files: Vec<Arc<SortedFile>> = rest
+            .chunks_mut(newer.max(1))
+            .take(DEPTH - 1)
+            .enumerate()
+            .map(|(i, chunk)| write(chunk, (DEPTH - 1 - i) as u64))
+            .collect();
+        files.push(write(oldest, 0));
+
+        let raw_path = dir.path().join("raw-records.bin");
+        let mut raw = Vec::with_capacity(n * (K + V));
+        for k in oldest.iter() {
+            raw.extend_from_slice(k);
+            raw.extend_from_slice(&value_for::<K, V>(k));
+        }
+        std::fs::write(&raw_path, &raw).expect("write raw records");
+        drop(raw);
+        let raw = OsFileSystem.map(&raw_path).expect("map raw records");
+
+        // Uniform over the whole oldest file (it is sorted by now).
+        let hits: Vec<[u8; K]> = (0..PROBES)
+            .map(|_| oldest[rng.random_range(0..oldest.len())])
+            .collect();
+        let big = files.last().expect("files");
+        let built = started.elapsed();
+        let reopen = Instant::now();
+        let again = SortedFile::open(&OsFileSystem, big.path()).expect("reopen");
+        let verify = reopen.elapsed();
+        assert_eq!(again.checksum(), big.checksum());
+        println!(
+            "{name}: {} files, oldest {} keys in {} blocks ({:.1} MB, filter {:.2} MB), \
+             built in {built:.1?}; re-opening (full verification) took {verify:.1?}",
+            files.len(),
+            big.entries(),
+            big.block_count(),
+            big.size_bytes() as f64 / 1e6,
+            big.filter_bytes() as f64 / 1e6,
+        );
+        Fixture {
+            name,
+            files,
+            raw,
+            hits,
+            misses,
+            _dir: dir,
+        }
+    }
+
+    fn oldest(&self) -> &SortedFile {
+        self.files.last().expect("files")
+    }
+
+    /// The `depth` files a lookup walks when the key is in the oldest file.
+    fn stack(&self, depth: usize) -> Vec<Arc<SortedFile>> {
+        self.files[self.files.len() - depth..].to_vec()
+    }
+}
+
+/// The baseline: binary search over fixed-size sorted records.
+fn raw_get<'a, const R: usize>(records: &'a [[u8; R]], key: &[u8]) -> Option<&'a [u8]> {
+    let k = key.len();
+    records
+        .binary_search_by(|rec| rec[..k].cmp(key))
+        .ok()
+        .map(|i| &records[i][k..])
+}
+
+/// Runs `op` over the probe keys in criterion's timing loop, recording the
+/// mean for the printed ratios.
+fn timed<T, const K: usize>(
+    rec: &Recorder,
+    id: &str,
+    keys: &[[u8; K]],
+    mut op: impl FnMut(&[u8]) -> T,
+) -> impl FnMut(u64) -> Duration {
+    let id = id.to_string();
+    let mut i = 0usize;
+    move |iters| {
+        let start = Instant::now();
+        for _ in 0..iters {
+            black_box(op(black_box(&keys[i % keys.len()])));
+            i += 1;
+        }
+        let elapsed = start.elapsed();
+        rec.add(&id, elapsed, iters);
+        elapsed
+    }
+}
+
+/// `SortedFile::get` vs binary search in a memory-mapped record array.
+fn file_hit<const K: usize, const V: usize, const R: usize>(
+    c: &mut Criterion,
+    fx: &Fixture<K, V>,
+    rec: &Recorder,
+) {
+    assert_eq!(R, K + V);
+    let (records, rest) = fx.raw.as_chunks::<R>();
+    assert!(rest.is_empty());
+    let file = fx.oldest();
+    for k in fx.hits.iter().take(1000) {
+        assert_eq!(
+            file.get(k)
+                .expect("get")
+                .and_then(|v| v.into_value())
+                .as_deref(),
+            raw_get(records, k)
+        );
+    }
+    let mut g = c.benchmark_group(format!("file_hit/{}", fx.name));
+    g.throughput(Throughput::Elements(1));
+    let id = format!("file_hit/{}/raw_mmap_binary_search", fx.name);
+    g.bench_function("raw_mmap_binary_search", |b| {
+        b.iter_custom(timed(rec, &id, &fx.hits, |k| {
+            raw_get(records, k).map(<[u8]>::len)
+        }))
+    });
+    let id = format!("file_hit/{}/sorted_file_get", fx.name);
+    g.bench_function("sorted_file_get", |b| {
+        b.iter_custom(timed(rec, &id, &fx.hits, |k| file.get(k).expect("get")))
+    });
+    let id = format!("file_hit/{}/sorted_file_get_ref", fx.name);
+    g.bench_function("sorted_file_get_ref", |b| {
+        b.iter_custom(timed(rec, &id, &fx.hits, |k| {
+            file.get_ref(k).expect("get_ref").is_some()
+        }))
+    });
+    g.finish();
+}
+
+/// `lookup_newest_first` with the key in the oldest of 1, 8 and 32 files.
+fn file_depth<const K: usize, const V: usize>(
+    c: &mut Criterion,
+    fx: &Fixture<K, V>,
+    rec: &Recorder,
+) {
+    let mut g = c.benchmark_group(format!("file_depth/{}", fx.name));
+    g.throughput(Throughput::Elements(1));
+    for depth in [1, 8, DEPTH] {
+        let stack = fx.stack(depth);
+        assert!(
+            lookup_newest_first(&stack, &fx.hits[0])
+                .expect("lookup")
+                .is_some()
+        );
+        let id = format!("file_depth/{}/{depth}", fx.name);
+        g.bench_with_input(
+            BenchmarkId::new("hit_in_oldest", depth),
+            &stack,
+            |b, stack| {
+                b.iter_custom(timed(rec, &id, &fx.hits, |k| {
+                    lookup_newest_first(stack, k).expect("lookup")
+                }))
+            },
+        );
+    }
+    g.finish();
+}
+
+/// `lookup_newest_first` of keys that no file holds.
+fn file_miss<const K: usize, const V: usize>(
+    c: &mut Criterion,
+    fx: &Fixture<K, V>,
+    rec: &Recorder,
+) {
+    let stack = fx.stack(DEPTH);
+    assert!(
+        lookup_newest_first(&stack, &fx.misses[0])
+            .expect("lookup")
+            .is_none()
+    );
+    let mut g = c.benchmark_group(format!("file_miss/{}", fx.name));
+    g.throughput(Throughput::Elements(1));
+    let id = format!("file_miss/{}/{DEPTH}", fx.name);
+    g.bench_with_input(BenchmarkId::new("miss", DEPTH), &stack, |b, stack| {
+        b.iter_custom(timed(rec, &id, &fx.misses, |k| {
+            lookup_newest_first(stack, k).expect("lookup")
+        }))
+    });
+    g.finish();
+}
+
+fn ratio(rec: &Recorder, what: &str, num: &str, den: &str, target: Option<f64>) {
+    match (rec.ns(num), rec.ns(den)) {
+        (Some(a), Some(b)) => {
+            let r = a / b;
+            let verdict = match target {
+                Some(t) if r <= t => format!(" (meets target <= {t}x)"),
+                Some(t) => format!(" (MISSES target <= {t}x)"),
+                None => String::new(),
+            };
+            println!("{what}: {a:.0} ns / {b:.0} ns = {r:.2}x{verdict}");
+        }
+        _ => println!("{what}: not measured in this run (filtered out)"),
+    }
+}
+
+fn run_shape<const K: usize, const V: usize, const R: usize>(
+    c: &mut Criterion,
+    rec: &Recorder,
+    name: &'static str,
+    domain: Domain,
+    n: usize,
+) {
+    let fx = Fixture::<K, V>::build(name, domain, n);
+    file_hit::<K, V, R>(c, &fx, rec);
+    file_depth(c, &fx, rec);
+    file_miss(c, &fx, rec);
+}
+
+fn main() {
+    let n: usize = std::env::var("STRATA_BENCH_KEYS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
+    let rec = Recorder::default();
+    let mut c = Criterion::default()
+        .sample_size(20)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3))
+        .configure_from_args();
+    run_shape::<20, 70, 90>(&mut c, &rec, "account", Domain::Account, n);
+    run_shape::<52, 32, 84>(&mut c, &rec, "storage", Domain::Storage, n);
+    c.final_summary();
+
+    println!("\nratios (mean ns per lookup over criterion's samples):");
+    for shape in ["account", "storage"] {
+        ratio(
+            &rec,
+            &format!("{shape}: file hit / raw mmap binary search"),
+            &format!("file_hit/{shape}/sorted_file_get"),
+            &format!("file_hit/{shape}/raw_mmap_binary_search"),
+            Some(2.0),
+        );
+        ratio(
+            &rec,
+            &format!("{shape}: miss across {DEPTH} files / one file hit (lookup, 1 file)"),
+            &format!("file_miss/{shape}/{DEPTH}"),
+            &format!("file_depth/{shape}/1"),
+            Some(3.0),
+        );
+        ratio(
+            &rec,
+            &format!("{shape}: miss across {DEPTH} files / one file hit (SortedFile::get)"),
+            &format!("file_miss/{shape}/{DEPTH}"),
+            &format!("file_hit/{shape}/sorted_file_get"),
+            Some(3.0),
+        );
+        ratio(
+            &rec,
+            &format!("{shape}: hit in oldest of {DEPTH} / one file hit"),
+            &format!("file_depth/{shape}/{DEPTH}"),
+            &format!("file_depth/{shape}/1"),
+            None,
+        );
+    }
+}

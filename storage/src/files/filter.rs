@@ -1,11 +1,16 @@
 //! The per-file existence filter: a blocked Bloom filter. Each key sets
 //! [`PROBES`] bits inside one 64-byte line chosen by its hash, so a lookup
-//! touches a single cache line. About [`BITS_PER_KEY`] bits per key give a
-//! false-positive rate near 1%.
+//! touches a single cache line (the lines are 64-byte aligned in the file).
+//! About [`BITS_PER_KEY`] bits per key give a false-positive rate near 1%.
+//!
+//! Region layout: `pad | bits (64 × lines) | probes(u32) | lines(u32) |
+//! checksum(u64)`, where `pad` is 0..63 zero bytes that align the bits to a
+//! multiple of 64 from the file start, and the checksum covers everything
+//! before it.
 
 use bytes::Bytes;
 
-use super::format::{CHECKSUM_LEN, checksum, read_u32};
+use super::format::{CHECKSUM_LEN, checksum, read_u32, read_u64};
 
 /// Filter bits per key.
 pub(crate) const BITS_PER_KEY: usize = 10;
@@ -14,8 +19,8 @@ pub(crate) const PROBES: u32 = 7;
 /// Bytes per filter line (one cache line).
 pub(crate) const LINE_BYTES: usize = 64;
 const LINE_BITS: u32 = (LINE_BYTES * 8) as u32;
-/// Filter region header: probe count (`u32`) and line count (`u32`).
-pub(crate) const FILTER_HEADER: usize = 8;
+/// Filter region trailer: probe count, line count, checksum.
+pub(crate) const FILTER_TRAILER: usize = 4 + 4 + CHECKSUM_LEN;
 /// Largest probe count a reader accepts.
 pub(crate) const MAX_PROBES: u32 = 16;
 
@@ -45,13 +50,21 @@ impl KeyHash {
     }
 }
 
-/// Encodes the filter region for a set of key hashes: header, bit lines,
-/// checksum.
-pub(crate) fn build(hashes: &[u64]) -> Vec<u8> {
+/// Zero bytes placed before the bits of a filter region starting at
+/// `offset`, so that the bits start at a multiple of [`LINE_BYTES`].
+pub(crate) fn padding_at(offset: u64) -> usize {
+    ((LINE_BYTES as u64 - offset % LINE_BYTES as u64) % LINE_BYTES as u64) as usize
+}
+
+/// Encodes the filter region, to be written at file offset `offset`, for a
+/// set of key hashes.
+pub(crate) fn build(hashes: &[u64], offset: u64) -> Vec<u8> {
     let lines = (hashes.len() * BITS_PER_KEY)
         .div_ceil(LINE_BYTES * 8)
         .max(1);
-    let mut bits = vec![0u8; lines * LINE_BYTES];
+    let pad = padding_at(offset);
+    let mut out = vec![0u8; pad + lines * LINE_BYTES];
+    let bits = &mut out[pad..];
     for &h in hashes {
         let (line, h1, h2) = KeyHash(h).probe_plan(lines as u64);
         let base = line * LINE_BYTES;
@@ -60,10 +73,8 @@ pub(crate) fn build(hashes: &[u64]) -> Vec<u8> {
             bits[base + (bit / 8) as usize] |= 1 << (bit % 8);
         }
     }
-    let mut out = Vec::with_capacity(FILTER_HEADER + bits.len() + CHECKSUM_LEN);
     out.extend_from_slice(&PROBES.to_le_bytes());
     out.extend_from_slice(&(lines as u32).to_le_bytes());
-    out.extend_from_slice(&bits);
     let sum = checksum(&out);
     out.extend_from_slice(&sum.to_le_bytes());
     out
@@ -80,7 +91,7 @@ pub(crate) struct Filter {
 /// Why a filter region failed to decode.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum FilterDefect {
-    /// The region is too short for its header.
+    /// The region is too short for its trailer.
     Short,
     /// The stored checksum does not match; (expected, found).
     Checksum(u64, u64),
@@ -88,52 +99,82 @@ pub(crate) enum FilterDefect {
     Probes(u32),
     /// The region length does not match the line count.
     Length { lines: u32, len: usize },
+    /// The alignment padding is not zero.
+    Padding,
 }
 
 impl Filter {
-    /// Decodes and checks the filter region `region` (a slice of the map).
-    pub(crate) fn decode(region: Bytes) -> Result<Filter, FilterDefect> {
-        if region.len() < FILTER_HEADER + CHECKSUM_LEN {
-            return Err(FilterDefect::Short);
-        }
-        let body = region.len() - CHECKSUM_LEN;
-        let expected = super::format::read_u64(&region, body).ok_or(FilterDefect::Short)?;
+    /// Decodes and checks the filter region `region` (a slice of the map),
+    /// which starts at file offset `offset`.
+    pub(crate) fn decode(region: Bytes, offset: u64) -> Result<Filter, FilterDefect> {
+        let body = region
+            .len()
+            .checked_sub(CHECKSUM_LEN)
+            .filter(|_| region.len() >= FILTER_TRAILER)
+            .ok_or(FilterDefect::Short)?;
+        let expected = read_u64(&region, body).ok_or(FilterDefect::Short)?;
         let found = checksum(&region[..body]);
         if expected != found {
             return Err(FilterDefect::Checksum(expected, found));
         }
-        let probes = read_u32(&region, 0).ok_or(FilterDefect::Short)?;
-        let lines = read_u32(&region, 4).ok_or(FilterDefect::Short)?;
+        let probes = read_u32(&region, body - 8).ok_or(FilterDefect::Short)?;
+        let lines = read_u32(&region, body - 4).ok_or(FilterDefect::Short)?;
         if probes == 0 || probes > MAX_PROBES {
             return Err(FilterDefect::Probes(probes));
         }
-        let expected_len = (lines as usize)
-            .checked_mul(LINE_BYTES)
-            .and_then(|b| b.checked_add(FILTER_HEADER + CHECKSUM_LEN));
+        let pad = padding_at(offset);
+        let bits_len = (lines as usize).checked_mul(LINE_BYTES);
+        let expected_len = bits_len.and_then(|b| b.checked_add(pad + FILTER_TRAILER));
         if lines == 0 || expected_len != Some(region.len()) {
             return Err(FilterDefect::Length {
                 lines,
                 len: region.len(),
             });
         }
+        if region[..pad].iter().any(|&b| b != 0) {
+            return Err(FilterDefect::Padding);
+        }
         Ok(Filter {
-            bits: region.slice(FILTER_HEADER..body),
+            bits: region.slice(pad..pad + lines as usize * LINE_BYTES),
             lines: u64::from(lines),
             probes,
         })
     }
 
+    /// The line a key maps to, and its double-hashing values.
+    #[inline]
+    fn line(&self, hash: KeyHash) -> Option<(&[u8; LINE_BYTES], u32, u32)> {
+        let (line, h1, h2) = hash.probe_plan(self.lines);
+        let bytes = self.bits.get(line * LINE_BYTES..(line + 1) * LINE_BYTES)?;
+        Some((bytes.try_into().ok()?, h1, h2))
+    }
+
+    /// Tests only the first of the key's bits: a cheap, branch-free first
+    /// pass that brings the line into cache. `false` means certainly absent.
+    #[inline]
+    pub(crate) fn first_probe(&self, hash: KeyHash) -> bool {
+        match self.line(hash) {
+            Some((line, h1, _)) => {
+                let bit = h1 % LINE_BITS;
+                (line[(bit / 8) as usize] >> (bit % 8)) & 1 == 1
+            }
+            None => true,
+        }
+    }
+
     /// False means the key is certainly absent; true means it may be present.
+    /// Branch-free over the probes.
     #[inline]
     pub(crate) fn may_contain(&self, hash: KeyHash) -> bool {
-        let (line, h1, h2) = hash.probe_plan(self.lines);
-        let Some(line) = self.bits.get(line * LINE_BYTES..(line + 1) * LINE_BYTES) else {
+        let Some((line, h1, h2)) = self.line(hash) else {
             return true;
         };
-        (0..self.probes).all(|i| {
+        let mut all = 1u8;
+        for i in 0..self.probes {
             let bit = h1.wrapping_add(i.wrapping_mul(h2)) % LINE_BITS;
-            line[(bit / 8) as usize] & (1 << (bit % 8)) != 0
-        })
+            all &= line[(bit / 8) as usize] >> (bit % 8);
+        }
+        all & 1 == 1
     }
 
     /// Size of the bit array in bytes.
@@ -148,7 +189,7 @@ mod tests {
 
     fn filter_for(keys: impl Iterator<Item = Vec<u8>>) -> Filter {
         let hashes: Vec<u64> = keys.map(|k| KeyHash::of(&k).0).collect();
-        Filter::decode(Bytes::from(build(&hashes))).unwrap()
+        Filter::decode(Bytes::from(build(&hashes, 0)), 0).unwrap()
     }
 
     #[test]
@@ -196,41 +237,67 @@ mod tests {
 
     #[test]
     fn empty_filter_has_one_line_and_rejects_everything() {
-        let filter = Filter::decode(Bytes::from(build(&[]))).unwrap();
+        let filter = Filter::decode(Bytes::from(build(&[], 0)), 0).unwrap();
         assert_eq!(filter.size_bytes(), LINE_BYTES);
         assert!(!filter.may_contain(KeyHash::of(b"x")));
     }
 
     #[test]
+    fn bits_are_aligned_after_padding() {
+        for offset in [0u64, 1, 63, 64, 100, 4095] {
+            let region = build(&[1, 2, 3], offset);
+            let pad = padding_at(offset);
+            assert_eq!((offset + pad as u64) % 64, 0);
+            assert_eq!(region.len(), pad + LINE_BYTES + FILTER_TRAILER);
+            let filter = Filter::decode(Bytes::from(region.clone()), offset).unwrap();
+            assert!(filter.may_contain(KeyHash(1)));
+            if pad > 0 {
+                // Decoded at the wrong offset the layout does not add up.
+                assert!(Filter::decode(Bytes::from(region), offset + 1).is_err());
+            }
+        }
+    }
+
+    /// Rewrites the checksum after a deliberate edit.
+    fn resealed(mut region: Vec<u8>) -> Bytes {
+        let body = region.len() - CHECKSUM_LEN;
+        let sum = checksum(&region[..body]);
+        region[body..].copy_from_slice(&sum.to_le_bytes());
+        Bytes::from(region)
+    }
+
+    #[test]
     fn defects_are_reported() {
-        let good = build(&[1, 2, 3]);
+        let offset = 10;
+        let good = build(&[1, 2, 3], offset);
+        let trailer = good.len() - FILTER_TRAILER;
         assert_eq!(
-            Filter::decode(Bytes::from(good[..10].to_vec())).unwrap_err(),
+            Filter::decode(Bytes::from(good[..10].to_vec()), offset).unwrap_err(),
             FilterDefect::Short
         );
         let mut flipped = good.clone();
-        flipped[20] ^= 1;
+        flipped[60] ^= 1;
         assert!(matches!(
-            Filter::decode(Bytes::from(flipped)).unwrap_err(),
+            Filter::decode(Bytes::from(flipped), offset).unwrap_err(),
             FilterDefect::Checksum(..)
         ));
         let mut bad_probes = good.clone();
-        bad_probes[0..4].copy_from_slice(&0u32.to_le_bytes());
-        let body = bad_probes.len() - 8;
-        let sum = checksum(&bad_probes[..body]);
-        bad_probes[body..].copy_from_slice(&sum.to_le_bytes());
+        bad_probes[trailer..trailer + 4].copy_from_slice(&0u32.to_le_bytes());
         assert_eq!(
-            Filter::decode(Bytes::from(bad_probes)).unwrap_err(),
+            Filter::decode(resealed(bad_probes), offset).unwrap_err(),
             FilterDefect::Probes(0)
         );
-        let mut bad_lines = good;
-        bad_lines[4..8].copy_from_slice(&2u32.to_le_bytes());
-        let body = bad_lines.len() - 8;
-        let sum = checksum(&bad_lines[..body]);
-        bad_lines[body..].copy_from_slice(&sum.to_le_bytes());
+        let mut bad_lines = good.clone();
+        bad_lines[trailer + 4..trailer + 8].copy_from_slice(&2u32.to_le_bytes());
         assert!(matches!(
-            Filter::decode(Bytes::from(bad_lines)).unwrap_err(),
+            Filter::decode(resealed(bad_lines), offset).unwrap_err(),
             FilterDefect::Length { lines: 2, .. }
         ));
+        let mut bad_pad = good;
+        bad_pad[0] = 1;
+        assert_eq!(
+            Filter::decode(resealed(bad_pad), offset).unwrap_err(),
+            FilterDefect::Padding
+        );
     }
 }

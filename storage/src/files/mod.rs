@@ -14,8 +14,39 @@
 //!   with zero-copy [`bytes::Bytes`] values.
 //! * [`merge_files`] merges files (newest first) into one;
 //!   [`lookup_newest_first`] is the read path across a domain's files.
+//!
+//! ```
+//! use std::path::Path;
+//! use std::sync::Arc;
+//!
+//! use strata_storage::Domain;
+//! use strata_storage::files::{
+//!     FileMeta, FileSystem, FileValue, MemFileSystem, SortedFile, SortedFileWriter,
+//!     lookup_newest_first,
+//! };
+//!
+//! # fn main() -> Result<(), strata_storage::files::FileError> {
+//! let fs: Arc<dyn FileSystem> = Arc::new(MemFileSystem::new());
+//! let dir = Path::new("/state/files");
+//! let meta = FileMeta { domain: Domain::Account, from_step: 0, to_step: 16 };
+//! let mut writer = SortedFileWriter::new(Arc::clone(&fs), dir, meta)?;
+//! writer.push(b"alice", Some(b"balance 10"))?;
+//! writer.push(b"bob", None)?; // deleted in steps [0, 16)
+//! let info = writer.finish()?;
+//! assert_eq!(info.name, "account-0000000000-0000000016.sst");
+//!
+//! let file = Arc::new(SortedFile::open(&*fs, &info.path)?);
+//! assert_eq!(file.get(b"alice")?, Some(FileValue::Value("balance 10".into())));
+//! assert_eq!(file.get(b"bob")?, Some(FileValue::Tombstone));
+//! assert_eq!(file.get(b"carol")?, None);
+//! let hit = lookup_newest_first(&[file], b"alice")?.expect("present");
+//! assert_eq!(hit.position, 0);
+//! # Ok(())
+//! # }
+//! ```
 
 mod block;
+mod dir;
 mod error;
 mod filter;
 mod format;
@@ -32,6 +63,7 @@ mod writer;
 #[cfg(test)]
 mod tests;
 
+pub use dir::{DirListing, remove_temp_files, scan_dir};
 pub use error::FileError;
 pub use filter::KeyHash;
 pub use format::{FORMAT_VERSION, MAX_KEY_LEN, MAX_VALUE_LEN};
@@ -40,5 +72,5 @@ pub use iter::{FileEntry, FileIter};
 pub use lookup::{FileHit, lookup_newest_first};
 pub use merge::merge_files;
 pub use meta::{FILE_EXTENSION, FileInfo, FileMeta, TEMP_SUFFIX};
-pub use reader::{FileValue, SortedFile};
+pub use reader::{FileValue, FileValueRef, SortedFile};
 pub use writer::SortedFileWriter;

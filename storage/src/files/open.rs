@@ -87,7 +87,7 @@ pub(crate) fn open_bytes(path: PathBuf, data: Bytes) -> Result<SortedFile, FileE
     let meta = check_footer(&c, &footer, &raw, footer_start)?;
     let blocks = parse_index(&c, &footer)?;
     let filter_at = footer.filter_offset as usize;
-    let filter = Filter::decode(data.slice(filter_at..footer_start))
+    let filter = Filter::decode(data.slice(filter_at..footer_start), footer.filter_offset)
         .map_err(|defect| filter_error(&c, filter_at, defect))?;
     check_blocks(&c, &footer, &blocks)?;
     let covered = footer_start + FOOTER_CHECKSUM_AT;
@@ -241,7 +241,8 @@ fn parse_index(c: &Checker<'_>, f: &Footer) -> Result<Vec<BlockHandle>, FileErro
 fn filter_error(c: &Checker<'_>, at: usize, defect: FilterDefect) -> FileError {
     match defect {
         FilterDefect::Checksum(expected, found) => c.mismatch(at, "filter", expected, found),
-        FilterDefect::Short => c.corrupted(at, "filter region is shorter than its header"),
+        FilterDefect::Short => c.corrupted(at, "filter region is shorter than its trailer"),
+        FilterDefect::Padding => c.corrupted(at, "filter alignment padding is not zero"),
         FilterDefect::Probes(k) => {
             c.corrupted(at, format!("filter probe count {k} is out of range"))
         }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 
-use super::block::BlockView;
+use super::block::{BlockView, RawEntry};
 use super::error::FileError;
 use super::filter::{Filter, KeyHash};
 use super::fs::FileSystem;
@@ -37,6 +37,16 @@ impl FileValue {
             FileValue::Tombstone => None,
         }
     }
+}
+
+/// What a file holds for a key, borrowed from the file's map (see
+/// [`SortedFile::get_ref`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileValueRef<'a> {
+    /// The key's value.
+    Value(&'a [u8]),
+    /// The key was deleted in this file's step range.
+    Tombstone,
 }
 
 /// Where a data block lies, and its first key for the index search.
@@ -96,6 +106,9 @@ pub struct SortedFile {
     entries: u64,
     checksum: u64,
     blocks: Vec<BlockHandle>,
+    /// `blocks[i].prefix` again, densely packed: the index search runs over
+    /// this small array and touches the handles only to break ties.
+    prefixes: Vec<u64>,
     filter: Filter,
 }
 
@@ -127,6 +140,7 @@ impl SortedFile {
         blocks: Vec<BlockHandle>,
         filter: Filter,
     ) -> Self {
+        let prefixes = blocks.iter().map(|h| h.prefix).collect();
         SortedFile {
             path,
             meta,
@@ -134,6 +148,7 @@ impl SortedFile {
             entries,
             checksum,
             blocks,
+            prefixes,
             filter,
         }
     }
@@ -185,13 +200,43 @@ impl SortedFile {
         self.filter.may_contain(hash)
     }
 
+    /// The filter's first bit only: a cheap pre-check that brings the
+    /// filter line into cache (used by [`crate::files::lookup_newest_first`]
+    /// to probe many files with overlapping memory accesses).
+    #[inline]
+    pub(crate) fn first_probe(&self, hash: KeyHash) -> bool {
+        self.filter.first_probe(hash)
+    }
+
     /// Looks `key` up (without consulting the filter): its value, a
-    /// tombstone, or `None` if the file has no entry for it.
+    /// tombstone, or `None` if the file has no entry for it. The value is a
+    /// zero-copy slice of the map that keeps the map alive.
     pub fn get(&self, key: &[u8]) -> Result<Option<FileValue>, FileError> {
+        Ok(self.locate(key)?.map(|(b, entry)| match entry.value {
+            Some(r) => FileValue::Value(self.block_slice(b, r)),
+            None => FileValue::Tombstone,
+        }))
+    }
+
+    /// Like [`SortedFile::get`], but borrows the value from the map instead
+    /// of taking a reference-counted slice: no shared counter is touched, so
+    /// many threads reading one file do not contend on it.
+    pub fn get_ref(&self, key: &[u8]) -> Result<Option<FileValueRef<'_>>, FileError> {
+        Ok(self.locate(key)?.map(|(b, entry)| match entry.value {
+            Some(r) => {
+                let off = self.blocks[b].offset;
+                FileValueRef::Value(&self.data[off + r.start..off + r.end])
+            }
+            None => FileValueRef::Tombstone,
+        }))
+    }
+
+    /// The block and the entry holding `key`, if any.
+    #[inline]
+    fn locate(&self, key: &[u8]) -> Result<Option<(usize, RawEntry)>, FileError> {
         let Some(b) = self.block_for(key) else {
             return Ok(None);
         };
-        let h = self.blocks[b];
         let view = self.view(b)?;
         let i = match view.search(key) {
             Some(Ok(i)) => i,
@@ -201,10 +246,7 @@ impl SortedFile {
         let entry = view
             .entry(i)
             .ok_or_else(|| self.block_corrupted(b, "entry layout changed after open"))?;
-        Ok(Some(match entry.value {
-            Some(r) => FileValue::Value(self.data.slice(h.offset + r.start..h.offset + r.end)),
-            None => FileValue::Tombstone,
-        }))
+        Ok(Some((b, entry)))
     }
 
     /// Index of the last block whose first key is ≤ `key`, if any: a binary
@@ -212,14 +254,14 @@ impl SortedFile {
     #[inline]
     pub(crate) fn block_for(&self, key: &[u8]) -> Option<usize> {
         let prefix = key_prefix(key);
+        // Blocks whose first key has a smaller 8-byte prefix all start
+        // before `key`; among those with an equal prefix (many, for storage
+        // keys of one contract) the full keys decide — both binary searches.
+        let below = self.prefixes.partition_point(|&p| p < prefix);
+        let equal = self.prefixes[below..].partition_point(|&p| p == prefix);
         let data = &self.data[..];
-        let after = self.blocks.partition_point(|h| {
-            if h.prefix != prefix {
-                h.prefix < prefix
-            } else {
-                h.first_key(data) <= key
-            }
-        });
+        let ties = &self.blocks[below..below + equal];
+        let after = below + ties.partition_point(|h| h.first_key(data) <= key);
         after.checked_sub(1)
     }
 

@@ -50,8 +50,11 @@ impl std::fmt::Debug for SortedFileWriter {
 }
 
 impl SortedFileWriter {
-    /// Starts a file for `meta` in `dir`, creating its temp file
-    /// (`{name}.tmp`). The step range must be non-empty.
+    /// Starts a file for `meta` in `dir` (which must exist), creating its
+    /// temp file `{name}.tmp`. The step range must be non-empty. Only one
+    /// writer per `meta` may run at a time; a finished file replaces an
+    /// existing file of the same name (readers that mapped the old one keep
+    /// reading it).
     pub fn new(fs: Arc<dyn FileSystem>, dir: &Path, meta: FileMeta) -> Result<Self, FileError> {
         let final_path = dir.join(meta.file_name());
         if !meta.is_valid() {
@@ -168,7 +171,7 @@ impl SortedFileWriter {
         index.extend_from_slice(&sum.to_le_bytes());
         self.write(&index)?;
         let filter_offset = self.offset;
-        let filter = filter::build(&self.hashes);
+        let filter = filter::build(&self.hashes, filter_offset);
         self.write(&filter)?;
         let mut footer = Footer {
             version: FORMAT_VERSION,

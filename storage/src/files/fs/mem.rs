@@ -20,12 +20,22 @@ use super::{FileSystem, WritableFile};
 /// [`MemFileSystem::power_cut_image`] returns the file system a power cut at
 /// this instant would leave: durable names bound to durable contents.
 /// Directories are implicit: any path prefix is a directory.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct MemFileSystem {
     state: Arc<Mutex<State>>,
 }
 
-#[derive(Debug, Default)]
+impl std::fmt::Debug for MemFileSystem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = self.state.lock();
+        f.debug_struct("MemFileSystem")
+            .field("files", &state.names.len())
+            .field("durable_files", &state.durable_names.len())
+            .finish()
+    }
+}
+
+#[derive(Default)]
 struct State {
     inodes: HashMap<u64, Inode>,
     names: BTreeMap<PathBuf, u64>,
@@ -33,7 +43,7 @@ struct State {
     next_inode: u64,
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 struct Inode {
     data: Vec<u8>,
     durable: Vec<u8>,

@@ -223,3 +223,30 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(500))]
+
+    /// Random footer fields (with a valid magic and version) send the opener
+    /// to arbitrary offsets and counts: it must refuse, never panic or
+    /// allocate without bound.
+    #[test]
+    fn random_footers_are_refused(fields in proptest::collection::vec(any::<u8>(), FOOTER_CHECKSUM_AT - 4)) {
+        let model = sample_model(50, 8);
+        let (mem, fs) = mem_fs();
+        let info = write_model(&fs, Path::new("/db"), meta(Domain::Storage, 0, 1), &model);
+        let mut bytes = mem.contents(&info.path).unwrap();
+        let footer = bytes.len() - FOOTER_LEN;
+        bytes[footer + 4..footer + FOOTER_CHECKSUM_AT].copy_from_slice(&fields);
+        let err = open(bytes).unwrap_err();
+        prop_assert!(err.to_string().contains(NAME), "{}", err);
+    }
+}
+
+#[test]
+fn files_are_shareable_across_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<SortedFile>();
+    assert_send_sync::<crate::files::FileValue>();
+    assert_send_sync::<FileError>();
+}

@@ -172,3 +172,20 @@ fn os_file_system_round_trip() {
         Err(FileError::Io { op: "map", .. })
     ));
 }
+
+#[test]
+fn failed_rename_on_the_real_file_system_leaves_the_directory_empty() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fs = Arc::new(FaultyFileSystem::new(Arc::new(OsFileSystem)));
+    fs.inject(Fault::Rename);
+    let mut w = SortedFileWriter::new(fs.clone(), tmp.path(), meta(Domain::Code, 0, 1)).unwrap();
+    w.push(b"k", Some(b"v")).unwrap();
+    let err = w.finish().unwrap_err();
+    assert!(matches!(err, FileError::Io { op: "rename", .. }), "{err}");
+    assert!(
+        err.to_string()
+            .contains("code-0000000000-0000000001.sst.tmp"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+}

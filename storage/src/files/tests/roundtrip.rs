@@ -11,7 +11,8 @@ use proptest::prelude::*;
 use super::{Model, file_of, mem_fs, meta, sample_model, write_model};
 use crate::Domain;
 use crate::files::{
-    FileError, FileHit, FileValue, SortedFile, SortedFileWriter, lookup_newest_first, merge_files,
+    FileError, FileHit, FileValue, FileValueRef, SortedFile, SortedFileWriter, lookup_newest_first,
+    merge_files,
 };
 
 fn to_value(v: &Option<Vec<u8>>) -> FileValue {
@@ -55,6 +56,12 @@ fn check_file_against(model: &Model, file: &SortedFile, probes: &[Vec<u8>]) {
     assert_eq!(file.entries(), model.len() as u64);
     for (k, v) in model {
         assert_eq!(file.get(k).unwrap(), Some(to_value(v)), "key {k:?}");
+        let borrowed = match file.get_ref(k).unwrap() {
+            Some(FileValueRef::Value(b)) => Some(b.to_vec()),
+            Some(FileValueRef::Tombstone) => None,
+            None => panic!("get_ref lost key {k:?}"),
+        };
+        assert_eq!(&borrowed, v);
         assert!(file.may_contain(k), "filter lost key {k:?}");
     }
     for p in probes {
@@ -251,3 +258,99 @@ fn merge_refuses_other_domains() {
 }
 
 use crate::files::FileSystem as _;
+
+#[test]
+fn newest_first_lookup_across_probe_batches() {
+    let (_, fs) = mem_fs();
+    let dir = Path::new("/db");
+    let depth = 21u64;
+    // File i (0 = newest) holds key j when (i + j) % 7 == 0; every third of
+    // those entries is a tombstone.
+    let files: Vec<Arc<SortedFile>> = (0..depth)
+        .map(|i| {
+            let model: Model = (0..100u64)
+                .filter(|j| (i + j) % 7 == 0)
+                .map(|j| {
+                    (
+                        j.to_be_bytes().to_vec(),
+                        ((i + j) % 3 != 0).then(|| i.to_be_bytes().to_vec()),
+                    )
+                })
+                .collect();
+            let info = write_model(
+                &fs,
+                dir,
+                meta(Domain::Account, depth - i - 1, depth - i),
+                &model,
+            );
+            Arc::new(SortedFile::open(&*fs, &info.path).unwrap())
+        })
+        .collect();
+    for j in 0..100u64 {
+        let newest = (0..depth).find(|i| (i + j) % 7 == 0).unwrap();
+        let expected = FileHit {
+            position: newest as usize,
+            value: if (newest + j) % 3 != 0 {
+                FileValue::Value(Bytes::copy_from_slice(&newest.to_be_bytes()))
+            } else {
+                FileValue::Tombstone
+            },
+        };
+        assert_eq!(
+            lookup_newest_first(&files, &j.to_be_bytes()).unwrap(),
+            Some(expected)
+        );
+        // Without the newest holders the next one (7 files older) answers.
+        let older = &files[newest as usize + 1..];
+        let hit = lookup_newest_first(older, &j.to_be_bytes()).unwrap();
+        assert_eq!(
+            hit.map(|h| h.position + newest as usize + 1),
+            (newest + 7 < depth).then_some(newest as usize + 7)
+        );
+    }
+    assert_eq!(lookup_newest_first(&files, b"absent").unwrap(), None);
+    assert_eq!(
+        lookup_newest_first::<Arc<SortedFile>>(&[], b"x").unwrap(),
+        None
+    );
+}
+
+#[test]
+fn one_contract_spanning_many_blocks() {
+    // Storage keys address ‖ slot: hundreds of blocks share the first 8
+    // bytes, so the index search must go past the integer prefixes.
+    let slot_key = |addr: u8, slot: u64| {
+        let mut k = vec![addr; 20];
+        k.extend_from_slice(&[0; 24]);
+        k.extend_from_slice(&(slot * 2).to_be_bytes());
+        k
+    };
+    let mut model = Model::new();
+    for addr in [0x11u8, 0x22, 0x33] {
+        let slots = if addr == 0x22 { 8_000 } else { 10 };
+        for slot in 0..slots {
+            model.insert(
+                slot_key(addr, slot),
+                (slot % 5 != 0).then(|| vec![addr; 32]),
+            );
+        }
+    }
+    let file = file_of(&model);
+    assert!(file.block_count() > 100, "{}", file.block_count());
+    for (k, v) in &model {
+        assert_eq!(file.get(k).unwrap(), Some(to_value(v)));
+    }
+    for slot in [0u64, 1, 999, 7_999, 8_000] {
+        let mut absent = slot_key(0x22, slot);
+        *absent.last_mut().unwrap() |= 1;
+        assert_eq!(file.get(&absent).unwrap(), None);
+    }
+    for addr in [0x11u8, 0x22, 0x33, 0x44] {
+        let expected = model_entries(model.iter().filter(|(k, _)| k[..20] == [addr; 20]));
+        assert_eq!(
+            collect(file.iter_prefix(&[addr; 20])),
+            expected,
+            "address {addr:#x}"
+        );
+    }
+}
