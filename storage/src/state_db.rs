@@ -67,6 +67,9 @@ impl StateDb {
         let files_dir = datadir.join(FILES_DIR);
         std::fs::create_dir_all(&files_dir).map_err(dir_err("create files folder"))?;
         let db_path = datadir.join(DB_FILE);
+        if db_backend.is_none() && !db_path.exists() {
+            create_redb_atomically(&datadir, &db_path, &options)?;
+        }
         let db = open_redb(&db_path, &options, db_backend)?;
         let meta = load_or_init_meta(&db, &db_path, &options)?;
 
@@ -292,6 +295,31 @@ fn open_redb<B: redb::StorageBackend>(
             source: other.into(),
         },
     })
+}
+
+/// Creates and initialises the database under a temporary name, then
+/// renames it into place: a crash during creation never leaves a
+/// half-written `state.redb` that cannot be opened.
+fn create_redb_atomically(datadir: &Path, db_path: &Path, options: &Options) -> Result<()> {
+    let temp = datadir.join(format!("{DB_FILE}.creating"));
+    let io = |what: &'static str| {
+        let path = datadir.to_path_buf();
+        move |source| Error::Datadir { path, what, source }
+    };
+    if temp.exists() {
+        std::fs::remove_file(&temp).map_err(io("remove an interrupted creation"))?;
+    }
+    let db = open_redb::<redb::backends::FileBackend>(&temp.to_path_buf(), options, None)?;
+    load_or_init_meta(&db, db_path, options)?;
+    drop(db);
+    std::fs::File::open(&temp)
+        .and_then(|f| f.sync_all())
+        .map_err(io("sync the new database"))?;
+    std::fs::rename(&temp, db_path).map_err(io("rename the new database"))?;
+    std::fs::File::open(datadir)
+        .and_then(|d| d.sync_all())
+        .map_err(io("sync the datadir"))?;
+    Ok(())
 }
 
 fn load_or_init_meta(db: &redb::Database, db_path: &Path, options: &Options) -> Result<Meta> {

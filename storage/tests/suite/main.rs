@@ -2,6 +2,7 @@
 
 mod api;
 mod concurrency;
+mod crash;
 mod model;
 mod oracle;
 mod vectors;
