@@ -17,6 +17,13 @@
 //! merges). At the end the ratios the design targets are printed from the
 //! same measurements criterion took.
 //!
+//! StateDb tiers (`tiers/<shape>`, same shapes): `StateReader::get_latest`
+//! hitting the db tier vs a plain redb table get of the same keys and values
+//! (one read transaction and table, reused); hitting a file (after
+//! compaction) vs the raw mmap binary search above; a miss through db and
+//! files; a block's own write (memory tier) vs a `BTreeMap` get. StateDb
+//! reads include their telemetry, as in production.
+//!
 //! Run: `cargo bench -p strata-benches --bench reads`.
 
 use std::collections::BTreeMap;
@@ -24,15 +31,18 @@ use std::hint::black_box;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use alloy_primitives::{Address, B256, U256};
 use bytes::Bytes;
 use criterion::{BenchmarkId, Criterion, Throughput};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
-use strata_storage::Domain;
 use strata_storage::files::{
     FileMeta, FileSystem, OsFileSystem, SortedFile, SortedFileWriter, lookup_newest_first,
 };
+use strata_storage::genesis::{GenesisAccount, GenesisAlloc};
+use strata_storage::keys::storage_key;
+use strata_storage::{Domain, Options, Regime, StateDb};
 
 /// Files in the deepest stack.
 const DEPTH: usize = 32;
@@ -284,6 +294,230 @@ fn file_miss<const K: usize, const V: usize>(
     g.finish();
 }
 
+/// The StateDb tiers of one key shape: the same keys and values in the db
+/// tier, in files (after compaction), and a plain redb table beside them.
+struct DbFixture {
+    name: &'static str,
+    domain: Domain,
+    keys: Vec<Vec<u8>>,
+    misses: Vec<Vec<u8>>,
+    in_db: StateDb,
+    in_files: StateDb,
+    raw: redb::Database,
+    _dirs: Vec<tempfile::TempDir>,
+}
+
+impl DbFixture {
+    /// `accounts` accounts with `slots` slots each; the shape's keys are the
+    /// account addresses (account) or address ‖ slot (storage).
+    fn build(name: &'static str, domain: Domain, accounts: usize, slots: usize) -> Self {
+        let mut rng = StdRng::seed_from_u64(7);
+        let mut alloc = GenesisAlloc::new();
+        for _ in 0..accounts {
+            let storage = (0..slots)
+                .map(|_| {
+                    (
+                        B256::from(rng.random::<[u8; 32]>()),
+                        U256::from(rng.random::<u64>() | 1),
+                    )
+                })
+                .collect();
+            let account = GenesisAccount {
+                nonce: rng.random::<u32>() as u64,
+                balance: U256::from(rng.random::<u128>()),
+                code: Default::default(),
+                storage,
+            };
+            alloc.insert(Address::from(rng.random::<[u8; 20]>()), account);
+        }
+        let mut keys: Vec<Vec<u8>> = Vec::new();
+        for (address, account) in &alloc {
+            match domain {
+                Domain::Storage => keys.extend(
+                    account
+                        .storage
+                        .keys()
+                        .map(|slot| storage_key(address, slot).to_vec()),
+                ),
+                _ => keys.push(address.to_vec()),
+            }
+        }
+        keys.shuffle(&mut rng);
+        keys.truncate(PROBES);
+        let key_len = keys[0].len();
+        let misses = (0..PROBES)
+            .map(|_| (0..key_len).map(|_| rng.random::<u8>()).collect())
+            .collect();
+        let options = Options {
+            step_size: 1,
+            keep_steps_in_db: 1,
+            background_maintenance: false,
+            warmers: 0,
+            ..Options::default()
+        };
+        let db_dir = tempfile::tempdir().expect("temp dir");
+        let in_db = StateDb::open(db_dir.path(), options.clone()).expect("open");
+        in_db.init_genesis(&alloc).expect("genesis");
+        let files_dir = tempfile::tempdir().expect("temp dir");
+        let in_files = StateDb::open(files_dir.path(), options).expect("open");
+        in_files.init_genesis(&alloc).expect("genesis");
+        in_files
+            .begin_block(1)
+            .expect("block")
+            .commit()
+            .expect("commit");
+        in_files.compact().expect("compact");
+
+        // The baseline: the same keys and values in one plain redb table.
+        let raw_dir = tempfile::tempdir().expect("temp dir");
+        let raw = redb::Database::create(raw_dir.path().join("raw.redb")).expect("raw redb");
+        let reader = in_db.reader(Regime::Exec);
+        let txn = raw.begin_write().expect("write");
+        {
+            let mut table = txn.open_table(RAW_TABLE).expect("table");
+            for (address, account) in &alloc {
+                match domain {
+                    Domain::Storage => {
+                        for slot in account.storage.keys() {
+                            let key = storage_key(address, slot);
+                            let value = reader
+                                .get_latest(domain, &key)
+                                .expect("get")
+                                .expect("present");
+                            table
+                                .insert(key.as_slice(), value.as_ref())
+                                .expect("insert");
+                        }
+                    }
+                    _ => {
+                        let value = reader
+                            .get_latest(domain, address.as_slice())
+                            .expect("get")
+                            .expect("present");
+                        table
+                            .insert(address.as_slice(), value.as_ref())
+                            .expect("insert");
+                    }
+                }
+            }
+        }
+        txn.commit().expect("commit");
+        DbFixture {
+            name,
+            domain,
+            keys,
+            misses,
+            in_db,
+            in_files,
+            raw,
+            _dirs: vec![db_dir, files_dir, raw_dir],
+        }
+    }
+}
+
+const RAW_TABLE: redb::TableDefinition<&[u8], &[u8]> = redb::TableDefinition::new("raw");
+
+/// `StateReader::get_latest` per tier vs a plain redb get and a BTreeMap
+/// get (the memory tier's baseline).
+fn db_tiers(c: &mut Criterion, fx: &DbFixture, rec: &Recorder) {
+    use redb::ReadableDatabase;
+    let domain = fx.domain;
+    let db_reader = fx.in_db.reader(Regime::Exec);
+    let file_reader = fx.in_files.reader(Regime::Exec);
+    let raw_txn = fx.raw.begin_read().expect("read");
+    let raw_table = raw_txn.open_table(RAW_TABLE).expect("table");
+    for key in fx.keys.iter().take(1000) {
+        let want = raw_table
+            .get(key.as_slice())
+            .expect("raw")
+            .map(|g| g.value().to_vec());
+        assert_eq!(
+            db_reader.get_latest(domain, key).expect("db").as_deref(),
+            want.as_deref()
+        );
+        assert_eq!(
+            file_reader
+                .get_latest(domain, key)
+                .expect("file")
+                .as_deref(),
+            want.as_deref()
+        );
+    }
+    assert!(fx.in_files.stats().expect("stats").domains[domain.index()].db_entries == 0);
+
+    let mut g = c.benchmark_group(format!("tiers/{}", fx.name));
+    g.throughput(Throughput::Elements(1));
+    let id = format!("tiers/{}/raw_redb_get", fx.name);
+    g.bench_function("raw_redb_get", |b| {
+        b.iter_custom(timed_vec(rec, &id, &fx.keys, |k| {
+            raw_table.get(k).expect("raw").map(|g| g.value().len())
+        }))
+    });
+    let id = format!("tiers/{}/db_hit", fx.name);
+    g.bench_function("db_hit", |b| {
+        b.iter_custom(timed_vec(rec, &id, &fx.keys, |k| {
+            db_reader.get_latest(domain, k).expect("get")
+        }))
+    });
+    let id = format!("tiers/{}/file_hit", fx.name);
+    g.bench_function("file_hit", |b| {
+        b.iter_custom(timed_vec(rec, &id, &fx.keys, |k| {
+            file_reader.get_latest(domain, k).expect("get")
+        }))
+    });
+    let id = format!("tiers/{}/miss", fx.name);
+    g.bench_function("miss_db_and_files", |b| {
+        b.iter_custom(timed_vec(rec, &id, &fx.misses, |k| {
+            file_reader.get_latest(domain, k).expect("get")
+        }))
+    });
+
+    // The memory tier: a block's own writes, beside a BTreeMap of them.
+    let mut writer = fx.in_db.begin_block(1).expect("block");
+    let mut map = BTreeMap::new();
+    for key in &fx.keys {
+        let value = Bytes::from(vec![0x2a; 32]);
+        writer
+            .put_raw(domain, key, Some(value.clone()))
+            .expect("put");
+        map.insert(key.clone(), value);
+    }
+    let id = format!("tiers/{}/raw_btreemap_get", fx.name);
+    g.bench_function("raw_btreemap_get", |b| {
+        b.iter_custom(timed_vec(rec, &id, &fx.keys, |k| {
+            map.get(k).map(Bytes::len)
+        }))
+    });
+    let id = format!("tiers/{}/memory_hit", fx.name);
+    g.bench_function("memory_hit", |b| {
+        b.iter_custom(timed_vec(rec, &id, &fx.keys, |k| {
+            writer.get_latest(domain, k).expect("get")
+        }))
+    });
+    g.finish();
+}
+
+/// [`timed`] for variable-length keys.
+fn timed_vec<T>(
+    rec: &Recorder,
+    id: &str,
+    keys: &[Vec<u8>],
+    mut op: impl FnMut(&[u8]) -> T,
+) -> impl FnMut(u64) -> Duration {
+    let id = id.to_string();
+    let mut i = 0usize;
+    move |iters| {
+        let start = Instant::now();
+        for _ in 0..iters {
+            black_box(op(black_box(&keys[i % keys.len()])));
+            i += 1;
+        }
+        let elapsed = start.elapsed();
+        rec.add(&id, elapsed, iters);
+        elapsed
+    }
+}
+
 fn ratio(rec: &Recorder, what: &str, num: &str, den: &str, target: Option<f64>) {
     match (rec.ns(num), rec.ns(den)) {
         (Some(a), Some(b)) => {
@@ -325,10 +559,44 @@ fn main() {
         .configure_from_args();
     run_shape::<20, 70, 90>(&mut c, &rec, "account", Domain::Account, n);
     run_shape::<52, 32, 84>(&mut c, &rec, "storage", Domain::Storage, n);
+    let accounts = DbFixture::build("account", Domain::Account, n, 0);
+    db_tiers(&mut c, &accounts, &rec);
+    drop(accounts);
+    let slots = DbFixture::build("storage", Domain::Storage, n / 100, 100);
+    db_tiers(&mut c, &slots, &rec);
+    drop(slots);
     c.final_summary();
 
     println!("\nratios (mean ns per lookup over criterion's samples):");
     for shape in ["account", "storage"] {
+        ratio(
+            &rec,
+            &format!("{shape}: StateDb db-tier get / raw redb get"),
+            &format!("tiers/{shape}/db_hit"),
+            &format!("tiers/{shape}/raw_redb_get"),
+            Some(1.2),
+        );
+        ratio(
+            &rec,
+            &format!("{shape}: StateDb file-tier get / raw mmap binary search"),
+            &format!("tiers/{shape}/file_hit"),
+            &format!("file_hit/{shape}/raw_mmap_binary_search"),
+            Some(2.0),
+        );
+        ratio(
+            &rec,
+            &format!("{shape}: StateDb miss (db + files) / StateDb file hit"),
+            &format!("tiers/{shape}/miss"),
+            &format!("tiers/{shape}/file_hit"),
+            None,
+        );
+        ratio(
+            &rec,
+            &format!("{shape}: StateDb memory-tier get / BTreeMap get"),
+            &format!("tiers/{shape}/memory_hit"),
+            &format!("tiers/{shape}/raw_btreemap_get"),
+            None,
+        );
         ratio(
             &rec,
             &format!("{shape}: file hit / raw mmap binary search"),

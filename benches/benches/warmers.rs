@@ -9,7 +9,13 @@
 //! 2. `record_latency`: recording one read-latency sample from 1–256
 //!    threads, [`ReadMetrics`] beside [`MutexReadMetrics`], then a table of
 //!    CPU-ns per record (run time × min(threads, cores) / records).
-//! 3. (to come) the StateDb warmer sweep; add it as another group in `main`.
+//! 3. `state_db_sweep`: one block's commitment (2,000 accounts, 6,000
+//!    slots) on a 1,000,000-account store (`STRATA_BENCH_ACCOUNTS`) opened
+//!    cold, with 0, 1, 16, 64, 128 and 256 warmers: commitment time and the
+//!    commitment-regime read latency per tier, for strata's configuration
+//!    (sharded cache, striped telemetry) beside the baseline (single-mutex
+//!    LRU, mutex telemetry). The block is unwound after each run so every
+//!    run starts from the same state; 3 rounds, interleaved, median.
 //!
 //! `cargo bench -p strata-benches --bench warmers` (≈ 3.5 min). A filter
 //! argument (`-- record`) selects groups, tables included.
@@ -27,14 +33,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
+use alloy_primitives::{Address, B256, U256};
 use bytes::Bytes;
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use strata_cache::{CacheKind, PrefixCache, build_cache};
+use strata_storage::genesis::{GenesisAccount, GenesisAlloc};
+use strata_storage::telemetry::MetricsSnapshot;
 use strata_storage::telemetry::{MutexReadMetrics, ReadMetrics, ReadRecorder, Tier};
-use strata_storage::{Domain, Regime};
+use strata_storage::{Account, Domain, Options, Regime, StateDb};
 
 const THREADS: [usize; 5] = [1, 2, 16, 64, 256];
 
@@ -593,11 +602,277 @@ fn fmt_cpu1(cpu_ns: Option<f64>) -> String {
     cpu_ns.map_or_else(|| "n/a".to_owned(), |ns| format!("{ns:.1}"))
 }
 
+/// Warmer counts of the StateDb sweep.
+const SWEEP_WARMERS: [usize; 6] = [0, 1, 16, 64, 128, 256];
+
+/// One configuration of the store the sweep runs.
+#[derive(Clone, Copy)]
+struct StoreConfig {
+    name: &'static str,
+    cache: CacheKind,
+    mutex_telemetry: bool,
+}
+
+const CONFIGS: [StoreConfig; 2] = [
+    StoreConfig {
+        name: "strata (sharded cache, striped telemetry)",
+        cache: CacheKind::Sharded,
+        mutex_telemetry: false,
+    },
+    StoreConfig {
+        name: "baseline (mutex-lru cache, mutex telemetry)",
+        cache: CacheKind::MutexLru,
+        mutex_telemetry: true,
+    },
+];
+
+/// Median commitment time and commitment-regime read latencies of one
+/// (configuration, warmers) cell.
+#[derive(Default, Clone)]
+struct SweepRow {
+    commit_ms: f64,
+    /// (tier name, count, p50, p99) of commitment-regime reads.
+    tiers: Vec<(String, u64, u64, u64)>,
+    /// p50 / p99 over all commitment-regime reads (count-weighted medians of cells).
+    p50: u64,
+    p99: u64,
+}
+
+fn sweep_options(config: StoreConfig, warmers: usize) -> Options {
+    Options {
+        warmers,
+        cache_kind: config.cache,
+        mutex_telemetry_baseline: config.mutex_telemetry,
+        background_maintenance: false,
+        // Every block's changes stay in the db tier; the state is in redb.
+        step_size: 1 << 20,
+        ..Options::default()
+    }
+}
+
+/// A genesis of `accounts` accounts (one in 50 with 20 slots) and one block
+/// touching 2,000 accounts and 6,000 slots of it.
+fn sweep_state(accounts: usize) -> (GenesisAlloc, Vec<(Address, Option<B256>, u64)>) {
+    let mut rng = StdRng::seed_from_u64(0x5745_4550);
+    let mut alloc = GenesisAlloc::new();
+    let mut with_storage = Vec::new();
+    for i in 0..accounts {
+        let address = Address::from(rng.random::<[u8; 20]>());
+        let mut account = GenesisAccount {
+            nonce: rng.random::<u16>() as u64,
+            balance: U256::from(rng.random::<u64>()),
+            ..GenesisAccount::default()
+        };
+        if i % 50 == 0 {
+            for _ in 0..20 {
+                account.storage.insert(
+                    B256::from(rng.random::<[u8; 32]>()),
+                    U256::from(rng.random::<u32>() | 1),
+                );
+            }
+            with_storage.push(address);
+        }
+        alloc.insert(address, account);
+    }
+    let addresses: Vec<Address> = alloc.keys().copied().collect();
+    let mut writes = Vec::new();
+    for _ in 0..2000 {
+        writes.push((
+            addresses[rng.random_range(0..addresses.len())],
+            None,
+            rng.random::<u64>(),
+        ));
+    }
+    for _ in 0..6000 {
+        let contract = with_storage[rng.random_range(0..with_storage.len())];
+        writes.push((
+            contract,
+            Some(B256::from(rng.random::<[u8; 32]>())),
+            rng.random::<u64>() | 1,
+        ));
+    }
+    (alloc, writes)
+}
+
+/// Commits the sweep's block on a freshly opened (cold-cache) store, then
+/// unwinds it so the next run starts from the same state.
+fn sweep_once(
+    dir: &std::path::Path,
+    config: StoreConfig,
+    warmers: usize,
+    writes: &[(Address, Option<B256>, u64)],
+) -> (Duration, MetricsSnapshot) {
+    let db = StateDb::open(dir, sweep_options(config, warmers)).expect("open");
+    db.metrics().reset();
+    let mut writer = db.begin_block(1).expect("block");
+    for (address, slot, value) in writes {
+        match slot {
+            None => writer.put_account(
+                *address,
+                &Account {
+                    nonce: *value,
+                    ..Account::default()
+                },
+            ),
+            Some(slot) => writer.put_storage(*address, *slot, U256::from(*value)),
+        }
+    }
+    let info = writer.commit().expect("commit");
+    let snapshot = db.metrics().snapshot_and_reset();
+    db.unwind_to(0).expect("unwind");
+    (info.commitment_time, snapshot)
+}
+
+fn sweep_row(runs: Vec<(Duration, MetricsSnapshot)>) -> SweepRow {
+    let mut times: Vec<f64> = runs.iter().map(|(t, _)| t.as_secs_f64() * 1e3).collect();
+    times.sort_by(f64::total_cmp);
+    // The run with the median commitment time supplies the latencies.
+    let median = runs
+        .iter()
+        .min_by(|a, b| {
+            let m = times[times.len() / 2];
+            (a.0.as_secs_f64() * 1e3 - m)
+                .abs()
+                .total_cmp(&(b.0.as_secs_f64() * 1e3 - m).abs())
+        })
+        .expect("runs");
+    let cells: Vec<_> = median
+        .1
+        .cells
+        .iter()
+        .filter(|c| c.regime == Regime::Commitment)
+        .collect();
+    let tiers = cells
+        .iter()
+        .map(|c| {
+            (
+                format!("{}/{}", c.domain.name(), c.tier.name()),
+                c.count,
+                c.p50_ns,
+                c.p99_ns,
+            )
+        })
+        .collect();
+    let weighted = |pick: fn(&&strata_storage::telemetry::CellSummary) -> u64| {
+        let mut v: Vec<(u64, u64)> = cells.iter().map(|c| (pick(c), c.count)).collect();
+        v.sort();
+        let total: u64 = v.iter().map(|(_, n)| n).sum();
+        let mut seen = 0;
+        for (value, n) in &v {
+            seen += n;
+            if seen * 2 >= total {
+                return *value;
+            }
+        }
+        0
+    };
+    SweepRow {
+        commit_ms: times[times.len() / 2],
+        tiers,
+        p50: weighted(|c| c.p50_ns),
+        p99: weighted(|c| c.p99_ns),
+    }
+}
+
+/// Part 3: a block's commitment on a cold-cache store with 0–256 warmers,
+/// strata's configuration beside the baseline's, from the same state.
+fn state_db_sweep(run: &Run) {
+    if !run.table("state_db_sweep") {
+        return;
+    }
+    let accounts: usize = std::env::var("STRATA_BENCH_ACCOUNTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if run.quick { 20_000 } else { 1_000_000 });
+    let rounds = if run.quick { 1 } else { 3 };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (alloc, writes) = sweep_state(accounts);
+    let genesis_root = {
+        let db = StateDb::open(dir.path(), sweep_options(CONFIGS[0], 0)).expect("open");
+        db.init_genesis(&alloc).expect("genesis")
+    };
+    drop(alloc);
+    println!(
+        "\nstate_db_sweep: one block (2,000 accounts, 6,000 slots) on {accounts} accounts, cold cache, {} ({rounds} rounds, median)",
+        machine_load()
+    );
+    let mut rows = vec![vec![SweepRow::default(); SWEEP_WARMERS.len()]; CONFIGS.len()];
+    let mut runs: Vec<Vec<Vec<(Duration, MetricsSnapshot)>>> =
+        vec![vec![Vec::new(); SWEEP_WARMERS.len()]; CONFIGS.len()];
+    for _ in 0..rounds {
+        for (w, warmers) in SWEEP_WARMERS.iter().enumerate() {
+            for (c, config) in CONFIGS.iter().enumerate() {
+                runs[c][w].push(sweep_once(dir.path(), *config, *warmers, &writes));
+            }
+        }
+    }
+    for (c, per_warmers) in runs.into_iter().enumerate() {
+        for (w, r) in per_warmers.into_iter().enumerate() {
+            rows[c][w] = sweep_row(r);
+        }
+    }
+    let db = StateDb::open(dir.path(), sweep_options(CONFIGS[0], 0)).expect("open");
+    assert_eq!(
+        db.root(),
+        genesis_root,
+        "the sweep must leave the state as it found it"
+    );
+    drop(db);
+
+    println!(
+        "{:<46} {:>7} {:>11} {:>9} {:>9}   per tier (count p50/p99 ns)",
+        "configuration", "warmers", "commit ms", "p50 ns", "p99 ns"
+    );
+    for (c, config) in CONFIGS.iter().enumerate() {
+        for (w, warmers) in SWEEP_WARMERS.iter().enumerate() {
+            let row = &rows[c][w];
+            let tiers: Vec<String> = row
+                .tiers
+                .iter()
+                .map(|(t, n, p50, p99)| format!("{t} {n} {p50}/{p99}"))
+                .collect();
+            println!(
+                "{:<46} {:>7} {:>11.1} {:>9} {:>9}   {}",
+                config.name,
+                warmers,
+                row.commit_ms,
+                row.p50,
+                row.p99,
+                tiers.join(", ")
+            );
+        }
+    }
+    let at = |w: usize| {
+        SWEEP_WARMERS
+            .iter()
+            .position(|x| *x == w)
+            .expect("warmer count")
+    };
+    for (c, config) in CONFIGS.iter().enumerate() {
+        let one = &rows[c][at(1)];
+        let most = &rows[c][at(256)];
+        let none = &rows[c][at(0)];
+        let best_warm = SWEEP_WARMERS
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| **w >= 2)
+            .map(|(i, _)| rows[c][i].commit_ms)
+            .fold(f64::INFINITY, f64::min);
+        println!(
+            "{}: p50 at 256 / at 1 warmer = {:.2}x (target <= 1.5x), p99 = {:.2}x (target <= 2x); commit with no warmup / best with >= 2 warmers = {:.2}x (target > 1x)",
+            config.name,
+            most.p50 as f64 / one.p50.max(1) as f64,
+            most.p99 as f64 / one.p99.max(1) as f64,
+            none.commit_ms / best_warm,
+        );
+    }
+}
+
 fn main() {
     let run = Run::from_args();
     let mut criterion = Criterion::default().configure_from_args();
     cache_gets(&mut criterion, &run);
     record_latency(&mut criterion, &run);
-    // Part 3 (StateDb warmer sweep) will be added here as its own group.
+    state_db_sweep(&run);
     criterion.final_summary();
 }

@@ -37,6 +37,10 @@ pub struct Options {
     pub parallel_commitment_threshold: usize,
     /// redb's page cache in bytes.
     pub db_cache_bytes: usize,
+    /// Record read latencies under one mutex per cell instead of the
+    /// lock-free striped histograms: the baseline configuration, for
+    /// benchmarks only.
+    pub mutex_telemetry_baseline: bool,
 }
 
 impl Default for Options {
@@ -53,6 +57,7 @@ impl Default for Options {
             background_maintenance: true,
             parallel_commitment_threshold: 1024,
             db_cache_bytes: 1 << 30,
+            mutex_telemetry_baseline: false,
         }
     }
 }

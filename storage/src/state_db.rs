@@ -76,7 +76,11 @@ impl StateDb {
         maintenance::remove_orphans(fs.as_ref(), &files_dir, &meta.manifest)?;
         let files = Arc::new(FileSet::open(&fs, &files_dir, meta.manifest.clone())?);
         let snapshot = Snapshot::open(&db, meta.head, files)?;
-        let metrics = Arc::new(ReadMetrics::from_env(options.read_metrics));
+        let metrics = Arc::new(if options.mutex_telemetry_baseline {
+            ReadMetrics::mutex_baseline(options.read_metrics)
+        } else {
+            ReadMetrics::from_env(options.read_metrics)
+        });
         let cache = build_cache(options.cache_kind, options.cache_bytes);
         let warmup = WarmupPool::new(options.warmers)?;
         let background = options.background_maintenance;

@@ -25,6 +25,23 @@ impl MutexReadMetrics {
     }
 }
 
+impl MutexReadMetrics {
+    /// Summaries of every cell with samples, emptying each cell under its lock.
+    pub fn snapshot_and_reset(&self) -> MetricsSnapshot {
+        let cells = all_cells()
+            .filter_map(|(cell, domain, tier, regime)| {
+                let mut histogram = self.cells[cell]
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                let summary = CellSummary::from_histogram(domain, tier, regime, &histogram);
+                *histogram = Histogram::new();
+                summary
+            })
+            .collect();
+        MetricsSnapshot { cells }
+    }
+}
+
 impl Default for MutexReadMetrics {
     fn default() -> Self {
         Self::new()

@@ -8,6 +8,7 @@ use crossbeam_utils::CachePadded;
 
 use super::buckets::{BUCKETS, Histogram, bucket_of};
 use super::cell::{CELLS, all_cells, cell_index};
+use super::mutex_metrics::MutexReadMetrics;
 use super::snapshot::{CellSummary, MetricsSnapshot};
 use super::{ReadRecorder, Tier};
 use crate::{Domain, Regime};
@@ -77,6 +78,9 @@ pub struct ReadMetrics {
     /// Multiples of 2^32 that wrapped out of a stripe's u32 count, by
     /// `cell * BUCKETS + bucket`. Touched once per 2^32 records of a bucket.
     spill: Box<[AtomicU64]>,
+    /// When set, samples go to this mutex-guarded recorder instead: the
+    /// baseline configuration benchmarks compare against.
+    baseline: Option<MutexReadMetrics>,
 }
 
 impl ReadMetrics {
@@ -94,6 +98,17 @@ impl ReadMetrics {
             enabled: AtomicBool::new(enabled),
             stripes,
             spill,
+            baseline: None,
+        }
+    }
+
+    /// A recorder that takes every sample under one mutex per cell
+    /// ([`MutexReadMetrics`]) — **for benchmarks only**, to run a whole
+    /// store in the baseline configuration beside the lock-free one.
+    pub fn mutex_baseline(enabled: bool) -> Self {
+        Self {
+            baseline: Some(MutexReadMetrics::new()),
+            ..Self::new(enabled)
         }
     }
 
@@ -133,7 +148,10 @@ impl ReadMetrics {
     pub fn finish(&self, started: Option<Instant>, domain: Domain, tier: Tier, regime: Regime) {
         if let Some(started) = started {
             let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-            self.record_always(cell_index(domain, tier, regime), nanos);
+            match &self.baseline {
+                None => self.record_always(cell_index(domain, tier, regime), nanos),
+                Some(baseline) => baseline.record(domain, tier, regime, nanos),
+            }
         }
     }
 
@@ -143,7 +161,10 @@ impl ReadMetrics {
     #[inline]
     pub fn record(&self, domain: Domain, tier: Tier, regime: Regime, nanos: u64) {
         if self.is_enabled() {
-            self.record_always(cell_index(domain, tier, regime), nanos);
+            match &self.baseline {
+                None => self.record_always(cell_index(domain, tier, regime), nanos),
+                Some(baseline) => baseline.record(domain, tier, regime, nanos),
+            }
         }
     }
 
@@ -169,6 +190,9 @@ impl ReadMetrics {
     /// Summaries of every cell with samples, leaving the counters as they
     /// are. Records racing with it may be half counted (bucket without sum).
     pub fn snapshot(&self) -> MetricsSnapshot {
+        if let Some(baseline) = &self.baseline {
+            return baseline.snapshot();
+        }
         self.collect(
             |atomic| atomic.load(Ordering::Relaxed),
             |a| a.load(Ordering::Relaxed),
@@ -178,6 +202,9 @@ impl ReadMetrics {
     /// Summaries of every cell with samples, zeroing the counters as they
     /// are read, so each sample lands in exactly one interval.
     pub fn snapshot_and_reset(&self) -> MetricsSnapshot {
+        if let Some(baseline) = &self.baseline {
+            return baseline.snapshot_and_reset();
+        }
         // Read-then-swap skips the write for the (many) counters still zero.
         let take32 = |a: &AtomicU32| {
             if a.load(Ordering::Relaxed) == 0 {
