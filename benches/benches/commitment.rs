@@ -7,7 +7,8 @@
 //!     with keccak calls per block and the keccak floor beside it.
 //!
 //! `cargo bench -p strata-benches --bench commitment`; the 4M-account state
-//! of (b) runs only with `STRATA_BENCH_BIG=1`.
+//! of (b) runs only with `STRATA_BENCH_BIG=1`; `STRATA_BENCH_ONLY=bulk` or
+//! `=block` runs one part.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -112,6 +113,12 @@ fn median(mut v: Vec<Duration>) -> Duration {
     v[v.len() / 2]
 }
 
+fn once(f: impl FnOnce()) -> Duration {
+    let t = Instant::now();
+    f();
+    t.elapsed()
+}
+
 fn time(runs: usize, mut f: impl FnMut()) -> Duration {
     f();
     median(
@@ -138,7 +145,15 @@ fn keccak_ns() -> f64 {
     t.elapsed().as_nanos() as f64 / n as f64
 }
 
+/// Whether the part `name` runs (`STRATA_BENCH_ONLY=bulk|block` picks one).
+fn enabled(name: &str) -> bool {
+    std::env::var("STRATA_BENCH_ONLY").map_or(true, |only| only == name)
+}
+
 fn bulk_build(c: &mut Criterion) {
+    if !enabled("bulk") {
+        return;
+    }
     let (p1, p2) = (pool(1), pool(2));
     let mut group = c.benchmark_group("commitment_bulk_build");
     group
@@ -159,16 +174,21 @@ fn bulk_build(c: &mut Criterion) {
             expected,
             "parallel bulk root differs"
         );
+        // Interleaved runs, so a busy period hits every contender alike.
         let runs = if n >= 1_000_000 { 3 } else { 7 };
-        let hb = time(runs, || {
-            black_box(hb_root(&leaves));
-        });
-        let s1 = time(runs, || {
-            black_box(p1.install(|| strata_root(&accts, false)));
-        });
-        let s2 = time(runs, || {
-            black_box(p2.install(|| strata_root(&accts, true)));
-        });
+        let (mut hb, mut s1, mut s2) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..runs {
+            hb.push(once(|| {
+                black_box(hb_root(&leaves));
+            }));
+            s1.push(once(|| {
+                black_box(p1.install(|| strata_root(&accts, false)));
+            }));
+            s2.push(once(|| {
+                black_box(p2.install(|| strata_root(&accts, true)));
+            }));
+        }
+        let (hb, s1, s2) = (median(hb), median(s1), median(s2));
         println!(
             "bulk {n}: HashBuilder {:.1} ms ({:.0} ns/leaf) | strata 1 thread {:.1} ms = {:.2}x | strata 2 threads {:.1} ms = {:.2}x",
             hb.as_secs_f64() * 1e3,
@@ -240,6 +260,9 @@ fn block(n: u64, state: &mut MemoryState, rng: &mut StdRng) -> TrieUpdate {
 }
 
 fn incremental_block(c: &mut Criterion) {
+    if !enabled("block") {
+        return;
+    }
     let (p1, p2) = (pool(1), pool(2));
     let keccak = keccak_ns();
     println!("keccak256 of 100 bytes: {keccak:.1} ns");

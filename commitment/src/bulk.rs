@@ -7,7 +7,7 @@ use bytes::Bytes;
 use rayon::prelude::*;
 
 use crate::error::CommitmentError;
-use crate::nibbles::{common_prefix, nibble, push_key_nibbles, unpack_nibbles};
+use crate::nibbles::{common_prefix, nibble, push_key_nibbles};
 use crate::node::{
     EMPTY_ROOT, NodeRef, encode_account, encode_branch, encode_extension, encode_key_leaf,
     encode_storage_value,
@@ -75,9 +75,10 @@ impl StackBuilder {
         }
     }
 
-    fn reset(&mut self, base: &[u8]) {
+    /// Starts the storage sub-trie of the account hashed to `base`.
+    fn reset(&mut self, base: &B256) {
         self.base.clear();
-        self.base.extend_from_slice(base);
+        push_key_nibbles(&mut self.base, base, 0, 64);
         self.active = 0;
         self.prev = None;
     }
@@ -270,11 +271,14 @@ impl<F: FnMut(Vec<u8>, Bytes)> BulkBuilder<F> {
                 ),
             });
         }
-        let storage_root = {
+        let mut storage = storage.into_iter().peekable();
+        let storage_root = if storage.peek().is_none() {
+            EMPTY_ROOT
+        } else {
             let sink = &mut self.sink;
             let mut emit = |p: Vec<u8>, b: Bytes| sink(p, b);
             let sb = &mut self.storage;
-            sb.reset(&unpack_nibbles(hashed_address.as_slice()));
+            sb.reset(&hashed_address);
             for (hashed_slot, slot, value) in storage {
                 if value.is_zero() {
                     continue;

@@ -51,6 +51,8 @@ pub(crate) struct Walker<'a> {
     /// Absolute nibble path of the current position.
     pub(crate) path: Vec<u8>,
     buf: Vec<u8>,
+    /// Scratch for record encoding.
+    rec: Vec<u8>,
     /// Key count above which a branch's children are walked on rayon; only the
     /// top walker has one, so parallelism happens at one level.
     parallel_threshold: Option<usize>,
@@ -69,6 +71,7 @@ impl<'a> Walker<'a> {
             stats: CommitStats::default(),
             path: Vec::with_capacity(130),
             buf: Vec::with_capacity(600),
+            rec: Vec::with_capacity(2048),
             parallel_threshold,
         }
     }
@@ -91,9 +94,8 @@ impl<'a> Walker<'a> {
         }
     }
 
-    fn write(&mut self, bytes: Option<Vec<u8>>) {
-        self.writes
-            .push((self.path.clone(), bytes.map(Bytes::from)));
+    fn write(&mut self, bytes: Option<Bytes>) {
+        self.writes.push((self.path.clone(), bytes));
     }
 
     /// The stored root of the sub-trie at the current path, without changes.
@@ -164,7 +166,7 @@ impl<'a> Walker<'a> {
                 if !is_root_branch {
                     let rec = encode_root_cell(&new);
                     if old_root_cell.as_deref() != Some(rec.as_slice()) {
-                        self.write(Some(rec));
+                        self.write(Some(Bytes::copy_from_slice(&rec)));
                     }
                 }
                 r.root_hash(&mut self.stats.keccak_calls)
@@ -375,10 +377,12 @@ impl<'a> Walker<'a> {
         self.buf.clear();
         encode_branch(&refs, None, &mut self.buf);
         let branch_ref = NodeRef::of_rlp(&self.buf, &mut self.stats.keccak_calls);
-        let rec = encode_branch_record((bdepth == 0).then_some(&branch_ref), &children);
+        let mut rec = std::mem::take(&mut self.rec);
+        encode_branch_record((bdepth == 0).then_some(&branch_ref), &children, &mut rec);
         if old.as_deref() != Some(rec.as_slice()) {
-            self.write(Some(rec));
+            self.write(Some(Bytes::copy_from_slice(&rec)));
         }
+        self.rec = rec;
         let mut ext = Vec::with_capacity(bdepth - depth);
         push_key_nibbles(&mut ext, repr, depth, bdepth);
         Ok(Cell::Branch(BranchCell {
