@@ -162,18 +162,29 @@ impl StackBuilder {
         level.bitmap |= 1 << n;
     }
 
-    /// Places `sub` into the top level, hashes that branch, emits its record
-    /// and pops it.
+    /// Places `sub` into the top level, then closes it.
     fn place_and_close(&mut self, sub: Closed, emit: &mut dyn FnMut(Vec<u8>, Bytes)) -> Closed {
         let top = self.active - 1;
         self.place(sub, top);
+        self.close_top(emit)
+    }
+
+    /// Hashes the top level's branch, emits its record and pops it.
+    fn close_top(&mut self, emit: &mut dyn FnMut(Vec<u8>, Bytes)) -> Closed {
+        let top = self.active - 1;
         self.active -= 1;
         let prev = self.prev.unwrap_or_default();
         let level = &self.levels[top];
         self.buf.clear();
         encode_branch(&level.refs, None, &mut self.buf);
         let branch_ref = NodeRef::of_rlp(&self.buf, &mut self.keccaks);
-        let mut rec = Vec::with_capacity(level.cells.len() + 36);
+        // Exact capacity: the record becomes a `Bytes` without a shared header.
+        let header = if level.depth == 0 {
+            4 + branch_ref.as_slice().len()
+        } else {
+            3
+        };
+        let mut rec = Vec::with_capacity(level.cells.len() + header);
         if level.depth == 0 {
             rec.push(TAG_ROOT_BRANCH);
             put_ref(&mut rec, &branch_ref);
@@ -231,7 +242,7 @@ impl StackBuilder {
                 r
             }
         };
-        emit(self.base.clone(), Bytes::from(rec));
+        emit(self.base.clone(), Bytes::copy_from_slice(&rec));
         r.root_hash(&mut self.keccaks)
     }
 }
@@ -436,32 +447,8 @@ pub fn build_from_sorted(
                 root.place(top, 0);
                 root.keccaks += b.keccaks;
             }
-            let top = root.place_and_close_top(&mut emit);
+            let top = root.close_top(&mut emit);
             Ok(root.finish_root(Some(top), &mut emit))
-        }
-    }
-}
-
-impl StackBuilder {
-    /// Hashes and emits the top level without placing anything new.
-    fn place_and_close_top(&mut self, emit: &mut dyn FnMut(Vec<u8>, Bytes)) -> Closed {
-        // place_and_close places one more child; here all are placed, so
-        // close by hand with the same encoding.
-        let top = self.active - 1;
-        self.active -= 1;
-        let level = &self.levels[top];
-        self.buf.clear();
-        encode_branch(&level.refs, None, &mut self.buf);
-        let branch_ref = NodeRef::of_rlp(&self.buf, &mut self.keccaks);
-        let mut rec = Vec::with_capacity(level.cells.len() + 36);
-        rec.push(TAG_ROOT_BRANCH);
-        put_ref(&mut rec, &branch_ref);
-        rec.extend_from_slice(&level.bitmap.to_be_bytes());
-        rec.extend_from_slice(&level.cells);
-        emit(self.base.clone(), Bytes::from(rec));
-        Closed::Branch {
-            depth: level.depth,
-            branch_ref,
         }
     }
 }
