@@ -219,6 +219,15 @@ impl<'a> Walker<'a> {
             }
             Cell::Branch(b) => {
                 let ext_end = depth + b.ext.len();
+                if ext_end >= 64 {
+                    return Err(corrupted(
+                        &self.path,
+                        format!(
+                            "branch cell with a {}-nibble extension at depth {depth} ends past the key",
+                            b.ext.len()
+                        ),
+                    ));
+                }
                 let mut c = depth;
                 while c < ext_end && c < keys_lcp && nibble(&first, c) == b.ext[c - depth] {
                     c += 1;

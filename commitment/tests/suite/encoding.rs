@@ -142,3 +142,21 @@ fn source_errors_name_the_path() {
         "{msg}"
     );
 }
+
+/// A well-formed record whose extension runs past the 64-nibble key is
+/// reported, not indexed out of bounds.
+#[test]
+fn extension_past_the_key_is_corrupted() {
+    let mut rec = vec![2u8, 3, 64];
+    rec.extend_from_slice(&[0u8; 32]);
+    for _ in 0..2 {
+        rec.push(32);
+        rec.extend_from_slice(&[0xab; 32]);
+    }
+    let mut store = MemoryBranchStore::new();
+    store.insert(Vec::new(), Bytes::from(rec));
+    let state = strata_commitment::MemoryState::new();
+    let update = TrieUpdate { accounts: vec![address(1), address(2)], ..Default::default() };
+    let r = compute_root(&update, &store, &state, &ComputeOptions::default());
+    assert!(matches!(r, Err(CommitmentError::Corrupted { .. })), "{r:?}");
+}
