@@ -285,7 +285,9 @@ impl<'a> Walker<'a> {
     ) -> Result<Cell> {
         let plen = self.path.len();
         push_key_nibbles(&mut self.path, repr, depth, bdepth);
-        let mut groups: Vec<(usize, &[T])> = Vec::with_capacity(16);
+        // Key ranges per child nibble (keys are sorted), without allocating.
+        let mut ranges = [(0usize, 0usize, 0usize); 16];
+        let mut count = 0;
         let mut i = 0;
         while i < keys.len() {
             let n = nibble(keys[i].hashed(), bdepth);
@@ -293,14 +295,15 @@ impl<'a> Walker<'a> {
             while j < keys.len() && nibble(keys[j].hashed(), bdepth) == n {
                 j += 1;
             }
-            groups.push((n as usize, &keys[i..j]));
+            ranges[count] = (n as usize, i, j);
+            count += 1;
             i = j;
         }
-        if self.parallel_threshold.is_some_and(|t| keys.len() > t) && groups.len() > 1 {
+        let groups = ranges[..count].iter().map(|&(n, i, j)| (n, &keys[i..j]));
+        if self.parallel_threshold.is_some_and(|t| keys.len() > t) && count > 1 {
             self.parallel_threshold = None;
             let tasks: Vec<(usize, Cell, &[T])> = groups
-                .iter()
-                .map(|&(n, g)| (n, std::mem::take(&mut children[n]), g))
+                .map(|(n, g)| (n, std::mem::take(&mut children[n]), g))
                 .collect();
             let (branches, state) = (self.branches, self.state);
             let base = self.path.clone();

@@ -156,7 +156,10 @@ fn extension_past_the_key_is_corrupted() {
     let mut store = MemoryBranchStore::new();
     store.insert(Vec::new(), Bytes::from(rec));
     let state = strata_commitment::MemoryState::new();
-    let update = TrieUpdate { accounts: vec![address(1), address(2)], ..Default::default() };
+    let update = TrieUpdate {
+        accounts: vec![address(1), address(2)],
+        ..Default::default()
+    };
     let r = compute_root(&update, &store, &state, &ComputeOptions::default());
     assert!(matches!(r, Err(CommitmentError::Corrupted { .. })), "{r:?}");
 }
