@@ -9,8 +9,8 @@ use rayon::prelude::*;
 use crate::error::CommitmentError;
 use crate::nibbles::{common_prefix, nibble, push_key_nibbles};
 use crate::node::{
-    EMPTY_ROOT, NodeRef, encode_account, encode_branch, encode_extension, encode_key_leaf,
-    encode_storage_value,
+    EMPTY_ROOT, KeccakCount, NodeRef, encode_account, encode_branch, encode_extension,
+    encode_key_leaf, encode_storage_value,
 };
 use crate::record::{
     LeafKind, TAG_BRANCH, TAG_ROOT_BRANCH, TAG_ROOT_CELL, put_branch_cell, put_leaf_cell, put_ref,
@@ -58,7 +58,7 @@ struct StackBuilder {
     leaf_kind: LeafKind,
     leaf_value: Vec<u8>,
     buf: Vec<u8>,
-    keccaks: u64,
+    keccak: KeccakCount,
 }
 
 impl StackBuilder {
@@ -71,7 +71,7 @@ impl StackBuilder {
             leaf_kind: LeafKind::Slot { slot: B256::ZERO },
             leaf_value: Vec::with_capacity(128),
             buf: Vec::with_capacity(600),
-            keccaks: 0,
+            keccak: KeccakCount::default(),
         }
     }
 
@@ -137,7 +137,7 @@ impl StackBuilder {
             Closed::Leaf => {
                 self.buf.clear();
                 encode_key_leaf(&prev, pos, &self.leaf_value, &mut self.buf);
-                let r = NodeRef::of_rlp(&self.buf, &mut self.keccaks);
+                let r = NodeRef::of_rlp(&self.buf, &mut self.keccak);
                 put_leaf_cell(&mut level.cells, &prev, &self.leaf_kind, &r);
                 r
             }
@@ -152,7 +152,7 @@ impl StackBuilder {
                 } else {
                     self.buf.clear();
                     encode_extension(ext, &branch_ref, &mut self.buf);
-                    NodeRef::of_rlp(&self.buf, &mut self.keccaks)
+                    NodeRef::of_rlp(&self.buf, &mut self.keccak)
                 };
                 put_branch_cell(&mut level.cells, ext, &branch_ref, &r);
                 r
@@ -177,7 +177,7 @@ impl StackBuilder {
         let level = &self.levels[top];
         self.buf.clear();
         encode_branch(&level.refs, None, &mut self.buf);
-        let branch_ref = NodeRef::of_rlp(&self.buf, &mut self.keccaks);
+        let branch_ref = NodeRef::of_rlp(&self.buf, &mut self.keccak);
         // Exact capacity: the record becomes a `Bytes` without a shared header.
         let header = if level.depth == 0 {
             4 + branch_ref.as_slice().len()
@@ -224,26 +224,26 @@ impl StackBuilder {
             Closed::Leaf => {
                 self.buf.clear();
                 encode_key_leaf(&prev, 0, &self.leaf_value, &mut self.buf);
-                let r = NodeRef::of_rlp(&self.buf, &mut self.keccaks);
+                let r = NodeRef::of_rlp(&self.buf, &mut self.keccak);
                 put_leaf_cell(&mut rec, &prev, &self.leaf_kind, &r);
                 r
             }
             Closed::Branch {
                 depth: 0,
                 branch_ref,
-            } => return branch_ref.root_hash(&mut self.keccaks),
+            } => return branch_ref.root_hash(&mut self.keccak),
             Closed::Branch { depth, branch_ref } => {
                 let mut ext = Vec::with_capacity(depth);
                 push_key_nibbles(&mut ext, &prev, 0, depth);
                 self.buf.clear();
                 encode_extension(&ext, &branch_ref, &mut self.buf);
-                let r = NodeRef::of_rlp(&self.buf, &mut self.keccaks);
+                let r = NodeRef::of_rlp(&self.buf, &mut self.keccak);
                 put_branch_cell(&mut rec, &ext, &branch_ref, &r);
                 r
             }
         };
         emit(self.base.clone(), Bytes::copy_from_slice(&rec));
-        r.root_hash(&mut self.keccaks)
+        r.root_hash(&mut self.keccak)
     }
 }
 
@@ -336,7 +336,7 @@ impl<F: FnMut(Vec<u8>, Bytes)> BulkBuilder<F> {
 
     /// keccak256 calls made so far (node hashing only).
     pub fn keccak_calls(&self) -> u64 {
-        self.accounts.keccaks + self.storage.keccaks
+        self.accounts.keccak.calls + self.storage.keccak.calls
     }
 }
 
@@ -445,7 +445,7 @@ pub fn build_from_sorted(
                 root.leaf_kind = b.leaf_kind;
                 std::mem::swap(&mut root.leaf_value, &mut b.leaf_value);
                 root.place(top, 0);
-                root.keccaks += b.keccaks;
+                root.keccak.add(&b.keccak);
             }
             let top = root.close_top(&mut emit);
             Ok(root.finish_root(Some(top), &mut emit))

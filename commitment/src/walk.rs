@@ -9,8 +9,8 @@ use crate::compute::CommitStats;
 use crate::error::{CommitmentError, corrupted, path_hex};
 use crate::nibbles::{common_prefix, nibble, push_key_nibbles};
 use crate::node::{
-    EMPTY_ROOT, NodeRef, encode_account, encode_branch, encode_extension, encode_key_leaf,
-    encode_storage_value,
+    EMPTY_ROOT, KeccakCount, NodeRef, encode_account, encode_branch, encode_extension,
+    encode_key_leaf, encode_storage_value,
 };
 use crate::record::{
     BranchCell, Cell, Leaf, LeafKind, Record, decode_record, encode_branch_record, encode_root_cell,
@@ -47,6 +47,7 @@ pub(crate) struct Walker<'a> {
     pub(crate) state: &'a dyn StateSource,
     pub(crate) writes: Vec<(Vec<u8>, Option<Bytes>)>,
     pub(crate) stats: CommitStats,
+    pub(crate) keccak: KeccakCount,
     /// Absolute nibble path of the current position.
     pub(crate) path: Vec<u8>,
     buf: Vec<u8>,
@@ -68,6 +69,7 @@ impl<'a> Walker<'a> {
             state,
             writes: Vec::new(),
             stats: CommitStats::default(),
+            keccak: KeccakCount::default(),
             path: Vec::with_capacity(130),
             buf: Vec::with_capacity(600),
             rec: Vec::with_capacity(2048),
@@ -107,7 +109,7 @@ impl<'a> Walker<'a> {
                 })
                 | Cell::Branch(BranchCell {
                     node_ref: Some(r), ..
-                }) => r.root_hash(&mut self.stats.keccak_calls),
+                }) => r.root_hash(&mut self.keccak),
                 _ => return Err(corrupted(&self.path, "root cell without a reference")),
             },
             Some((
@@ -115,7 +117,7 @@ impl<'a> Walker<'a> {
                 Record::Branch {
                     root_ref: Some(r), ..
                 },
-            )) => r.root_hash(&mut self.stats.keccak_calls),
+            )) => r.root_hash(&mut self.keccak),
             Some((_, Record::Branch { root_ref: None, .. })) => {
                 return Err(corrupted(
                     &self.path,
@@ -168,7 +170,7 @@ impl<'a> Walker<'a> {
                         self.write(Some(Bytes::copy_from_slice(&rec)));
                     }
                 }
-                r.root_hash(&mut self.stats.keccak_calls)
+                r.root_hash(&mut self.keccak)
             }
             _ => {
                 return Err(corrupted(
@@ -322,6 +324,7 @@ impl<'a> Walker<'a> {
                 children[n] = c;
                 self.writes.extend(w.writes);
                 self.stats.add(&w.stats);
+                self.keccak.add(&w.keccak);
             }
         } else {
             for (n, group) in groups {
@@ -387,7 +390,7 @@ impl<'a> Walker<'a> {
         }
         self.buf.clear();
         encode_branch(&refs, None, &mut self.buf);
-        let branch_ref = NodeRef::of_rlp(&self.buf, &mut self.stats.keccak_calls);
+        let branch_ref = NodeRef::of_rlp(&self.buf, &mut self.keccak);
         let mut rec = std::mem::take(&mut self.rec);
         encode_branch_record((bdepth == 0).then_some(&branch_ref), &children, &mut rec);
         if old.as_deref() != Some(rec.as_slice()) {
@@ -427,7 +430,7 @@ impl<'a> Walker<'a> {
                     l.value.as_deref().unwrap_or_default(),
                     &mut self.buf,
                 );
-                let r = NodeRef::of_rlp(&self.buf, &mut self.stats.keccak_calls);
+                let r = NodeRef::of_rlp(&self.buf, &mut self.keccak);
                 l.node_ref = Some(r);
                 Ok(Some(r))
             }
@@ -440,7 +443,7 @@ impl<'a> Walker<'a> {
                 } else {
                     self.buf.clear();
                     encode_extension(&b.ext, &b.branch_ref, &mut self.buf);
-                    NodeRef::of_rlp(&self.buf, &mut self.stats.keccak_calls)
+                    NodeRef::of_rlp(&self.buf, &mut self.keccak)
                 };
                 b.node_ref = Some(r);
                 Ok(Some(r))
