@@ -1,3 +1,343 @@
-//! Benchmark placeholder until its issue lands.
+//! Commitment benchmarks.
+//!
+//! (a) Bulk build of N accounts (no storage): strata's bulk builder on 1 and 2
+//!     rayon threads vs alloy-trie's `HashBuilder` on the same sorted leaves.
+//! (b) One incremental block (2,000 accounts, 6,000 slots) on a state of N
+//!     accounts held in a `MemoryBranchStore` + `MemoryState`, 1 vs 2 threads,
+//!     with keccak calls per block and the keccak floor beside it.
+//!
+//! `cargo bench -p strata-benches --bench commitment`; the 4M-account state
+//! of (b) runs only with `STRATA_BENCH_BIG=1`; `STRATA_BENCH_ONLY=bulk` or
+//! `=block` runs one part.
 
-fn main() {}
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use alloy_primitives::{Address, B256, U256, keccak256};
+use alloy_trie::{HashBuilder, Nibbles};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use rand::{Rng, SeedableRng, rngs::StdRng};
+use rayon::{ThreadPool, ThreadPoolBuilder};
+use strata_commitment::{
+    AccountLeaf, ComputeOptions, MemoryBranchStore, MemoryState, SortedAccount, TrieUpdate,
+    build_from_sorted, compute_root,
+};
+
+fn pool(threads: usize) -> ThreadPool {
+    ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .expect("rayon pool")
+}
+
+fn address(i: u64) -> Address {
+    let mut a = [0u8; 20];
+    a[..8].copy_from_slice(&i.to_be_bytes());
+    a[8..16].copy_from_slice(&(i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).to_be_bytes());
+    Address::from(a)
+}
+
+/// A realistic account: small nonce, ~9-byte balance, some with code.
+fn leaf(rng: &mut StdRng) -> AccountLeaf {
+    AccountLeaf {
+        nonce: rng.random_range(0..5_000),
+        balance: U256::from(rng.random::<u64>()) * U256::from(1_000_000u64),
+        code_hash: if rng.random_bool(0.1) {
+            B256::from(rng.random::<[u8; 32]>())
+        } else {
+            alloy_trie::KECCAK_EMPTY
+        },
+    }
+}
+
+/// `n` sorted accounts; every `storage_every`-th one gets `slots` slots.
+fn accounts(n: u64, storage_every: u64, slots: u64, seed: u64) -> Vec<SortedAccount> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut v: Vec<SortedAccount> = (0..n)
+        .map(|i| {
+            let a = address(i);
+            let mut storage = Vec::new();
+            if storage_every > 0 && i % storage_every == 0 {
+                for s in 0..slots {
+                    let slot = B256::from(U256::from(s));
+                    storage.push((keccak256(slot), slot, U256::from(rng.random::<u64>() | 1)));
+                }
+                storage.sort();
+            }
+            SortedAccount {
+                hashed_address: keccak256(a),
+                address: a,
+                leaf: leaf(&mut rng),
+                storage,
+            }
+        })
+        .collect();
+    v.sort_by_key(|a| a.hashed_address);
+    v
+}
+
+/// The same leaves as `HashBuilder` input: (nibbles, RLP account).
+fn hb_leaves(accts: &[SortedAccount]) -> Vec<(Nibbles, Vec<u8>)> {
+    accts
+        .iter()
+        .map(|a| {
+            let acct = alloy_trie::TrieAccount {
+                nonce: a.leaf.nonce,
+                balance: a.leaf.balance,
+                storage_root: alloy_trie::EMPTY_ROOT_HASH,
+                code_hash: a.leaf.code_hash,
+            };
+            (Nibbles::unpack(a.hashed_address), alloy_rlp::encode(acct))
+        })
+        .collect()
+}
+
+fn hb_root(leaves: &[(Nibbles, Vec<u8>)]) -> B256 {
+    let mut hb = HashBuilder::default();
+    for (k, v) in leaves {
+        hb.add_leaf(*k, v);
+    }
+    hb.root()
+}
+
+fn strata_root(accts: &[SortedAccount], parallel: bool) -> B256 {
+    let mut bytes = 0usize;
+    let root =
+        build_from_sorted(accts, parallel, |p, r| bytes += p.len() + r.len()).expect("bulk build");
+    black_box(bytes);
+    root
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn once(f: impl FnOnce()) -> Duration {
+    let t = Instant::now();
+    f();
+    t.elapsed()
+}
+
+fn time(runs: usize, mut f: impl FnMut()) -> Duration {
+    f();
+    median(
+        (0..runs)
+            .map(|_| {
+                let t = Instant::now();
+                f();
+                t.elapsed()
+            })
+            .collect(),
+    )
+}
+
+/// ns per keccak256 of a 100-byte input, latency-chained as in a Merkle fold.
+fn keccak_ns() -> f64 {
+    let mut buf = [7u8; 100];
+    let n = 200_000;
+    let t = Instant::now();
+    for _ in 0..n {
+        let h = keccak256(buf);
+        buf[..32].copy_from_slice(h.as_slice());
+    }
+    black_box(buf);
+    t.elapsed().as_nanos() as f64 / n as f64
+}
+
+/// Whether the part `name` runs (`STRATA_BENCH_ONLY=bulk|block` picks one).
+fn enabled(name: &str) -> bool {
+    std::env::var("STRATA_BENCH_ONLY").map_or(true, |only| only == name)
+}
+
+fn bulk_build(c: &mut Criterion) {
+    if !enabled("bulk") {
+        return;
+    }
+    let (p1, p2) = (pool(1), pool(2));
+    let mut group = c.benchmark_group("commitment_bulk_build");
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(4));
+    for n in [100_000u64, 1_000_000] {
+        let accts = accounts(n, 0, 0, n);
+        let leaves = hb_leaves(&accts);
+        let expected = hb_root(&leaves);
+        assert_eq!(
+            p1.install(|| strata_root(&accts, false)),
+            expected,
+            "bulk root differs from HashBuilder"
+        );
+        assert_eq!(
+            p2.install(|| strata_root(&accts, true)),
+            expected,
+            "parallel bulk root differs"
+        );
+        // Interleaved runs, so a busy period hits every contender alike.
+        let runs = if n >= 1_000_000 { 3 } else { 7 };
+        let (mut hb, mut s1, mut s2) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..runs {
+            hb.push(once(|| {
+                black_box(hb_root(&leaves));
+            }));
+            s1.push(once(|| {
+                black_box(p1.install(|| strata_root(&accts, false)));
+            }));
+            s2.push(once(|| {
+                black_box(p2.install(|| strata_root(&accts, true)));
+            }));
+        }
+        let (hb, s1, s2) = (median(hb), median(s1), median(s2));
+        println!(
+            "bulk {n}: HashBuilder {:.1} ms ({:.0} ns/leaf) | strata 1 thread {:.1} ms = {:.2}x | strata 2 threads {:.1} ms = {:.2}x",
+            hb.as_secs_f64() * 1e3,
+            hb.as_nanos() as f64 / n as f64,
+            s1.as_secs_f64() * 1e3,
+            s1.as_secs_f64() / hb.as_secs_f64(),
+            s2.as_secs_f64() * 1e3,
+            s2.as_secs_f64() / hb.as_secs_f64(),
+        );
+        group.throughput(Throughput::Elements(n));
+        group.bench_with_input(
+            BenchmarkId::new("alloy_hash_builder", n),
+            &leaves,
+            |b, l| b.iter(|| hb_root(l)),
+        );
+        group.bench_with_input(BenchmarkId::new("strata_1_thread", n), &accts, |b, a| {
+            b.iter(|| p1.install(|| strata_root(a, false)))
+        });
+        group.bench_with_input(BenchmarkId::new("strata_2_threads", n), &accts, |b, a| {
+            b.iter(|| p2.install(|| strata_root(a, true)))
+        });
+    }
+    group.finish();
+}
+
+/// A state of `n` accounts (1 in 100 with 20 slots) in memory, bulk-built.
+fn state_of(n: u64) -> (MemoryBranchStore, MemoryState, B256) {
+    let accts = accounts(n, 100, 20, 42);
+    let mut state = MemoryState::new();
+    for a in &accts {
+        state.set_account(a.address, a.leaf);
+        for (_, s, v) in &a.storage {
+            state.set_storage(a.address, *s, *v);
+        }
+    }
+    let mut store = MemoryBranchStore::new();
+    let root = build_from_sorted(&accts, true, |p, r| store.insert(p, r)).expect("bulk build");
+    (store, state, root)
+}
+
+/// One block: 2,000 accounts (1,800 updated, 200 new) and 6,000 slots (200
+/// contracts × 30: updates, inserts and deletes).
+fn block(n: u64, state: &mut MemoryState, rng: &mut StdRng) -> TrieUpdate {
+    let mut u = TrieUpdate::default();
+    for _ in 0..1_800 {
+        let a = address(rng.random_range(0..n));
+        state.set_account(a, leaf(rng));
+        u.accounts.push(a);
+    }
+    for i in 0..200 {
+        let a = address(n + 1_000_000_000 + i);
+        state.set_account(a, leaf(rng));
+        u.accounts.push(a);
+    }
+    for _ in 0..200 {
+        let a = address(rng.random_range(0..n / 100) * 100);
+        for _ in 0..30 {
+            let slot = B256::from(U256::from(rng.random_range(0..40u64)));
+            let v = if rng.random_bool(0.1) {
+                U256::ZERO
+            } else {
+                U256::from(rng.random::<u64>() | 1)
+            };
+            state.set_storage(a, slot, v);
+            u.storage.push((a, slot));
+        }
+    }
+    u
+}
+
+fn incremental_block(c: &mut Criterion) {
+    if !enabled("block") {
+        return;
+    }
+    let (p1, p2) = (pool(1), pool(2));
+    let keccak = keccak_ns();
+    println!("keccak256 of 100 bytes: {keccak:.1} ns");
+    let mut sizes = vec![100_000u64, 1_000_000];
+    if std::env::var("STRATA_BENCH_BIG").as_deref() == Ok("1") {
+        sizes.push(4_000_000);
+    }
+    let mut group = c.benchmark_group("commitment_block");
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3));
+    let opts = ComputeOptions::default();
+    for n in sizes {
+        let (store, mut state, _) = state_of(n);
+        let mut rng = StdRng::seed_from_u64(n ^ 7);
+        let update = block(n, &mut state, &mut rng);
+        let out1 = p1
+            .install(|| compute_root(&update, &store, &state, &opts))
+            .expect("compute");
+        let out2 = p2
+            .install(|| compute_root(&update, &store, &state, &opts))
+            .expect("compute");
+        assert_eq!(out1.root, out2.root, "1 and 2 threads disagree");
+        let t1 = time(5, || {
+            black_box(
+                p1.install(|| compute_root(&update, &store, &state, &opts))
+                    .expect("compute"),
+            );
+        });
+        let t2 = time(5, || {
+            black_box(
+                p2.install(|| compute_root(&update, &store, &state, &opts))
+                    .expect("compute"),
+            );
+        });
+        let s = out1.stats;
+        // Floor A: every call at the cost of a 100-byte (one-permutation)
+        // keccak. Floor B: each call weighted by its permutations (a full
+        // branch of 532 bytes costs 4).
+        let floor_a = s.keccak_calls as f64 * keccak;
+        let floor_b = s.keccak_blocks as f64 * keccak;
+        println!(
+            "block on {n} accounts: 1 thread {:.2} ms, 2 threads {:.2} ms ({:.2}x) | keccak calls {} (keys {}), permutations {} -> floor A {:.2} ms, floor B {:.2} ms (1 thread = {:.2}x A, {:.2}x B) | records read {} written {} deleted {} | leaves read {}",
+            t1.as_secs_f64() * 1e3,
+            t2.as_secs_f64() * 1e3,
+            t2.as_secs_f64() / t1.as_secs_f64(),
+            s.keccak_calls,
+            s.key_hashes,
+            s.keccak_blocks,
+            floor_a / 1e6,
+            floor_b / 1e6,
+            t1.as_nanos() as f64 / floor_a,
+            t1.as_nanos() as f64 / floor_b,
+            s.records_read,
+            s.records_written,
+            s.records_deleted,
+            s.leaves_read,
+        );
+        group.throughput(Throughput::Elements(8_000));
+        group.bench_with_input(BenchmarkId::new("strata_1_thread", n), &update, |b, u| {
+            b.iter(|| {
+                p1.install(|| compute_root(u, &store, &state, &opts))
+                    .expect("compute")
+            })
+        });
+        group.bench_with_input(BenchmarkId::new("strata_2_threads", n), &update, |b, u| {
+            b.iter(|| {
+                p2.install(|| compute_root(u, &store, &state, &opts))
+                    .expect("compute")
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bulk_build, incremental_block);
+criterion_main!(benches);

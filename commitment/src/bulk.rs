@@ -7,10 +7,10 @@ use bytes::Bytes;
 use rayon::prelude::*;
 
 use crate::error::CommitmentError;
-use crate::nibbles::{common_prefix, nibble, push_key_nibbles, unpack_nibbles};
+use crate::nibbles::{common_prefix, nibble, push_key_nibbles};
 use crate::node::{
-    EMPTY_ROOT, NodeRef, encode_account, encode_branch, encode_extension, encode_key_leaf,
-    encode_storage_value,
+    EMPTY_ROOT, KeccakCount, NodeRef, encode_account, encode_branch, encode_extension,
+    encode_key_leaf, encode_storage_value,
 };
 use crate::record::{
     LeafKind, TAG_BRANCH, TAG_ROOT_BRANCH, TAG_ROOT_CELL, put_branch_cell, put_leaf_cell, put_ref,
@@ -58,7 +58,7 @@ struct StackBuilder {
     leaf_kind: LeafKind,
     leaf_value: Vec<u8>,
     buf: Vec<u8>,
-    keccaks: u64,
+    keccak: KeccakCount,
 }
 
 impl StackBuilder {
@@ -71,13 +71,14 @@ impl StackBuilder {
             leaf_kind: LeafKind::Slot { slot: B256::ZERO },
             leaf_value: Vec::with_capacity(128),
             buf: Vec::with_capacity(600),
-            keccaks: 0,
+            keccak: KeccakCount::default(),
         }
     }
 
-    fn reset(&mut self, base: &[u8]) {
+    /// Starts the storage sub-trie of the account hashed to `base`.
+    fn reset(&mut self, base: &B256) {
         self.base.clear();
-        self.base.extend_from_slice(base);
+        push_key_nibbles(&mut self.base, base, 0, 64);
         self.active = 0;
         self.prev = None;
     }
@@ -136,7 +137,7 @@ impl StackBuilder {
             Closed::Leaf => {
                 self.buf.clear();
                 encode_key_leaf(&prev, pos, &self.leaf_value, &mut self.buf);
-                let r = NodeRef::of_rlp(&self.buf, &mut self.keccaks);
+                let r = NodeRef::of_rlp(&self.buf, &mut self.keccak);
                 put_leaf_cell(&mut level.cells, &prev, &self.leaf_kind, &r);
                 r
             }
@@ -151,7 +152,7 @@ impl StackBuilder {
                 } else {
                     self.buf.clear();
                     encode_extension(ext, &branch_ref, &mut self.buf);
-                    NodeRef::of_rlp(&self.buf, &mut self.keccaks)
+                    NodeRef::of_rlp(&self.buf, &mut self.keccak)
                 };
                 put_branch_cell(&mut level.cells, ext, &branch_ref, &r);
                 r
@@ -161,18 +162,29 @@ impl StackBuilder {
         level.bitmap |= 1 << n;
     }
 
-    /// Places `sub` into the top level, hashes that branch, emits its record
-    /// and pops it.
+    /// Places `sub` into the top level, then closes it.
     fn place_and_close(&mut self, sub: Closed, emit: &mut dyn FnMut(Vec<u8>, Bytes)) -> Closed {
         let top = self.active - 1;
         self.place(sub, top);
+        self.close_top(emit)
+    }
+
+    /// Hashes the top level's branch, emits its record and pops it.
+    fn close_top(&mut self, emit: &mut dyn FnMut(Vec<u8>, Bytes)) -> Closed {
+        let top = self.active - 1;
         self.active -= 1;
         let prev = self.prev.unwrap_or_default();
         let level = &self.levels[top];
         self.buf.clear();
         encode_branch(&level.refs, None, &mut self.buf);
-        let branch_ref = NodeRef::of_rlp(&self.buf, &mut self.keccaks);
-        let mut rec = Vec::with_capacity(level.cells.len() + 36);
+        let branch_ref = NodeRef::of_rlp(&self.buf, &mut self.keccak);
+        // Exact capacity: the record becomes a `Bytes` without a shared header.
+        let header = if level.depth == 0 {
+            4 + branch_ref.as_slice().len()
+        } else {
+            3
+        };
+        let mut rec = Vec::with_capacity(level.cells.len() + header);
         if level.depth == 0 {
             rec.push(TAG_ROOT_BRANCH);
             put_ref(&mut rec, &branch_ref);
@@ -212,26 +224,26 @@ impl StackBuilder {
             Closed::Leaf => {
                 self.buf.clear();
                 encode_key_leaf(&prev, 0, &self.leaf_value, &mut self.buf);
-                let r = NodeRef::of_rlp(&self.buf, &mut self.keccaks);
+                let r = NodeRef::of_rlp(&self.buf, &mut self.keccak);
                 put_leaf_cell(&mut rec, &prev, &self.leaf_kind, &r);
                 r
             }
             Closed::Branch {
                 depth: 0,
                 branch_ref,
-            } => return branch_ref.root_hash(&mut self.keccaks),
+            } => return branch_ref.root_hash(&mut self.keccak),
             Closed::Branch { depth, branch_ref } => {
                 let mut ext = Vec::with_capacity(depth);
                 push_key_nibbles(&mut ext, &prev, 0, depth);
                 self.buf.clear();
                 encode_extension(&ext, &branch_ref, &mut self.buf);
-                let r = NodeRef::of_rlp(&self.buf, &mut self.keccaks);
+                let r = NodeRef::of_rlp(&self.buf, &mut self.keccak);
                 put_branch_cell(&mut rec, &ext, &branch_ref, &r);
                 r
             }
         };
-        emit(self.base.clone(), Bytes::from(rec));
-        r.root_hash(&mut self.keccaks)
+        emit(self.base.clone(), Bytes::copy_from_slice(&rec));
+        r.root_hash(&mut self.keccak)
     }
 }
 
@@ -270,11 +282,14 @@ impl<F: FnMut(Vec<u8>, Bytes)> BulkBuilder<F> {
                 ),
             });
         }
-        let storage_root = {
+        let mut storage = storage.into_iter().peekable();
+        let storage_root = if storage.peek().is_none() {
+            EMPTY_ROOT
+        } else {
             let sink = &mut self.sink;
             let mut emit = |p: Vec<u8>, b: Bytes| sink(p, b);
             let sb = &mut self.storage;
-            sb.reset(&unpack_nibbles(hashed_address.as_slice()));
+            sb.reset(&hashed_address);
             for (hashed_slot, slot, value) in storage {
                 if value.is_zero() {
                     continue;
@@ -321,7 +336,7 @@ impl<F: FnMut(Vec<u8>, Bytes)> BulkBuilder<F> {
 
     /// keccak256 calls made so far (node hashing only).
     pub fn keccak_calls(&self) -> u64 {
-        self.accounts.keccaks + self.storage.keccaks
+        self.accounts.keccak.calls + self.storage.keccak.calls
     }
 }
 
@@ -430,34 +445,10 @@ pub fn build_from_sorted(
                 root.leaf_kind = b.leaf_kind;
                 std::mem::swap(&mut root.leaf_value, &mut b.leaf_value);
                 root.place(top, 0);
-                root.keccaks += b.keccaks;
+                root.keccak.add(&b.keccak);
             }
-            let top = root.place_and_close_top(&mut emit);
+            let top = root.close_top(&mut emit);
             Ok(root.finish_root(Some(top), &mut emit))
-        }
-    }
-}
-
-impl StackBuilder {
-    /// Hashes and emits the top level without placing anything new.
-    fn place_and_close_top(&mut self, emit: &mut dyn FnMut(Vec<u8>, Bytes)) -> Closed {
-        // place_and_close places one more child; here all are placed, so
-        // close by hand with the same encoding.
-        let top = self.active - 1;
-        self.active -= 1;
-        let level = &self.levels[top];
-        self.buf.clear();
-        encode_branch(&level.refs, None, &mut self.buf);
-        let branch_ref = NodeRef::of_rlp(&self.buf, &mut self.keccaks);
-        let mut rec = Vec::with_capacity(level.cells.len() + 36);
-        rec.push(TAG_ROOT_BRANCH);
-        put_ref(&mut rec, &branch_ref);
-        rec.extend_from_slice(&level.bitmap.to_be_bytes());
-        rec.extend_from_slice(&level.cells);
-        emit(self.base.clone(), Bytes::from(rec));
-        Closed::Branch {
-            depth: level.depth,
-            branch_ref,
         }
     }
 }

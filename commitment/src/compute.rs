@@ -30,6 +30,9 @@ impl Default for ComputeOptions {
 pub struct CommitStats {
     /// keccak256 invocations, node hashing and key hashing together.
     pub keccak_calls: u64,
+    /// keccak-f permutations those calls cost (`len / 136 + 1` per input): a
+    /// full 16-child branch (532 bytes) costs 4, a typical leaf 1.
+    pub keccak_blocks: u64,
     /// Of `keccak_calls`, the ones that hashed touched addresses and slots.
     pub key_hashes: u64,
     /// Records requested from the [`BranchSource`].
@@ -50,6 +53,7 @@ impl CommitStats {
     /// Adds another walk's counters to these.
     pub(crate) fn add(&mut self, o: &CommitStats) {
         self.keccak_calls += o.keccak_calls;
+        self.keccak_blocks += o.keccak_blocks;
         self.key_hashes += o.key_hashes;
         self.records_read += o.records_read;
         self.leaves_read += o.leaves_read;
@@ -95,7 +99,8 @@ pub fn compute_root(
     };
     let mut stats = w.stats;
     stats.key_hashes = key_hashes;
-    stats.keccak_calls += key_hashes;
+    stats.keccak_calls = w.keccak.calls + key_hashes;
+    stats.keccak_blocks = w.keccak.blocks + key_hashes;
     stats.touched_accounts = accounts.len() as u64;
     stats.touched_slots = accounts.iter().map(|a| a.slots.len() as u64).sum();
     // Keep the last write per path (a sub-trie root may be deleted by the fold

@@ -11,6 +11,30 @@ use crate::nibbles::nibble;
 pub const EMPTY_ROOT: B256 =
     alloy_primitives::b256!("56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421");
 
+/// Counts keccak256 invocations and the keccak-f permutations they cost
+/// (136-byte rate: `len / 136 + 1` blocks per input).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct KeccakCount {
+    pub(crate) calls: u64,
+    pub(crate) blocks: u64,
+}
+
+impl KeccakCount {
+    /// keccak256 of `data`, counted.
+    #[inline]
+    pub(crate) fn hash(&mut self, data: &[u8]) -> B256 {
+        self.calls += 1;
+        self.blocks += (data.len() / 136 + 1) as u64;
+        keccak256(data)
+    }
+
+    /// Adds another counter.
+    pub(crate) fn add(&mut self, o: &KeccakCount) {
+        self.calls += o.calls;
+        self.blocks += o.blocks;
+    }
+}
+
 /// How a parent refers to a child node: its keccak hash when the child's RLP is
 /// 32 bytes or longer, otherwise the child's RLP itself (embedded).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -32,12 +56,11 @@ impl std::fmt::Debug for NodeRef {
 impl NodeRef {
     /// The reference to a node whose RLP is `rlp`; hashes it when it is long.
     #[inline]
-    pub(crate) fn of_rlp(rlp: &[u8], keccaks: &mut u64) -> Self {
+    pub(crate) fn of_rlp(rlp: &[u8], keccak: &mut KeccakCount) -> Self {
         if rlp.len() >= 32 {
-            *keccaks += 1;
             Self {
                 len: 32,
-                bytes: keccak256(rlp).0,
+                bytes: keccak.hash(rlp).0,
             }
         } else {
             let mut bytes = [0u8; 32];
@@ -89,12 +112,11 @@ impl NodeRef {
 
     /// The hash of the referenced node: a trie root is always hashed, even
     /// when its RLP is shorter than 32 bytes.
-    pub(crate) fn root_hash(&self, keccaks: &mut u64) -> B256 {
+    pub(crate) fn root_hash(&self, keccak: &mut KeccakCount) -> B256 {
         if self.len == 32 {
             B256::from(self.bytes)
         } else {
-            *keccaks += 1;
-            keccak256(self.as_slice())
+            keccak.hash(self.as_slice())
         }
     }
 }

@@ -7,7 +7,7 @@ use alloy_primitives::{B256, keccak256};
 
 use crate::nibbles::unpack_nibbles;
 use crate::node::{
-    EMPTY_ROOT, NodeRef, compact_nibbles, encode_branch, encode_extension, encode_leaf,
+    EMPTY_ROOT, KeccakCount, NodeRef, compact_nibbles, encode_branch, encode_extension, encode_leaf,
 };
 
 #[derive(Clone, Debug)]
@@ -262,6 +262,5 @@ fn encode(node: &Node, out: &mut Vec<u8>) {
 fn child_ref(node: &Node) -> NodeRef {
     let mut out = Vec::new();
     encode(node, &mut out);
-    let mut unused = 0;
-    NodeRef::of_rlp(&out, &mut unused)
+    NodeRef::of_rlp(&out, &mut KeccakCount::default())
 }

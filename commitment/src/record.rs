@@ -356,12 +356,16 @@ pub(crate) fn decode_record(path: &[u8], bytes: &[u8]) -> Result<Record, Commitm
 
 /// Encodes a branch record from its children (references computed); a
 /// sub-trie root branch also stores its own reference.
-pub(crate) fn encode_branch_record(root_ref: Option<&NodeRef>, children: &[Cell; 16]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(16 + 16 * 120);
+pub(crate) fn encode_branch_record(
+    root_ref: Option<&NodeRef>,
+    children: &[Cell; 16],
+    out: &mut Vec<u8>,
+) {
+    out.clear();
     match root_ref {
         Some(r) => {
             out.push(TAG_ROOT_BRANCH);
-            put_ref(&mut out, r);
+            put_ref(out, r);
         }
         None => out.push(TAG_BRANCH),
     }
@@ -373,9 +377,8 @@ pub(crate) fn encode_branch_record(root_ref: Option<&NodeRef>, children: &[Cell;
     }
     out.extend_from_slice(&bitmap.to_be_bytes());
     for c in children.iter() {
-        put_cell(&mut out, c);
+        put_cell(out, c);
     }
-    out
 }
 
 /// Encodes a root-cell record (a sub-trie root that is a leaf or an extension).

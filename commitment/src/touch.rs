@@ -1,8 +1,15 @@
-//! The keys a block touched, hashed, sorted and grouped per account.
+//! The keys a block touched (hashed, sorted, grouped per account) and how a
+//! touched account or slot rebuilds its leaf from the state.
 
 use std::collections::HashMap;
 
 use alloy_primitives::{Address, B256, keccak256};
+
+use crate::error::{CommitmentError, corrupted};
+use crate::nibbles::push_key_nibbles;
+use crate::node::{EMPTY_ROOT, encode_account, encode_storage_value};
+use crate::record::{Cell, Leaf, LeafKind};
+use crate::walk::{Sub, Touch, Walker};
 
 /// The keys a block touched. Duplicates are allowed; [`compute_root`] hashes,
 /// sorts and de-duplicates them.
@@ -76,4 +83,98 @@ pub(crate) fn prepare(update: &TrieUpdate) -> (Vec<AccountTouch>, u64) {
     }
     accounts.sort_unstable_by_key(|x| x.hashed);
     (accounts, hashes)
+}
+
+impl Touch for SlotTouch {
+    fn hashed(&self) -> &B256 {
+        &self.hashed
+    }
+
+    fn update_leaf(
+        &self,
+        w: &mut Walker<'_>,
+        sub: &Sub,
+        _depth: usize,
+        _existing: Option<Leaf>,
+    ) -> Result<Cell, CommitmentError> {
+        let Some(address) = sub.storage_of else {
+            return Err(corrupted(&w.path, "storage key walked in the account trie"));
+        };
+        Ok(match w.read_storage(&address, &self.slot)? {
+            Some(v) if !v.is_zero() => {
+                let mut value = Vec::with_capacity(33);
+                encode_storage_value(&v, &mut value);
+                Cell::Leaf(Leaf {
+                    hashed: self.hashed,
+                    kind: LeafKind::Slot { slot: self.slot },
+                    value: Some(value),
+                    node_ref: None,
+                })
+            }
+            _ => Cell::Empty,
+        })
+    }
+}
+
+impl Touch for AccountTouch {
+    fn hashed(&self) -> &B256 {
+        &self.hashed
+    }
+
+    fn update_leaf(
+        &self,
+        w: &mut Walker<'_>,
+        _sub: &Sub,
+        depth: usize,
+        existing: Option<Leaf>,
+    ) -> Result<Cell, CommitmentError> {
+        let old_root = match existing.map(|l| l.kind) {
+            Some(LeafKind::Account { storage_root, .. }) => storage_root,
+            Some(LeafKind::Slot { .. }) => {
+                return Err(corrupted(&w.path, "storage leaf in the account trie"));
+            }
+            None => EMPTY_ROOT,
+        };
+        let acct = w.read_account(&self.address)?;
+        let plen = w.path.len();
+        push_key_nibbles(&mut w.path, &self.hashed, depth, 64);
+        let result = (|| {
+            let Some(acct) = acct else {
+                if old_root != EMPTY_ROOT {
+                    w.delete_records()?;
+                }
+                return Ok(Cell::Empty);
+            };
+            let storage_root = if self.wiped || !self.slots.is_empty() {
+                if self.wiped && old_root != EMPTY_ROOT {
+                    w.delete_records()?;
+                }
+                let sub = Sub {
+                    storage_of: Some(self.address),
+                };
+                w.update_subtrie(&sub, self.wiped || old_root == EMPTY_ROOT, &self.slots)?
+            } else {
+                old_root
+            };
+            let mut value = Vec::with_capacity(112);
+            encode_account(
+                acct.nonce,
+                &acct.balance,
+                &storage_root,
+                &acct.code_hash,
+                &mut value,
+            );
+            Ok(Cell::Leaf(Leaf {
+                hashed: self.hashed,
+                kind: LeafKind::Account {
+                    address: self.address,
+                    storage_root,
+                },
+                value: Some(value),
+                node_ref: None,
+            }))
+        })();
+        w.path.truncate(plen);
+        result
+    }
 }

@@ -9,14 +9,13 @@ use crate::compute::CommitStats;
 use crate::error::{CommitmentError, corrupted, path_hex};
 use crate::nibbles::{common_prefix, nibble, push_key_nibbles};
 use crate::node::{
-    EMPTY_ROOT, NodeRef, encode_account, encode_branch, encode_extension, encode_key_leaf,
-    encode_storage_value,
+    EMPTY_ROOT, KeccakCount, NodeRef, encode_account, encode_branch, encode_extension,
+    encode_key_leaf, encode_storage_value,
 };
 use crate::record::{
     BranchCell, Cell, Leaf, LeafKind, Record, decode_record, encode_branch_record, encode_root_cell,
 };
 use crate::source::{BranchSource, StateSource};
-use crate::touch::{AccountTouch, SlotTouch};
 
 type Result<T> = std::result::Result<T, CommitmentError>;
 
@@ -48,9 +47,12 @@ pub(crate) struct Walker<'a> {
     pub(crate) state: &'a dyn StateSource,
     pub(crate) writes: Vec<(Vec<u8>, Option<Bytes>)>,
     pub(crate) stats: CommitStats,
+    pub(crate) keccak: KeccakCount,
     /// Absolute nibble path of the current position.
     pub(crate) path: Vec<u8>,
     buf: Vec<u8>,
+    /// Scratch for record encoding.
+    rec: Vec<u8>,
     /// Key count above which a branch's children are walked on rayon; only the
     /// top walker has one, so parallelism happens at one level.
     parallel_threshold: Option<usize>,
@@ -67,8 +69,10 @@ impl<'a> Walker<'a> {
             state,
             writes: Vec::new(),
             stats: CommitStats::default(),
+            keccak: KeccakCount::default(),
             path: Vec::with_capacity(130),
             buf: Vec::with_capacity(600),
+            rec: Vec::with_capacity(2048),
             parallel_threshold,
         }
     }
@@ -91,9 +95,8 @@ impl<'a> Walker<'a> {
         }
     }
 
-    fn write(&mut self, bytes: Option<Vec<u8>>) {
-        self.writes
-            .push((self.path.clone(), bytes.map(Bytes::from)));
+    fn write(&mut self, bytes: Option<Bytes>) {
+        self.writes.push((self.path.clone(), bytes));
     }
 
     /// The stored root of the sub-trie at the current path, without changes.
@@ -106,7 +109,7 @@ impl<'a> Walker<'a> {
                 })
                 | Cell::Branch(BranchCell {
                     node_ref: Some(r), ..
-                }) => r.root_hash(&mut self.stats.keccak_calls),
+                }) => r.root_hash(&mut self.keccak),
                 _ => return Err(corrupted(&self.path, "root cell without a reference")),
             },
             Some((
@@ -114,7 +117,7 @@ impl<'a> Walker<'a> {
                 Record::Branch {
                     root_ref: Some(r), ..
                 },
-            )) => r.root_hash(&mut self.stats.keccak_calls),
+            )) => r.root_hash(&mut self.keccak),
             Some((_, Record::Branch { root_ref: None, .. })) => {
                 return Err(corrupted(
                     &self.path,
@@ -164,10 +167,10 @@ impl<'a> Walker<'a> {
                 if !is_root_branch {
                     let rec = encode_root_cell(&new);
                     if old_root_cell.as_deref() != Some(rec.as_slice()) {
-                        self.write(Some(rec));
+                        self.write(Some(Bytes::copy_from_slice(&rec)));
                     }
                 }
-                r.root_hash(&mut self.stats.keccak_calls)
+                r.root_hash(&mut self.keccak)
             }
             _ => {
                 return Err(corrupted(
@@ -217,6 +220,15 @@ impl<'a> Walker<'a> {
             }
             Cell::Branch(b) => {
                 let ext_end = depth + b.ext.len();
+                if ext_end >= 64 {
+                    return Err(corrupted(
+                        &self.path,
+                        format!(
+                            "branch cell with a {}-nibble extension at depth {depth} ends past the key",
+                            b.ext.len()
+                        ),
+                    ));
+                }
                 let mut c = depth;
                 while c < ext_end && c < keys_lcp && nibble(&first, c) == b.ext[c - depth] {
                     c += 1;
@@ -274,7 +286,9 @@ impl<'a> Walker<'a> {
     ) -> Result<Cell> {
         let plen = self.path.len();
         push_key_nibbles(&mut self.path, repr, depth, bdepth);
-        let mut groups: Vec<(usize, &[T])> = Vec::with_capacity(16);
+        // Key ranges per child nibble (keys are sorted), without allocating.
+        let mut ranges = [(0usize, 0usize, 0usize); 16];
+        let mut count = 0;
         let mut i = 0;
         while i < keys.len() {
             let n = nibble(keys[i].hashed(), bdepth);
@@ -282,14 +296,15 @@ impl<'a> Walker<'a> {
             while j < keys.len() && nibble(keys[j].hashed(), bdepth) == n {
                 j += 1;
             }
-            groups.push((n as usize, &keys[i..j]));
+            ranges[count] = (n as usize, i, j);
+            count += 1;
             i = j;
         }
-        if self.parallel_threshold.is_some_and(|t| keys.len() > t) && groups.len() > 1 {
+        let groups = ranges[..count].iter().map(|&(n, i, j)| (n, &keys[i..j]));
+        if self.parallel_threshold.is_some_and(|t| keys.len() > t) && count > 1 {
             self.parallel_threshold = None;
             let tasks: Vec<(usize, Cell, &[T])> = groups
-                .iter()
-                .map(|&(n, g)| (n, std::mem::take(&mut children[n]), g))
+                .map(|(n, g)| (n, std::mem::take(&mut children[n]), g))
                 .collect();
             let (branches, state) = (self.branches, self.state);
             let base = self.path.clone();
@@ -309,6 +324,7 @@ impl<'a> Walker<'a> {
                 children[n] = c;
                 self.writes.extend(w.writes);
                 self.stats.add(&w.stats);
+                self.keccak.add(&w.keccak);
             }
         } else {
             for (n, group) in groups {
@@ -374,11 +390,13 @@ impl<'a> Walker<'a> {
         }
         self.buf.clear();
         encode_branch(&refs, None, &mut self.buf);
-        let branch_ref = NodeRef::of_rlp(&self.buf, &mut self.stats.keccak_calls);
-        let rec = encode_branch_record((bdepth == 0).then_some(&branch_ref), &children);
+        let branch_ref = NodeRef::of_rlp(&self.buf, &mut self.keccak);
+        let mut rec = std::mem::take(&mut self.rec);
+        encode_branch_record((bdepth == 0).then_some(&branch_ref), &children, &mut rec);
         if old.as_deref() != Some(rec.as_slice()) {
-            self.write(Some(rec));
+            self.write(Some(Bytes::copy_from_slice(&rec)));
         }
+        self.rec = rec;
         let mut ext = Vec::with_capacity(bdepth - depth);
         push_key_nibbles(&mut ext, repr, depth, bdepth);
         Ok(Cell::Branch(BranchCell {
@@ -412,7 +430,7 @@ impl<'a> Walker<'a> {
                     l.value.as_deref().unwrap_or_default(),
                     &mut self.buf,
                 );
-                let r = NodeRef::of_rlp(&self.buf, &mut self.stats.keccak_calls);
+                let r = NodeRef::of_rlp(&self.buf, &mut self.keccak);
                 l.node_ref = Some(r);
                 Ok(Some(r))
             }
@@ -425,7 +443,7 @@ impl<'a> Walker<'a> {
                 } else {
                     self.buf.clear();
                     encode_extension(&b.ext, &b.branch_ref, &mut self.buf);
-                    NodeRef::of_rlp(&self.buf, &mut self.stats.keccak_calls)
+                    NodeRef::of_rlp(&self.buf, &mut self.keccak)
                 };
                 b.node_ref = Some(r);
                 Ok(Some(r))
@@ -532,99 +550,5 @@ impl<'a> Walker<'a> {
         let r = self.delete_records();
         self.path.truncate(plen);
         r
-    }
-}
-
-impl Touch for SlotTouch {
-    fn hashed(&self) -> &B256 {
-        &self.hashed
-    }
-
-    fn update_leaf(
-        &self,
-        w: &mut Walker<'_>,
-        sub: &Sub,
-        _depth: usize,
-        _existing: Option<Leaf>,
-    ) -> Result<Cell> {
-        let Some(address) = sub.storage_of else {
-            return Err(corrupted(&w.path, "storage key walked in the account trie"));
-        };
-        Ok(match w.read_storage(&address, &self.slot)? {
-            Some(v) if !v.is_zero() => {
-                let mut value = Vec::with_capacity(33);
-                encode_storage_value(&v, &mut value);
-                Cell::Leaf(Leaf {
-                    hashed: self.hashed,
-                    kind: LeafKind::Slot { slot: self.slot },
-                    value: Some(value),
-                    node_ref: None,
-                })
-            }
-            _ => Cell::Empty,
-        })
-    }
-}
-
-impl Touch for AccountTouch {
-    fn hashed(&self) -> &B256 {
-        &self.hashed
-    }
-
-    fn update_leaf(
-        &self,
-        w: &mut Walker<'_>,
-        _sub: &Sub,
-        depth: usize,
-        existing: Option<Leaf>,
-    ) -> Result<Cell> {
-        let old_root = match existing.map(|l| l.kind) {
-            Some(LeafKind::Account { storage_root, .. }) => storage_root,
-            Some(LeafKind::Slot { .. }) => {
-                return Err(corrupted(&w.path, "storage leaf in the account trie"));
-            }
-            None => EMPTY_ROOT,
-        };
-        let acct = w.read_account(&self.address)?;
-        let plen = w.path.len();
-        push_key_nibbles(&mut w.path, &self.hashed, depth, 64);
-        let result = (|| {
-            let Some(acct) = acct else {
-                if old_root != EMPTY_ROOT {
-                    w.delete_records()?;
-                }
-                return Ok(Cell::Empty);
-            };
-            let storage_root = if self.wiped || !self.slots.is_empty() {
-                if self.wiped && old_root != EMPTY_ROOT {
-                    w.delete_records()?;
-                }
-                let sub = Sub {
-                    storage_of: Some(self.address),
-                };
-                w.update_subtrie(&sub, self.wiped || old_root == EMPTY_ROOT, &self.slots)?
-            } else {
-                old_root
-            };
-            let mut value = Vec::with_capacity(112);
-            encode_account(
-                acct.nonce,
-                &acct.balance,
-                &storage_root,
-                &acct.code_hash,
-                &mut value,
-            );
-            Ok(Cell::Leaf(Leaf {
-                hashed: self.hashed,
-                kind: LeafKind::Account {
-                    address: self.address,
-                    storage_root,
-                },
-                value: Some(value),
-                node_ref: None,
-            }))
-        })();
-        w.path.truncate(plen);
-        result
     }
 }
