@@ -12,6 +12,9 @@ mod oracle;
 
 use alloy_primitives::{Address, B256, Bytes, KECCAK256_EMPTY, TxKind, U256, keccak256};
 use revm::context::{BlockEnv, TxEnv};
+use revm::context_interface::transaction::{
+    Authorization, RecoveredAuthority, RecoveredAuthorization,
+};
 use revm::database::{CacheDB, EmptyDB};
 use revm::primitives::hardfork::SpecId;
 use revm::{Context, ExecuteCommitEvm, ExecuteEvm, MainBuilder, MainContext};
@@ -231,6 +234,12 @@ fn assert_same_state(db: &StateDb, oracle: &CacheDB<EmptyDB>, context: &str) {
 /// Executes [`blocks`] on strata and on the oracle; checks the root and the
 /// state after every block. Returns the store for spec-specific checks.
 fn run_scenario(spec: SpecId) -> (tempfile::TempDir, StateDb) {
+    run_blocks(spec, blocks())
+}
+
+/// Executes `blocks` over [`genesis`] on strata and on the oracle, checking
+/// the root and the state after every block.
+fn run_blocks(spec: SpecId, blocks: Vec<Vec<TxEnv>>) -> (tempfile::TempDir, StateDb) {
     let dir = tempfile::tempdir().unwrap();
     let db = StateDb::open(dir.path(), Options::default()).unwrap();
     let alloc = genesis();
@@ -242,7 +251,7 @@ fn run_scenario(spec: SpecId) -> (tempfile::TempDir, StateDb) {
         "{spec:?}: genesis root"
     );
 
-    for (index, txs) in blocks().into_iter().enumerate() {
+    for (index, txs) in blocks.into_iter().enumerate() {
         let number = index as u64 + 1;
         let mut writer = db.begin_block(number).unwrap();
         for (i, tx) in txs.into_iter().enumerate() {
@@ -331,6 +340,49 @@ fn cancun_blocks_match_revm_and_selfdestruct_only_moves_the_balance() {
         "set to zero in block 2"
     );
     assert_eq!(reader.storage(&PRE, &word(2)).unwrap(), U256::from(6));
+}
+
+/// EIP-7702 (PRAGUE): bob delegates to the genesis contract, so his code
+/// hash changes without a CREATE and the delegation bytecode must be
+/// stored; the next block runs it, loaded from strata by hash.
+#[test]
+fn prague_delegation_stores_the_new_code_of_an_existing_account() {
+    let authorization = RecoveredAuthorization::new_unchecked(
+        Authorization {
+            chain_id: U256::from(1),
+            address: PRE,
+            nonce: 0,
+        },
+        RecoveredAuthority::Valid(BOB),
+    );
+    let delegate = TxEnv::builder()
+        .tx_type(Some(4))
+        .caller(ALICE)
+        .nonce(0)
+        .call(BOB)
+        .data(store_call(4, 0x44))
+        .gas_limit(300_000)
+        .max_fee_per_gas(2 * GWEI as u128)
+        .gas_priority_fee(Some(GWEI as u128))
+        .chain_id(Some(1))
+        .authorization_list_recovered(vec![authorization])
+        .build()
+        .expect("a complete EIP-7702 transaction");
+    let call = tx(ALICE, 1, TxKind::Call(BOB), U256::ZERO, store_call(5, 0x55));
+    let (_dir, db) = run_blocks(SpecId::PRAGUE, vec![vec![delegate], vec![call]]);
+
+    let reader = db.reader(Regime::Exec);
+    let bob = reader.account(&BOB).unwrap().unwrap();
+    let code = [[0xef, 0x01, 0x00].as_slice(), PRE.as_slice()].concat();
+    assert_eq!(bob.nonce, 1);
+    assert_eq!(bob.code_hash, keccak256(&code));
+    assert_eq!(
+        reader.code(&BOB).unwrap().unwrap().as_ref(),
+        code.as_slice()
+    );
+    assert!(reader.code_by_hash_ref(bob.code_hash).unwrap().is_eip7702());
+    assert_eq!(reader.storage(&BOB, &word(4)).unwrap(), U256::from(0x44));
+    assert_eq!(reader.storage(&BOB, &word(5)).unwrap(), U256::from(0x55));
 }
 
 /// One revm journal over two transactions (`transact_many_finalize`): the
