@@ -521,3 +521,24 @@ fn database_ref_answers_and_refuses_with_clear_errors() {
     fn assert_send_sync<T: Send + Sync>(_: &T) {}
     assert_send_sync(&exec_database(&db));
 }
+
+/// A state that sets a code hash without the bytecode is refused with the
+/// account named, instead of storing an account whose code is missing.
+#[test]
+fn a_code_hash_without_bytecode_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = StateDb::open(dir.path(), Options::default()).unwrap();
+    db.init_genesis(&genesis()).unwrap();
+    let original = db.reader(Regime::Exec).basic_ref(BOB).unwrap().unwrap();
+    let mut account = revm::state::Account::from(original);
+    account.info.code_hash = B256::repeat_byte(0x42);
+    account.mark_touch();
+    let state = revm::state::EvmState::from_iter([(BOB, account)]);
+    let mut writer = db.begin_block(1).unwrap();
+    match apply_evm_state(&mut writer, &state) {
+        Err(RevmError::MissingCode { address, code_hash }) => {
+            assert_eq!((address, code_hash), (BOB, B256::repeat_byte(0x42)))
+        }
+        other => panic!("expected MissingCode, got {other:?}"),
+    }
+}
