@@ -19,6 +19,8 @@ mod maintenance;
 mod options;
 mod overlay;
 mod reader;
+#[cfg(feature = "revm")]
+pub mod revm;
 mod snapshot;
 mod sources;
 mod state_db;

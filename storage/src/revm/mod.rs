@@ -1,0 +1,60 @@
+//! revm 43 integration (feature `revm`): strata is revm's database, and
+//! revm's output goes back into a block without glue code of the client's own.
+//!
+//! - [`StateReader`](crate::StateReader) implements revm's
+//!   [`DatabaseRef`]: accounts, storage, code by hash and the last 256 block
+//!   hashes come straight from the reader's snapshot. Wrap it in
+//!   [`WrapDatabaseRef`] (or use [`exec_database`]) where revm wants a
+//!   `Database`; open it with [`Regime::Exec`](crate::Regime::Exec) so its
+//!   reads are timed as execution reads.
+//! - [`apply_evm_state`] writes the [`EvmState`](revm_state::EvmState) of a
+//!   `transact` into a [`BlockWriter`](crate::BlockWriter); the block's
+//!   `commit()` then gives the state root.
+//!
+//! Several transactions in one block: execute each over
+//! `writer.reader(Regime::Exec)`, which sees the block's writes so far, and
+//! apply its state before the next one.
+//!
+//! ```
+//! use alloy_primitives::{Address, U256};
+//! use revm::context::TxEnv;
+//! use revm::{Context, ExecuteEvm, MainBuilder, MainContext};
+//! use strata_storage::genesis::{GenesisAccount, GenesisAlloc};
+//! use strata_storage::revm::{apply_evm_state, exec_database};
+//! use strata_storage::{Options, StateDb};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let db = StateDb::open(dir.path(), Options::default())?;
+//! let (alice, bob) = (Address::repeat_byte(0xa1), Address::repeat_byte(0xb0));
+//! let alloc = GenesisAlloc::from([(
+//!     alice,
+//!     GenesisAccount { balance: U256::from(10u64.pow(18)), ..Default::default() },
+//! )]);
+//! db.init_genesis(&alloc)?;
+//!
+//! // Execute over the last committed block, reads timed as Exec.
+//! let mut evm = Context::mainnet().with_db(exec_database(&db)).build_mainnet();
+//! let tx = TxEnv::builder().caller(alice).call(bob).value(U256::from(5)).gas_limit(21_000);
+//! let out = evm.transact(tx.build().unwrap())?;
+//! assert!(out.result.is_success());
+//!
+//! let mut block = db.begin_block(1)?;
+//! apply_evm_state(&mut block, &out.state)?;
+//! let root = block.commit()?.root;
+//! assert_eq!(root, db.root());
+//! assert_eq!(db.reader(strata_storage::Regime::Exec).account(&bob)?.unwrap().balance, U256::from(5));
+//! # Ok(())
+//! # }
+//! ```
+
+mod apply;
+mod database;
+mod error;
+#[cfg(test)]
+mod tests;
+
+pub use apply::{ApplyStats, apply_evm_state};
+pub use database::exec_database;
+pub use error::RevmError;
+pub use revm_database_interface::{DatabaseRef, WrapDatabaseRef};
