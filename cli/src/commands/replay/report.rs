@@ -45,10 +45,12 @@ pub(super) fn print_run(run: &RunResult) {
     }
     println!("{line}");
     println!(
-        "time: wall {:.3} s, commit {:.3} s (commitment {:.3} s), {} roots checked",
+        "time: wall {:.3} s, of which trace parsing {:.3} s and commit {:.3} s (commitment {:.3} s); genesis {:.3} s; {} roots checked",
         secs,
+        run.parse.as_secs_f64(),
         run.commit.as_secs_f64(),
         run.commitment.as_secs_f64(),
+        run.genesis.as_secs_f64(),
         run.roots_checked
     );
     let c = &run.cache_stats;
@@ -206,6 +208,8 @@ pub(super) fn runs_json(runs: &[RunResult]) -> Value {
                 "wall_s": run.wall.as_secs_f64(),
                 "commit_s": run.commit.as_secs_f64(),
                 "commitment_s": run.commitment.as_secs_f64(),
+                "parse_s": run.parse.as_secs_f64(),
+                "genesis_s": run.genesis.as_secs_f64(),
                 "gas": run.gas,
                 "keys": run.keys,
                 "final_block": run.final_block,

@@ -35,6 +35,10 @@ pub struct RunResult {
     pub commit: Duration,
     /// Of that, the commitment (root) calculation.
     pub commitment: Duration,
+    /// Of the wall time, reading and parsing the trace.
+    pub parse: Duration,
+    /// Time to write the genesis (zero when resumed).
+    pub genesis: Duration,
     /// Gas of the applied blocks, when every block states it.
     pub gas: Option<u64>,
     /// Account and slot reads checked plus writes staged.
@@ -87,7 +91,14 @@ pub(super) fn replay_once(
         ..Options::default()
     };
     let db = StateDb::open(&datadir, options).map_err(CliError::storage(&datadir))?;
+    let was_empty = db.last_block().is_none();
+    let genesis_started = Instant::now();
     let resumed_at = prepare(&db, &datadir, &mut source, &start)?;
+    let genesis = if was_empty {
+        genesis_started.elapsed()
+    } else {
+        Duration::ZERO
+    };
     let last_committed = AtomicU64::new(db.last_block().unwrap_or(0));
 
     let mut observer = None;
@@ -123,6 +134,8 @@ pub(super) fn replay_once(
         wall: totals.wall,
         commit: totals.commit,
         commitment: totals.commitment,
+        parse: totals.parse,
+        genesis,
         gas: totals.gas,
         keys: totals.keys,
         roots_checked: totals.roots_checked,
@@ -193,6 +206,7 @@ struct Totals {
     wall: Duration,
     commit: Duration,
     commitment: Duration,
+    parse: Duration,
     gas: Option<u64>,
     keys: u64,
     roots_checked: u64,
@@ -212,13 +226,18 @@ fn block_loop(
         wall: Duration::ZERO,
         commit: Duration::ZERO,
         commitment: Duration::ZERO,
+        parse: Duration::ZERO,
         gas: Some(0),
         keys: 0,
         roots_checked: 0,
     };
     let mut progress = Progress::new();
     let mut expected_next = resumed_at.map_or(0, |b| b + 1);
-    while let Some(block) = source.next_block()? {
+    loop {
+        let parse_started = Instant::now();
+        let next = source.next_block()?;
+        totals.parse += parse_started.elapsed();
+        let Some(block) = next else { break };
         if resumed_at.is_some_and(|last| block.number <= last) {
             continue;
         }
