@@ -76,15 +76,64 @@ pub enum CliError {
     /// Bad or missing arguments that clap cannot express.
     #[error("{0}")]
     Usage(String),
-    /// The command is declared but not connected to the storage engine yet.
-    #[error("`strata {command}` is not wired yet: it needs the StateDb facade of strata-storage")]
-    NotWired {
-        /// The command name.
-        command: &'static str,
+    /// The storage engine failed on a data directory.
+    #[error("datadir {datadir}: {source}")]
+    Storage {
+        /// The data directory.
+        datadir: PathBuf,
+        /// The engine's error.
+        #[source]
+        source: Box<strata_storage::Error>,
+    },
+    /// A directory given as a datadir holds no strata database.
+    #[error("{path}: not a strata datadir (no {file} in it)")]
+    NotADatadir {
+        /// The directory.
+        path: PathBuf,
+        /// The database file that is missing.
+        file: &'static str,
+    },
+    /// `strata init` was given a datadir that already holds blocks.
+    #[error(
+        "datadir {path} already holds block {block} (root {root}); init needs an empty datadir"
+    )]
+    AlreadyInitialized {
+        /// The data directory.
+        path: PathBuf,
+        /// Its last block.
+        block: u64,
+        /// Its root.
+        root: alloy_primitives::B256,
+    },
+    /// A replayed block read a value the store does not hold.
+    #[error(transparent)]
+    ReadMismatch(Box<ReplayReadMismatch>),
+    /// A replayed block (or the genesis) ended at another root than the trace states.
+    #[error(transparent)]
+    RootMismatch(Box<ReplayRootMismatch>),
+    /// The runs of a sweep ended at different roots.
+    #[error("the sweep's runs disagree on the final root: {0}")]
+    SweepDisagrees(String),
+    /// `strata verify` found problems.
+    #[error("datadir {path}: verify found {count} problem(s)")]
+    VerifyFailed {
+        /// The data directory.
+        path: PathBuf,
+        /// How many.
+        count: usize,
     },
 }
 
 impl CliError {
+    /// A [`CliError::Storage`] for `datadir`.
+    pub fn storage(datadir: impl Into<PathBuf>) -> impl FnOnce(strata_storage::Error) -> Self {
+        let datadir = datadir.into();
+        move |source| Self::Storage {
+            datadir,
+            source: Box::new(source),
+        }
+    }
+
     /// A [`CliError::File`] for `path`.
     pub fn file(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Self {
         let path = path.into();
@@ -101,4 +150,40 @@ pub fn read_json(path: &std::path::Path) -> Result<serde_json::Value, CliError> 
         column: e.column(),
         message: e.to_string(),
     })
+}
+
+/// A replayed block read a value the store does not hold.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{path}: block {block}: read of {key}: field {field}: the trace expects {expected}, the store holds {found}"
+)]
+pub struct ReplayReadMismatch {
+    /// The trace file.
+    pub path: PathBuf,
+    /// Block number.
+    pub block: u64,
+    /// The key (address, or address and slot).
+    pub key: String,
+    /// The field compared.
+    pub field: String,
+    /// The trace's value.
+    pub expected: String,
+    /// The store's value.
+    pub found: String,
+}
+
+/// A replayed block (or the genesis, block 0) ended at another root than the trace states.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{path}: block {block}: state root mismatch: the trace expects {expected}, the store computed {found}"
+)]
+pub struct ReplayRootMismatch {
+    /// The trace file.
+    pub path: PathBuf,
+    /// Block number (0 for the genesis).
+    pub block: u64,
+    /// The trace's root.
+    pub expected: alloy_primitives::B256,
+    /// The store's root.
+    pub found: alloy_primitives::B256,
 }

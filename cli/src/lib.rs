@@ -11,4 +11,4 @@ pub mod geth;
 pub mod model;
 pub mod trace;
 
-pub use error::CliError;
+pub use error::{CliError, ReplayReadMismatch, ReplayRootMismatch};

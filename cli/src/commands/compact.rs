@@ -1,9 +1,11 @@
-//! `strata compact --datadir DIR`: Collate, merge and prune a data directory (not wired yet).
+//! `strata compact --datadir DIR`: collate, merge and prune now, and print
+//! what was done.
 
 use std::path::PathBuf;
 
 use clap::Args;
 
+use super::datadir::open_existing;
 use crate::CliError;
 
 /// Arguments of `strata compact`.
@@ -14,6 +16,20 @@ pub struct CompactArgs {
     pub datadir: PathBuf,
 }
 
-pub(super) fn run(_args: CompactArgs) -> Result<(), CliError> {
-    Err(CliError::NotWired { command: "compact" })
+pub(super) fn run(args: CompactArgs) -> Result<(), CliError> {
+    let db = open_existing(&args.datadir)?;
+    let report = db.compact().map_err(CliError::storage(&args.datadir))?;
+    for (domain, from, to, entries) in &report.collated {
+        println!("collated {domain} steps {from}..{to}: {entries} entries");
+    }
+    for (domain, from, to, entries) in &report.merged {
+        println!("merged {domain} steps {from}..{to}: {entries} entries");
+    }
+    println!(
+        "compact: {} file(s) collated, {} merged, {} db entries pruned",
+        report.collated.len(),
+        report.merged.len(),
+        report.pruned
+    );
+    Ok(())
 }

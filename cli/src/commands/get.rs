@@ -1,11 +1,14 @@
-//! `strata get --datadir DIR account ADDR | storage ADDR SLOT | code ADDR`
-//! (not wired yet).
+//! `strata get --datadir DIR account ADDR | storage ADDR SLOT | code ADDR`:
+//! read one value of the last committed block.
 
 use std::path::PathBuf;
 
 use alloy_primitives::{Address, B256};
 use clap::{Args, Subcommand};
+use strata_storage::Regime;
 use strata_storage::genesis::{parse_address, parse_word};
+
+use super::datadir::open_existing;
 
 use crate::CliError;
 
@@ -54,6 +57,26 @@ fn slot_arg(text: &str) -> Result<B256, String> {
     parse_word(text).map_err(|e| e.to_string())
 }
 
-pub(super) fn run(_args: GetArgs) -> Result<(), CliError> {
-    Err(CliError::NotWired { command: "get" })
+pub(super) fn run(args: GetArgs) -> Result<(), CliError> {
+    let db = open_existing(&args.datadir)?;
+    let reader = db.reader(Regime::Exec);
+    let failed = CliError::storage(&args.datadir);
+    match args.what {
+        GetWhat::Account { address } => match reader.account(&address).map_err(failed)? {
+            Some(account) => println!(
+                "nonce {}\nbalance {}\ncode_hash {}",
+                account.nonce, account.balance, account.code_hash
+            ),
+            None => println!("account {address} does not exist"),
+        },
+        GetWhat::Storage { address, slot } => {
+            let value = reader.storage(&address, &slot).map_err(failed)?;
+            println!("{value:#x}");
+        }
+        GetWhat::Code { address } => {
+            let code = reader.code(&address).map_err(failed)?.unwrap_or_default();
+            println!("{}", alloy_primitives::hex::encode_prefixed(&code));
+        }
+    }
+    Ok(())
 }

@@ -1,10 +1,11 @@
 //! The `strata` subcommands: argument definitions (clap) and their runners.
-//! `gen-trace`, `import-geth` and `check-trace` work without the storage engine; the
-//! others are declared with their final arguments and report that they are
-//! not wired to StateDb yet.
+//! `gen-trace`, `import-geth` and `check-trace` work without the storage engine;
+//! `init`, `replay`, `get`, `root`, `stats`, `compact` and `verify` drive
+//! strata-storage's `StateDb`.
 
 mod check_trace;
 mod compact;
+mod datadir;
 mod gen_trace;
 mod get;
 mod import_geth;
@@ -24,7 +25,7 @@ pub use gen_trace::GenTraceArgs;
 pub use get::{GetArgs, GetWhat};
 pub use import_geth::ImportGethArgs;
 pub use init::InitArgs;
-pub use replay::{CacheKind, ReplayArgs};
+pub use replay::{ReplayArgs, RunResult, WarmerList};
 pub use root::RootArgs;
 pub use stats::StatsArgs;
 pub use verify::VerifyArgs;

@@ -1,9 +1,11 @@
-//! `strata root --datadir DIR`: Print the state root of a data directory (not wired yet).
+//! `strata root --datadir DIR`: print the last committed block and its
+//! state root as `N 0x…`.
 
 use std::path::PathBuf;
 
 use clap::Args;
 
+use super::datadir::{head_line, open_existing};
 use crate::CliError;
 
 /// Arguments of `strata root`.
@@ -14,6 +16,8 @@ pub struct RootArgs {
     pub datadir: PathBuf,
 }
 
-pub(super) fn run(_args: RootArgs) -> Result<(), CliError> {
-    Err(CliError::NotWired { command: "root" })
+pub(super) fn run(args: RootArgs) -> Result<(), CliError> {
+    let db = open_existing(&args.datadir)?;
+    println!("{}", head_line(&db));
+    Ok(())
 }

@@ -1,7 +1,10 @@
-//! The binary: unwired commands say so and fail; errors go to stderr with
-//! a non-zero exit code.
+//! The binary: the datadir commands (init, get, root, stats, compact,
+//! verify) on a small datadir; errors go to stderr with a non-zero exit code
+//! and leave the datadir as it was.
 
-use crate::common::strata;
+use std::path::Path;
+
+use crate::common::{final_root, strata, strata_err, strata_ok, testdata, trace_roots};
 
 fn assert_fails_with(args: &[&str], needle: &str) {
     let out = strata(args);
@@ -15,45 +18,6 @@ fn assert_fails_with(args: &[&str], needle: &str) {
 }
 
 #[test]
-fn unwired_commands_do_not_pretend() {
-    let dir = tempfile::tempdir().unwrap();
-    let datadir = dir.path().join("db");
-    let datadir = datadir.to_str().unwrap();
-    let trace = dir.path().join("t.jsonl");
-    std::fs::write(&trace, "").unwrap();
-    let genesis = dir.path().join("genesis.json");
-    std::fs::write(&genesis, r#"{"alloc":{}}"#).unwrap();
-    let addr = "0x00000000000000000000000000000000000000aa";
-    let cases: Vec<Vec<&str>> = vec![
-        vec![
-            "replay",
-            trace.to_str().unwrap(),
-            "--warmers",
-            "0,2,4",
-            "--cache",
-            "sharded,lru",
-        ],
-        vec![
-            "init",
-            "--genesis",
-            genesis.to_str().unwrap(),
-            "--datadir",
-            datadir,
-        ],
-        vec!["get", "--datadir", datadir, "account", addr],
-        vec!["get", "--datadir", datadir, "storage", addr, "0x01"],
-        vec!["get", "--datadir", datadir, "code", addr],
-        vec!["root", "--datadir", datadir],
-        vec!["stats", "--datadir", datadir],
-        vec!["compact", "--datadir", datadir],
-        vec!["verify", "--datadir", datadir],
-    ];
-    for args in cases {
-        assert_fails_with(&args, "not wired yet");
-    }
-}
-
-#[test]
 fn argument_errors_are_reported() {
     assert_fails_with(
         &["get", "--datadir", "x", "account", "0x1234"],
@@ -64,6 +28,20 @@ fn argument_errors_are_reported() {
         "invalid warmer count",
     );
     assert_fails_with(&["replay", "t.jsonl", "--cache", "fifo"], "fifo");
+    assert_fails_with(
+        &["replay", "t.jsonl", "--cache", "lru"],
+        "sharded, mutex-lru, sharded-lru",
+    );
+    assert_fails_with(
+        &["replay", "t.jsonl", "--observer", "0"],
+        "invalid observer rate",
+    );
+    assert_fails_with(&["frobnicate"], "unrecognized subcommand");
+    assert_fails_with(
+        &["replay", "t.jsonl", "--warp"],
+        "unexpected argument '--warp'",
+    );
+    assert_fails_with(&["replay"], "TRACE");
     assert_fails_with(&["replay", "/nonexistent/t.jsonl"], "/nonexistent/t.jsonl");
     let dir = tempfile::tempdir().unwrap();
     let genesis = dir.path().join("genesis.json");
@@ -114,4 +92,252 @@ fn check_trace_accepts_the_testdata_and_rejects_tampering() {
         &["check-trace", tampered.to_str().unwrap()],
         "line 3: block 2: reads 0x",
     );
+}
+
+const ADDR_EOA: &str = "0x00000000000000000000000000000000000000aa";
+const ADDR_CONTRACT: &str = "0x00000000000000000000000000000000000000bb";
+
+fn write_genesis(dir: &Path) -> std::path::PathBuf {
+    let genesis = dir.join("genesis.json");
+    std::fs::write(
+        &genesis,
+        format!(
+            r#"{{"config":{{}},"alloc":{{"{ADDR_EOA}":{{"balance":"0x10","nonce":"0x3"}},
+               "{ADDR_CONTRACT}":{{"balance":"1","code":"0x6001","storage":{{"0x01":"0x2a"}}}}}}}}"#
+        ),
+    )
+    .unwrap();
+    genesis
+}
+
+#[test]
+fn init_get_root_stats_compact_verify_on_a_small_datadir() {
+    let dir = tempfile::tempdir().unwrap();
+    let genesis = write_genesis(dir.path());
+    let datadir = dir.path().join("db");
+    let db = datadir.to_str().unwrap();
+    let stdout = strata_ok(&[
+        "init",
+        "--genesis",
+        genesis.to_str().unwrap(),
+        "--datadir",
+        db,
+    ]);
+    let root = stdout.lines().last().unwrap().to_owned();
+    assert!(root.starts_with("0x") && root.len() == 66, "{stdout}");
+    // The same alloc through the independent model gives the same root.
+    let alloc =
+        strata_storage::genesis::parse_alloc_json(&std::fs::read_to_string(&genesis).unwrap())
+            .unwrap();
+    let mut model = strata_cli::model::WorldState::from_alloc(&alloc);
+    assert_eq!(root, model.state_root().to_string());
+
+    assert_eq!(
+        strata_ok(&["root", "--datadir", db]).trim(),
+        format!("0 {root}")
+    );
+    let account = strata_ok(&["get", "--datadir", db, "account", ADDR_EOA]);
+    assert!(account.contains("nonce 3\nbalance 16\n"), "{account}");
+    let contract = strata_ok(&["get", "--datadir", db, "account", ADDR_CONTRACT]);
+    assert!(
+        contract.contains(&format!(
+            "code_hash {}",
+            alloy_primitives::keccak256([0x60, 0x01])
+        )),
+        "{contract}"
+    );
+    assert_eq!(
+        strata_ok(&["get", "--datadir", db, "storage", ADDR_CONTRACT, "0x1"]).trim(),
+        "0x2a"
+    );
+    assert_eq!(
+        strata_ok(&["get", "--datadir", db, "storage", ADDR_CONTRACT, "0x2"]).trim(),
+        "0x0"
+    );
+    assert_eq!(
+        strata_ok(&["get", "--datadir", db, "code", ADDR_CONTRACT]).trim(),
+        "0x6001"
+    );
+    assert_eq!(
+        strata_ok(&["get", "--datadir", db, "code", ADDR_EOA]).trim(),
+        "0x"
+    );
+    let absent = strata_ok(&[
+        "get",
+        "--datadir",
+        db,
+        "account",
+        "0x00000000000000000000000000000000000000cc",
+    ]);
+    assert!(absent.contains("does not exist"), "{absent}");
+
+    let stats = strata_ok(&["stats", "--datadir", db]);
+    assert!(stats.contains(&format!("head 0 {root}")), "{stats}");
+    assert!(
+        stats
+            .lines()
+            .any(|l| l.starts_with("account ") && l.split_whitespace().nth(1) == Some("2")),
+        "{stats}"
+    );
+    assert!(stats.contains("branch cache:"), "{stats}");
+    let compact = strata_ok(&["compact", "--datadir", db]);
+    assert!(compact.contains("compact:"), "{compact}");
+    let verify = strata_ok(&["verify", "--datadir", db]);
+    assert!(
+        verify.contains("verify: ok") && verify.contains(&format!("computed root {root}")),
+        "{verify}"
+    );
+
+    // A second init is refused and changes nothing.
+    let stderr = strata_err(&[
+        "init",
+        "--genesis",
+        genesis.to_str().unwrap(),
+        "--datadir",
+        db,
+    ]);
+    assert!(stderr.contains("already holds block 0"), "{stderr}");
+    assert_eq!(
+        strata_ok(&["root", "--datadir", db]).trim(),
+        format!("0 {root}")
+    );
+}
+
+#[test]
+fn compact_then_verify_after_a_replay_with_small_steps() {
+    let dir = tempfile::tempdir().unwrap();
+    let datadir = dir.path().join("db");
+    let db = datadir.to_str().unwrap();
+    let small = testdata().join("small.jsonl");
+    let stdout = strata_ok(&[
+        "replay",
+        small.to_str().unwrap(),
+        "--datadir",
+        db,
+        "--step-size",
+        "4",
+        "--keep-steps",
+        "1",
+    ]);
+    let (_, roots) = trace_roots(&small);
+    assert_eq!(final_root(&stdout), roots[&30].to_string());
+    strata_ok(&["compact", "--datadir", db]);
+    let stats = strata_ok(&["stats", "--datadir", db]);
+    assert!(stats.contains("step size 4 blocks"), "{stats}");
+    assert!(stats.contains("  file "), "collation built files:\n{stats}");
+    let verify = strata_ok(&["verify", "--datadir", db]);
+    assert!(verify.contains("verify: ok"), "{verify}");
+    assert_eq!(
+        strata_ok(&["root", "--datadir", db]).trim(),
+        format!("30 {}", roots[&30])
+    );
+}
+
+#[test]
+fn bad_datadirs_and_files_are_refused_without_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nothing-here");
+    let m = missing.to_str().unwrap();
+    for args in [
+        vec!["root", "--datadir", m],
+        vec!["stats", "--datadir", m],
+        vec!["compact", "--datadir", m],
+        vec!["verify", "--datadir", m],
+        vec!["get", "--datadir", m, "account", ADDR_EOA],
+    ] {
+        let stderr = strata_err(&args);
+        assert!(
+            stderr.contains("not a strata datadir"),
+            "{args:?}: {stderr}"
+        );
+        assert!(!missing.exists(), "{args:?} created the datadir");
+    }
+    let stderr = strata_err(&[
+        "init",
+        "--genesis",
+        "/nonexistent/genesis.json",
+        "--datadir",
+        m,
+    ]);
+    assert!(stderr.contains("/nonexistent/genesis.json"), "{stderr}");
+    assert!(!missing.exists());
+    let small = testdata().join("small.jsonl");
+    let stderr = strata_err(&[
+        "replay",
+        small.to_str().unwrap(),
+        "--genesis",
+        "/nonexistent/g.json",
+        "--datadir",
+        m,
+    ]);
+    assert!(stderr.contains("/nonexistent/g.json"), "{stderr}");
+    assert!(!missing.exists());
+    // A sweep cannot share one datadir.
+    let stderr = strata_err(&[
+        "replay",
+        small.to_str().unwrap(),
+        "--warmers",
+        "0,1",
+        "--datadir",
+        m,
+    ]);
+    assert!(stderr.contains("--datadir resumes one store"), "{stderr}");
+    assert!(!missing.exists());
+}
+
+#[test]
+fn a_datadir_of_another_format_version_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let datadir = dir.path().join("db");
+    std::fs::create_dir_all(&datadir).unwrap();
+    let file = datadir.join(strata_storage::DB_FILE);
+    {
+        let db = redb::Database::create(&file).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let table: redb::TableDefinition<&str, &[u8]> = redb::TableDefinition::new("meta");
+            let mut meta = txn.open_table(table).unwrap();
+            meta.insert("format_version", 999u32.to_be_bytes().as_slice())
+                .unwrap();
+            meta.insert("step_size", 64u64.to_be_bytes().as_slice())
+                .unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let db = datadir.to_str().unwrap();
+    for args in [
+        vec!["root", "--datadir", db],
+        vec!["verify", "--datadir", db],
+        vec![
+            "replay",
+            testdata()
+                .join("small.jsonl")
+                .to_str()
+                .unwrap()
+                .to_owned()
+                .leak(),
+            "--datadir",
+            db,
+        ],
+    ] {
+        let stderr = strata_err(&args);
+        assert!(
+            stderr.contains("format version 999 is not supported"),
+            "{args:?}: {stderr}"
+        );
+    }
+    // The meta table is as it was: nothing was written over the foreign format.
+    let db = redb::Database::create(&file).unwrap();
+    let txn = redb::ReadableDatabase::begin_read(&db).unwrap();
+    let table: redb::TableDefinition<&str, &[u8]> = redb::TableDefinition::new("meta");
+    let meta = txn.open_table(table).unwrap();
+    let version = meta
+        .get("format_version")
+        .unwrap()
+        .unwrap()
+        .value()
+        .to_vec();
+    assert_eq!(version, 999u32.to_be_bytes());
+    assert!(meta.get("head").unwrap().is_none());
+    assert_eq!(redb::ReadableTableMetadata::len(&meta).unwrap(), 2);
 }

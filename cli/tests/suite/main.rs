@@ -4,5 +4,7 @@ mod commands;
 mod common;
 mod generator;
 mod import_geth;
+mod kill;
 mod model_vectors;
 mod parser;
+mod replay;

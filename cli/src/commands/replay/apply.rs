@@ -1,0 +1,148 @@
+//! One block of a replay against the store: check the block's `reads`
+//! (Exec regime, the state before the block) and stage its `writes` in a
+//! [`BlockWriter`], keeping each account's `code_hash` in step with its code.
+
+use std::path::Path;
+
+use alloy_primitives::{B256, KECCAK256_EMPTY, hex, keccak256};
+use strata_storage::{Account, BlockWriter, StateReader};
+
+use crate::CliError;
+use crate::trace::TraceBlock;
+
+/// Check every value of `block.reads` against `reader` (the last committed
+/// block); the first difference is an error naming block, key and field.
+pub(super) fn check_reads(
+    trace: &Path,
+    datadir: &Path,
+    reader: &StateReader,
+    block: &TraceBlock,
+) -> Result<usize, CliError> {
+    let mut checked = 0;
+    for (address, read) in &block.reads {
+        let mismatch = |key: String, field: &str, expected: String, found: String| {
+            CliError::ReadMismatch(Box::new(crate::ReplayReadMismatch {
+                path: trace.to_owned(),
+                block: block.number,
+                key,
+                field: field.to_owned(),
+                expected,
+                found,
+            }))
+        };
+        let account = reader
+            .account(address)
+            .map_err(CliError::storage(datadir))?
+            .unwrap_or_default();
+        checked += 1;
+        let key = address.to_string();
+        if account.balance != read.balance {
+            return Err(mismatch(
+                key,
+                "balance",
+                format!("{:#x}", read.balance),
+                format!("{:#x}", account.balance),
+            ));
+        }
+        if account.nonce != read.nonce {
+            return Err(mismatch(
+                key,
+                "nonce",
+                read.nonce.to_string(),
+                account.nonce.to_string(),
+            ));
+        }
+        if let Some(hash) = read.code_hash
+            && hash != account.code_hash
+        {
+            return Err(mismatch(
+                key,
+                "code_hash",
+                hash.to_string(),
+                account.code_hash.to_string(),
+            ));
+        }
+        if let Some(code) = &read.code {
+            let stored = reader
+                .code(address)
+                .map_err(CliError::storage(datadir))?
+                .unwrap_or_default();
+            if stored.as_ref() != code.as_ref() {
+                return Err(mismatch(
+                    key,
+                    "code",
+                    format!("{} bytes with hash {}", code.len(), code_hash(code)),
+                    format!("{} bytes with hash {}", stored.len(), code_hash(&stored)),
+                ));
+            }
+        }
+        for (slot, value) in &read.storage {
+            let stored = reader
+                .storage(address, slot)
+                .map_err(CliError::storage(datadir))?;
+            checked += 1;
+            if stored != *value {
+                return Err(mismatch(
+                    format!("{address} slot {}", hex::encode_prefixed(slot)),
+                    "storage",
+                    format!("{value:#x}"),
+                    format!("{stored:#x}"),
+                ));
+            }
+        }
+    }
+    Ok(checked)
+}
+
+/// Stage `block.writes` in `writer`: deletion first, then the given fields
+/// over the account as the block sees it (unchanged fields kept). Returns
+/// the number of account and slot writes.
+pub(super) fn stage_writes(
+    datadir: &Path,
+    writer: &mut BlockWriter<'_>,
+    block: &TraceBlock,
+) -> Result<usize, CliError> {
+    let mut written = 0;
+    for (address, write) in &block.writes {
+        if write.deleted {
+            writer.delete_account(*address);
+            written += 1;
+        }
+        if !write.has_fields() {
+            continue;
+        }
+        let mut account = if write.deleted {
+            Account::default()
+        } else {
+            writer
+                .account(address)
+                .map_err(CliError::storage(datadir))?
+                .unwrap_or_default()
+        };
+        if let Some(balance) = write.balance {
+            account.balance = balance;
+        }
+        if let Some(nonce) = write.nonce {
+            account.nonce = nonce;
+        }
+        if let Some(code) = &write.code {
+            account.code_hash = code_hash(code);
+            writer.put_code(*address, code.clone().0);
+        }
+        writer.put_account(*address, &account);
+        written += 1;
+        for (slot, value) in &write.storage {
+            writer.put_storage(*address, *slot, *value);
+            written += 1;
+        }
+    }
+    Ok(written)
+}
+
+fn code_hash(code: &[u8]) -> B256 {
+    if code.is_empty() {
+        KECCAK256_EMPTY
+    } else {
+        keccak256(code)
+    }
+}

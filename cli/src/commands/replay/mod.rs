@@ -1,0 +1,157 @@
+//! `strata replay TRACE`: drive the storage engine with a block trace —
+//! check every read against the store, apply the writes, commit, check every
+//! root — and report read latencies per domain × tier × regime, throughput,
+//! an optional warmer × cache sweep (table, JSON, SVG plot) and an optional
+//! observer that measures reads of a second thread while the replay runs.
+
+mod apply;
+mod observer;
+mod plot;
+mod report;
+mod run;
+mod source;
+
+use std::path::PathBuf;
+
+use clap::Args;
+use strata_storage::CacheKind;
+
+use crate::CliError;
+pub use run::RunResult;
+
+/// Arguments of `strata replay`.
+#[derive(Debug, Clone, Args)]
+pub struct ReplayArgs {
+    /// The trace (JSON Lines, see TRACE_FORMAT.md).
+    #[arg(value_name = "TRACE")]
+    pub trace: PathBuf,
+    /// Data directory: created when absent; an existing one is resumed after
+    /// its last committed block (default: a temporary one, removed afterwards).
+    #[arg(long, value_name = "DIR")]
+    pub datadir: Option<PathBuf>,
+    /// Genesis file, when the trace has no genesis line.
+    #[arg(long, value_name = "FILE")]
+    pub genesis: Option<PathBuf>,
+    /// Numbers of warmers to sweep, comma-separated (e.g. "0,1,16,64").
+    #[arg(long, value_name = "LIST", default_value = "0", value_parser = warmer_list)]
+    pub warmers: WarmerList,
+    /// Branch caches to compare, comma-separated: sharded, mutex-lru, sharded-lru.
+    #[arg(
+        long,
+        value_name = "KINDS",
+        default_value = "sharded",
+        value_delimiter = ',',
+        value_parser = cache_kind
+    )]
+    pub cache: Vec<CacheKind>,
+    /// Write the measurements as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Draw read latency and block time against warmers as an SVG plot.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+    /// Run an observer thread reading head, an account and a slot RATE
+    /// times a second (first ~1.5 s on the idle store, then under load).
+    #[arg(long, value_name = "RATE", value_parser = observer_rate)]
+    pub observer: Option<f64>,
+    /// Blocks per step (the unit of collation into files) for a new datadir.
+    #[arg(long, value_name = "N", default_value_t = strata_storage::Options::default().step_size)]
+    pub step_size: u64,
+    /// Steps kept in redb before they are collated into files.
+    #[arg(long, value_name = "N", default_value_t = strata_storage::Options::default().keep_steps_in_db)]
+    pub keep_steps: u64,
+    /// fsync every N-th block commit (1: every block; a process crash loses
+    /// nothing either way, a power cut at most N − 1 blocks).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub sync_every: u64,
+    /// Branch cache capacity in MiB.
+    #[arg(long, value_name = "MIB", default_value_t = 256)]
+    pub cache_mib: u64,
+}
+
+/// The list of warmer counts to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WarmerList(pub Vec<usize>);
+
+fn warmer_list(text: &str) -> Result<WarmerList, String> {
+    let counts = text
+        .split(',')
+        .map(|part| {
+            part.trim().parse::<usize>().map_err(|_| {
+                format!("invalid warmer count {part:?} (expected a list like \"0,2,4\")")
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(WarmerList(counts))
+}
+
+fn cache_kind(text: &str) -> Result<CacheKind, String> {
+    text.trim().parse::<CacheKind>().map_err(|e| e.to_string())
+}
+
+fn observer_rate(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(rate) if rate.is_finite() && rate > 0.0 && rate <= 1_000_000.0 => Ok(rate),
+        _ => Err(format!(
+            "invalid observer rate {text:?} (expected reads per second, e.g. 1000)"
+        )),
+    }
+}
+
+pub(super) fn run(args: ReplayArgs) -> Result<(), CliError> {
+    let combos: Vec<(usize, CacheKind)> = args
+        .warmers
+        .0
+        .iter()
+        .flat_map(|&w| args.cache.iter().map(move |&c| (w, c)))
+        .collect();
+    if combos.len() > 1 && args.datadir.is_some() {
+        return Err(CliError::Usage(format!(
+            "--datadir resumes one store; a sweep of {} warmers × cache combinations runs each in a fresh temporary datadir (drop --datadir or pass one warmer count and one cache)",
+            combos.len()
+        )));
+    }
+    if args.step_size == 0 || args.keep_steps == 0 || args.sync_every == 0 {
+        return Err(CliError::Usage(
+            "--step-size, --keep-steps and --sync-every must be at least 1".into(),
+        ));
+    }
+    let mut results = Vec::new();
+    for (index, &(warmers, cache)) in combos.iter().enumerate() {
+        if combos.len() > 1 {
+            eprintln!(
+                "run {}/{}: warmers {warmers}, cache {cache}",
+                index + 1,
+                combos.len()
+            );
+        }
+        let result = run::replay_once(&args, warmers, cache)?;
+        report::print_run(&result);
+        results.push(result);
+    }
+    if results.len() > 1 {
+        report::print_sweep(&results);
+    }
+    if let Some(path) = &args.json {
+        report::write_json(path, &results)?;
+    }
+    if let Some(path) = &args.plot {
+        plot::draw(path, &results)?;
+    }
+    let first = results[0].final_root;
+    if let Some(other) = results.iter().find(|r| r.final_root != first) {
+        return Err(CliError::SweepDisagrees(format!(
+            "warmers {} cache {} ended at {first}, warmers {} cache {} at {}",
+            results[0].warmers, results[0].cache, other.warmers, other.cache, other.final_root
+        )));
+    }
+    println!("peak RSS {}", report::peak_rss());
+    let last = results.last().expect("at least one run");
+    println!(
+        "final root {} at block {}",
+        last.final_root,
+        last.final_block
+            .map_or_else(|| "none".to_owned(), |b| b.to_string())
+    );
+    Ok(())
+}

@@ -1,0 +1,243 @@
+//! Printing a replay's results: the read-latency table per domain × tier ×
+//! regime, throughput, the observer table, the sweep comparison table, the
+//! JSON file and the peak RSS.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use serde_json::{Value, json};
+use strata_storage::Regime;
+use strata_storage::telemetry::{MetricsSnapshot, Tier};
+
+use super::run::RunResult;
+use crate::CliError;
+
+/// A latency in ns as a short human figure.
+pub(super) fn ns(value: u64) -> String {
+    match value {
+        0..1_000 => format!("{value}ns"),
+        1_000..1_000_000 => format!("{:.1}µs", value as f64 / 1e3),
+        1_000_000..1_000_000_000 => format!("{:.2}ms", value as f64 / 1e6),
+        _ => format!("{:.2}s", value as f64 / 1e9),
+    }
+}
+
+/// Blocks per second of a run.
+pub(super) fn blocks_per_s(run: &RunResult) -> f64 {
+    run.blocks as f64 / run.wall.as_secs_f64().max(1e-9)
+}
+
+/// The read table, throughput and observer figures of one run.
+pub(super) fn print_run(run: &RunResult) {
+    println!(
+        "== replay: warmers {}, cache {}: {} blocks ==",
+        run.warmers, run.cache, run.blocks
+    );
+    print_reads(&run.reads);
+    let secs = run.wall.as_secs_f64().max(1e-9);
+    let mut line = format!(
+        "throughput: {:.1} blocks/s, {:.0} keys/s",
+        blocks_per_s(run),
+        run.keys as f64 / secs
+    );
+    if let Some(gas) = run.gas {
+        line += &format!(", {:.1} Mgas/s", gas as f64 / 1e6 / secs);
+    }
+    println!("{line}");
+    println!(
+        "time: wall {:.3} s, of which trace parsing {:.3} s and commit {:.3} s (commitment {:.3} s); genesis {:.3} s; {} roots checked",
+        secs,
+        run.parse.as_secs_f64(),
+        run.commit.as_secs_f64(),
+        run.commitment.as_secs_f64(),
+        run.genesis.as_secs_f64(),
+        run.roots_checked
+    );
+    let c = &run.cache_stats;
+    println!(
+        "branch cache: {:.1}% hit rate ({} hits, {} misses), {} entries, {} evictions",
+        c.hit_rate() * 100.0,
+        c.hits,
+        c.misses,
+        c.entries,
+        c.evictions
+    );
+    if let Some(observer) = &run.observer {
+        println!("observer at {} reads/s: idle vs under load", observer.rate);
+        println!(
+            "{:<8} {:>7} {:>9} {:>9} {:>9} {:>9} | {:>7} {:>9} {:>9} {:>9} {:>9}",
+            "read",
+            "idle n",
+            "p50",
+            "p99",
+            "p99.9",
+            "worst",
+            "load n",
+            "p50",
+            "p99",
+            "p99.9",
+            "worst"
+        );
+        for (kind, idle, load) in &observer.rows {
+            println!(
+                "{:<8} {:>7} {:>9} {:>9} {:>9} {:>9} | {:>7} {:>9} {:>9} {:>9} {:>9}",
+                kind,
+                idle.count,
+                ns(idle.p50_ns),
+                ns(idle.p99_ns),
+                ns(idle.p999_ns),
+                ns(idle.max_ns),
+                load.count,
+                ns(load.p50_ns),
+                ns(load.p99_ns),
+                ns(load.p999_ns),
+                ns(load.max_ns)
+            );
+        }
+        println!(
+            "observer: {} of {} observations under load saw a block more than one behind the last commit; {} read errors",
+            observer.stale_under_load, observer.observations_under_load, observer.errors
+        );
+    }
+}
+
+/// The table of read latencies per domain × tier × regime.
+pub(super) fn print_reads(reads: &MetricsSnapshot) {
+    println!(
+        "{:<11} {:<7} {:<11} {:>10} {:>9} {:>9} {:>9} {:>9}",
+        "domain", "tier", "regime", "count", "mean", "p50", "p99", "max"
+    );
+    for cell in &reads.cells {
+        println!(
+            "{:<11} {:<7} {:<11} {:>10} {:>9} {:>9} {:>9} {:>9}",
+            cell.domain.name(),
+            cell.tier.name(),
+            cell.regime.name(),
+            cell.count,
+            ns(cell.mean_ns),
+            ns(cell.p50_ns),
+            ns(cell.p99_ns),
+            ns(cell.max_ns)
+        );
+    }
+}
+
+/// Commitment-regime (p50, p99) of one tier over all domains: the cell with
+/// the most reads stands for the tier (percentiles cannot be merged).
+pub(super) fn commitment_tier(reads: &MetricsSnapshot, tier: Tier) -> Option<(u64, u64)> {
+    reads
+        .cells
+        .iter()
+        .filter(|c| c.regime == Regime::Commitment && c.tier == tier)
+        .max_by_key(|c| c.count)
+        .map(|c| (c.p50_ns, c.p99_ns))
+}
+
+/// Tiers that answered commitment-regime reads in any run.
+pub(super) fn commitment_tiers(runs: &[RunResult]) -> Vec<Tier> {
+    let tiers: BTreeSet<Tier> = runs
+        .iter()
+        .flat_map(|r| r.reads.cells.iter())
+        .filter(|c| c.regime == Regime::Commitment)
+        .map(|c| c.tier)
+        .collect();
+    tiers.into_iter().collect()
+}
+
+/// One comparison table of a sweep.
+pub(super) fn print_sweep(runs: &[RunResult]) {
+    let tiers = commitment_tiers(runs);
+    println!("== sweep: {} runs ==", runs.len());
+    let mut header = format!(
+        "{:>7} {:<11} {:>9} {:>9} {:>11}",
+        "warmers", "cache", "blocks/s", "commit s", "commit/blk"
+    );
+    for tier in &tiers {
+        header += &format!(" {:>19}", format!("{} p50/p99", tier.name()));
+    }
+    header += "  final root";
+    println!("{header}");
+    for run in runs {
+        let per_block = run.commit.as_secs_f64() * 1e3 / (run.blocks.max(1) as f64);
+        let mut line = format!(
+            "{:>7} {:<11} {:>9.1} {:>9.3} {:>9.2}ms",
+            run.warmers,
+            run.cache.name(),
+            blocks_per_s(run),
+            run.commit.as_secs_f64(),
+            per_block
+        );
+        for tier in &tiers {
+            let cell = commitment_tier(&run.reads, *tier)
+                .map(|(p50, p99)| format!("{}/{}", ns(p50), ns(p99)))
+                .unwrap_or_else(|| "-".into());
+            line += &format!(" {cell:>19}");
+        }
+        line += &format!("  {}", run.final_root);
+        println!("{line}");
+    }
+    println!("(commitment-regime reads; per tier the domain with the most reads)");
+}
+
+/// The runs as the documented JSON document.
+pub(super) fn runs_json(runs: &[RunResult]) -> Value {
+    let runs: Vec<Value> = runs
+        .iter()
+        .map(|run| {
+            let reads: Vec<Value> = run
+                .reads
+                .cells
+                .iter()
+                .map(|c| {
+                    json!({
+                        "domain": c.domain.name(),
+                        "tier": c.tier.name(),
+                        "regime": c.regime.name(),
+                        "count": c.count,
+                        "p50_ns": c.p50_ns,
+                        "p99_ns": c.p99_ns,
+                        "max_ns": c.max_ns,
+                        "mean_ns": c.mean_ns,
+                    })
+                })
+                .collect();
+            json!({
+                "warmers": run.warmers,
+                "cache": run.cache.name(),
+                "blocks": run.blocks,
+                "wall_s": run.wall.as_secs_f64(),
+                "commit_s": run.commit.as_secs_f64(),
+                "commitment_s": run.commitment.as_secs_f64(),
+                "parse_s": run.parse.as_secs_f64(),
+                "genesis_s": run.genesis.as_secs_f64(),
+                "gas": run.gas,
+                "keys": run.keys,
+                "final_block": run.final_block,
+                "final_root": run.final_root.to_string(),
+                "reads": reads,
+                "observer": run.observer,
+            })
+        })
+        .collect();
+    json!({ "runs": runs })
+}
+
+/// Write the JSON document to `path`.
+pub(super) fn write_json(path: &Path, runs: &[RunResult]) -> Result<(), CliError> {
+    let text = serde_json::to_string_pretty(&runs_json(runs))
+        .map_err(|e| CliError::file(path)(std::io::Error::other(e)))?;
+    std::fs::write(path, text + "\n").map_err(CliError::file(path))
+}
+
+/// The process's peak resident set (VmHWM), or "unknown" off Linux.
+pub(super) fn peak_rss() -> String {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .map(|l| l["VmHWM:".len()..].trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown".into())
+}

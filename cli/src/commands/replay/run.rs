@@ -1,0 +1,342 @@
+//! One replay run: open (or resume) a store, apply every block of the trace
+//! with its read and root checks, and collect the measurements.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use alloy_primitives::B256;
+use indicatif::{ProgressBar, ProgressStyle};
+use strata_storage::telemetry::MetricsSnapshot;
+use strata_storage::{CacheKind, CacheStats, Durability, Options, Regime, StateDb};
+
+use super::ReplayArgs;
+use super::apply::{check_reads, stage_writes};
+use super::observer::{KeyPool, ObserverReport, ObserverStats, observe};
+use super::source::{Start, TraceSource};
+use crate::CliError;
+
+/// How long the observer measures the idle store before the blocks.
+const IDLE_OBSERVATION: Duration = Duration::from_millis(1500);
+
+/// The measurements of one run.
+#[derive(Debug, Clone)]
+pub struct RunResult {
+    /// Warmers of the run.
+    pub warmers: usize,
+    /// Branch cache of the run.
+    pub cache: CacheKind,
+    /// Blocks applied (resumed blocks excluded).
+    pub blocks: u64,
+    /// Wall time of the block loop.
+    pub wall: Duration,
+    /// Wall time spent in `commit()`.
+    pub commit: Duration,
+    /// Of that, the commitment (root) calculation.
+    pub commitment: Duration,
+    /// Of the wall time, reading and parsing the trace.
+    pub parse: Duration,
+    /// Time to write the genesis (zero when resumed).
+    pub genesis: Duration,
+    /// Gas of the applied blocks, when every block states it.
+    pub gas: Option<u64>,
+    /// Account and slot reads checked plus writes staged.
+    pub keys: u64,
+    /// Roots compared with the trace.
+    pub roots_checked: u64,
+    /// The last committed block.
+    pub final_block: Option<u64>,
+    /// Its root.
+    pub final_root: B256,
+    /// Read latencies of the block loop.
+    pub reads: MetricsSnapshot,
+    /// Branch cache counters at the end.
+    pub cache_stats: CacheStats,
+    /// Observer figures, when `--observer` was given.
+    pub observer: Option<ObserverReport>,
+}
+
+/// Replay the trace once with `warmers` and `cache`.
+pub(super) fn replay_once(
+    args: &ReplayArgs,
+    warmers: usize,
+    cache: CacheKind,
+) -> Result<RunResult, CliError> {
+    // Parse the first line before the store is created or opened.
+    let (mut source, start) = TraceSource::open(&args.trace, args.genesis.as_deref())?;
+    let temp;
+    let datadir: PathBuf = match &args.datadir {
+        Some(dir) => dir.clone(),
+        None => {
+            temp = tempfile::Builder::new()
+                .prefix("strata-replay-")
+                .tempdir()
+                .map_err(CliError::file(std::env::temp_dir()))?;
+            temp.path().to_owned()
+        }
+    };
+    let options = Options {
+        step_size: args.step_size,
+        keep_steps_in_db: args.keep_steps,
+        cache_kind: cache,
+        cache_bytes: args.cache_mib << 20,
+        warmers,
+        read_metrics: true,
+        background_maintenance: true,
+        durability: match args.sync_every {
+            1 => Durability::EveryBlock,
+            n => Durability::EveryN(n),
+        },
+        ..Options::default()
+    };
+    let db = StateDb::open(&datadir, options).map_err(CliError::storage(&datadir))?;
+    let was_empty = db.last_block().is_none();
+    let genesis_started = Instant::now();
+    let resumed_at = prepare(&db, &datadir, &mut source, &start)?;
+    let genesis = if was_empty {
+        genesis_started.elapsed()
+    } else {
+        Duration::ZERO
+    };
+    let last_committed = AtomicU64::new(db.last_block().unwrap_or(0));
+
+    let mut observer = None;
+    if let Some(rate) = args.observer {
+        let keys = KeyPool::collect(start.genesis.as_ref(), source.peek_block()?);
+        let never = AtomicBool::new(false);
+        let deadline = Some(Instant::now() + IDLE_OBSERVATION);
+        let idle = observe(&db, &keys, rate, &last_committed, &never, deadline, 1);
+        observer = Some((keys, rate, idle));
+    }
+    db.metrics().snapshot_and_reset();
+
+    let stop = AtomicBool::new(false);
+    let (outcome, under_load) = std::thread::scope(|scope| {
+        let handle = observer.as_ref().map(|(keys, rate, _)| {
+            let (db, last_committed, stop) = (&db, &last_committed, &stop);
+            scope.spawn(move || observe(db, keys, *rate, last_committed, stop, None, 2))
+        });
+        let outcome = block_loop(&db, &datadir, &mut source, resumed_at, &last_committed);
+        stop.store(true, Ordering::Release);
+        let under_load = handle.map(|h| h.join().unwrap_or_else(|_| ObserverStats::failed()));
+        (outcome, under_load)
+    });
+    let totals = outcome?;
+    let reads = db.metrics().snapshot_and_reset();
+    let observer = observer
+        .zip(under_load)
+        .map(|((_, rate, idle), load)| ObserverReport::new(rate, idle, load));
+    Ok(RunResult {
+        warmers,
+        cache,
+        blocks: totals.blocks,
+        wall: totals.wall,
+        commit: totals.commit,
+        commitment: totals.commitment,
+        parse: totals.parse,
+        genesis,
+        gas: totals.gas,
+        keys: totals.keys,
+        roots_checked: totals.roots_checked,
+        final_block: db.last_block(),
+        final_root: db.root(),
+        reads,
+        cache_stats: db.cache_stats(),
+        observer,
+    })
+}
+
+/// Bring an empty store to the trace's start (genesis), or check where an
+/// existing one resumes. Returns the last block already in the store.
+fn prepare(
+    db: &StateDb,
+    datadir: &Path,
+    source: &mut TraceSource,
+    start: &Start,
+) -> Result<Option<u64>, CliError> {
+    let trace = source.path().to_owned();
+    if let Some(last) = db.last_block() {
+        if last == 0
+            && let Some(expected) = start.genesis_root
+            && db.root() != expected
+        {
+            return Err(CliError::RootMismatch(Box::new(
+                crate::ReplayRootMismatch {
+                    path: trace,
+                    block: 0,
+                    expected,
+                    found: db.root(),
+                },
+            )));
+        }
+        eprintln!(
+            "resuming {} after block {last} (root {})",
+            datadir.display(),
+            db.root()
+        );
+        return Ok(Some(last));
+    }
+    let first_block = source.peek_block()?.map(|b| b.number);
+    if start.genesis.is_none() && first_block == Some(0) {
+        // The trace's block 0 builds the state from nothing.
+        return Ok(None);
+    }
+    let empty = Default::default();
+    let alloc = start.genesis.as_ref().unwrap_or(&empty);
+    let root = db.init_genesis(alloc).map_err(CliError::storage(datadir))?;
+    if let Some(expected) = start.genesis_root
+        && root != expected
+    {
+        return Err(CliError::RootMismatch(Box::new(
+            crate::ReplayRootMismatch {
+                path: trace,
+                block: 0,
+                expected,
+                found: root,
+            },
+        )));
+    }
+    Ok(Some(0))
+}
+
+/// Totals of the block loop.
+struct Totals {
+    blocks: u64,
+    wall: Duration,
+    commit: Duration,
+    commitment: Duration,
+    parse: Duration,
+    gas: Option<u64>,
+    keys: u64,
+    roots_checked: u64,
+}
+
+fn block_loop(
+    db: &StateDb,
+    datadir: &Path,
+    source: &mut TraceSource,
+    resumed_at: Option<u64>,
+    last_committed: &AtomicU64,
+) -> Result<Totals, CliError> {
+    let trace = source.path().to_owned();
+    let started = Instant::now();
+    let mut totals = Totals {
+        blocks: 0,
+        wall: Duration::ZERO,
+        commit: Duration::ZERO,
+        commitment: Duration::ZERO,
+        parse: Duration::ZERO,
+        gas: Some(0),
+        keys: 0,
+        roots_checked: 0,
+    };
+    let mut progress = Progress::new();
+    let mut expected_next = resumed_at.map_or(0, |b| b + 1);
+    loop {
+        let parse_started = Instant::now();
+        let next = source.next_block()?;
+        totals.parse += parse_started.elapsed();
+        let Some(block) = next else { break };
+        if resumed_at.is_some_and(|last| block.number <= last) {
+            continue;
+        }
+        if block.number != expected_next {
+            return Err(CliError::Usage(format!(
+                "{}: block {} does not follow the datadir's last block (expected block {expected_next})",
+                trace.display(),
+                block.number
+            )));
+        }
+        let reader = db.reader(Regime::Exec);
+        totals.keys += check_reads(&trace, datadir, &reader, &block)? as u64;
+        drop(reader);
+        let mut writer = db
+            .begin_block(block.number)
+            .map_err(CliError::storage(datadir))?;
+        totals.keys += stage_writes(datadir, &mut writer, &block)? as u64;
+        let commit_started = Instant::now();
+        let info = writer.commit().map_err(CliError::storage(datadir))?;
+        totals.commit += commit_started.elapsed();
+        totals.commitment += info.commitment_time;
+        last_committed.store(info.block, Ordering::Release);
+        if let Some(expected) = block.state_root {
+            totals.roots_checked += 1;
+            if info.root != expected {
+                return Err(CliError::RootMismatch(Box::new(
+                    crate::ReplayRootMismatch {
+                        path: trace,
+                        block: block.number,
+                        expected,
+                        found: info.root,
+                    },
+                )));
+            }
+        }
+        totals.gas = totals.gas.zip(block.gas_used).map(|(a, b)| a + b);
+        totals.blocks += 1;
+        expected_next = block.number + 1;
+        progress.update(block.number, totals.blocks, totals.keys, started);
+    }
+    totals.wall = started.elapsed();
+    if totals.blocks == 0 {
+        totals.gas = None;
+    }
+    progress.finish(totals.blocks, totals.keys, started);
+    Ok(totals)
+}
+
+/// A progress bar on a terminal, a log line every few seconds otherwise.
+struct Progress {
+    bar: Option<ProgressBar>,
+    last_log: Instant,
+}
+
+impl Progress {
+    fn new() -> Self {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = ProgressBar::new_spinner();
+            if let Ok(style) = ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}") {
+                bar.set_style(style);
+            }
+            bar.enable_steady_tick(Duration::from_millis(200));
+            bar
+        });
+        Progress {
+            bar,
+            last_log: Instant::now(),
+        }
+    }
+
+    fn line(number: u64, blocks: u64, keys: u64, started: Instant) -> String {
+        let secs = started.elapsed().as_secs_f64().max(1e-9);
+        format!(
+            "block {number}: {blocks} blocks, {:.1} blocks/s, {:.0} keys/s",
+            blocks as f64 / secs,
+            keys as f64 / secs
+        )
+    }
+
+    fn update(&mut self, number: u64, blocks: u64, keys: u64, started: Instant) {
+        match &self.bar {
+            Some(bar) => bar.set_message(Self::line(number, blocks, keys, started)),
+            None if self.last_log.elapsed() >= Duration::from_secs(5) => {
+                self.last_log = Instant::now();
+                eprintln!("replay: {}", Self::line(number, blocks, keys, started));
+            }
+            None => {}
+        }
+    }
+
+    fn finish(&mut self, blocks: u64, keys: u64, started: Instant) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+        let secs = started.elapsed().as_secs_f64().max(1e-9);
+        eprintln!(
+            "replay: done: {blocks} blocks in {secs:.2} s, {:.1} blocks/s, {:.0} keys/s",
+            blocks as f64 / secs,
+            keys as f64 / secs
+        );
+    }
+}

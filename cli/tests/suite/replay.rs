@@ -1,0 +1,241 @@
+//! `strata replay` end to end through the binary: the shipped trace, a
+//! warmer × cache sweep with JSON and SVG output, resume after a partial
+//! replay, tampered traces and the observer.
+
+use crate::common::{final_root, gen_trace, strata_err, strata_ok, testdata, trace_roots};
+
+#[test]
+fn small_trace_replays_to_its_last_root() {
+    let small = testdata().join("small.jsonl");
+    let stdout = strata_ok(&["replay", small.to_str().unwrap()]);
+    let (_, roots) = trace_roots(&small);
+    let (last, root) = roots.iter().next_back().unwrap();
+    assert_eq!(final_root(&stdout), root.to_string());
+    assert!(stdout.contains(&format!("at block {last}")), "{stdout}");
+    assert!(stdout.contains("30 roots checked"), "{stdout}");
+    assert!(stdout.contains("Mgas/s"), "{stdout}");
+    assert!(stdout.contains("peak RSS"), "{stdout}");
+    // The read table has exec-regime account reads from the db tier.
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("account") && l.contains(" db ") && l.contains("exec")),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn sweep_gives_one_table_identical_roots_and_documented_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = gen_trace(dir.path(), "t.jsonl", 120, 8, 3);
+    let json = dir.path().join("sweep.json");
+    let svg = dir.path().join("sweep.svg");
+    let stdout = strata_ok(&[
+        "replay",
+        trace.to_str().unwrap(),
+        "--warmers",
+        "0,2",
+        "--cache",
+        "sharded,mutex-lru",
+        "--json",
+        json.to_str().unwrap(),
+        "--plot",
+        svg.to_str().unwrap(),
+    ]);
+    assert_eq!(stdout.matches("== sweep: 4 runs ==").count(), 1, "{stdout}");
+    let (_, roots) = trace_roots(&trace);
+    let expected = roots[&8].to_string();
+    assert_eq!(final_root(&stdout), expected);
+    let table: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("== sweep"))
+        .skip(2)
+        .take(4)
+        .collect();
+    for row in &table {
+        assert!(row.ends_with(&expected), "row {row:?} of\n{stdout}");
+    }
+    let doc = crate::common::read_json(&json);
+    let runs = doc["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 4);
+    let combos: Vec<(u64, &str)> = runs
+        .iter()
+        .map(|r| (r["warmers"].as_u64().unwrap(), r["cache"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        combos,
+        [
+            (0, "sharded"),
+            (0, "mutex-lru"),
+            (2, "sharded"),
+            (2, "mutex-lru")
+        ]
+    );
+    for run in runs {
+        assert_eq!(run["blocks"], 8);
+        assert!(run["wall_s"].as_f64().unwrap() > 0.0);
+        assert!(run["commit_s"].as_f64().unwrap() > 0.0);
+        assert_eq!(run["final_root"], expected.as_str());
+        let reads = run["reads"].as_array().unwrap();
+        assert!(!reads.is_empty());
+        for cell in reads {
+            for field in ["domain", "tier", "regime"] {
+                assert!(cell[field].is_string(), "{cell}");
+            }
+            for field in ["count", "p50_ns", "p99_ns", "max_ns", "mean_ns"] {
+                assert!(cell[field].is_u64(), "{field} in {cell}");
+            }
+            assert!(cell["p50_ns"].as_u64() <= cell["max_ns"].as_u64());
+        }
+        assert!(
+            reads.iter().any(|c| c["regime"] == "commitment"),
+            "no commitment-regime reads in {run}"
+        );
+    }
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        svg.starts_with("<svg") && svg.contains("mutex-lru"),
+        "{svg:.200}"
+    );
+}
+
+#[test]
+fn replay_resumes_a_datadir_after_its_last_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = gen_trace(dir.path(), "full.jsonl", 100, 12, 5);
+    let text = std::fs::read_to_string(&trace).unwrap();
+    // The genesis line and the first 6 blocks.
+    let half: Vec<&str> = text.lines().take(7).collect();
+    let half_path = dir.path().join("half.jsonl");
+    std::fs::write(&half_path, half.join("\n") + "\n").unwrap();
+    let datadir = dir.path().join("db");
+    let datadir = datadir.to_str().unwrap();
+    let (_, roots) = trace_roots(&trace);
+
+    let stdout = strata_ok(&["replay", half_path.to_str().unwrap(), "--datadir", datadir]);
+    assert_eq!(final_root(&stdout), roots[&6].to_string());
+    assert_eq!(
+        strata_ok(&["root", "--datadir", datadir]).trim(),
+        format!("6 {}", roots[&6])
+    );
+
+    let out = crate::common::strata(&["replay", trace.to_str().unwrap(), "--datadir", datadir]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("resuming"));
+    assert!(
+        stdout.contains("6 blocks =="),
+        "only blocks 7..=12 are applied:\n{stdout}"
+    );
+    assert_eq!(final_root(&stdout), roots[&12].to_string());
+    // Replaying again applies nothing and keeps the root.
+    let stdout = strata_ok(&["replay", trace.to_str().unwrap(), "--datadir", datadir]);
+    assert_eq!(final_root(&stdout), roots[&12].to_string());
+    assert!(stdout.contains(": 0 blocks =="), "{stdout}");
+}
+
+/// Replace the first occurrence of `field":"0x` value's first hex digit on `line`.
+fn tamper(text: &str, line: usize, field: &str) -> String {
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    let needle = format!("\"{field}\":\"0x");
+    let at = lines[line].find(&needle).unwrap() + needle.len();
+    let digit = lines[line].as_bytes()[at];
+    let other = if digit == b'a' { "b" } else { "a" };
+    lines[line].replace_range(at..at + 1, other);
+    lines.join("\n") + "\n"
+}
+
+#[test]
+fn tampered_traces_fail_naming_block_and_key() {
+    let small = testdata().join("small.jsonl");
+    let text = std::fs::read_to_string(&small).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+
+    // A read of block 3 (line 4) with another balance.
+    let bad_read = dir.path().join("read.jsonl");
+    std::fs::write(&bad_read, tamper(&text, 3, "balance")).unwrap();
+    let stderr = strata_err(&["replay", bad_read.to_str().unwrap()]);
+    assert!(
+        stderr.contains("block 3: read of 0x")
+            && stderr.contains("field balance: the trace expects"),
+        "{stderr}"
+    );
+
+    // Block 5 (line 6) with another state root.
+    let bad_root = dir.path().join("root.jsonl");
+    std::fs::write(&bad_root, tamper(&text, 5, "state_root")).unwrap();
+    let stderr = strata_err(&["replay", bad_root.to_str().unwrap()]);
+    let (_, roots) = trace_roots(&small);
+    assert!(
+        stderr.contains("block 5: state root mismatch")
+            && stderr.contains(&format!("the store computed {}", roots[&5])),
+        "{stderr}"
+    );
+
+    // A slot read with another value names the slot.
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    let (index, at) = lines
+        .iter()
+        .enumerate()
+        .skip(1)
+        .find_map(|(i, l)| {
+            let reads = l.find("\"reads\"")?;
+            let writes = l.find("\"writes\"")?;
+            let storage = l[reads..writes].find("\"storage\":{\"0x")? + reads;
+            let value = l[storage..].find("\":\"0x")? + storage + 5;
+            Some((i, value))
+        })
+        .unwrap();
+    lines[index].insert_str(at, "77");
+    let bad_slot = dir.path().join("slot.jsonl");
+    std::fs::write(&bad_slot, lines.join("\n") + "\n").unwrap();
+    let stderr = strata_err(&["replay", bad_slot.to_str().unwrap()]);
+    assert!(
+        stderr.contains(&format!("block {index}: read of 0x")) && stderr.contains(" slot 0x"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn broken_first_line_leaves_no_datadir() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("bad.jsonl");
+    std::fs::write(&trace, "{\"kind\":\"blok\"}\n").unwrap();
+    let datadir = dir.path().join("db");
+    let stderr = strata_err(&[
+        "replay",
+        trace.to_str().unwrap(),
+        "--datadir",
+        datadir.to_str().unwrap(),
+    ]);
+    assert!(stderr.contains("line 1: unknown kind \"blok\""), "{stderr}");
+    assert!(!datadir.exists(), "the datadir was created");
+}
+
+#[test]
+fn observer_reports_idle_and_load_without_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = gen_trace(dir.path(), "t.jsonl", 150, 10, 9);
+    let stdout = strata_ok(&[
+        "replay",
+        trace.to_str().unwrap(),
+        "--observer",
+        "400",
+        "--warmers",
+        "2",
+    ]);
+    assert!(stdout.contains("observer at 400 reads/s"), "{stdout}");
+    for kind in ["head", "account", "storage"] {
+        let row = stdout
+            .lines()
+            .find(|l| l.starts_with(kind) && l.contains('|'))
+            .unwrap_or_else(|| panic!("no {kind} row in\n{stdout}"));
+        let idle_n: u64 = row.split_whitespace().nth(1).unwrap().parse().unwrap();
+        assert!(idle_n > 100, "idle observations for {kind}: {row}");
+    }
+    assert!(stdout.contains("; 0 read errors"), "{stdout}");
+}
