@@ -182,10 +182,10 @@ fn raw_get<'a, const R: usize>(records: &'a [[u8; R]], key: &[u8]) -> Option<&'a
 
 /// Runs `op` over the probe keys in criterion's timing loop, recording the
 /// mean for the printed ratios.
-fn timed<T, const K: usize>(
+fn timed<T, Key: AsRef<[u8]>>(
     rec: &Recorder,
     id: &str,
-    keys: &[[u8; K]],
+    keys: &[Key],
     mut op: impl FnMut(&[u8]) -> T,
 ) -> impl FnMut(u64) -> Duration {
     let id = id.to_string();
@@ -193,7 +193,7 @@ fn timed<T, const K: usize>(
     move |iters| {
         let start = Instant::now();
         for _ in 0..iters {
-            black_box(op(black_box(&keys[i % keys.len()])));
+            black_box(op(black_box(keys[i % keys.len()].as_ref())));
             i += 1;
         }
         let elapsed = start.elapsed();
@@ -449,25 +449,25 @@ fn db_tiers(c: &mut Criterion, fx: &DbFixture, rec: &Recorder) {
     g.throughput(Throughput::Elements(1));
     let id = format!("tiers/{}/raw_redb_get", fx.name);
     g.bench_function("raw_redb_get", |b| {
-        b.iter_custom(timed_vec(rec, &id, &fx.keys, |k| {
+        b.iter_custom(timed(rec, &id, &fx.keys, |k| {
             raw_table.get(k).expect("raw").map(|g| g.value().len())
         }))
     });
     let id = format!("tiers/{}/db_hit", fx.name);
     g.bench_function("db_hit", |b| {
-        b.iter_custom(timed_vec(rec, &id, &fx.keys, |k| {
+        b.iter_custom(timed(rec, &id, &fx.keys, |k| {
             db_reader.get_latest(domain, k).expect("get")
         }))
     });
     let id = format!("tiers/{}/file_hit", fx.name);
     g.bench_function("file_hit", |b| {
-        b.iter_custom(timed_vec(rec, &id, &fx.keys, |k| {
+        b.iter_custom(timed(rec, &id, &fx.keys, |k| {
             file_reader.get_latest(domain, k).expect("get")
         }))
     });
     let id = format!("tiers/{}/miss", fx.name);
     g.bench_function("miss_db_and_files", |b| {
-        b.iter_custom(timed_vec(rec, &id, &fx.misses, |k| {
+        b.iter_custom(timed(rec, &id, &fx.misses, |k| {
             file_reader.get_latest(domain, k).expect("get")
         }))
     });
@@ -484,38 +484,15 @@ fn db_tiers(c: &mut Criterion, fx: &DbFixture, rec: &Recorder) {
     }
     let id = format!("tiers/{}/raw_btreemap_get", fx.name);
     g.bench_function("raw_btreemap_get", |b| {
-        b.iter_custom(timed_vec(rec, &id, &fx.keys, |k| {
-            map.get(k).map(Bytes::len)
-        }))
+        b.iter_custom(timed(rec, &id, &fx.keys, |k| map.get(k).map(Bytes::len)))
     });
     let id = format!("tiers/{}/memory_hit", fx.name);
     g.bench_function("memory_hit", |b| {
-        b.iter_custom(timed_vec(rec, &id, &fx.keys, |k| {
+        b.iter_custom(timed(rec, &id, &fx.keys, |k| {
             writer.get_latest(domain, k).expect("get")
         }))
     });
     g.finish();
-}
-
-/// [`timed`] for variable-length keys.
-fn timed_vec<T>(
-    rec: &Recorder,
-    id: &str,
-    keys: &[Vec<u8>],
-    mut op: impl FnMut(&[u8]) -> T,
-) -> impl FnMut(u64) -> Duration {
-    let id = id.to_string();
-    let mut i = 0usize;
-    move |iters| {
-        let start = Instant::now();
-        for _ in 0..iters {
-            black_box(op(black_box(&keys[i % keys.len()])));
-            i += 1;
-        }
-        let elapsed = start.elapsed();
-        rec.add(&id, elapsed, iters);
-        elapsed
-    }
 }
 
 fn ratio(rec: &Recorder, what: &str, num: &str, den: &str, target: Option<f64>) {

@@ -1,11 +1,11 @@
 //! Genesis: the whole initial state written as block 0, its root computed by
-//! the commitment's streaming bulk builder (not one insert per key).
+//! the commitment's bulk builder (sorted, sub-tries in parallel; not one insert per key).
 
 use std::sync::Arc;
 
 use alloy_primitives::{B256, KECCAK256_EMPTY, keccak256};
 use bytes::Bytes;
-use strata_commitment::{AccountLeaf, BulkBuilder};
+use strata_commitment::{AccountLeaf, SortedAccount, build_from_sorted};
 
 use crate::account::{Account, encode_slot_value};
 use crate::commit::publish;
@@ -19,42 +19,53 @@ use crate::inner::Inner;
 use crate::keys::storage_key;
 use crate::sources::ROOT_RECORD_KEY;
 
+/// States at least this large are bulk-built on rayon, 16 sub-tries at once.
+const PARALLEL_GENESIS: usize = 4096;
+
+/// keccak of `code`, or the empty-code hash.
+fn code_hash(code: &[u8]) -> B256 {
+    if code.is_empty() {
+        KECCAK256_EMPTY
+    } else {
+        keccak256(code)
+    }
+}
+
 /// Writes `alloc` as block 0 of an empty store and returns its root.
 pub(crate) fn init_genesis(inner: &Arc<Inner>, alloc: &GenesisAlloc) -> Result<B256> {
     if let Some(last) = inner.current.load().block() {
         return Err(Error::GenesisExists { last });
     }
     // The trie wants accounts in hashed order, and each account's slots too.
-    let mut accounts: Vec<_> = alloc.iter().map(|(a, g)| (keccak256(a), a, g)).collect();
-    accounts.sort_unstable_by_key(|(hashed, _, _)| *hashed);
-
+    let mut accounts: Vec<SortedAccount> = alloc
+        .iter()
+        .map(|(address, genesis)| {
+            let mut storage: Vec<_> = genesis
+                .storage
+                .iter()
+                .filter(|(_, v)| !v.is_zero())
+                .map(|(slot, value)| (keccak256(slot), *slot, *value))
+                .collect();
+            storage.sort_unstable_by_key(|(hashed, _, _)| *hashed);
+            SortedAccount {
+                hashed_address: keccak256(address),
+                address: *address,
+                leaf: AccountLeaf {
+                    nonce: genesis.nonce,
+                    balance: genesis.balance,
+                    code_hash: code_hash(&genesis.code),
+                },
+                storage,
+            }
+        })
+        .collect();
+    accounts.sort_unstable_by_key(|a| a.hashed_address);
     let mut records: Vec<(Vec<u8>, Bytes)> = Vec::new();
-    let mut builder = BulkBuilder::new(|path: Vec<u8>, record: Bytes| records.push((path, record)));
-    for (hashed, address, genesis) in &accounts {
-        let code_hash = if genesis.code.is_empty() {
-            KECCAK256_EMPTY
-        } else {
-            keccak256(&genesis.code)
-        };
-        let leaf = AccountLeaf {
-            nonce: genesis.nonce,
-            balance: genesis.balance,
-            code_hash,
-        };
-        let mut slots: Vec<_> = genesis
-            .storage
-            .iter()
-            .filter(|(_, v)| !v.is_zero())
-            .map(|(slot, value)| (keccak256(slot), *slot, *value))
-            .collect();
-        slots.sort_unstable_by_key(|(hashed, _, _)| *hashed);
-        builder
-            .add_account(*hashed, **address, &leaf, slots)
-            .map_err(|source| Error::Commitment { block: 0, source })?;
-    }
-    let root = builder
-        .finish()
-        .map_err(|source| Error::Commitment { block: 0, source })?;
+    let parallel = accounts.len() >= PARALLEL_GENESIS;
+    let root = build_from_sorted(&accounts, parallel, |path, record| {
+        records.push((path, record))
+    })
+    .map_err(|source| Error::Commitment { block: 0, source })?;
 
     let head = Head { block: 0, root };
     let _commit = inner.commit_lock.lock();
@@ -76,25 +87,22 @@ pub(crate) fn init_genesis(inner: &Arc<Inner>, alloc: &GenesisAlloc) -> Result<B
                 .map_err(db_err("write genesis"))?;
             Ok(())
         };
-        for (_, address, genesis) in &accounts {
-            let code_hash = if genesis.code.is_empty() {
-                KECCAK256_EMPTY
-            } else {
-                keccak256(&genesis.code)
-            };
+        for sorted in &accounts {
+            let (address, leaf) = (&sorted.address, &sorted.leaf);
             let account = Account {
-                nonce: genesis.nonce,
-                balance: genesis.balance,
-                code_hash,
+                nonce: leaf.nonce,
+                balance: leaf.balance,
+                code_hash: leaf.code_hash,
             };
             put(Domain::Account, address.as_slice(), &account.encode())?;
-            if !genesis.code.is_empty() {
-                put(Domain::Code, address.as_slice(), &genesis.code)?;
+            let code = &alloc[address].code;
+            if !code.is_empty() {
+                put(Domain::Code, address.as_slice(), code)?;
                 by_hash
-                    .insert(code_hash.as_slice(), genesis.code.as_ref())
+                    .insert(leaf.code_hash.as_slice(), code.as_ref())
                     .map_err(db_err("write code by hash"))?;
             }
-            for (slot, value) in genesis.storage.iter().filter(|(_, v)| !v.is_zero()) {
+            for (_, slot, value) in &sorted.storage {
                 put(
                     Domain::Storage,
                     &storage_key(address, slot),
