@@ -65,17 +65,18 @@ pub(crate) fn commit_block(
 
     // Warm the branches along the touched paths; the commitment reads
     // through the same cache and never waits for the warmers.
-    let branches = Arc::new(CachedBranches::new(
-        StateReader::new(
-            base.clone(),
-            None,
-            Regime::Commitment,
-            inner.metrics.clone(),
-        ),
-        inner.cache.clone(),
-    ));
+    let base_reader = StateReader::new(
+        base.clone(),
+        None,
+        Regime::Commitment,
+        inner.metrics.clone(),
+    );
+    let branches = CachedBranches::for_commitment(base_reader.clone(), inner.cache.clone());
     let ticket = (inner.warmup.warmers() > 0).then(|| {
-        let source = branches.clone();
+        let source = Arc::new(CachedBranches::for_warmers(
+            base_reader,
+            inner.cache.clone(),
+        ));
         inner.warmup.warm(
             hashed_paths(&update),
             Arc::new(move |path: &Vec<u8>| {
@@ -94,12 +95,11 @@ pub(crate) fn commit_block(
     let options = ComputeOptions {
         parallel_threshold: inner.options.parallel_commitment_threshold,
     };
-    let output = compute_root(&update, branches.as_ref(), &state, &options).map_err(|source| {
-        Error::Commitment {
+    let output =
+        compute_root(&update, &branches, &state, &options).map_err(|source| Error::Commitment {
             block: number,
             source,
-        }
-    })?;
+        })?;
     let commitment_time = started.elapsed();
 
     // Stop this block's warmers before the cache is written through, so that

@@ -18,14 +18,39 @@ pub(crate) const ROOT_RECORD_KEY: &[u8] = b"\xffroot";
 
 /// Branch records read through the cache, loading misses from the
 /// commitment domain of a committed snapshot.
+///
+/// Warmers coalesce: concurrent misses of one prefix load it once. The
+/// commitment does not: on a miss it loads the record itself rather than
+/// wait for a warmer's load in flight, since a preempted warmer would stall
+/// the root calculation for a scheduler quantum.
 pub(crate) struct CachedBranches {
     reader: StateReader,
     cache: Arc<dyn PrefixCache>,
+    coalesce: bool,
 }
 
 impl CachedBranches {
-    pub(crate) fn new(reader: StateReader, cache: Arc<dyn PrefixCache>) -> Self {
-        CachedBranches { reader, cache }
+    /// The commitment's view: never waits on another thread's load.
+    pub(crate) fn for_commitment(reader: StateReader, cache: Arc<dyn PrefixCache>) -> Self {
+        CachedBranches {
+            reader,
+            cache,
+            coalesce: false,
+        }
+    }
+
+    /// The warmers' view: concurrent misses of a prefix load it once.
+    pub(crate) fn for_warmers(reader: StateReader, cache: Arc<dyn PrefixCache>) -> Self {
+        CachedBranches {
+            reader,
+            cache,
+            coalesce: true,
+        }
+    }
+
+    fn load(&self, path: &[u8]) -> Result<Option<Bytes>, SourceError> {
+        let key = strata_commitment::record_key(path);
+        Ok(self.reader.get_latest(Domain::Commitment, &key)?)
     }
 }
 
@@ -33,18 +58,22 @@ impl BranchSource for CachedBranches {
     fn branch(&self, path: &[u8]) -> Result<Option<Bytes>, SourceError> {
         let metrics = self.reader.metrics();
         let started = metrics.start();
-        let mut load = || -> Result<Option<Bytes>, SourceError> {
-            let key = strata_commitment::record_key(path);
-            Ok(self.reader.get_latest(Domain::Commitment, &key)?)
-        };
-        let lookup = self.cache.get_or_load(path, &mut load)?;
+        let regime = self.reader.regime();
+        if !self.coalesce {
+            if let Some(value) = self.cache.get(path) {
+                metrics.finish(started, Domain::Commitment, Tier::Cache, regime);
+                return Ok(Some(value));
+            }
+            // The load records its own tier (db or file).
+            let value = self.load(path)?;
+            if let Some(value) = &value {
+                self.cache.insert(path, value.clone());
+            }
+            return Ok(value);
+        }
+        let lookup = self.cache.get_or_load(path, &mut || self.load(path))?;
         if lookup.hit {
-            metrics.finish(
-                started,
-                Domain::Commitment,
-                Tier::Cache,
-                self.reader.regime(),
-            );
+            metrics.finish(started, Domain::Commitment, Tier::Cache, regime);
         }
         Ok(lookup.value)
     }
