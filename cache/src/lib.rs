@@ -7,6 +7,30 @@
 //! engine uses; [`MutexLruCache`] and [`ShardedLruCache`] exist so benchmarks
 //! can show it beside the designs it replaces. [`build_cache`] picks one by
 //! [`CacheKind`], which is what the CLI and the benches sweep.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use bytes::Bytes;
+//! use strata_cache::{build_cache, CacheKind, WarmupPool};
+//!
+//! let cache = build_cache(CacheKind::Sharded, 64 << 20);
+//! cache.insert(&[0x1, 0x2], Bytes::from_static(b"branch"));
+//! assert_eq!(cache.get(&[0x1, 0x2]).as_deref(), Some(&b"branch"[..]));
+//!
+//! // Two warmers pull prefixes in; a miss of one prefix is loaded once.
+//! let pool = WarmupPool::new(2).unwrap();
+//! let shared = cache.clone();
+//! let ticket = pool.warm(
+//!     vec![vec![0x3u8], vec![0x4]],
+//!     Arc::new(move |path: &Vec<u8>| {
+//!         shared.get_or_load(path, &mut || Ok(Some(Bytes::from_static(b"loaded"))))?;
+//!         Ok(())
+//!     }),
+//! );
+//! let report = ticket.wait();
+//! assert!(report.errors.is_empty());
+//! assert_eq!(cache.get(&[0x3]).as_deref(), Some(&b"loaded"[..]));
+//! ```
 #![deny(missing_docs)]
 
 mod branch;

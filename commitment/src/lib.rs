@@ -13,6 +13,26 @@
 //! - [`MemoryBranchStore`], [`MemoryState`]: in-memory sources.
 //!
 //! Record and key encodings are described in `FORMAT.md`.
+//!
+//! ```
+//! use alloy_primitives::{Address, KECCAK256_EMPTY, U256};
+//! use strata_commitment::{
+//!     compute_root, AccountLeaf, ComputeOptions, MemoryBranchStore, MemoryState, TrieUpdate, EMPTY_ROOT,
+//! };
+//!
+//! let mut state = MemoryState::default();
+//! let mut store = MemoryBranchStore::default();
+//! let alice = Address::repeat_byte(0xa1);
+//! state.set_account(alice, AccountLeaf { nonce: 1, balance: U256::from(10), code_hash: KECCAK256_EMPTY });
+//! let update = TrieUpdate { accounts: vec![alice], storage: vec![], wiped: vec![] };
+//! let out = compute_root(&update, &store, &state, &ComputeOptions::default()).unwrap();
+//! store.apply(&out.writes);
+//! assert_ne!(out.root, EMPTY_ROOT);
+//!
+//! state.remove_account(&alice);
+//! let out = compute_root(&update, &store, &state, &ComputeOptions::default()).unwrap();
+//! assert_eq!(out.root, EMPTY_ROOT);
+//! ```
 #![deny(missing_docs)]
 
 mod bulk;

@@ -2,6 +2,25 @@
 //! commitment) served from memory, redb and immutable sorted files, with
 //! read-latency telemetry per domain, tier and regime, and the [`StateDb`]
 //! facade that ties the tiers, the commitment and the branch cache together.
+//!
+//! ```
+//! use alloy_primitives::{Address, B256, U256};
+//! use strata_storage::{Account, Options, Regime, StateDb};
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! let db = StateDb::open(dir.path(), Options::default()).unwrap();
+//! let alice = Address::repeat_byte(0xa1);
+//!
+//! let mut block = db.begin_block(0).unwrap();
+//! block.put_account(alice, &Account { nonce: 1, balance: U256::from(100), ..Account::default() });
+//! block.put_storage(alice, B256::with_last_byte(1), U256::from(7));
+//! let root = block.commit().unwrap().root; // the Ethereum state root of block 0
+//!
+//! let reader = db.reader(Regime::Exec); // a snapshot; Send + Sync, cheap to clone
+//! assert_eq!(reader.account(&alice).unwrap().unwrap().balance, U256::from(100));
+//! assert_eq!(reader.storage(&alice, &B256::with_last_byte(1)).unwrap(), U256::from(7));
+//! assert_eq!(db.root(), root);
+//! ```
 #![deny(missing_docs)]
 
 pub mod account;
