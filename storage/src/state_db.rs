@@ -65,13 +65,14 @@ impl StateDb {
         };
         std::fs::create_dir_all(&datadir).map_err(dir_err("create"))?;
         let files_dir = datadir.join(FILES_DIR);
-        std::fs::create_dir_all(&files_dir).map_err(dir_err("create files folder"))?;
         let db_path = datadir.join(DB_FILE);
         if db_backend.is_none() && !db_path.exists() {
             create_redb_atomically(&datadir, &db_path, &options)?;
         }
         let db = open_redb(&db_path, &options, db_backend)?;
         let meta = load_or_init_meta(&db, &db_path, &options)?;
+        // Only a datadir of this format gains a files folder.
+        std::fs::create_dir_all(&files_dir).map_err(dir_err("create files folder"))?;
 
         maintenance::remove_orphans(fs.as_ref(), &files_dir, &meta.manifest)?;
         let files = Arc::new(FileSet::open(&fs, &files_dir, meta.manifest.clone())?);
