@@ -237,8 +237,7 @@ fn write_block(
                 .map(|(k, v)| (k.as_slice(), v.as_deref()));
             write_domain(domain, &mut entries)?;
         }
-        let mut root_record = head.block.to_be_bytes().to_vec();
-        root_record.extend_from_slice(head.root.as_slice());
+        let root_record = head.encode();
         let mut entries = records
             .iter()
             .map(|(k, v)| (k.as_slice(), v.as_deref()))

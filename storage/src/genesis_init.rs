@@ -117,9 +117,7 @@ pub(crate) fn init_genesis(inner: &Arc<Inner>, alloc: &GenesisAlloc) -> Result<B
                 record,
             )?;
         }
-        let mut root_record = 0u64.to_be_bytes().to_vec();
-        root_record.extend_from_slice(root.as_slice());
-        put(Domain::Commitment, ROOT_RECORD_KEY, &root_record)?;
+        put(Domain::Commitment, ROOT_RECORD_KEY, &head.encode())?;
         let mut roots = txn.open_table(ROOTS).map_err(db_err("open roots"))?;
         roots
             .insert(0, root.as_slice())

@@ -151,11 +151,20 @@ pub(crate) fn init(table: &mut MetaTable<'_>, step_size: u64) -> Result<()> {
     Ok(())
 }
 
+impl Head {
+    /// `block: u64 BE ‖ root`: the encoding of the head in the metadata
+    /// and of the reserved root record of the commitment domain.
+    pub(crate) fn encode(&self) -> [u8; 40] {
+        let mut raw = [0u8; 40];
+        raw[..8].copy_from_slice(&self.block.to_be_bytes());
+        raw[8..].copy_from_slice(self.root.as_slice());
+        raw
+    }
+}
+
 /// Records the last committed block and its root.
 pub(crate) fn write_head(table: &mut MetaTable<'_>, head: Head) -> Result<()> {
-    let mut raw = [0u8; 40];
-    raw[..8].copy_from_slice(&head.block.to_be_bytes());
-    raw[8..].copy_from_slice(head.root.as_slice());
+    let raw = head.encode();
     table
         .insert(KEY_HEAD, raw.as_slice())
         .map_err(db_err("write head"))?;
