@@ -28,6 +28,25 @@ pub enum Error {
         /// The database file.
         path: PathBuf,
     },
+    /// A read-only open found a writer that keeps the datadir to itself.
+    #[error(
+        "datadir {path} is open by a writer that does not share it with readers (the writer must set Options::share_with_readers)"
+    )]
+    NotShared {
+        /// The database file.
+        path: PathBuf,
+    },
+    /// A read-only open found no strata database in the datadir.
+    #[error("datadir {path}: {what}")]
+    NotADatadir {
+        /// The datadir.
+        path: PathBuf,
+        /// What is missing.
+        what: &'static str,
+    },
+    /// The options contradict each other or are out of range.
+    #[error("invalid options: {0}")]
+    InvalidOptions(String),
     /// The datadir was written by an incompatible version of strata.
     #[error(
         "datadir {path}: format version {found} is not supported (this build reads {supported})"
@@ -144,6 +163,7 @@ impl Error {
                 | Error::GenesisExists { .. }
                 | Error::UnwindOutOfRange { .. }
                 | Error::Poisoned { .. }
+                | Error::InvalidOptions(_)
         )
     }
 }

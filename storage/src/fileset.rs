@@ -22,6 +22,18 @@ impl FileSet {
         dir: &Path,
         manifest: Manifest,
     ) -> Result<FileSet> {
+        FileSet::open_reusing(fs, dir, manifest, &FileSet::default())
+    }
+
+    /// Like [`FileSet::open`], but takes the files `previous` already holds
+    /// (same name and checksum) from it instead of opening them again: a
+    /// reader following another process's commits verifies each file once.
+    pub(crate) fn open_reusing(
+        fs: &Arc<dyn FileSystem>,
+        dir: &Path,
+        manifest: Manifest,
+        previous: &FileSet,
+    ) -> Result<FileSet> {
         let mut set = FileSet {
             domains: Default::default(),
             manifest,
@@ -29,7 +41,15 @@ impl FileSet {
         for domain in Domain::ALL {
             let listed = &set.manifest.domain(domain).files;
             let mut opened = Vec::with_capacity(listed.len());
+            let held = previous.files(domain);
             for entry in listed.iter().rev() {
+                if let Some(file) = held.iter().find(|f| {
+                    f.checksum() == entry.checksum
+                        && f.path().file_name() == Some(std::ffi::OsStr::new(&entry.name))
+                }) {
+                    opened.push(file.clone());
+                    continue;
+                }
                 let path = dir.join(&entry.name);
                 let file = SortedFile::open(fs.as_ref(), &path)?;
                 if file.checksum() != entry.checksum {

@@ -37,6 +37,7 @@ pub mod keys;
 mod maintenance;
 mod options;
 mod overlay;
+mod read_only;
 mod reader;
 #[cfg(feature = "revm")]
 pub mod revm;
@@ -54,6 +55,7 @@ pub use domain::{Domain, Regime};
 pub use error::{Error, Result};
 pub use maintenance::MaintenanceReport;
 pub use options::{Durability, Options};
+pub use read_only::ReadOnlyStateDb;
 pub use reader::StateReader;
 pub use state_db::{DB_FILE, DbStats, DomainStats, FILES_DIR, FileStats, StateDb};
 pub use strata_cache::{CacheKind, CacheStats};

@@ -41,6 +41,12 @@ pub struct Options {
     /// lock-free striped histograms: the baseline configuration, for
     /// benchmarks only.
     pub mutex_telemetry_baseline: bool,
+    /// Let other processes open the datadir read-only
+    /// ([`crate::ReadOnlyStateDb`]) and follow the commits while this one
+    /// writes. Every commit must then be durable: it requires
+    /// [`Durability::EveryBlock`], since a non-durable commit exists only in
+    /// the writer's memory.
+    pub share_with_readers: bool,
 }
 
 impl Default for Options {
@@ -58,6 +64,7 @@ impl Default for Options {
             parallel_commitment_threshold: 1024,
             db_cache_bytes: 1 << 30,
             mutex_telemetry_baseline: false,
+            share_with_readers: false,
         }
     }
 }

@@ -48,6 +48,16 @@ impl Snapshot {
     /// Opens a snapshot of what redb holds now, paired with `files`.
     pub(crate) fn open(db: &Database, head: Option<Head>, files: Arc<FileSet>) -> Result<Snapshot> {
         let txn = db.begin_read().map_err(db_err("begin read"))?;
+        Snapshot::from_txn(txn, head, files)
+    }
+
+    /// A snapshot over an open read transaction, paired with `files` (which
+    /// must be the files the transaction's manifest lists).
+    pub(crate) fn from_txn(
+        txn: ReadTransaction,
+        head: Option<Head>,
+        files: Arc<FileSet>,
+    ) -> Result<Snapshot> {
         let open = |domain: Domain| {
             txn.open_table(domain_table(domain))
                 .map_err(db_err("open table"))

@@ -58,6 +58,7 @@ impl StateDb {
         fs: Arc<dyn FileSystem>,
         db_backend: Option<B>,
     ) -> Result<StateDb> {
+        check_options(&options)?;
         let datadir = datadir.as_ref().to_path_buf();
         let dir_err = |what| {
             let path = datadir.clone();
@@ -289,17 +290,46 @@ fn open_redb<B: redb::StorageBackend>(
 ) -> Result<redb::Database> {
     let mut builder = redb::Database::builder();
     builder.set_cache_size(options.db_cache_bytes);
+    builder.set_concurrency_mode(concurrency_mode(options));
     let opened = match backend {
         Some(backend) => builder.create_with_backend(backend),
         None => builder.create(path),
     };
     opened.map_err(|e| match e {
-        redb::DatabaseError::DatabaseAlreadyOpen => Error::Locked { path: path.clone() },
+        redb::DatabaseError::DatabaseAlreadyOpen | redb::DatabaseError::LockProtocolMismatch => {
+            Error::Locked { path: path.clone() }
+        }
         other => Error::Db {
             op: "open database",
             source: other.into(),
         },
     })
+}
+
+/// How the writer shares the database file with other processes.
+pub(crate) fn concurrency_mode(options: &Options) -> redb::ConcurrencyMode {
+    if options.share_with_readers {
+        redb::ConcurrencyMode::SingleWriter
+    } else {
+        redb::ConcurrencyMode::ExclusiveWriter
+    }
+}
+
+/// Refuses options that contradict each other, before anything is opened.
+fn check_options(options: &Options) -> Result<()> {
+    if options.step_size == 0 {
+        return Err(Error::InvalidOptions("step_size must be at least 1".into()));
+    }
+    if let crate::options::Durability::EveryN(n) = options.durability
+        && options.share_with_readers
+        && n > 1
+    {
+        return Err(Error::InvalidOptions(format!(
+            "durability EveryN({n}) cannot be combined with share_with_readers: \
+             a non-durable commit exists only in the writer's memory"
+        )));
+    }
+    Ok(())
 }
 
 /// Creates and initialises the database under a temporary name, then
@@ -341,9 +371,6 @@ fn load_or_init_meta(db: &redb::Database, db_path: &Path, options: &Options) -> 
             }
             Some((_, meta)) => meta,
             None => {
-                if options.step_size == 0 {
-                    return Err(Error::Maintenance("step_size must be at least 1".into()));
-                }
                 meta::init(&mut table, options.step_size)?;
                 Meta {
                     step_size: options.step_size,

@@ -2,7 +2,7 @@
 //! errors that say what and where.
 
 use alloy_primitives::{Address, B256, Bytes, U256, keccak256};
-use strata_storage::{Account, Error, Regime, StateDb};
+use strata_storage::{Account, Durability, Error, Options, ReadOnlyStateDb, Regime, StateDb};
 
 use crate::model::small_options;
 
@@ -139,4 +139,73 @@ fn verify_reports_a_damaged_file_by_name() {
         "{:?}",
         damaged.problems
     );
+}
+
+#[test]
+fn read_only_opens_are_refused_with_the_reason() {
+    // No datadir at all.
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nothing-here");
+    let err = ReadOnlyStateDb::open(&missing, &Options::default())
+        .err()
+        .expect("no datadir");
+    assert!(matches!(err, Error::NotADatadir { .. }), "{err}");
+    assert!(!missing.exists(), "a read-only open created the datadir");
+
+    // A writer that keeps the datadir to itself.
+    let exclusive = StateDb::open(dir.path(), Options::default()).unwrap();
+    let err = ReadOnlyStateDb::open(dir.path(), &Options::default())
+        .err()
+        .expect("exclusive writer");
+    assert!(matches!(err, Error::NotShared { .. }), "{err}");
+    assert!(err.to_string().contains("share_with_readers"), "{err}");
+    drop(exclusive);
+
+    // Sharing needs every commit durable.
+    let err = StateDb::open(
+        dir.path(),
+        Options {
+            share_with_readers: true,
+            durability: Durability::EveryN(4),
+            ..Options::default()
+        },
+    )
+    .err()
+    .expect("EveryN with readers");
+    assert!(matches!(err, Error::InvalidOptions(_)), "{err}");
+}
+
+#[test]
+fn a_read_only_handle_opens_a_closed_datadir_and_sees_reopened_writers() {
+    let dir = tempfile::tempdir().unwrap();
+    let shared = Options {
+        share_with_readers: true,
+        ..small_options()
+    };
+    let who = Address::with_last_byte(9);
+    let write = |db: &StateDb, number: u64| {
+        let mut writer = db.begin_block(number).unwrap();
+        writer.put_account(
+            who,
+            &Account {
+                nonce: number,
+                ..Account::default()
+            },
+        );
+        writer.commit().unwrap()
+    };
+    let db = StateDb::open(dir.path(), shared.clone()).unwrap();
+    write(&db, 0);
+    drop(db);
+
+    // No writer: the committed state is readable.
+    let follower = ReadOnlyStateDb::open(dir.path(), &Options::default()).unwrap();
+    assert_eq!(follower.last_block().unwrap(), Some(0));
+    // A writer comes back while the handle stays open; its commits show.
+    let db = StateDb::open(dir.path(), shared).unwrap();
+    let info = write(&db, 1);
+    let reader = follower.reader(Regime::Exec).unwrap();
+    assert_eq!(reader.block(), Some(1));
+    assert_eq!(reader.root(), info.root);
+    assert_eq!(reader.account(&who).unwrap().map(|a| a.nonce), Some(1));
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use alloy_primitives::{Address, B256, U256};
-use strata_storage::{Account, Options, Regime, StateDb};
+use strata_storage::{Account, Options, ReadOnlyStateDb, Regime, StateDb, StateReader};
 
 const PAIRS: u64 = 16;
 
@@ -20,27 +20,71 @@ fn one_off(block: u64) -> Address {
     Address::from(bytes)
 }
 
-#[test]
-fn readers_see_whole_blocks_during_commits_and_merges() {
-    let dir = tempfile::tempdir().unwrap();
-    let options = Options {
+/// Opens a read handle on the newest committed block.
+type OpenReader = Arc<dyn Fn(Regime) -> StateReader + Send + Sync>;
+
+fn workload_options(share_with_readers: bool) -> Options {
+    Options {
         step_size: 2,
         keep_steps_in_db: 1,
         background_maintenance: true,
+        share_with_readers,
         ..Options::default()
-    };
-    let db = Arc::new(StateDb::open(dir.path(), options).unwrap());
+    }
+}
+
+#[test]
+fn readers_see_whole_blocks_during_commits_and_merges() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Arc::new(StateDb::open(dir.path(), workload_options(false)).unwrap());
+    let handle = db.clone();
+    let open: OpenReader = Arc::new(move |regime| handle.reader(regime));
+    run_workload(&db, open);
+}
+
+/// The same workload read through a read-only handle (the way a second
+/// process follows the writer): whole blocks only, and the root each
+/// handle shows is the root the writer committed for that block.
+#[test]
+fn read_only_handles_follow_commits_with_whole_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Arc::new(StateDb::open(dir.path(), workload_options(true)).unwrap());
+    let follower = Arc::new(ReadOnlyStateDb::open(dir.path(), &Options::default()).unwrap());
+    assert_eq!(follower.last_block().unwrap(), None);
+    let handle = follower.clone();
+    let open: OpenReader = Arc::new(move |regime| handle.reader(regime).unwrap());
+    let seen = run_workload(&db, open);
+    let distinct: std::collections::BTreeSet<u64> = seen.iter().map(|&(b, _)| b).collect();
+    assert!(
+        distinct.len() > 1,
+        "the read-only handle followed no commits: {distinct:?}"
+    );
+    for (block, root) in seen {
+        assert_eq!(
+            Some(root),
+            db.root_at(block).unwrap(),
+            "the read-only handle's root of block {block}"
+        );
+    }
+    assert_eq!(follower.last_block().unwrap(), db.last_block());
+    assert_eq!(follower.root().unwrap(), db.root());
+}
+
+/// Commits 120 blocks (with merges) while three threads read through
+/// `open`; returns the (block, root) pairs the readers saw.
+fn run_workload(db: &Arc<StateDb>, open: OpenReader) -> Vec<(u64, B256)> {
     let stop = Arc::new(AtomicBool::new(false));
     let reads = Arc::new(AtomicU64::new(0));
     let slot = B256::with_last_byte(1);
 
     let readers: Vec<_> = (0..3)
         .map(|r| {
-            let (db, stop, reads) = (db.clone(), stop.clone(), reads.clone());
+            let (open, stop, reads) = (open.clone(), stop.clone(), reads.clone());
             std::thread::spawn(move || {
                 let mut highest = 0u64;
+                let mut seen = Vec::new();
                 while !stop.load(Ordering::Relaxed) {
-                    let reader = db.reader(if r == 0 {
+                    let reader = open(if r == 0 {
                         Regime::Commitment
                     } else {
                         Regime::Exec
@@ -53,6 +97,9 @@ fn readers_see_whole_blocks_during_commits_and_merges() {
                         "snapshots went back from {highest} to {block}"
                     );
                     highest = block;
+                    if seen.last().is_none_or(|&(b, _)| b != block) {
+                        seen.push((block, reader.root()));
+                    }
                     // Every block writes all pairs with its own number: one
                     // snapshot must show one block number everywhere.
                     for i in 0..PAIRS {
@@ -73,6 +120,7 @@ fn readers_see_whole_blocks_during_commits_and_merges() {
                     );
                     reads.fetch_add(1, Ordering::Relaxed);
                 }
+                seen
             })
         })
         .collect();
@@ -105,8 +153,9 @@ fn readers_see_whole_blocks_during_commits_and_merges() {
         }
     }
     stop.store(true, Ordering::Relaxed);
+    let mut seen = Vec::new();
     for reader in readers {
-        reader.join().expect("a reader failed");
+        seen.extend(reader.join().expect("a reader failed"));
     }
     assert!(reads.load(Ordering::Relaxed) > 0);
     let stats = db.stats().unwrap();
@@ -114,4 +163,5 @@ fn readers_see_whole_blocks_during_commits_and_merges() {
         stats.domains.iter().any(|d| !d.files.is_empty()),
         "maintenance built no files: {stats:?}"
     );
+    seen
 }
