@@ -111,6 +111,14 @@ pub enum CliError {
     /// A replayed block (or the genesis) ended at another root than the trace states.
     #[error(transparent)]
     RootMismatch(Box<ReplayRootMismatch>),
+    /// The `--observer-process` child failed to start, follow or finish.
+    #[error("the observer process ({command}): {what}")]
+    ObserverProcess {
+        /// The command line of the child.
+        command: String,
+        /// What went wrong, with the child's own error output.
+        what: String,
+    },
     /// The runs of a sweep ended at different roots.
     #[error("the sweep's runs disagree on the final root: {0}")]
     SweepDisagrees(String),

@@ -9,6 +9,7 @@ pub mod error;
 pub mod generator;
 pub mod geth;
 pub mod model;
+pub mod observer;
 pub mod trace;
 
 pub use error::{CliError, ReplayReadMismatch, ReplayRootMismatch};

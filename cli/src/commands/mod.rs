@@ -10,6 +10,7 @@ mod gen_trace;
 mod get;
 mod import_geth;
 mod init;
+mod observe;
 mod replay;
 mod root;
 mod stats;
@@ -25,6 +26,7 @@ pub use gen_trace::GenTraceArgs;
 pub use get::{GetArgs, GetWhat};
 pub use import_geth::ImportGethArgs;
 pub use init::InitArgs;
+pub use observe::ObserveArgs;
 pub use replay::{ReplayArgs, RunResult, WarmerList};
 pub use root::RootArgs;
 pub use stats::StatsArgs;
@@ -48,6 +50,8 @@ pub enum Command {
     Replay(ReplayArgs),
     /// Read one account, slot or code from a data directory.
     Get(GetArgs),
+    /// Follow a data directory read-only (beside its writer) and time reads.
+    Observe(ObserveArgs),
     /// Print the state root and block of a data directory.
     Root(RootArgs),
     /// Print domain, tier and file statistics of a data directory.
@@ -70,6 +74,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Init(args) => init::run(args),
         Command::Replay(args) => replay::run(args),
         Command::Get(args) => get::run(args),
+        Command::Observe(args) => observe::run(args),
         Command::Root(args) => root::run(args),
         Command::Stats(args) => stats::run(args),
         Command::Compact(args) => compact::run(args),

@@ -216,6 +216,32 @@ fn broken_first_line_leaves_no_datadir() {
     assert!(!datadir.exists(), "the datadir was created");
 }
 
+/// The (idle n, load n) of each row of observer `name`'s table, checking
+/// that it reported no stale observation and no error.
+fn observer_table(stdout: &str, name: &str) -> Vec<(u64, u64)> {
+    let header = format!("observer ({name}) at 400 reads/s");
+    let table: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with(&header))
+        .take(6)
+        .collect();
+    assert_eq!(table.len(), 6, "no {name} observer table in\n{stdout}");
+    assert!(
+        table[5].contains(": 0 of ") && table[5].ends_with("; 0 read errors"),
+        "{}",
+        table[5]
+    );
+    ["head", "account", "storage"]
+        .iter()
+        .zip(&table[2..5])
+        .map(|(kind, row)| {
+            assert!(row.starts_with(kind), "{row}");
+            let fields: Vec<&str> = row.split_whitespace().collect();
+            (fields[1].parse().unwrap(), fields[7].parse().unwrap())
+        })
+        .collect()
+}
+
 #[test]
 fn observer_reports_idle_and_load_without_errors() {
     let dir = tempfile::tempdir().unwrap();
@@ -228,14 +254,66 @@ fn observer_reports_idle_and_load_without_errors() {
         "--warmers",
         "2",
     ]);
-    assert!(stdout.contains("observer at 400 reads/s"), "{stdout}");
-    for kind in ["head", "account", "storage"] {
-        let row = stdout
-            .lines()
-            .find(|l| l.starts_with(kind) && l.contains('|'))
-            .unwrap_or_else(|| panic!("no {kind} row in\n{stdout}"));
-        let idle_n: u64 = row.split_whitespace().nth(1).unwrap().parse().unwrap();
-        assert!(idle_n > 100, "idle observations for {kind}: {row}");
+    for (idle_n, load_n) in observer_table(&stdout, "thread") {
+        assert!(idle_n > 100 && load_n > 0, "{idle_n} idle, {load_n} load");
     }
-    assert!(stdout.contains("; 0 read errors"), "{stdout}");
+    assert!(!stdout.contains("observer (process)"), "{stdout}");
+}
+
+#[test]
+fn a_second_process_follows_the_replay_read_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = gen_trace(dir.path(), "t.jsonl", 150, 10, 9);
+    let datadir = dir.path().join("dd");
+    let stdout = strata_ok(&[
+        "replay",
+        trace.to_str().unwrap(),
+        "--datadir",
+        datadir.to_str().unwrap(),
+        "--step-size",
+        "2",
+        "--keep-steps",
+        "1",
+        "--observer",
+        "400",
+        "--observer-process",
+    ]);
+    for name in ["thread", "process"] {
+        for (idle_n, load_n) in observer_table(&stdout, name) {
+            assert!(
+                idle_n > 100 && load_n > 0,
+                "{name}: {idle_n} idle, {load_n} load"
+            );
+        }
+    }
+    // Standalone, on the finished datadir: it sees the last block.
+    let summary = strata_ok(&[
+        "observe",
+        "--datadir",
+        datadir.to_str().unwrap(),
+        "--trace",
+        trace.to_str().unwrap(),
+        "--rate",
+        "200",
+        "--duration",
+        "0.3",
+    ]);
+    assert!(
+        summary.contains("blocks 10..=10, 0 read errors"),
+        "{summary}"
+    );
+    // A writer that keeps the datadir to itself refuses it, saying why.
+    let stderr = strata_err(&[
+        "replay",
+        trace.to_str().unwrap(),
+        "--observer",
+        "400",
+        "--observer-process",
+        "--sync-every",
+        "4",
+    ]);
+    assert!(
+        stderr.contains("--observer-process needs every commit durable"),
+        "{stderr}"
+    );
 }

@@ -5,7 +5,6 @@
 //! observer that measures reads of a second thread while the replay runs.
 
 mod apply;
-mod observer;
 mod plot;
 mod report;
 mod run;
@@ -18,6 +17,7 @@ use strata_storage::CacheKind;
 
 use crate::CliError;
 pub use run::RunResult;
+pub(crate) use source::TraceSource;
 
 /// Arguments of `strata replay`.
 #[derive(Debug, Clone, Args)]
@@ -54,6 +54,11 @@ pub struct ReplayArgs {
     /// times a second (first ~1.5 s on the idle store, then under load).
     #[arg(long, value_name = "RATE", value_parser = observer_rate)]
     pub observer: Option<f64>,
+    /// With --observer: also run the observer as a second process
+    /// (`strata observe`) that opens the datadir read-only while the replay
+    /// writes it (the writer then shares the datadir; needs --sync-every 1).
+    #[arg(long, requires = "observer")]
+    pub observer_process: bool,
     /// Blocks per step (the unit of collation into files) for a new datadir.
     #[arg(long, value_name = "N", default_value_t = strata_storage::Options::default().step_size)]
     pub step_size: u64,
@@ -89,7 +94,7 @@ fn cache_kind(text: &str) -> Result<CacheKind, String> {
     text.trim().parse::<CacheKind>().map_err(|e| e.to_string())
 }
 
-fn observer_rate(text: &str) -> Result<f64, String> {
+pub(crate) fn observer_rate(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
         Ok(rate) if rate.is_finite() && rate > 0.0 && rate <= 1_000_000.0 => Ok(rate),
         _ => Err(format!(
@@ -109,6 +114,12 @@ pub(super) fn run(args: ReplayArgs) -> Result<(), CliError> {
         return Err(CliError::Usage(format!(
             "--datadir resumes one store; a sweep of {} warmers × cache combinations runs each in a fresh temporary datadir (drop --datadir or pass one warmer count and one cache)",
             combos.len()
+        )));
+    }
+    if args.observer_process && args.sync_every > 1 {
+        return Err(CliError::Usage(format!(
+            "--observer-process needs every commit durable (--sync-every 1, not {}): a second process sees only durable commits",
+            args.sync_every
         )));
     }
     if args.step_size == 0 || args.keep_steps == 0 || args.sync_every == 0 {

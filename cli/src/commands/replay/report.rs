@@ -11,16 +11,7 @@ use strata_storage::telemetry::{MetricsSnapshot, Tier};
 
 use super::run::RunResult;
 use crate::CliError;
-
-/// A latency in ns as a short human figure.
-pub(super) fn ns(value: u64) -> String {
-    match value {
-        0..1_000 => format!("{value}ns"),
-        1_000..1_000_000 => format!("{:.1}µs", value as f64 / 1e3),
-        1_000_000..1_000_000_000 => format!("{:.2}ms", value as f64 / 1e6),
-        _ => format!("{:.2}s", value as f64 / 1e9),
-    }
-}
+use crate::observer::format_ns as ns;
 
 /// Blocks per second of a run.
 pub(super) fn blocks_per_s(run: &RunResult) -> f64 {
@@ -63,41 +54,9 @@ pub(super) fn print_run(run: &RunResult) {
         c.evictions
     );
     if let Some(observer) = &run.observer {
-        println!("observer at {} reads/s: idle vs under load", observer.rate);
-        println!(
-            "{:<8} {:>7} {:>9} {:>9} {:>9} {:>9} | {:>7} {:>9} {:>9} {:>9} {:>9}",
-            "read",
-            "idle n",
-            "p50",
-            "p99",
-            "p99.9",
-            "worst",
-            "load n",
-            "p50",
-            "p99",
-            "p99.9",
-            "worst"
-        );
-        for (kind, idle, load) in &observer.rows {
-            println!(
-                "{:<8} {:>7} {:>9} {:>9} {:>9} {:>9} | {:>7} {:>9} {:>9} {:>9} {:>9}",
-                kind,
-                idle.count,
-                ns(idle.p50_ns),
-                ns(idle.p99_ns),
-                ns(idle.p999_ns),
-                ns(idle.max_ns),
-                load.count,
-                ns(load.p50_ns),
-                ns(load.p99_ns),
-                ns(load.p999_ns),
-                ns(load.max_ns)
-            );
+        for figures in &observer.observers {
+            figures.print(observer.rate);
         }
-        println!(
-            "observer: {} of {} observations under load saw a block more than one behind the last commit; {} read errors",
-            observer.stale_under_load, observer.observations_under_load, observer.errors
-        );
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use alloy_primitives::B256;
@@ -13,9 +13,12 @@ use strata_storage::{CacheKind, CacheStats, Durability, Options, Regime, StateDb
 
 use super::ReplayArgs;
 use super::apply::{check_reads, stage_writes};
-use super::observer::{KeyPool, ObserverReport, ObserverStats, observe};
 use super::source::{Start, TraceSource};
 use crate::CliError;
+use crate::observer::{
+    KeyPool, OBSERVER_REGIME, ObserverFigures, ObserverProcess, ObserverReport, Window,
+    monotonic_ns, observe,
+};
 
 /// How long the observer measures the idle store before the blocks.
 const IDLE_OBSERVATION: Duration = Duration::from_millis(1500);
@@ -88,6 +91,7 @@ pub(super) fn replay_once(
             1 => Durability::EveryBlock,
             n => Durability::EveryN(n),
         },
+        share_with_readers: args.observer_process,
         ..Options::default()
     };
     let db = StateDb::open(&datadir, options).map_err(CliError::storage(&datadir))?;
@@ -99,34 +103,78 @@ pub(super) fn replay_once(
     } else {
         Duration::ZERO
     };
-    let last_committed = AtomicU64::new(db.last_block().unwrap_or(0));
-
-    let mut observer = None;
-    if let Some(rate) = args.observer {
-        let keys = KeyPool::collect(start.genesis.as_ref(), source.peek_block()?);
-        let never = AtomicBool::new(false);
-        let deadline = Some(Instant::now() + IDLE_OBSERVATION);
-        let idle = observe(&db, &keys, rate, &last_committed, &never, deadline, 1);
-        observer = Some((keys, rate, idle));
-    }
-    db.metrics().snapshot_and_reset();
+    let committed_before = db.last_block();
+    let keys = match args.observer {
+        Some(_) => Some(KeyPool::collect(
+            start.genesis.as_ref(),
+            source.peek_block()?,
+        )),
+        None => None,
+    };
+    let process = match args.observer {
+        Some(rate) if args.observer_process => Some(ObserverProcess::spawn(
+            &datadir,
+            &args.trace,
+            args.genesis.as_deref(),
+            rate,
+        )?),
+        _ => None,
+    };
 
     let stop = AtomicBool::new(false);
-    let (outcome, under_load) = std::thread::scope(|scope| {
-        let handle = observer.as_ref().map(|(keys, rate, _)| {
-            let (db, last_committed, stop) = (&db, &last_committed, &stop);
-            scope.spawn(move || observe(db, keys, *rate, last_committed, stop, None, 2))
+    let (outcome, thread_samples, idle, load) = std::thread::scope(|scope| {
+        let handle = keys.as_ref().zip(args.observer).map(|(keys, rate)| {
+            let (db, stop) = (&db, &stop);
+            scope.spawn(move || {
+                let mut samples = Vec::new();
+                let open = || Ok(db.reader(OBSERVER_REGIME));
+                observe(&open, keys, rate, stop, None, 1, &mut |s| samples.push(s));
+                samples
+            })
         });
-        let outcome = block_loop(&db, &datadir, &mut source, resumed_at, &last_committed);
+        let idle_start = monotonic_ns();
+        if handle.is_some() {
+            std::thread::sleep(IDLE_OBSERVATION);
+        }
+        let idle = Window {
+            start_ns: idle_start,
+            end_ns: monotonic_ns(),
+        };
+        // The block loop's reads only (the idle observations are not).
+        db.metrics().snapshot_and_reset();
+        let outcome = block_loop(&db, &datadir, &mut source, resumed_at);
+        let load = Window {
+            start_ns: idle.end_ns,
+            end_ns: monotonic_ns(),
+        };
         stop.store(true, Ordering::Release);
-        let under_load = handle.map(|h| h.join().unwrap_or_else(|_| ObserverStats::failed()));
-        (outcome, under_load)
+        let samples = handle.map(|h| h.join());
+        (outcome, samples, idle, load)
     });
+    let process_samples = process.map(ObserverProcess::finish);
     let totals = outcome?;
+    let process_samples = process_samples.transpose()?;
     let reads = db.metrics().snapshot_and_reset();
-    let observer = observer
-        .zip(under_load)
-        .map(|((_, rate, idle), load)| ObserverReport::new(rate, idle, load));
+    let observer = args.observer.map(|rate| {
+        let figures = |name, samples: &[_]| {
+            ObserverFigures::new(name, samples, idle, load, committed_before, &totals.commits)
+        };
+        let mut observers = Vec::new();
+        match thread_samples {
+            Some(Ok(samples)) => observers.push(figures("thread", &samples)),
+            // A panicked observer thread counts as a failed read.
+            Some(Err(_)) => {
+                let mut failed = figures("thread", &[]);
+                failed.errors += 1;
+                observers.push(failed);
+            }
+            None => {}
+        }
+        if let Some(samples) = &process_samples {
+            observers.push(figures("process", samples));
+        }
+        ObserverReport { rate, observers }
+    });
     Ok(RunResult {
         warmers,
         cache,
@@ -210,6 +258,8 @@ struct Totals {
     gas: Option<u64>,
     keys: u64,
     roots_checked: u64,
+    /// (monotonic ns once `commit()` returned, block) of every commit.
+    commits: Vec<(u64, u64)>,
 }
 
 fn block_loop(
@@ -217,7 +267,6 @@ fn block_loop(
     datadir: &Path,
     source: &mut TraceSource,
     resumed_at: Option<u64>,
-    last_committed: &AtomicU64,
 ) -> Result<Totals, CliError> {
     let trace = source.path().to_owned();
     let started = Instant::now();
@@ -230,6 +279,7 @@ fn block_loop(
         gas: Some(0),
         keys: 0,
         roots_checked: 0,
+        commits: Vec::new(),
     };
     let mut progress = Progress::new();
     let mut expected_next = resumed_at.map_or(0, |b| b + 1);
@@ -259,7 +309,7 @@ fn block_loop(
         let info = writer.commit().map_err(CliError::storage(datadir))?;
         totals.commit += commit_started.elapsed();
         totals.commitment += info.commitment_time;
-        last_committed.store(info.block, Ordering::Release);
+        totals.commits.push((monotonic_ns(), info.block));
         if let Some(expected) = block.state_root {
             totals.roots_checked += 1;
             if info.root != expected {

@@ -13,15 +13,15 @@ use crate::CliError;
 use crate::trace::{TraceBlock, TraceLine, TraceReader};
 
 /// Where a trace starts.
-pub(super) struct Start {
+pub(crate) struct Start {
     /// The initial state, if the trace or `--genesis` gives one.
-    pub(super) genesis: Option<GenesisAlloc>,
+    pub(crate) genesis: Option<GenesisAlloc>,
     /// The root the trace states for it.
-    pub(super) genesis_root: Option<B256>,
+    pub(crate) genesis_root: Option<B256>,
 }
 
 /// A trace being read: its start and the stream of blocks.
-pub(super) struct TraceSource {
+pub(crate) struct TraceSource {
     path: PathBuf,
     reader: TraceReader<BufReader<File>>,
     /// The first block, already read (the first line when there is no genesis line).
@@ -30,7 +30,7 @@ pub(super) struct TraceSource {
 
 impl TraceSource {
     /// Open `path`, read its first line and resolve the start state.
-    pub(super) fn open(
+    pub(crate) fn open(
         path: &Path,
         genesis_file: Option<&Path>,
     ) -> Result<(Self, Start), CliError> {
@@ -81,7 +81,7 @@ impl TraceSource {
     }
 
     /// The next block, or `None` at the end of the trace.
-    pub(super) fn next_block(&mut self) -> Result<Option<TraceBlock>, CliError> {
+    pub(crate) fn next_block(&mut self) -> Result<Option<TraceBlock>, CliError> {
         if let Some(block) = self.pending.take() {
             return Ok(Some(block));
         }
@@ -94,7 +94,7 @@ impl TraceSource {
     }
 
     /// Peek at the first block without consuming it.
-    pub(super) fn peek_block(&mut self) -> Result<Option<&TraceBlock>, CliError> {
+    pub(crate) fn peek_block(&mut self) -> Result<Option<&TraceBlock>, CliError> {
         if self.pending.is_none() {
             self.pending = self.next_block()?;
         }
@@ -102,7 +102,7 @@ impl TraceSource {
     }
 
     /// The trace file.
-    pub(super) fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 }

@@ -1,0 +1,131 @@
+//! `strata observe --datadir DIR --trace FILE`: a second process that opens
+//! a datadir read-only — while another process writes it, or not — and
+//! every 1/RATE s reads the head, a random account and a random slot drawn
+//! from the trace's keys, timing each read. Prints percentiles at the end,
+//! or with `--samples` one line per observation (what `strata replay
+//! --observer-process` reads).
+
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use strata_storage::{Options, ReadOnlyStateDb};
+
+use super::replay::TraceSource;
+use crate::CliError;
+use crate::observer::{KeyPool, OBSERVER_REGIME, Percentiles, READS, Sample, format_ns, observe};
+
+/// Arguments of `strata observe`.
+#[derive(Debug, Clone, Args)]
+pub struct ObserveArgs {
+    /// The data directory, opened read-only (its writer must share it:
+    /// `Options::share_with_readers`, as `strata replay --observer-process` does).
+    #[arg(long, value_name = "DIR")]
+    pub datadir: PathBuf,
+    /// The trace whose genesis and first block give the keys to read.
+    #[arg(long, value_name = "FILE")]
+    pub trace: PathBuf,
+    /// Genesis file, when the trace has no genesis line.
+    #[arg(long, value_name = "FILE")]
+    pub genesis: Option<PathBuf>,
+    /// Observations per second.
+    #[arg(long, value_name = "RATE", default_value_t = 1000.0, value_parser = super::replay::observer_rate)]
+    pub rate: f64,
+    /// How long to observe, in seconds (with --samples: until standard
+    /// input closes, or this long if given).
+    #[arg(long, value_name = "SECS")]
+    pub duration: Option<f64>,
+    /// Print `ready`, then one line per observation (`at_ns block head_ns
+    /// account_ns storage_ns errors`, monotonic clock, `-` for none) until
+    /// standard input closes.
+    #[arg(long)]
+    pub samples: bool,
+}
+
+pub(super) fn run(args: ObserveArgs) -> Result<(), CliError> {
+    if let Some(secs) = args.duration
+        && !(secs.is_finite() && secs > 0.0)
+    {
+        return Err(CliError::Usage(format!(
+            "invalid --duration {secs} (expected seconds > 0)"
+        )));
+    }
+    let (mut source, start) = TraceSource::open(&args.trace, args.genesis.as_deref())?;
+    let keys = KeyPool::collect(start.genesis.as_ref(), source.peek_block()?);
+    let options = Options {
+        db_cache_bytes: 256 << 20,
+        ..Options::default()
+    };
+    let db =
+        ReadOnlyStateDb::open(&args.datadir, &options).map_err(CliError::storage(&args.datadir))?;
+    let deadline = args
+        .duration
+        .map(|secs| Instant::now() + Duration::from_secs_f64(secs))
+        .or_else(|| (!args.samples).then(|| Instant::now() + Duration::from_secs(10)));
+    let stop = Arc::new(AtomicBool::new(false));
+    let open = || db.reader(OBSERVER_REGIME);
+    if args.samples {
+        // The parent closes our input to stop us (a detached thread: it may
+        // still be waiting when a deadline ends the observation).
+        let closed = stop.clone();
+        std::thread::spawn(move || {
+            let mut sink = Vec::new();
+            let _ = std::io::stdin().lock().read_until(0, &mut sink);
+            closed.store(true, Ordering::Release);
+        });
+        let stdout = std::io::stdout();
+        let mut out = std::io::BufWriter::new(stdout.lock());
+        writeln!(out, "{}", crate::observer::READY_LINE).map_err(CliError::Output)?;
+        out.flush().map_err(CliError::Output)?;
+        let mut failed = None;
+        observe(&open, &keys, args.rate, &stop, deadline, 2, &mut |sample| {
+            if failed.is_none()
+                && let Err(e) = writeln!(out, "{}", sample.to_line())
+            {
+                failed = Some(e);
+                stop.store(true, Ordering::Release);
+            }
+        });
+        match failed {
+            Some(e) => Err(CliError::Output(e)),
+            None => out.flush().map_err(CliError::Output),
+        }
+    } else {
+        let mut samples = Vec::new();
+        observe(&open, &keys, args.rate, &stop, deadline, 2, &mut |s| {
+            samples.push(s)
+        });
+        print_summary(&samples);
+        Ok(())
+    }
+}
+
+fn print_summary(samples: &[Sample]) {
+    let blocks: Vec<u64> = samples.iter().filter_map(|s| s.block).collect();
+    println!(
+        "{} observations, blocks {}..={}, {} read errors",
+        samples.len(),
+        blocks.iter().min().map_or("-".into(), u64::to_string),
+        blocks.iter().max().map_or("-".into(), u64::to_string),
+        samples.iter().map(|s| u64::from(s.errors)).sum::<u64>()
+    );
+    println!(
+        "{:<8} {:>7} {:>9} {:>9} {:>9} {:>9}",
+        "read", "n", "p50", "p99", "p99.9", "worst"
+    );
+    for (kind, read) in READS {
+        let p = Percentiles::of(samples.iter().filter_map(read));
+        println!(
+            "{:<8} {:>7} {:>9} {:>9} {:>9} {:>9}",
+            kind,
+            p.count,
+            format_ns(p.p50_ns),
+            format_ns(p.p99_ns),
+            format_ns(p.p999_ns),
+            format_ns(p.max_ns)
+        );
+    }
+}
