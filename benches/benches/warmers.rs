@@ -33,14 +33,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use alloy_primitives::{Address, B256, U256};
+use alloy_primitives::{Address, U256};
 use bytes::Bytes;
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
+use strata_benches::{BlockWrite, block_writes, genesis_with_contracts, machine_load};
 use strata_cache::{CacheKind, PrefixCache, build_cache};
-use strata_storage::genesis::{GenesisAccount, GenesisAlloc};
+use strata_storage::genesis::GenesisAlloc;
 use strata_storage::telemetry::MetricsSnapshot;
 use strata_storage::telemetry::{MutexReadMetrics, ReadMetrics, ReadRecorder, Tier};
 use strata_storage::{Account, Domain, Options, Regime, StateDb};
@@ -192,18 +193,6 @@ fn for_a_while<T: Send>(
             cpu: cpu.map(Duration::from_nanos),
         }
     })
-}
-
-/// The machine's load when a table starts: runnable tasks and 1-min load.
-fn machine_load() -> String {
-    let loadavg = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    let mut fields = loadavg.split_whitespace();
-    let one_minute = fields.next().unwrap_or("?");
-    let running = fields
-        .next()
-        .and_then(|f| f.split('/').next())
-        .unwrap_or("?");
-    format!("load avg {one_minute}, {running} runnable tasks (before starting)")
 }
 
 fn percentile(sorted: &[u64], q: f64) -> u64 {
@@ -652,45 +641,11 @@ fn sweep_options(config: StoreConfig, warmers: usize) -> Options {
 
 /// A genesis of `accounts` accounts (one in 50 with 20 slots) and one block
 /// touching 2,000 accounts and 6,000 slots of it.
-fn sweep_state(accounts: usize) -> (GenesisAlloc, Vec<(Address, Option<B256>, u64)>) {
+fn sweep_state(accounts: usize) -> (GenesisAlloc, Vec<BlockWrite>) {
     let mut rng = StdRng::seed_from_u64(0x5745_4550);
-    let mut alloc = GenesisAlloc::new();
-    let mut with_storage = Vec::new();
-    for i in 0..accounts {
-        let address = Address::from(rng.random::<[u8; 20]>());
-        let mut account = GenesisAccount {
-            nonce: rng.random::<u16>() as u64,
-            balance: U256::from(rng.random::<u64>()),
-            ..GenesisAccount::default()
-        };
-        if i % 50 == 0 {
-            for _ in 0..20 {
-                account.storage.insert(
-                    B256::from(rng.random::<[u8; 32]>()),
-                    U256::from(rng.random::<u32>() | 1),
-                );
-            }
-            with_storage.push(address);
-        }
-        alloc.insert(address, account);
-    }
+    let (alloc, contracts) = genesis_with_contracts(accounts, &mut rng);
     let addresses: Vec<Address> = alloc.keys().copied().collect();
-    let mut writes = Vec::new();
-    for _ in 0..2000 {
-        writes.push((
-            addresses[rng.random_range(0..addresses.len())],
-            None,
-            rng.random::<u64>(),
-        ));
-    }
-    for _ in 0..6000 {
-        let contract = with_storage[rng.random_range(0..with_storage.len())];
-        writes.push((
-            contract,
-            Some(B256::from(rng.random::<[u8; 32]>())),
-            rng.random::<u64>() | 1,
-        ));
-    }
+    let writes = block_writes(&addresses, &contracts, 2000, 6000, &mut rng);
     (alloc, writes)
 }
 
@@ -700,7 +655,7 @@ fn sweep_once(
     dir: &std::path::Path,
     config: StoreConfig,
     warmers: usize,
-    writes: &[(Address, Option<B256>, u64)],
+    writes: &[BlockWrite],
 ) -> (Duration, MetricsSnapshot) {
     let db = StateDb::open(dir, sweep_options(config, warmers)).expect("open");
     db.metrics().reset();

@@ -6,11 +6,11 @@ use super::{READS, Sample};
 
 /// A span of the monotonic clock, `[start_ns, end_ns)`.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Window {
+pub struct Window {
     /// First nanosecond of the window.
-    pub(crate) start_ns: u64,
+    pub start_ns: u64,
     /// First nanosecond after it.
-    pub(crate) end_ns: u64,
+    pub end_ns: u64,
 }
 
 impl Window {
@@ -76,7 +76,7 @@ impl ObserverFigures {
     /// Figures of `samples` split into `idle` and `load`. `commits` lists
     /// `(monotonic ns once commit() had returned, block)` in order;
     /// `committed_before` is the last block committed before the first.
-    pub(crate) fn new(
+    pub fn new(
         observer: &'static str,
         samples: &[Sample],
         idle: Window,

@@ -22,7 +22,7 @@ use strata_storage::{Regime, StateReader};
 
 use crate::trace::TraceBlock;
 
-pub(crate) use figures::Window;
+pub use figures::Window;
 pub use figures::{ObserverFigures, ObserverReport, Percentiles, format_ns};
 pub(crate) use process::{ObserverProcess, READY_LINE};
 
@@ -31,14 +31,14 @@ const POOL_LIMIT: usize = 1 << 16;
 
 /// Keys the observer samples from: the genesis and the first block.
 #[derive(Debug, Default)]
-pub(crate) struct KeyPool {
+pub struct KeyPool {
     accounts: Vec<Address>,
     slots: Vec<(Address, B256)>,
 }
 
 impl KeyPool {
     /// Collect keys from the genesis (if any) and the first block (if any).
-    pub(crate) fn collect(genesis: Option<&GenesisAlloc>, first: Option<&TraceBlock>) -> Self {
+    pub fn collect(genesis: Option<&GenesisAlloc>, first: Option<&TraceBlock>) -> Self {
         let mut pool = KeyPool::default();
         for (address, account) in genesis.into_iter().flatten() {
             if pool.accounts.len() < POOL_LIMIT {
@@ -59,11 +59,16 @@ impl KeyPool {
         }
         pool
     }
+
+    /// A pool of the given accounts and slots.
+    pub fn new(accounts: Vec<Address>, slots: Vec<(Address, B256)>) -> Self {
+        KeyPool { accounts, slots }
+    }
 }
 
 /// Nanoseconds on the monotonic clock (`CLOCK_MONOTONIC`): comparable
 /// between processes of one machine, unlike `Instant`.
-pub(crate) fn monotonic_ns() -> u64 {
+pub fn monotonic_ns() -> u64 {
     let now = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
     (now.tv_sec as u64)
         .saturating_mul(1_000_000_000)
@@ -72,19 +77,19 @@ pub(crate) fn monotonic_ns() -> u64 {
 
 /// One observation: when it started, the block it saw and how long each read took.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Sample {
+pub struct Sample {
     /// [`monotonic_ns`] before the read handle was opened.
-    pub(crate) at_ns: u64,
+    pub at_ns: u64,
     /// The block the handle showed (`None` before genesis or when the open failed).
-    pub(crate) block: Option<u64>,
+    pub block: Option<u64>,
     /// Opening the handle and reading block and root, ns.
-    pub(crate) head_ns: u64,
+    pub head_ns: u64,
     /// The account read, ns (`None` when there was nothing to read).
-    pub(crate) account_ns: Option<u64>,
+    pub account_ns: Option<u64>,
     /// The slot read, ns.
-    pub(crate) storage_ns: Option<u64>,
+    pub storage_ns: Option<u64>,
     /// Reads of this observation that failed.
-    pub(crate) errors: u32,
+    pub errors: u32,
 }
 
 impl Sample {
@@ -135,7 +140,7 @@ impl Sample {
 /// Observe through `open` at `rate` observations per second until `stop`
 /// is set or `deadline` passes, handing each observation to `sink`. Never
 /// fails: a handle that cannot be opened or a read that fails is counted.
-pub(crate) fn observe(
+pub fn observe(
     open: &dyn Fn() -> strata_storage::Result<StateReader>,
     keys: &KeyPool,
     rate: f64,
@@ -202,7 +207,7 @@ pub(crate) const READS: [(&str, ReadTime); 3] = [
 ];
 
 /// The regime observers read under: RPC-style reads, not the commitment.
-pub(crate) const OBSERVER_REGIME: Regime = Regime::Exec;
+pub const OBSERVER_REGIME: Regime = Regime::Exec;
 
 #[cfg(test)]
 mod tests {

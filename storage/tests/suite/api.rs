@@ -209,3 +209,68 @@ fn a_read_only_handle_opens_a_closed_datadir_and_sees_reopened_writers() {
     assert_eq!(reader.root(), info.root);
     assert_eq!(reader.account(&who).unwrap().map(|a| a.nonce), Some(1));
 }
+
+/// A file the follower cannot verify reaches a reader as an error naming
+/// it; until then readers keep the last snapshot whose files are open.
+#[test]
+fn a_read_only_handle_reports_a_damaged_new_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let shared = Options {
+        share_with_readers: true,
+        ..small_options()
+    };
+    let db = StateDb::open(dir.path(), shared).unwrap();
+    let write = |number: u64| {
+        let mut writer = db.begin_block(number).unwrap();
+        writer.put_account(
+            Address::with_last_byte(number as u8),
+            &Account {
+                nonce: number,
+                ..Account::default()
+            },
+        );
+        writer.commit().unwrap();
+    };
+    for number in 0..4u64 {
+        write(number);
+    }
+    let follower = ReadOnlyStateDb::open(dir.path(), &Options::default()).unwrap();
+    assert_eq!(follower.last_block().unwrap(), Some(3));
+    let files_dir = dir.path().join(strata_storage::FILES_DIR);
+    let listed = |dir: &std::path::Path| -> std::collections::BTreeSet<std::path::PathBuf> {
+        std::fs::read_dir(dir)
+            .map(|entries| entries.map(|e| e.unwrap().path()).collect())
+            .unwrap_or_default()
+    };
+    let before = listed(&files_dir);
+    for number in 4..12u64 {
+        write(number);
+    }
+    db.compact().unwrap();
+    let victim = listed(&files_dir)
+        .difference(&before)
+        .find(|p| p.to_string_lossy().contains("account"))
+        .cloned()
+        .expect("compaction wrote a new account file");
+    let mut bytes = std::fs::read(&victim).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x40;
+    std::fs::write(&victim, &bytes).unwrap();
+
+    // Readers never see a half-opened state: the last whole snapshot, then
+    // the refresher's failure as an error that names the file.
+    let name = victim.file_name().unwrap().to_string_lossy().into_owned();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let error = loop {
+        match follower.reader(Regime::Exec) {
+            Ok(reader) => {
+                assert_eq!(reader.block(), Some(3), "a snapshot without its files");
+                assert!(std::time::Instant::now() < deadline, "no error surfaced");
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            Err(error) => break error,
+        }
+    };
+    assert!(matches!(error, Error::File(_)), "{error}");
+    assert!(error.to_string().contains(&name), "{error}");
+}
