@@ -47,6 +47,9 @@ pub struct Options {
     /// [`Durability::EveryBlock`], since a non-durable commit exists only in
     /// the writer's memory.
     pub share_with_readers: bool,
+    /// How often a [`crate::ReadOnlyStateDb`] looks for new commits (its
+    /// readers see a commit within about this long of its landing).
+    pub follow_interval: std::time::Duration,
 }
 
 impl Default for Options {
@@ -65,6 +68,7 @@ impl Default for Options {
             db_cache_bytes: 1 << 30,
             mutex_telemetry_baseline: false,
             share_with_readers: false,
+            follow_interval: std::time::Duration::from_millis(1),
         }
     }
 }

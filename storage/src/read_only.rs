@@ -3,22 +3,22 @@
 //!
 //! The writer opens its redb file in redb's `SingleWriter` mode
 //! ([`crate::Options::share_with_readers`]); this side opens it read-only in
-//! the same mode. Every [`ReadOnlyStateDb::reader`] call begins a fresh redb
-//! read transaction and reads the head and the file manifest *from that
-//! transaction*, so a handle always shows one whole committed block.
-//!
-//! Files are opened (and verified completely) off the read path: while the
-//! newest commit lists a file not yet open, readers get the newest snapshot
-//! whose files are, and a refresher thread opens the new files. Files
-//! already open are reused while later manifests still list them.
+//! the same mode. A follower thread polls for new commits every
+//! [`crate::Options::follow_interval`]: it begins a redb read transaction,
+//! reads the head and the file manifest *from that transaction*, opens (and
+//! verifies) any file the manifest newly lists, and publishes the snapshot.
+//! Readers take the published snapshot — one whole committed block — and
+//! never wait: not on redb's header lock while the writer commits, not on
+//! the verification of a new file.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use alloy_primitives::B256;
-use arc_swap::{ArcSwap, ArcSwapOption};
+use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
 use redb::{ReadOnlyDatabase, ReadTransaction, ReadableDatabase};
 
@@ -43,30 +43,28 @@ const REFRESH_ATTEMPTS: usize = 16;
 ///
 /// Never writes: no maintenance, no orphan removal, no recovery. Readers
 /// never wait on the writer's commits, its background maintenance or the
-/// verification of new files.
+/// verification of new files; they see a commit within about one
+/// [`crate::Options::follow_interval`] of its landing.
 pub struct ReadOnlyStateDb {
     follower: Arc<Follower>,
-    refresher: Option<JoinHandle<()>>,
+    thread: Option<JoinHandle<()>>,
     metrics: Arc<ReadMetrics>,
 }
 
-/// What the handle and its refresher thread share.
+/// What the handle and its follower thread share.
 struct Follower {
     datadir: PathBuf,
     files_dir: PathBuf,
     db: ReadOnlyDatabase,
     fs: Arc<dyn FileSystem>,
-    /// The newest file set opened.
-    files: ArcSwap<FileSet>,
-    /// The newest snapshot handed out: what readers get while new files open.
-    latest: ArcSwapOption<Snapshot>,
-    /// Set to wake the refresher; the refresher clears it.
-    wanted: Mutex<bool>,
+    /// The newest snapshot: what readers get.
+    latest: ArcSwap<Snapshot>,
+    /// The follower thread could not open the newest commit: readers open
+    /// it themselves (and get the error).
+    follow_failed: AtomicBool,
+    /// Set to stop the follower thread; notified through `wake`.
+    stop: Mutex<bool>,
     wake: Condvar,
-    /// The refresher could not open the newest files: readers open them
-    /// themselves (and get the error).
-    refresh_failed: AtomicBool,
-    stop: AtomicBool,
 }
 
 impl ReadOnlyStateDb {
@@ -98,37 +96,35 @@ impl ReadOnlyStateDb {
                 source: other.into(),
             },
         })?;
-        let follower = Follower {
-            files_dir: datadir.join(FILES_DIR),
-            datadir,
-            db,
-            fs: Arc::new(OsFileSystem),
-            files: ArcSwap::from_pointee(FileSet::default()),
-            latest: ArcSwapOption::empty(),
-            wanted: Mutex::new(false),
-            wake: Condvar::new(),
-            refresh_failed: AtomicBool::new(false),
-            stop: AtomicBool::new(false),
-        };
+        let files_dir = datadir.join(FILES_DIR);
+        let fs: Arc<dyn FileSystem> = Arc::new(OsFileSystem);
         // Fail now, not at the first read, on a datadir that cannot be read.
-        let first = follower.open_newest()?;
-        follower.publish(&Arc::new(first));
-        let follower = Arc::new(follower);
+        let first = open_newest(&db, &datadir, &files_dir, &fs, &Arc::default())?;
+        let follower = Arc::new(Follower {
+            datadir,
+            files_dir,
+            db,
+            fs,
+            latest: ArcSwap::from_pointee(first),
+            follow_failed: AtomicBool::new(false),
+            stop: Mutex::new(false),
+            wake: Condvar::new(),
+        });
         let worker = follower.clone();
-        let refresher = std::thread::Builder::new()
+        let interval = options.follow_interval;
+        let thread = std::thread::Builder::new()
             .name("strata-follower".into())
-            .spawn(move || worker.refresh_loop())
-            .map_err(|e| Error::Maintenance(format!("start the file refresher: {e}")))?;
+            .spawn(move || worker.follow(interval))
+            .map_err(|e| Error::Maintenance(format!("start the follower thread: {e}")))?;
         Ok(ReadOnlyStateDb {
             follower,
-            refresher: Some(refresher),
+            thread: Some(thread),
             metrics: Arc::new(ReadMetrics::from_env(options.read_metrics)),
         })
     }
 
-    /// A read handle on the newest committed block whose files are open:
-    /// the last committed block, except while a newly listed file is being
-    /// verified.
+    /// A read handle on the newest committed block the follower thread
+    /// has published (whose files are open and verified).
     pub fn reader(&self, regime: Regime) -> Result<StateReader> {
         Ok(StateReader::new(
             self.follower.snapshot()?,
@@ -136,6 +132,15 @@ impl ReadOnlyStateDb {
             regime,
             self.metrics.clone(),
         ))
+    }
+
+    /// Looks for a new commit now, without waiting for the follower
+    /// thread, and returns the block readers see afterwards. Errors (a new
+    /// file that fails verification) name what is wrong; readers keep the
+    /// last whole snapshot.
+    pub fn refresh(&self) -> Result<Option<u64>> {
+        self.follower.refresh()?;
+        Ok(self.follower.latest.load().block())
     }
 
     /// The block [`ReadOnlyStateDb::reader`] shows now, or `None` before genesis.
@@ -161,140 +166,152 @@ impl ReadOnlyStateDb {
 
 impl Drop for ReadOnlyStateDb {
     fn drop(&mut self) {
-        self.follower.stop.store(true, Ordering::Release);
-        {
-            let mut wanted = self.follower.wanted.lock();
-            *wanted = true;
-            self.follower.wake.notify_one();
-        }
-        if let Some(thread) = self.refresher.take() {
+        *self.follower.stop.lock() = true;
+        self.follower.wake.notify_one();
+        if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
     }
 }
 
 impl Follower {
-    /// The newest commit if its files are open, else the newest snapshot
-    /// handed out so far (and the refresher is woken to open the files).
+    /// The published snapshot; after a failure of the follower thread, the
+    /// newest commit opened on this thread, so this reader gets the error.
     fn snapshot(&self) -> Result<Arc<Snapshot>> {
-        let (txn, meta) = self.begin()?;
-        let files = self.files.load_full();
-        if files.manifest == meta.manifest {
-            let fresh = Arc::new(Snapshot::from_txn(txn, meta.head, files)?);
-            self.publish(&fresh);
+        if self.follow_failed.swap(false, Ordering::AcqRel) {
+            let fresh = Arc::new(self.open_newest()?);
+            self.latest.store(fresh.clone());
             return Ok(fresh);
         }
-        drop(txn);
-        let latest = match self.latest.load_full() {
-            Some(latest) if !self.refresh_failed.swap(false, Ordering::AcqRel) => latest,
-            // The refresher failed: open on this thread, so this reader
-            // gets the error.
-            _ => {
-                let fresh = Arc::new(self.open_newest()?);
-                self.publish(&fresh);
-                return Ok(fresh);
-            }
-        };
-        let mut wanted = self.wanted.lock();
-        *wanted = true;
-        self.wake.notify_one();
-        drop(wanted);
-        Ok(latest)
+        Ok(self.latest.load_full())
     }
 
-    /// Makes `snapshot` the one readers fall back to, unless a newer block is.
-    fn publish(&self, snapshot: &Arc<Snapshot>) {
-        self.latest.rcu(|current| match current {
-            Some(current) if current.block() > snapshot.block() => Some(current.clone()),
-            _ => Some(snapshot.clone()),
-        });
-    }
-
-    /// Opens the files of the newest commits until they are all open.
-    fn refresh_loop(&self) {
+    /// Polls for new commits every `interval` and publishes each. After a
+    /// failure it waits longer (up to a second) and logs each new error once.
+    fn follow(&self, interval: Duration) {
+        let mut wait = interval;
+        let mut last_error = String::new();
         loop {
             {
-                let mut wanted = self.wanted.lock();
-                while !*wanted {
-                    self.wake.wait(&mut wanted);
+                let mut stop = self.stop.lock();
+                if !*stop {
+                    self.wake.wait_for(&mut stop, wait);
                 }
-                *wanted = false;
+                if *stop {
+                    return;
+                }
             }
-            if self.stop.load(Ordering::Acquire) {
-                return;
-            }
-            match self.open_newest() {
-                Ok(snapshot) => self.publish(&Arc::new(snapshot)),
+            match self.refresh() {
+                Ok(()) => {
+                    wait = interval;
+                    last_error.clear();
+                }
                 Err(error) => {
-                    tracing::warn!(%error, "read-only follower: cannot open the newest files");
-                    self.refresh_failed.store(true, Ordering::Release);
+                    let text = error.to_string();
+                    if text != last_error {
+                        tracing::warn!(%error, "read-only follower: cannot open the newest commit");
+                        last_error = text;
+                    }
+                    self.follow_failed.store(true, Ordering::Release);
+                    wait = (wait * 2).clamp(interval, Duration::from_secs(1));
                 }
             }
         }
     }
 
-    /// A read transaction on the newest commit and the metadata it holds.
-    fn begin(&self) -> Result<(ReadTransaction, Meta)> {
-        let txn = self.db.begin_read().map_err(db_err("begin read"))?;
-        let meta = {
-            let table = txn.open_table(META).map_err(|e| match e {
-                redb::TableError::TableDoesNotExist(_) => Error::NotADatadir {
-                    path: self.datadir.clone(),
-                    what: "the database holds no strata metadata",
-                },
-                other => db_err("open meta")(other),
-            })?;
-            match meta::load(&table)? {
-                None => {
-                    return Err(Error::NotADatadir {
-                        path: self.datadir.clone(),
-                        what: "the database holds no strata metadata",
-                    });
+    /// Publishes the newest commit if it differs from the published one.
+    fn refresh(&self) -> Result<()> {
+        let current = self.latest.load_full();
+        let (txn, meta) = begin(&self.db, &self.datadir)?;
+        let head_hash = |snapshot: &Snapshot| match meta.head {
+            Some(head) => snapshot.block_hash(head.block),
+            None => Ok(None),
+        };
+        if meta.head == current.head && meta.manifest == current.files.manifest {
+            // The same (block, root, files); a reorg to a sibling with the
+            // same state root still differs in the block's hash.
+            let fresh = Snapshot::from_txn(txn, meta.head, current.files.clone())?;
+            if head_hash(&fresh)? == head_hash(&current)? {
+                return Ok(());
+            }
+            self.latest.store(Arc::new(fresh));
+            return Ok(());
+        }
+        drop(txn);
+        self.latest.store(Arc::new(self.open_newest()?));
+        Ok(())
+    }
+
+    fn open_newest(&self) -> Result<Snapshot> {
+        let current = self.latest.load_full();
+        open_newest(
+            &self.db,
+            &self.datadir,
+            &self.files_dir,
+            &self.fs,
+            &current.files,
+        )
+    }
+}
+
+/// A read transaction on the newest commit and the metadata it holds.
+fn begin(db: &ReadOnlyDatabase, datadir: &Path) -> Result<(ReadTransaction, Meta)> {
+    let txn = db.begin_read().map_err(db_err("begin read"))?;
+    let no_meta = || Error::NotADatadir {
+        path: datadir.to_path_buf(),
+        what: "the database holds no strata metadata",
+    };
+    let meta = {
+        let table = txn.open_table(META).map_err(|e| match e {
+            redb::TableError::TableDoesNotExist(_) => no_meta(),
+            other => db_err("open meta")(other),
+        })?;
+        match meta::load(&table)? {
+            None => return Err(no_meta()),
+            Some((found, _)) if found != FORMAT_VERSION => {
+                return Err(Error::UnsupportedFormat {
+                    path: datadir.join(DB_FILE),
+                    found,
+                    supported: FORMAT_VERSION,
+                });
+            }
+            Some((_, meta)) => meta,
+        }
+    };
+    Ok((txn, meta))
+}
+
+/// A snapshot of the newest commit with the files its manifest lists,
+/// reusing those `previous` holds. A file pruned between the transaction and
+/// its open (the manifest was already superseded) starts over from a newer
+/// commit.
+fn open_newest(
+    db: &ReadOnlyDatabase,
+    datadir: &Path,
+    files_dir: &Path,
+    fs: &Arc<dyn FileSystem>,
+    previous: &Arc<FileSet>,
+) -> Result<Snapshot> {
+    let mut last_missing = None;
+    for _ in 0..REFRESH_ATTEMPTS {
+        let (txn, meta) = begin(db, datadir)?;
+        let files = if previous.manifest == meta.manifest {
+            previous.clone()
+        } else {
+            match FileSet::open_reusing(fs, files_dir, meta.manifest, previous) {
+                Ok(files) => Arc::new(files),
+                Err(Error::File(FileError::Io { file, op, source }))
+                    if source.kind() == std::io::ErrorKind::NotFound =>
+                {
+                    last_missing = Some(FileError::Io { file, op, source });
+                    continue;
                 }
-                Some((found, _)) if found != FORMAT_VERSION => {
-                    return Err(Error::UnsupportedFormat {
-                        path: self.datadir.join(DB_FILE),
-                        found,
-                        supported: FORMAT_VERSION,
-                    });
-                }
-                Some((_, meta)) => meta,
+                Err(other) => return Err(other),
             }
         };
-        Ok((txn, meta))
+        return Snapshot::from_txn(txn, meta.head, files);
     }
-
-    /// A snapshot of the newest commit, opening the files its manifest
-    /// lists (on the caller's thread).
-    fn open_newest(&self) -> Result<Snapshot> {
-        let mut last_missing = None;
-        for _ in 0..REFRESH_ATTEMPTS {
-            let (txn, meta) = self.begin()?;
-            let previous = self.files.load_full();
-            let files = if previous.manifest == meta.manifest {
-                previous
-            } else {
-                match FileSet::open_reusing(&self.fs, &self.files_dir, meta.manifest, &previous) {
-                    Ok(files) => {
-                        let files = Arc::new(files);
-                        self.files.store(files.clone());
-                        files
-                    }
-                    // The writer pruned a file this (already superseded)
-                    // manifest lists: start over from a newer commit.
-                    Err(Error::File(FileError::Io { file, op, source }))
-                        if source.kind() == std::io::ErrorKind::NotFound =>
-                    {
-                        last_missing = Some(FileError::Io { file, op, source });
-                        continue;
-                    }
-                    Err(other) => return Err(other),
-                }
-            };
-            return Snapshot::from_txn(txn, meta.head, files);
-        }
-        Err(Error::File(
-            last_missing.expect("a retry follows a missing file"),
-        ))
-    }
+    Err(Error::File(
+        last_missing.expect("a retry follows a missing file"),
+    ))
 }

@@ -204,14 +204,30 @@ fn a_read_only_handle_opens_a_closed_datadir_and_sees_reopened_writers() {
     // A writer comes back while the handle stays open; its commits show.
     let db = StateDb::open(dir.path(), shared).unwrap();
     let info = write(&db, 1);
-    let reader = follower.reader(Regime::Exec).unwrap();
-    assert_eq!(reader.block(), Some(1));
+    let reader = wait_for_block(&follower, 1);
     assert_eq!(reader.root(), info.root);
     assert_eq!(reader.account(&who).unwrap().map(|a| a.nonce), Some(1));
 }
 
-/// A file the follower cannot verify reaches a reader as an error naming
-/// it; until then readers keep the last snapshot whose files are open.
+/// The follower's reader once it shows `block` (it polls every millisecond).
+fn wait_for_block(follower: &ReadOnlyStateDb, block: u64) -> strata_storage::StateReader {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let reader = follower.reader(Regime::Exec).unwrap();
+        if reader.block() == Some(block) {
+            return reader;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the handle never showed block {block} (at {:?})",
+            reader.block()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+/// A file the follower cannot verify is an error naming it; readers keep
+/// the last whole snapshot (never a manifest without its files).
 #[test]
 fn a_read_only_handle_reports_a_damaged_new_file() {
     let dir = tempfile::tempdir().unwrap();
@@ -234,7 +250,12 @@ fn a_read_only_handle_reports_a_damaged_new_file() {
     for number in 0..4u64 {
         write(number);
     }
-    let follower = ReadOnlyStateDb::open(dir.path(), &Options::default()).unwrap();
+    // The follower thread stays out of the way: this test refreshes by hand.
+    let manual = Options {
+        follow_interval: std::time::Duration::from_secs(3600),
+        ..Options::default()
+    };
+    let follower = ReadOnlyStateDb::open(dir.path(), &manual).unwrap();
     assert_eq!(follower.last_block().unwrap(), Some(3));
     let files_dir = dir.path().join(strata_storage::FILES_DIR);
     let listed = |dir: &std::path::Path| -> std::collections::BTreeSet<std::path::PathBuf> {
@@ -257,20 +278,17 @@ fn a_read_only_handle_reports_a_damaged_new_file() {
     bytes[at] ^= 0x40;
     std::fs::write(&victim, &bytes).unwrap();
 
-    // Readers never see a half-opened state: the last whole snapshot, then
-    // the refresher's failure as an error that names the file.
     let name = victim.file_name().unwrap().to_string_lossy().into_owned();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    let error = loop {
-        match follower.reader(Regime::Exec) {
-            Ok(reader) => {
-                assert_eq!(reader.block(), Some(3), "a snapshot without its files");
-                assert!(std::time::Instant::now() < deadline, "no error surfaced");
-                std::thread::sleep(std::time::Duration::from_millis(5));
-            }
-            Err(error) => break error,
-        }
-    };
+    let error = follower.refresh().expect_err("a damaged file was accepted");
     assert!(matches!(error, Error::File(_)), "{error}");
     assert!(error.to_string().contains(&name), "{error}");
+    let reader = follower.reader(Regime::Exec).unwrap();
+    assert_eq!(reader.block(), Some(3));
+    assert_eq!(
+        reader
+            .account(&Address::with_last_byte(3))
+            .unwrap()
+            .map(|a| a.nonce),
+        Some(3)
+    );
 }
