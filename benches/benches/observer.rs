@@ -11,8 +11,10 @@
 //!
 //! `cargo bench -p strata-benches --bench observer` (100,000 accounts, 40
 //! blocks of 2,000 accounts + 6,000 slots, 1,000 observations/s).
-//! `STRATA_BENCH_ACCOUNTS`, `STRATA_BENCH_BLOCKS` and `STRATA_BENCH_RATE`
-//! change the sizes; `--test` runs a small version.
+//! `STRATA_BENCH_ACCOUNTS`, `STRATA_BENCH_BLOCKS`, `STRATA_BENCH_RATE` and
+//! `STRATA_BENCH_WARMERS` change the sizes; `--test` runs a small version.
+//! The first second of observation (filling each handle's caches) belongs
+//! to neither window.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -32,6 +34,9 @@ struct Sizes {
     accounts: usize,
     blocks: u64,
     rate: f64,
+    warmers: usize,
+    /// Observation before the idle window, discarded (fills the handles' caches).
+    warmup: Duration,
     idle: Duration,
 }
 
@@ -48,6 +53,12 @@ impl Sizes {
             accounts: var("STRATA_BENCH_ACCOUNTS", if quick { 5_000 } else { 100_000 }) as usize,
             blocks: var("STRATA_BENCH_BLOCKS", if quick { 4 } else { 40 }),
             rate: var("STRATA_BENCH_RATE", 1000) as f64,
+            warmers: var("STRATA_BENCH_WARMERS", 16) as usize,
+            warmup: if quick {
+                Duration::from_millis(100)
+            } else {
+                Duration::from_secs(1)
+            },
             idle: if quick {
                 Duration::from_millis(300)
             } else {
@@ -57,11 +68,11 @@ impl Sizes {
     }
 }
 
-fn options() -> Options {
+fn options(warmers: usize) -> Options {
     Options {
         share_with_readers: true,
         background_maintenance: true,
-        warmers: 16,
+        warmers,
         // Small steps: collate, merge and prune run every few blocks.
         step_size: 4,
         keep_steps_in_db: 1,
@@ -96,7 +107,7 @@ fn main() {
         .flat_map(|c| alloc[c].storage.keys().map(move |s| (*c, *s)))
         .collect();
     let keys = KeyPool::new(addresses.clone(), slots);
-    let db = StateDb::open(dir.path(), options()).expect("open");
+    let db = StateDb::open(dir.path(), options(sizes.warmers)).expect("open");
     db.init_genesis(&alloc).expect("genesis");
     drop(alloc);
     let follower = ReadOnlyStateDb::open(dir.path(), &Options::default()).expect("read-only open");
@@ -105,9 +116,10 @@ fn main() {
         .collect();
 
     println!(
-        "observer: {} accounts, {} blocks of 2,000 accounts + 6,000 slots, 16 warmers, step 4, {} observations/s per observer, {}",
+        "observer: {} accounts, {} blocks of 2,000 accounts + 6,000 slots, {} warmers, step 4, {} observations/s per observer, {}",
         sizes.accounts,
         sizes.blocks,
+        sizes.warmers,
         sizes.rate,
         machine_load()
     );
@@ -124,6 +136,7 @@ fn main() {
                 let open = || follower.reader(OBSERVER_REGIME);
                 collect(&open, keys, rate, stop, 2)
             });
+            std::thread::sleep(sizes.warmup);
             let idle_start = monotonic_ns();
             std::thread::sleep(sizes.idle);
             let idle = Window {
