@@ -19,12 +19,12 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use alloy_primitives::{Address, B256, U256};
-use strata_benches::{block_writes, genesis_with_contracts, machine_load, seeded};
+use alloy_primitives::{Address, B256};
+use strata_benches::{block_writes, genesis_with_contracts, machine_load, seeded, stage};
 use strata_cli::observer::{
     KeyPool, OBSERVER_REGIME, ObserverFigures, Sample, Window, format_ns, monotonic_ns, observe,
 };
-use strata_storage::{Account, Options, ReadOnlyStateDb, StateDb, StateReader};
+use strata_storage::{Options, ReadOnlyStateDb, StateDb, StateReader};
 
 /// Targets of the issue, read against the loaded window.
 const P99_RATIO_TARGET: f64 = 3.0;
@@ -147,18 +147,7 @@ fn main() {
             let mut commits = Vec::new();
             for (number, writes) in (1..).zip(&blocks) {
                 let mut writer = db.begin_block(number).expect("begin block");
-                for (address, slot, value) in writes {
-                    match slot {
-                        None => writer.put_account(
-                            *address,
-                            &Account {
-                                nonce: *value,
-                                ..Account::default()
-                            },
-                        ),
-                        Some(slot) => writer.put_storage(*address, *slot, U256::from(*value)),
-                    }
-                }
+                stage(&mut writer, writes);
                 let info = writer.commit().expect("commit");
                 commits.push((monotonic_ns(), info.block));
             }

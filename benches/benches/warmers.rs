@@ -33,18 +33,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use alloy_primitives::{Address, U256};
+use alloy_primitives::Address;
 use bytes::Bytes;
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
-use strata_benches::{BlockWrite, block_writes, genesis_with_contracts, machine_load};
+use strata_benches::{BlockWrite, block_writes, genesis_with_contracts, machine_load, stage};
 use strata_cache::{CacheKind, PrefixCache, build_cache};
 use strata_storage::genesis::GenesisAlloc;
 use strata_storage::telemetry::MetricsSnapshot;
 use strata_storage::telemetry::{MutexReadMetrics, ReadMetrics, ReadRecorder, Tier};
-use strata_storage::{Account, Domain, Options, Regime, StateDb};
+use strata_storage::{Domain, Options, Regime, StateDb};
 
 const THREADS: [usize; 5] = [1, 2, 16, 64, 256];
 
@@ -660,18 +660,7 @@ fn sweep_once(
     let db = StateDb::open(dir, sweep_options(config, warmers)).expect("open");
     db.metrics().reset();
     let mut writer = db.begin_block(1).expect("block");
-    for (address, slot, value) in writes {
-        match slot {
-            None => writer.put_account(
-                *address,
-                &Account {
-                    nonce: *value,
-                    ..Account::default()
-                },
-            ),
-            Some(slot) => writer.put_storage(*address, *slot, U256::from(*value)),
-        }
-    }
+    stage(&mut writer, writes);
     let info = writer.commit().expect("commit");
     let snapshot = db.metrics().snapshot_and_reset();
     db.unwind_to(0).expect("unwind");

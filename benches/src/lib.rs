@@ -5,6 +5,7 @@ use alloy_primitives::{Address, B256, U256};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use strata_storage::genesis::{GenesisAccount, GenesisAlloc};
+use strata_storage::{Account, BlockWriter};
 
 /// The machine's load average and runnable tasks, read before a run starts
 /// (the machines are shared: figures are read against it).
@@ -73,6 +74,22 @@ pub fn block_writes(
         ));
     }
     writes
+}
+
+/// Stages `writes` in a block: nonces as accounts, the rest as slots.
+pub fn stage(writer: &mut BlockWriter<'_>, writes: &[BlockWrite]) {
+    for (address, slot, value) in writes {
+        match slot {
+            None => writer.put_account(
+                *address,
+                &Account {
+                    nonce: *value,
+                    ..Account::default()
+                },
+            ),
+            Some(slot) => writer.put_storage(*address, *slot, U256::from(*value)),
+        }
+    }
 }
 
 /// A seeded generator for a benchmark's data.

@@ -107,15 +107,7 @@ fn verify_reports_a_damaged_file_by_name() {
     let dir = tempfile::tempdir().unwrap();
     let db = StateDb::open(dir.path(), small_options()).unwrap();
     for number in 0..12u64 {
-        let mut writer = db.begin_block(number).unwrap();
-        writer.put_account(
-            Address::with_last_byte(number as u8),
-            &Account {
-                nonce: number,
-                ..Account::default()
-            },
-        );
-        writer.commit().unwrap();
+        commit_nonce(&db, number, Address::with_last_byte(number as u8));
     }
     db.compact().unwrap();
     let clean = db.verify().unwrap();
@@ -183,17 +175,7 @@ fn a_read_only_handle_opens_a_closed_datadir_and_sees_reopened_writers() {
         ..small_options()
     };
     let who = Address::with_last_byte(9);
-    let write = |db: &StateDb, number: u64| {
-        let mut writer = db.begin_block(number).unwrap();
-        writer.put_account(
-            who,
-            &Account {
-                nonce: number,
-                ..Account::default()
-            },
-        );
-        writer.commit().unwrap()
-    };
+    let write = |db: &StateDb, number: u64| commit_nonce(db, number, who);
     let db = StateDb::open(dir.path(), shared.clone()).unwrap();
     write(&db, 0);
     drop(db);
@@ -236,17 +218,7 @@ fn a_read_only_handle_reports_a_damaged_new_file() {
         ..small_options()
     };
     let db = StateDb::open(dir.path(), shared).unwrap();
-    let write = |number: u64| {
-        let mut writer = db.begin_block(number).unwrap();
-        writer.put_account(
-            Address::with_last_byte(number as u8),
-            &Account {
-                nonce: number,
-                ..Account::default()
-            },
-        );
-        writer.commit().unwrap();
-    };
+    let write = |number: u64| commit_nonce(&db, number, Address::with_last_byte(number as u8));
     for number in 0..4u64 {
         write(number);
     }
@@ -291,4 +263,17 @@ fn a_read_only_handle_reports_a_damaged_new_file() {
             .map(|a| a.nonce),
         Some(3)
     );
+}
+
+/// Commits block `number`, which sets the nonce of `who` to `number`.
+fn commit_nonce(db: &StateDb, number: u64, who: Address) -> strata_storage::CommitInfo {
+    let mut writer = db.begin_block(number).unwrap();
+    writer.put_account(
+        who,
+        &Account {
+            nonce: number,
+            ..Account::default()
+        },
+    );
+    writer.commit().unwrap()
 }
