@@ -39,8 +39,8 @@ pub struct ObserveArgs {
     #[arg(long, value_name = "SECS")]
     pub duration: Option<f64>,
     /// Print `ready`, then one line per observation (`at_ns block head_ns
-    /// account_ns storage_ns errors`, monotonic clock, `-` for none) until
-    /// standard input closes.
+    /// account_ns storage_ns errors waited_ns`, monotonic clock, `-` for
+    /// none) until standard input closes.
     #[arg(long)]
     pub samples: bool,
 }

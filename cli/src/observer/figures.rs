@@ -70,7 +70,15 @@ pub struct ObserverFigures {
     pub observations_under_load: usize,
     /// Reads that returned an error (idle + under load).
     pub errors: u64,
+    /// Observations under load whose reads took more than [`SLOW_NS`] in all.
+    pub slow_under_load: u64,
+    /// Of those, the ones whose thread waited for a CPU for at least half
+    /// the time the reads took (preempted, not blocked by the store).
+    pub slow_preempted: u64,
 }
+
+/// An observation slower than this (all its reads together) counts as slow.
+pub const SLOW_NS: u64 = 1_000_000;
 
 impl ObserverFigures {
     /// Figures of `samples` split into `idle` and `load`. `commits` lists
@@ -106,8 +114,13 @@ impl ObserverFigures {
         let stale_under_load = in_load()
             .filter(|s| committed_at(s.at_ns).is_some_and(|c| s.block.map_or(0, |b| b + 1) < c))
             .count() as u64;
+        let slow = || in_load().filter(|s| s.total_ns() > SLOW_NS);
         ObserverFigures {
             observer,
+            slow_under_load: slow().count() as u64,
+            slow_preempted: slow()
+                .filter(|s| s.waited_ns.is_some_and(|w| w * 2 >= s.total_ns()))
+                .count() as u64,
             rows,
             stale_under_load,
             observations_under_load: in_load().count(),
@@ -160,6 +173,13 @@ impl ObserverFigures {
             "observer ({}): {} of {} observations under load saw a block more than one behind the last commit; {} read errors",
             self.observer, self.stale_under_load, self.observations_under_load, self.errors
         );
+        println!(
+            "observer ({}): {} observations under load took over {} in all; {} of them waited at least half that time for a CPU",
+            self.observer,
+            self.slow_under_load,
+            format_ns(SLOW_NS),
+            self.slow_preempted
+        );
     }
 }
 
@@ -194,6 +214,7 @@ mod tests {
             account_ns: Some(head_ns * 2),
             storage_ns: None,
             errors: 0,
+            waited_ns: Some(0),
         }
     }
 
@@ -230,6 +251,27 @@ mod tests {
         );
         let (_, _, load_storage) = figures.rows[2];
         assert_eq!(load_storage.count, 0);
+    }
+
+    #[test]
+    fn slow_observations_are_split_by_their_wait_for_a_cpu() {
+        let window = Window {
+            start_ns: 0,
+            end_ns: 100,
+        };
+        let slow = |waited| Sample {
+            waited_ns: waited,
+            ..sample(10, Some(1), 2 * SLOW_NS / 3)
+        };
+        // Reads of 2/3 ms + 4/3 ms (account) = 2 ms each.
+        let samples = [
+            slow(Some(SLOW_NS)),     // waited half of 2 ms: preempted
+            slow(Some(SLOW_NS / 2)), // waited a quarter: not
+            slow(None),              // unknown: not counted as preempted
+            sample(20, Some(1), 10), // fast
+        ];
+        let figures = ObserverFigures::new("t", &samples, window, window, Some(1), &[]);
+        assert_eq!((figures.slow_under_load, figures.slow_preempted), (3, 1));
     }
 
     #[test]

@@ -23,7 +23,7 @@ use strata_storage::{Regime, StateReader};
 use crate::trace::TraceBlock;
 
 pub use figures::Window;
-pub use figures::{ObserverFigures, ObserverReport, Percentiles, format_ns};
+pub use figures::{ObserverFigures, ObserverReport, Percentiles, SLOW_NS, format_ns};
 pub(crate) use process::{ObserverProcess, READY_LINE};
 
 /// At most this many accounts and slots are sampled from.
@@ -90,30 +90,43 @@ pub struct Sample {
     pub storage_ns: Option<u64>,
     /// Reads of this observation that failed.
     pub errors: u32,
+    /// Time the observing thread spent waiting for a CPU (runnable but not
+    /// running) during the observation, ns; `None` where the kernel does
+    /// not say (`/proc/thread-self/schedstat`).
+    pub waited_ns: Option<u64>,
+}
+
+impl Sample {
+    /// Total time of the observation's reads, ns.
+    pub fn total_ns(&self) -> u64 {
+        self.head_ns + self.account_ns.unwrap_or(0) + self.storage_ns.unwrap_or(0)
+    }
 }
 
 impl Sample {
     /// The sample as one line of `strata observe --samples` output:
-    /// `at_ns block head_ns account_ns storage_ns errors`, `-` for none.
+    /// `at_ns block head_ns account_ns storage_ns errors waited_ns`, `-`
+    /// for none.
     pub(crate) fn to_line(self) -> String {
         let opt = |v: Option<u64>| v.map_or_else(|| "-".to_owned(), |v| v.to_string());
         format!(
-            "{} {} {} {} {} {}",
+            "{} {} {} {} {} {} {}",
             self.at_ns,
             opt(self.block),
             self.head_ns,
             opt(self.account_ns),
             opt(self.storage_ns),
-            self.errors
+            self.errors,
+            opt(self.waited_ns)
         )
     }
 
     /// Parses a line written by [`Sample::to_line`].
     pub(crate) fn parse(line: &str) -> Result<Sample, String> {
         let fields: Vec<&str> = line.split_ascii_whitespace().collect();
-        if fields.len() != 6 {
+        if fields.len() != 7 {
             return Err(format!(
-                "expected 6 fields, found {}: {line:?}",
+                "expected 7 fields, found {}: {line:?}",
                 fields.len()
             ));
         }
@@ -133,6 +146,7 @@ impl Sample {
             account_ns: opt(3)?,
             storage_ns: opt(4)?,
             errors: u32::try_from(num(5)?).map_err(|e| format!("field 6 of {line:?}: {e}"))?,
+            waited_ns: opt(6)?,
         })
     }
 }
@@ -153,6 +167,7 @@ pub fn observe(
     let mut rng = StdRng::seed_from_u64(seed);
     let mut next = Instant::now();
     while !stop.load(Ordering::Acquire) && deadline.is_none_or(|d| Instant::now() < d) {
+        let waited_before = runqueue_wait_ns();
         let at_ns = monotonic_ns();
         let t = Instant::now();
         let opened = open();
@@ -167,6 +182,7 @@ pub fn observe(
             account_ns: None,
             storage_ns: None,
             errors: u32::from(opened.is_err()),
+            waited_ns: None,
         };
         if let Ok(reader) = opened {
             if !keys.accounts.is_empty() {
@@ -184,6 +200,9 @@ pub fn observe(
                 sample.errors += u32::from(result.is_err());
             }
         }
+        sample.waited_ns = waited_before
+            .zip(runqueue_wait_ns())
+            .map(|(before, after)| after.saturating_sub(before));
         sink(sample);
         next += period;
         let now = Instant::now();
@@ -194,6 +213,13 @@ pub fn observe(
             next = now;
         }
     }
+}
+
+/// How long this thread has waited on a run queue (runnable, not running)
+/// since it started, ns: the second field of `/proc/thread-self/schedstat`.
+fn runqueue_wait_ns() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    text.split_ascii_whitespace().nth(1)?.parse().ok()
 }
 
 /// The time of one kind of read in a sample.
@@ -222,19 +248,21 @@ mod tests {
             account_ns: Some(5),
             storage_ns: Some(6),
             errors: 1,
+            waited_ns: Some(7),
         };
         let empty = Sample {
             block: None,
             account_ns: None,
             storage_ns: None,
+            waited_ns: None,
             ..full
         };
         for sample in [full, empty] {
             assert_eq!(Sample::parse(&sample.to_line()), Ok(sample));
         }
-        assert!(Sample::parse("1 2 3").unwrap_err().contains("6 fields"));
+        assert!(Sample::parse("1 2 3").unwrap_err().contains("7 fields"));
         assert!(
-            Sample::parse("1 x 3 4 5 0")
+            Sample::parse("1 x 3 4 5 0 -")
                 .unwrap_err()
                 .contains("field 2")
         );
