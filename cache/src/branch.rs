@@ -32,11 +32,28 @@ impl Weighter<PathKey, Slot> for ByteWeighter {
 #[derive(Clone)]
 struct EvictionHook(Arc<Counters>);
 
-impl Lifecycle<PathKey, Slot> for EvictionHook {
-    type RequestState = ();
+/// What an insert tells the eviction hook: quick_cache hands a replaced
+/// value to `on_evict` too, and a replacement is not an eviction.
+#[derive(Default)]
+struct Inserting {
+    /// The key being inserted and the address of its new value's bytes.
+    entry: Option<(PathKey, *const u8)>,
+}
 
-    fn on_evict(&self, _state: &mut (), _key: PathKey, slot: Slot) {
-        if slot.0.is_some() {
+impl Lifecycle<PathKey, Slot> for EvictionHook {
+    type RequestState = Inserting;
+
+    fn on_evict(&self, state: &mut Inserting, key: PathKey, slot: Slot) {
+        let Some(value) = slot.0 else { return };
+        let replaced = state
+            .entry
+            .as_ref()
+            // Same key, other bytes: the old value of an overwrite. (The
+            // new value itself, rejected as oversized, still counts.)
+            .is_some_and(|(inserted, bytes)| {
+                *inserted == key && (*bytes != value.as_ptr() || value.is_empty())
+            });
+        if !replaced {
             self.0.evictions.add(1);
         }
     }
@@ -161,7 +178,16 @@ impl PrefixCache for BranchCache {
     fn insert(&self, key: &[u8], value: Bytes) {
         match pinned::slot_of(key) {
             Some(slot) => self.pinned.insert(slot, value),
-            None => self.tail.insert(PathKey::new(key), Slot(Some(value))),
+            None => {
+                let mut inserting = Inserting {
+                    entry: Some((PathKey::new(key), value.as_ptr())),
+                };
+                self.tail.insert_with_lifecycle(
+                    PathKey::new(key),
+                    Slot(Some(value)),
+                    &mut inserting,
+                );
+            }
         }
         self.counters.inserts.add(1);
     }

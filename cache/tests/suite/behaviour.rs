@@ -101,6 +101,28 @@ fn eviction_keeps_weight_within_capacity() {
 }
 
 #[test]
+fn overwrites_and_removes_are_not_evictions() {
+    for kind in CacheKind::ALL {
+        let cache = build_cache(kind, 1 << 20);
+        for round in 0..3 {
+            for i in 0..200 {
+                cache.insert(&tail_key(i), value(i + round, 100));
+            }
+        }
+        for i in 0..100 {
+            cache.remove(&tail_key(i));
+        }
+        let stats = cache.stats();
+        assert_eq!(
+            (stats.inserts, stats.entries),
+            (600, 100),
+            "{kind}: {stats:?}"
+        );
+        assert_eq!(stats.evictions, 0, "{kind}: {stats:?}");
+    }
+}
+
+#[test]
 fn oversized_entry_is_rejected_and_counted() {
     for kind in CacheKind::ALL {
         let cache = build_cache(kind, 4096);

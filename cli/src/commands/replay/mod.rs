@@ -59,6 +59,10 @@ pub struct ReplayArgs {
     /// writes it (the writer then shares the datadir; needs --sync-every 1).
     #[arg(long, requires = "observer")]
     pub observer_process: bool,
+    /// Let other processes follow the datadir read-only while the replay
+    /// writes it (`strata observe`); needs --sync-every 1.
+    #[arg(long)]
+    pub share: bool,
     /// Blocks per step (the unit of collation into files) for a new datadir.
     #[arg(long, value_name = "N", default_value_t = strata_storage::Options::default().step_size)]
     pub step_size: u64,
@@ -116,9 +120,14 @@ pub(super) fn run(args: ReplayArgs) -> Result<(), CliError> {
             combos.len()
         )));
     }
-    if args.observer_process && args.sync_every > 1 {
+    if (args.observer_process || args.share) && args.sync_every > 1 {
         return Err(CliError::Usage(format!(
-            "--observer-process needs every commit durable (--sync-every 1, not {}): a second process sees only durable commits",
+            "--{} needs every commit durable (--sync-every 1, not {}): a second process sees only durable commits",
+            if args.share {
+                "share"
+            } else {
+                "observer-process"
+            },
             args.sync_every
         )));
     }

@@ -91,7 +91,7 @@ pub(super) fn replay_once(
             1 => Durability::EveryBlock,
             n => Durability::EveryN(n),
         },
-        share_with_readers: args.observer_process,
+        share_with_readers: args.observer_process || args.share,
         ..Options::default()
     };
     let db = StateDb::open(&datadir, options).map_err(CliError::storage(&datadir))?;
