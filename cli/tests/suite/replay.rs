@@ -316,4 +316,15 @@ fn a_second_process_follows_the_replay_read_only() {
         stderr.contains("--observer-process needs every commit durable"),
         "{stderr}"
     );
+    let stderr = strata_err(&[
+        "replay",
+        trace.to_str().unwrap(),
+        "--share",
+        "--sync-every",
+        "4",
+    ]);
+    assert!(
+        stderr.contains("--share needs every commit durable"),
+        "{stderr}"
+    );
 }
