@@ -11,7 +11,7 @@ use crate::domain::{Domain, Regime};
 use crate::error::{Error, Result};
 use crate::keys::storage_key;
 use crate::overlay::Overlay;
-use crate::snapshot::{Found, Snapshot};
+use crate::snapshot::{Found, Snapshot, ValueRef};
 use crate::telemetry::{ReadMetrics, Tier};
 
 /// A consistent view of the last committed block (plus, for a block's own
@@ -68,13 +68,25 @@ impl StateReader {
     /// The newest value of `key` in `domain`: memory, then db, then files
     /// newest to oldest. `None` when the key does not exist (or was deleted).
     pub fn get_latest(&self, domain: Domain, key: &[u8]) -> Result<Option<Bytes>> {
+        self.read_with(domain, key, |value| value.map(|v| v.to_bytes()))
+    }
+
+    /// Hands the newest value of `key` (memory, db, files) to `read` without
+    /// copying it; the read is timed, `read` included.
+    fn read_with<T>(
+        &self,
+        domain: Domain,
+        key: &[u8],
+        read: impl FnOnce(Option<ValueRef<'_>>) -> T,
+    ) -> Result<T> {
         let started = self.metrics.start();
         if let Some(value) = self.overlay.as_ref().and_then(|o| o.get(domain, key)) {
+            let value = read(value.map(ValueRef::Shared));
             self.metrics
                 .finish(started, domain, Tier::Memory, self.regime);
-            return Ok(value.cloned());
+            return Ok(value);
         }
-        let (value, found) = self.snapshot.get(domain, key)?;
+        let (value, found) = self.snapshot.get_with(domain, key, read)?;
         let tier = match found {
             Found::Db => Tier::Db,
             Found::File(level) => Tier::File(level.min(u8::MAX as usize) as u8),
@@ -90,23 +102,26 @@ impl StateReader {
 
     /// The account at `address`, or `None` when it does not exist.
     pub fn account(&self, address: &Address) -> Result<Option<Account>> {
-        self.get_latest(Domain::Account, address.as_slice())?
-            .map(|raw| {
-                Account::decode(&raw).map_err(|what| Error::CorruptRecord {
-                    domain: Domain::Account,
-                    key: hex(address.as_slice()),
-                    what,
-                })
-            })
-            .transpose()
+        self.read_with(Domain::Account, address.as_slice(), |raw| {
+            raw.map(|raw| Account::decode(raw.as_slice()))
+        })?
+        .transpose()
+        .map_err(|what| Error::CorruptRecord {
+            domain: Domain::Account,
+            key: hex(address.as_slice()),
+            what,
+        })
     }
 
     /// The value of `slot` in `address`'s storage (zero when unset).
     pub fn storage(&self, address: &Address, slot: &B256) -> Result<U256> {
         let key = storage_key(address, slot);
-        match self.get_latest(Domain::Storage, &key)? {
+        let value = self.read_with(Domain::Storage, &key, |raw| {
+            raw.map(|raw| decode_slot_value(raw.as_slice()))
+        })?;
+        match value {
             None => Ok(U256::ZERO),
-            Some(raw) => decode_slot_value(&raw).map_err(|what| Error::CorruptRecord {
+            Some(decoded) => decoded.map_err(|what| Error::CorruptRecord {
                 domain: Domain::Storage,
                 key: hex(&key),
                 what,

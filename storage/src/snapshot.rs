@@ -30,6 +30,33 @@ pub(crate) enum Found {
     Nowhere,
 }
 
+/// A value as a tier holds it: borrowed from a redb page, or a shared slice
+/// of a file's map (or of the memory tier).
+pub(crate) enum ValueRef<'a> {
+    /// Borrowed from the db tier for the duration of the read.
+    Borrowed(&'a [u8]),
+    /// Reference-counted: cloning it copies nothing.
+    Shared(&'a Bytes),
+}
+
+impl ValueRef<'_> {
+    /// The bytes.
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        match self {
+            ValueRef::Borrowed(bytes) => bytes,
+            ValueRef::Shared(bytes) => bytes,
+        }
+    }
+
+    /// An owned value: a copy of borrowed bytes, a clone of shared ones.
+    pub(crate) fn to_bytes(&self) -> Bytes {
+        match self {
+            ValueRef::Borrowed(bytes) => Bytes::copy_from_slice(bytes),
+            ValueRef::Shared(bytes) => (*bytes).clone(),
+        }
+    }
+}
+
 /// A db-tier entry: key and value (`None` for a tombstone).
 pub(crate) type DbEntry = (Vec<u8>, Option<Vec<u8>>);
 
@@ -92,24 +119,30 @@ impl Snapshot {
             .unwrap_or(strata_commitment::EMPTY_ROOT)
     }
 
-    /// The newest value of `key` in the db tier: `Some(None)` is a tombstone.
-    pub(crate) fn db_get(&self, domain: Domain, key: &[u8]) -> Result<Option<Option<Bytes>>> {
-        let table = &self.tables[domain.index()];
-        let Some(guard) = table.get(key).map_err(db_err("get"))? else {
-            return Ok(None);
-        };
-        let (_, value) = value::decode(domain, key, guard.value())?;
-        Ok(Some(value.map(Bytes::copy_from_slice)))
-    }
-
     /// The value of `key` through db then files, and where it was found.
     pub(crate) fn get(&self, domain: Domain, key: &[u8]) -> Result<(Option<Bytes>, Found)> {
-        if let Some(value) = self.db_get(domain, key)? {
-            return Ok((value, Found::Db));
+        self.get_with(domain, key, |value| value.map(|v| v.to_bytes()))
+    }
+
+    /// Hands the value of `key` (db, then files) to `read` without copying
+    /// it, and says where it was found.
+    pub(crate) fn get_with<T>(
+        &self,
+        domain: Domain,
+        key: &[u8],
+        read: impl FnOnce(Option<ValueRef<'_>>) -> T,
+    ) -> Result<(T, Found)> {
+        let table = &self.tables[domain.index()];
+        if let Some(guard) = table.get(key).map_err(db_err("get"))? {
+            let (_, value) = value::decode(domain, key, guard.value())?;
+            return Ok((read(value.map(ValueRef::Borrowed)), Found::Db));
         }
         match self.files.get(domain, key)? {
-            Some((level, value)) => Ok((value, Found::File(level))),
-            None => Ok((None, Found::Nowhere)),
+            Some((level, value)) => Ok((
+                read(value.as_ref().map(ValueRef::Shared)),
+                Found::File(level),
+            )),
+            None => Ok((read(None), Found::Nowhere)),
         }
     }
 
