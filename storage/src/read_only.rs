@@ -62,6 +62,9 @@ struct Follower {
     /// The follower thread could not open the newest commit: readers open
     /// it themselves (and get the error).
     follow_failed: AtomicBool,
+    /// Held by one refresh at a time (the thread's or a caller's), so
+    /// snapshots are published in commit order.
+    refreshing: Mutex<()>,
     /// Set to stop the follower thread; notified through `wake`.
     stop: Mutex<bool>,
     wake: Condvar,
@@ -107,6 +110,7 @@ impl ReadOnlyStateDb {
             fs,
             latest: ArcSwap::from_pointee(first),
             follow_failed: AtomicBool::new(false),
+            refreshing: Mutex::new(()),
             stop: Mutex::new(false),
             wake: Condvar::new(),
         });
@@ -179,6 +183,7 @@ impl Follower {
     /// newest commit opened on this thread, so this reader gets the error.
     fn snapshot(&self) -> Result<Arc<Snapshot>> {
         if self.follow_failed.swap(false, Ordering::AcqRel) {
+            let _one_at_a_time = self.refreshing.lock();
             let fresh = Arc::new(self.open_newest()?);
             self.latest.store(fresh.clone());
             return Ok(fresh);
@@ -221,6 +226,7 @@ impl Follower {
 
     /// Publishes the newest commit if it differs from the published one.
     fn refresh(&self) -> Result<()> {
+        let _one_at_a_time = self.refreshing.lock();
         let current = self.latest.load_full();
         let (txn, meta) = begin(&self.db, &self.datadir)?;
         let head_hash = |snapshot: &Snapshot| match meta.head {
