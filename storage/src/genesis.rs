@@ -375,18 +375,7 @@ mod tests {
     use super::*;
 
     fn vectors() -> Option<PathBuf> {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/vectors");
-        if dir.is_dir() {
-            Some(dir)
-        } else if std::env::var("CI").as_deref() == Ok("true") {
-            panic!(
-                "test vectors missing at {} (required when CI=true)",
-                dir.display()
-            );
-        } else {
-            eprintln!("skipping: no test vectors at {}", dir.display());
-            None
-        }
+        strata_test_support::vectors("")
     }
 
     fn json_files(dir: &Path, out: &mut Vec<PathBuf>) {

@@ -3,20 +3,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// The Ethereum test vectors, or `None` (test skips) when absent outside CI.
+/// The Ethereum test vectors, or `None` when the test skips.
 pub(crate) fn vectors() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/vectors");
-    if dir.is_dir() {
-        Some(dir)
-    } else if std::env::var("CI").as_deref() == Ok("true") {
-        panic!(
-            "test vectors missing at {} (required when CI=true)",
-            dir.display()
-        );
-    } else {
-        eprintln!("skipping: no test vectors at {}", dir.display());
-        None
-    }
+    strata_test_support::vectors("")
 }
 
 /// The repository's testdata directory.

@@ -1,6 +1,6 @@
 //! The Ethereum trie vectors (ethereum/tests TrieTests) from ../shared/vectors.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use alloy_primitives::{B256, hex, keccak256};
 use alloy_rlp::Decodable;
@@ -12,21 +12,9 @@ use strata_commitment::{
 
 use crate::common::commit;
 
-/// The vectors folder, or `None` (after printing why) when it is absent;
-/// absence fails the test when `CI=true`.
+/// The trie vectors folder, or `None` when the test skips.
 fn vectors_dir() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/vectors/trie");
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!(
-            "trie vectors missing at {} (required when CI=true)",
-            dir.display()
-        );
-    }
-    eprintln!("skipping: trie vectors not found at {}", dir.display());
-    None
+    strata_test_support::vectors("trie")
 }
 
 fn load(file: &str) -> Option<serde_json::Map<String, Value>> {

@@ -9,21 +9,9 @@ use serde_json::Value;
 use strata_storage::genesis::{GenesisAlloc, alloc_from_value};
 use strata_storage::{Account, Regime, StateDb};
 
-/// The shared vectors folder, or `None` (with a note) when it is absent;
-/// under `CI=true` its absence fails the test.
+/// The shared vectors folder, or `None` when the test skips.
 pub(crate) fn vectors_dir() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/vectors");
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!(
-            "CI=true but the test vectors are missing at {}",
-            dir.display()
-        );
-    }
-    eprintln!("skipping: test vectors not found at {}", dir.display());
-    None
+    strata_test_support::vectors("")
 }
 
 fn json_files(dir: &Path, out: &mut Vec<PathBuf>) {
