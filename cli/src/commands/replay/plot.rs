@@ -3,6 +3,8 @@
 
 use std::path::Path;
 
+use plotters::coord::Shift;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use strata_storage::telemetry::Tier;
 use strata_storage::{CacheKind, Regime};
@@ -52,27 +54,16 @@ pub(super) fn draw(path: &Path, runs: &[RunResult]) -> Result<(), CliError> {
             .map_or_else(String::new, |w| w.to_string())
     };
 
-    let mut chart = ChartBuilder::on(&top)
-        .caption(
-            format!(
-                "commitment-regime {} read latency (µs) vs warmers",
-                tier.name()
-            ),
-            ("sans-serif", 18),
-        )
-        .margin(10)
-        .x_label_area_size(30)
-        .y_label_area_size(60)
-        .build_cartesian_2d(-0.2..x_max + 0.2, 0.0..latency_max * 1.1)
-        .map_err(|e| fail(e.to_string()))?;
-    chart
-        .configure_mesh()
-        .x_labels(warmers.len())
-        .x_label_formatter(&label)
-        .x_desc("warmers")
-        .y_desc("µs")
-        .draw()
-        .map_err(|e| fail(e.to_string()))?;
+    let caption = format!(
+        "commitment-regime {} read latency (µs) vs warmers",
+        tier.name()
+    );
+    let axes = Axes {
+        warmers: warmers.len(),
+        x_max,
+        label: &label,
+    };
+    let mut chart = warmer_chart(&top, &caption, latency_max, "µs", &axes).map_err(&fail)?;
     for (i, cache) in caches.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
         for (quantile, dashed) in [("p50", false), ("p99", true)] {
@@ -105,21 +96,14 @@ pub(super) fn draw(path: &Path, runs: &[RunResult]) -> Result<(), CliError> {
         .draw()
         .map_err(|e| fail(e.to_string()))?;
 
-    let mut chart = ChartBuilder::on(&bottom)
-        .caption("block time (ms) vs warmers", ("sans-serif", 18))
-        .margin(10)
-        .x_label_area_size(30)
-        .y_label_area_size(60)
-        .build_cartesian_2d(-0.2..x_max + 0.2, 0.0..block_max * 1.1)
-        .map_err(|e| fail(e.to_string()))?;
-    chart
-        .configure_mesh()
-        .x_labels(warmers.len())
-        .x_label_formatter(&label)
-        .x_desc("warmers")
-        .y_desc("ms/block")
-        .draw()
-        .map_err(|e| fail(e.to_string()))?;
+    let mut chart = warmer_chart(
+        &bottom,
+        "block time (ms) vs warmers",
+        block_max,
+        "ms/block",
+        &axes,
+    )
+    .map_err(&fail)?;
     for (i, cache) in caches.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
         let points: Vec<(f64, f64)> = runs
@@ -141,6 +125,42 @@ pub(super) fn draw(path: &Path, runs: &[RunResult]) -> Result<(), CliError> {
         .map_err(|e| fail(e.to_string()))?;
     root.present().map_err(|e| fail(e.to_string()))?;
     Ok(())
+}
+
+/// The x axis every chart of the sweep shares: one tick per warmer count.
+struct Axes<'a> {
+    warmers: usize,
+    x_max: f64,
+    label: &'a dyn Fn(&f64) -> String,
+}
+
+type WarmerChart<'a, 'b> =
+    ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// A chart on `area` with warmers on x and `0..y_max` (plus headroom) on y.
+fn warmer_chart<'a, 'b>(
+    area: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    caption: &str,
+    y_max: f64,
+    y_desc: &str,
+    axes: &Axes<'_>,
+) -> Result<WarmerChart<'a, 'b>, String> {
+    let mut chart = ChartBuilder::on(area)
+        .caption(caption, ("sans-serif", 18))
+        .margin(10)
+        .x_label_area_size(30)
+        .y_label_area_size(60)
+        .build_cartesian_2d(-0.2..axes.x_max + 0.2, 0.0..y_max * 1.1)
+        .map_err(|e| e.to_string())?;
+    chart
+        .configure_mesh()
+        .x_labels(axes.warmers)
+        .x_label_formatter(axes.label)
+        .x_desc("warmers")
+        .y_desc(y_desc)
+        .draw()
+        .map_err(|e| e.to_string())?;
+    Ok(chart)
 }
 
 fn busiest_commitment_tier(runs: &[RunResult]) -> Option<Tier> {
