@@ -43,6 +43,7 @@ mod pinned;
 mod sharded_lru;
 mod single_flight;
 mod stats;
+pub mod stripe;
 mod warmup;
 
 use std::sync::Arc;

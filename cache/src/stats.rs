@@ -1,32 +1,10 @@
 //! Striped event counters and the statistics snapshot they feed.
 
-use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crossbeam_utils::CachePadded;
 
-/// Number of stripes per counter; a thread always adds to the same one.
-const STRIPES: usize = 16;
-
-static NEXT_STRIPE: AtomicUsize = AtomicUsize::new(0);
-
-thread_local! {
-    static STRIPE: Cell<usize> = const { Cell::new(usize::MAX) };
-}
-
-/// This thread's stripe, assigned round-robin on first use.
-#[inline]
-fn stripe() -> usize {
-    STRIPE.with(|s| {
-        let current = s.get();
-        if current != usize::MAX {
-            return current;
-        }
-        let assigned = NEXT_STRIPE.fetch_add(1, Ordering::Relaxed) % STRIPES;
-        s.set(assigned);
-        assigned
-    })
-}
+use crate::stripe::{STRIPES, thread_stripe};
 
 /// A monotonically increasing count spread over cache-padded stripes, so
 /// threads counting at once do not bounce one cache line between cores.
@@ -43,7 +21,7 @@ impl StripedCounter {
 
     #[inline]
     pub(crate) fn add(&self, n: u64) {
-        self.stripes[stripe()].fetch_add(n, Ordering::Relaxed);
+        self.stripes[thread_stripe()].fetch_add(n, Ordering::Relaxed);
     }
 
     pub(crate) fn sum(&self) -> u64 {

@@ -1,10 +1,10 @@
 //! The lock-free recorder: striped, cache-padded atomic histograms.
 
-use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::Instant;
 
 use crossbeam_utils::CachePadded;
+use strata_cache::stripe::thread_stripe;
 
 use super::buckets::{BUCKETS, Histogram, bucket_of};
 use super::cell::{CELLS, all_cells, cell_index};
@@ -16,30 +16,11 @@ use crate::{Domain, Regime};
 /// Stripes per cell. A thread always records into the same stripe (assigned
 /// round-robin on its first record), so up to this many threads record
 /// without sharing a cache line.
-pub const STRIPES: usize = 16;
+pub use strata_cache::stripe::STRIPES;
 
 /// The environment variable [`ReadMetrics::from_env`] reads:
 /// `0`/`false`/`off`/`no` or `1`/`true`/`on`/`yes`.
 pub const ENV_SWITCH: &str = "STRATA_READ_METRICS";
-
-static NEXT_STRIPE: AtomicUsize = AtomicUsize::new(0);
-
-thread_local! {
-    static STRIPE: Cell<usize> = const { Cell::new(usize::MAX) };
-}
-
-#[inline]
-fn stripe() -> usize {
-    STRIPE.with(|s| {
-        let current = s.get();
-        if current != usize::MAX {
-            return current;
-        }
-        let assigned = NEXT_STRIPE.fetch_add(1, Ordering::Relaxed) % STRIPES;
-        s.set(assigned);
-        assigned
-    })
-}
 
 /// One cell's counters in one stripe. u32 bucket counts keep the whole
 /// array at ~5 MB; a count that wraps adds 2^32 to the cell's shared spill.
@@ -171,7 +152,7 @@ impl ReadMetrics {
     #[inline]
     fn record_always(&self, cell: usize, nanos: u64) {
         let bucket = bucket_of(nanos);
-        let counters = &self.stripes[stripe()][cell];
+        let counters = &self.stripes[thread_stripe()][cell];
         if counters.counts[bucket].fetch_add(1, Ordering::Relaxed) == u32::MAX {
             self.spill[cell * BUCKETS + bucket].fetch_add(1 << 32, Ordering::Relaxed);
         }
