@@ -33,6 +33,24 @@ pub struct CellSummary {
 }
 
 impl CellSummary {
+    /// `{"domain", "tier", "regime", "count", "sum_ns", "mean_ns", "p50_ns",
+    /// "p99_ns", "max_ns"}`.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "domain": self.domain.name(),
+            "tier": self.tier.name(),
+            "regime": self.regime.name(),
+            "count": self.count,
+            "sum_ns": self.sum_ns,
+            "mean_ns": self.mean_ns,
+            "p50_ns": self.p50_ns,
+            "p99_ns": self.p99_ns,
+            "max_ns": self.max_ns,
+        })
+    }
+}
+
+impl CellSummary {
     /// `None` for a cell without samples.
     pub(crate) fn from_histogram(
         domain: Domain,
@@ -90,23 +108,7 @@ impl MetricsSnapshot {
     /// `{"cells": [{"domain", "tier", "regime", "count", "sum_ns",
     /// "mean_ns", "p50_ns", "p99_ns", "max_ns"}, …]}`.
     pub fn to_json(&self) -> Value {
-        let cells: Vec<Value> = self
-            .cells
-            .iter()
-            .map(|c| {
-                json!({
-                    "domain": c.domain.name(),
-                    "tier": c.tier.name(),
-                    "regime": c.regime.name(),
-                    "count": c.count,
-                    "sum_ns": c.sum_ns,
-                    "mean_ns": c.mean_ns,
-                    "p50_ns": c.p50_ns,
-                    "p99_ns": c.p99_ns,
-                    "max_ns": c.max_ns,
-                })
-            })
-            .collect();
+        let cells: Vec<Value> = self.cells.iter().map(CellSummary::to_json).collect();
         json!({ "cells": cells })
     }
 

@@ -143,23 +143,7 @@ pub(super) fn runs_json(runs: &[RunResult]) -> Value {
     let runs: Vec<Value> = runs
         .iter()
         .map(|run| {
-            let reads: Vec<Value> = run
-                .reads
-                .cells
-                .iter()
-                .map(|c| {
-                    json!({
-                        "domain": c.domain.name(),
-                        "tier": c.tier.name(),
-                        "regime": c.regime.name(),
-                        "count": c.count,
-                        "p50_ns": c.p50_ns,
-                        "p99_ns": c.p99_ns,
-                        "max_ns": c.max_ns,
-                        "mean_ns": c.mean_ns,
-                    })
-                })
-                .collect();
+            let reads: Vec<Value> = run.reads.cells.iter().map(|c| c.to_json()).collect();
             json!({
                 "warmers": run.warmers,
                 "cache": run.cache.name(),
