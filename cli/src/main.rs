@@ -6,6 +6,10 @@ use std::process::ExitCode;
 use clap::Parser;
 use strata_cli::commands::{Cli, run};
 
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
