@@ -354,6 +354,27 @@ pub(crate) fn decode_record(path: &[u8], bytes: &[u8]) -> Result<Record, Commitm
     Ok(rec)
 }
 
+/// Decodes the stored record read at nibble `path` and encodes it again.
+///
+/// This runs the decoder of the on-disk record format (`FORMAT.md`, "Record
+/// encoding") that every read of the commitment domain goes through, so
+/// checkers and fuzzers can drive it with arbitrary bytes. `path` is the
+/// record's nibble path (one nibble per byte, see [`crate::record_path`]); it
+/// decides whether a root tag is allowed and whether leaves are account or
+/// slot leaves. Returns the record's canonical bytes, which equal `bytes` for
+/// every record strata writes, or [`CommitmentError::Corrupted`] naming the
+/// path, the offset and what is wrong. Never panics.
+pub fn reencode_record(path: &[u8], bytes: &[u8]) -> Result<Vec<u8>, CommitmentError> {
+    Ok(match decode_record(path, bytes)? {
+        Record::Branch { root_ref, children } => {
+            let mut out = Vec::with_capacity(bytes.len());
+            encode_branch_record(root_ref.as_ref(), &children, &mut out);
+            out
+        }
+        Record::RootCell(cell) => encode_root_cell(&cell),
+    })
+}
+
 /// Encodes a branch record from its children (references computed); a
 /// sub-trie root branch also stores its own reference.
 pub(crate) fn encode_branch_record(
