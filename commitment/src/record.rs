@@ -232,6 +232,18 @@ impl<'a> Reader<'a> {
                     ));
                 }
                 let packed = self.take(len.div_ceil(2), "extension")?;
+                // The encoder pads an odd extension with a zero low half;
+                // accepting anything else would give one record two encodings.
+                if len % 2 == 1 && packed[packed.len() - 1] & 0x0f != 0 {
+                    return Err(corrupted(
+                        self.path,
+                        format!(
+                            "cell at offset {at}: extension of {len} nibbles ends in padding \
+                             nibble 0x{:x} (expected 0)",
+                            packed[packed.len() - 1] & 0x0f
+                        ),
+                    ));
+                }
                 let mut ext = Vec::with_capacity(len);
                 for &b in packed {
                     ext.push(b >> 4);
@@ -408,4 +420,41 @@ pub(crate) fn encode_root_cell(cell: &Cell) -> Vec<u8> {
     out.push(TAG_ROOT_CELL);
     put_cell(&mut out, cell);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A root-cell record holding an extension of `ext_len` nibbles packed
+    /// as `packed`, then a 32-byte branch ref and a 32-byte extension ref.
+    fn root_extension(ext_len: u8, packed: &[u8]) -> Vec<u8> {
+        let mut rec = vec![TAG_ROOT_CELL, KIND_BRANCH, ext_len];
+        rec.extend_from_slice(packed);
+        for byte in [0xab, 0xcd] {
+            rec.push(32);
+            rec.extend_from_slice(&[byte; 32]);
+        }
+        rec
+    }
+
+    /// Found by the `branch_record` fuzz target: an odd extension whose
+    /// padding nibble was not zero decoded, and re-encoded to other bytes.
+    #[test]
+    fn odd_extension_padding_must_be_zero() {
+        let good = root_extension(3, &[0x12, 0x30]);
+        assert_eq!(reencode_record(&[], &good).expect("canonical"), good);
+        let bad = root_extension(3, &[0x12, 0x33]);
+        let err = reencode_record(&[], &bad).expect_err("padding nibble 3");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("<root>")
+                && msg.contains("offset 1")
+                && msg.contains("padding nibble 0x3"),
+            "{msg}"
+        );
+        // Even extensions have no padding: every low half is a nibble.
+        let even = root_extension(4, &[0x12, 0x3f]);
+        assert_eq!(reencode_record(&[], &even).expect("canonical"), even);
+    }
 }
