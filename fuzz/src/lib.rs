@@ -8,6 +8,7 @@
 //! index point at, as a writer would, leaving every other byte as fuzzed.
 #![deny(missing_docs)]
 
+use strata_storage::files::{FileValue, FileValueRef, SortedFile};
 use xxhash_rust::xxh3::xxh3_64;
 
 /// Size of a sorted file's footer (`storage/FORMAT.md`).
@@ -156,6 +157,60 @@ pub fn entries_to_bytes(entries: &[(Vec<u8>, Option<Vec<u8>>)]) -> Vec<u8> {
         }
     }
     out
+}
+
+/// Panics unless everything an opened file serves agrees with its own
+/// iteration: `entries()` entries, keys strictly ascending, no iteration
+/// error, and `get`, `get_ref`, `iter_from` and `iter_prefix` finding each
+/// iterated key (and a key just after each one absent unless it is the next).
+pub fn check_consistent(file: &SortedFile) {
+    let mut previous: Option<bytes::Bytes> = None;
+    let mut count = 0u64;
+    for item in file.iter() {
+        let (key, value) = item.expect("iteration of a verified file cannot fail");
+        if let Some(prev) = &previous {
+            assert!(
+                prev < &key,
+                "keys not strictly ascending: {prev:?} then {key:?}"
+            );
+        }
+        assert_eq!(
+            file.get(&key).expect("get"),
+            Some(value.clone()),
+            "get({key:?})"
+        );
+        let by_ref = file.get_ref(&key).expect("get_ref");
+        match (&value, by_ref) {
+            (FileValue::Value(v), Some(FileValueRef::Value(r))) => assert_eq!(&v[..], r),
+            (FileValue::Tombstone, Some(FileValueRef::Tombstone)) => {}
+            (v, r) => panic!("get_ref({key:?}) = {r:?}, iteration gave {v:?}"),
+        }
+        let first = file.iter_from(&key).next().map(|r| r.expect("iter_from").0);
+        assert_eq!(first.as_ref(), Some(&key), "iter_from({key:?})");
+        let first = file
+            .iter_prefix(&key)
+            .next()
+            .map(|r| r.expect("iter_prefix").0);
+        assert_eq!(first.as_ref(), Some(&key), "iter_prefix({key:?})");
+        // A key between this one and the next is absent.
+        let mut between = key.to_vec();
+        between.push(0);
+        if file
+            .iter_from(&between)
+            .next()
+            .map(|r| r.expect("iter_from").0)
+            != Some(bytes::Bytes::from(between.clone()))
+        {
+            assert_eq!(file.get(&between).expect("get"), None, "get({between:?})");
+        }
+        previous = Some(key);
+        count += 1;
+    }
+    assert_eq!(
+        count,
+        file.entries(),
+        "iteration count vs footer entry count"
+    );
 }
 
 #[cfg(test)]

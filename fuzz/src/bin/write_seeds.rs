@@ -77,7 +77,7 @@ fn sorted_file_seeds(dir: &Path) -> Result<usize, Box<dyn std::error::Error>> {
         })
         .collect();
     let mut n = 0;
-    // Reader mode: flags 0x02 (name from the footer) and 0x03 (also repair).
+    // The reader target: flags 0x02 (name from the footer), 0x03 (also repair).
     let empty = sorted_file(Domain::Account, &Vec::new())?;
     n += write(dir, "empty", &[&[0x02][..], &empty].concat())?;
     let small_file = sorted_file(Domain::Code, &small)?;
@@ -85,17 +85,18 @@ fn sorted_file_seeds(dir: &Path) -> Result<usize, Box<dyn std::error::Error>> {
     n += write(dir, "small-repair", &[&[0x03][..], &small_file].concat())?;
     let many_file = sorted_file(Domain::Storage, &many)?;
     n += write(dir, "three-blocks", &[&[0x03][..], &many_file].concat())?;
-    // Writer mode: flags 0x80 | domain | steps << 2.
+    // The round-trip target: flags = domain | first step << 2, then entries.
+    let dir = dir.with_file_name("sorted_file_roundtrip");
     n += write(
-        dir,
-        "writer-small",
-        &[&[0x81][..], &entries_to_bytes(&small)].concat(),
+        &dir,
+        "small",
+        &[&[0x01][..], &entries_to_bytes(&small)].concat(),
     )?;
     let few: Entries = many.iter().step_by(9).cloned().collect();
     n += write(
-        dir,
-        "writer-few",
-        &[&[0x86][..], &entries_to_bytes(&few)].concat(),
+        &dir,
+        "few",
+        &[&[0x06][..], &entries_to_bytes(&few)].concat(),
     )?;
     Ok(n)
 }
