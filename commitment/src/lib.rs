@@ -10,6 +10,8 @@
 //!   initial state from sorted input, without one insert per key.
 //! - [`warm_path`]: read the records a key's path needs (for cache warmers).
 //! - [`RawTrie`]: a plain in-memory trie over arbitrary byte keys.
+//! - [`reencode_record`]: decode a stored record and encode it again (the
+//!   record decoder, for checkers and fuzzers).
 //! - [`MemoryBranchStore`], [`MemoryState`]: in-memory sources.
 //!
 //! Record and key encodings are described in `FORMAT.md`.
@@ -55,6 +57,7 @@ pub use memory::{MemoryBranchStore, MemoryState};
 pub use nibbles::{MAX_PATH_NIBBLES, record_key, record_path, unpack_nibbles};
 pub use node::EMPTY_ROOT;
 pub use raw::RawTrie;
+pub use record::reencode_record;
 pub use source::{AccountLeaf, BranchSource, SourceError, StateSource};
 pub use touch::TrieUpdate;
 pub use warm::warm_path;

@@ -232,6 +232,18 @@ impl<'a> Reader<'a> {
                     ));
                 }
                 let packed = self.take(len.div_ceil(2), "extension")?;
+                // The encoder pads an odd extension with a zero low half;
+                // accepting anything else would give one record two encodings.
+                if len % 2 == 1 && packed[packed.len() - 1] & 0x0f != 0 {
+                    return Err(corrupted(
+                        self.path,
+                        format!(
+                            "cell at offset {at}: extension of {len} nibbles ends in padding \
+                             nibble 0x{:x} (expected 0)",
+                            packed[packed.len() - 1] & 0x0f
+                        ),
+                    ));
+                }
                 let mut ext = Vec::with_capacity(len);
                 for &b in packed {
                     ext.push(b >> 4);
@@ -354,6 +366,27 @@ pub(crate) fn decode_record(path: &[u8], bytes: &[u8]) -> Result<Record, Commitm
     Ok(rec)
 }
 
+/// Decodes the stored record read at nibble `path` and encodes it again.
+///
+/// This runs the decoder of the on-disk record format (`FORMAT.md`, "Record
+/// encoding") that every read of the commitment domain goes through, so
+/// checkers and fuzzers can drive it with arbitrary bytes. `path` is the
+/// record's nibble path (one nibble per byte, see [`crate::record_path`]); it
+/// decides whether a root tag is allowed and whether leaves are account or
+/// slot leaves. Returns the record's canonical bytes, which equal `bytes` for
+/// every record strata writes, or [`CommitmentError::Corrupted`] naming the
+/// path, the offset and what is wrong. Never panics.
+pub fn reencode_record(path: &[u8], bytes: &[u8]) -> Result<Vec<u8>, CommitmentError> {
+    Ok(match decode_record(path, bytes)? {
+        Record::Branch { root_ref, children } => {
+            let mut out = Vec::with_capacity(bytes.len());
+            encode_branch_record(root_ref.as_ref(), &children, &mut out);
+            out
+        }
+        Record::RootCell(cell) => encode_root_cell(&cell),
+    })
+}
+
 /// Encodes a branch record from its children (references computed); a
 /// sub-trie root branch also stores its own reference.
 pub(crate) fn encode_branch_record(
@@ -387,4 +420,41 @@ pub(crate) fn encode_root_cell(cell: &Cell) -> Vec<u8> {
     out.push(TAG_ROOT_CELL);
     put_cell(&mut out, cell);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A root-cell record holding an extension of `ext_len` nibbles packed
+    /// as `packed`, then a 32-byte branch ref and a 32-byte extension ref.
+    fn root_extension(ext_len: u8, packed: &[u8]) -> Vec<u8> {
+        let mut rec = vec![TAG_ROOT_CELL, KIND_BRANCH, ext_len];
+        rec.extend_from_slice(packed);
+        for byte in [0xab, 0xcd] {
+            rec.push(32);
+            rec.extend_from_slice(&[byte; 32]);
+        }
+        rec
+    }
+
+    /// Found by the `branch_record` fuzz target: an odd extension whose
+    /// padding nibble was not zero decoded, and re-encoded to other bytes.
+    #[test]
+    fn odd_extension_padding_must_be_zero() {
+        let good = root_extension(3, &[0x12, 0x30]);
+        assert_eq!(reencode_record(&[], &good).expect("canonical"), good);
+        let bad = root_extension(3, &[0x12, 0x33]);
+        let err = reencode_record(&[], &bad).expect_err("padding nibble 3");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("<root>")
+                && msg.contains("offset 1")
+                && msg.contains("padding nibble 0x3"),
+            "{msg}"
+        );
+        // Even extensions have no padding: every low half is a nibble.
+        let even = root_extension(4, &[0x12, 0x3f]);
+        assert_eq!(reencode_record(&[], &even).expect("canonical"), even);
+    }
 }
