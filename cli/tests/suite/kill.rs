@@ -91,18 +91,26 @@ fn kill_loop(kills: usize, seed: u64) {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut rounds = 0;
     let mut mid_replay = 0;
+    let mut done: Option<u64> = None;
     for kill in 0..kills {
         let mut child = replay_command(&trace, &datadir).spawn().unwrap();
-        let delay = rng.random_range(0..full.as_micros().max(1) as u64);
+        // A resumed replay has only the rest of the blocks to do: kills land
+        // within that (plus a quarter of a full run for start-up), so most
+        // of them interrupt a replay rather than find it finished.
+        let remaining = final_block.saturating_sub(done.unwrap_or(0)) as f64 / final_block as f64;
+        let window = full.as_micros() as f64 * (0.25 + 0.75 * remaining);
+        let delay = rng.random_range(0..(window as u64).max(1));
         std::thread::sleep(Duration::from_micros(delay));
         // SIGKILL on unix; an already finished child is fine.
         let _ = child.kill();
         child.wait().unwrap();
         let last = check_datadir(&datadir, genesis_root, &roots, kill);
+        done = last;
         if last == Some(final_block) {
             // Complete: start over so later kills hit a busy replay again.
             std::fs::remove_dir_all(&datadir).unwrap();
             rounds += 1;
+            done = None;
         } else if last.is_some_and(|b| b > 0) {
             mid_replay += 1;
         }
