@@ -23,7 +23,7 @@ use parking_lot::{Condvar, Mutex};
 use redb::{ReadOnlyDatabase, ReadTransaction, ReadableDatabase};
 
 use crate::db::meta::{self, FORMAT_VERSION, Meta};
-use crate::db::tables::META;
+use crate::db::tables::{BLOCK_HASHES, META};
 use crate::domain::Regime;
 use crate::error::{Error, Result, db_err};
 use crate::files::{FileError, FileSystem, OsFileSystem};
@@ -229,17 +229,23 @@ impl Follower {
         let _one_at_a_time = self.refreshing.lock();
         let current = self.latest.load_full();
         let (txn, meta) = begin(&self.db, &self.datadir)?;
-        let head_hash = |snapshot: &Snapshot| match meta.head {
-            Some(head) => snapshot.block_hash(head.block),
-            None => Ok(None),
-        };
         if meta.head == current.head && meta.manifest == current.files.manifest {
-            // The same (block, root, files); a reorg to a sibling with the
-            // same state root still differs in the block's hash.
-            let fresh = Snapshot::from_txn(txn, meta.head, current.files.clone())?;
-            if head_hash(&fresh)? == head_hash(&current)? {
+            // The same (block, root, files): nothing new, unless a reorg
+            // went to a sibling with the same state root, which still
+            // differs in the block's hash.
+            let Some(head) = meta.head else { return Ok(()) };
+            let hashes = txn
+                .open_table(BLOCK_HASHES)
+                .map_err(db_err("open block hashes"))?;
+            let hash = hashes
+                .get(head.block)
+                .map_err(db_err("get block hash"))?
+                .map(|guard| B256::from_slice(guard.value()));
+            if hash == current.block_hash(head.block)? {
                 return Ok(());
             }
+            drop(hashes);
+            let fresh = Snapshot::from_txn(txn, meta.head, current.files.clone())?;
             self.latest.store(Arc::new(fresh));
             return Ok(());
         }

@@ -277,3 +277,49 @@ fn commit_nonce(db: &StateDb, number: u64, who: Address) -> strata_storage::Comm
     );
     writer.commit().unwrap()
 }
+
+/// A reorg to a sibling block with the same state root (the same writes)
+/// still reaches the follower: it compares the head block's hash too.
+#[test]
+fn a_read_only_handle_sees_a_same_root_sibling_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let shared = Options {
+        share_with_readers: true,
+        ..small_options()
+    };
+    let db = StateDb::open(dir.path(), shared).unwrap();
+    let who = Address::with_last_byte(5);
+    let block_one = |hash: B256| {
+        let mut writer = db.begin_block(1).unwrap();
+        writer.put_account(
+            who,
+            &Account {
+                nonce: 1,
+                ..Account::default()
+            },
+        );
+        writer.set_block_hash(hash);
+        writer.commit().unwrap().root
+    };
+    commit_nonce(&db, 0, who);
+    let first = block_one(B256::repeat_byte(0xa1));
+    let manual = Options {
+        follow_interval: std::time::Duration::from_secs(3600),
+        ..Options::default()
+    };
+    let follower = ReadOnlyStateDb::open(dir.path(), &manual).unwrap();
+    let hash_seen = || {
+        follower
+            .reader(Regime::Exec)
+            .unwrap()
+            .block_hash(1)
+            .unwrap()
+    };
+    assert_eq!(hash_seen(), Some(B256::repeat_byte(0xa1)));
+
+    db.unwind_to(0).unwrap();
+    let second = block_one(B256::repeat_byte(0xb2));
+    assert_eq!(first, second, "the sibling has the same state root");
+    assert_eq!(follower.refresh().unwrap(), Some(1));
+    assert_eq!(hash_seen(), Some(B256::repeat_byte(0xb2)));
+}
