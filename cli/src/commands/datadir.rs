@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use strata_storage::{DB_FILE, Options, StateDb};
+use strata_storage::{DB_FILE, Options, ReadOnlyStateDb, Regime, StateDb, StateReader};
 
 use crate::CliError;
 
@@ -33,9 +33,44 @@ pub(crate) fn open_existing(dir: &Path) -> Result<StateDb, CliError> {
 }
 
 /// `N 0x…` or `none 0x…` for a store without blocks.
-pub(crate) fn head_line(db: &StateDb) -> String {
-    match db.last_block() {
-        Some(block) => format!("{block} {}", db.root()),
-        None => format!("none {}", db.root()),
+pub(crate) fn head_line(reader: &StateReader) -> String {
+    match reader.block() {
+        Some(block) => format!("{block} {}", reader.root()),
+        None => format!("none {}", reader.root()),
+    }
+}
+
+/// An existing datadir opened for reading: by this process alone, or
+/// read-only beside a writer that shares it (`strata replay --share`).
+pub(crate) enum ReadAccess {
+    /// No writer held the datadir.
+    Alone(StateDb),
+    /// A sharing writer holds it; this follows its commits.
+    BesideWriter(ReadOnlyStateDb),
+}
+
+impl ReadAccess {
+    /// A read handle on the last committed block.
+    pub(crate) fn reader(&self) -> strata_storage::Result<StateReader> {
+        match self {
+            ReadAccess::Alone(db) => Ok(db.reader(Regime::Exec)),
+            ReadAccess::BesideWriter(db) => db.reader(Regime::Exec),
+        }
+    }
+}
+
+/// Open the existing datadir `dir` for reading: alone when no process
+/// holds it, read-only when a writer that shares it does.
+pub(crate) fn open_for_reading(dir: &Path) -> Result<ReadAccess, CliError> {
+    match open_existing(dir) {
+        Ok(db) => Ok(ReadAccess::Alone(db)),
+        Err(CliError::Storage { source, .. })
+            if matches!(*source, strata_storage::Error::Locked { .. }) =>
+        {
+            ReadOnlyStateDb::open(dir, &inspect_options())
+                .map(ReadAccess::BesideWriter)
+                .map_err(CliError::storage(dir))
+        }
+        Err(other) => Err(other),
     }
 }

@@ -5,10 +5,9 @@ use std::path::PathBuf;
 
 use alloy_primitives::{Address, B256};
 use clap::{Args, Subcommand};
-use strata_storage::Regime;
 use strata_storage::genesis::{parse_address, parse_word};
 
-use super::datadir::open_existing;
+use super::datadir::open_for_reading;
 
 use crate::CliError;
 
@@ -58,8 +57,8 @@ fn slot_arg(text: &str) -> Result<B256, String> {
 }
 
 pub(super) fn run(args: GetArgs) -> Result<(), CliError> {
-    let db = open_existing(&args.datadir)?;
-    let reader = db.reader(Regime::Exec);
+    let access = open_for_reading(&args.datadir)?;
+    let reader = access.reader().map_err(CliError::storage(&args.datadir))?;
     let failed = CliError::storage(&args.datadir);
     match args.what {
         GetWhat::Account { address } => match reader.account(&address).map_err(failed)? {

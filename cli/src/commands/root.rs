@@ -1,11 +1,11 @@
 //! `strata root --datadir DIR`: print the last committed block and its
-//! state root as `N 0x…`.
+//! state root as `N 0x…` (also beside a writer that shares the datadir).
 
 use std::path::PathBuf;
 
 use clap::Args;
 
-use super::datadir::{head_line, open_existing};
+use super::datadir::{head_line, open_for_reading};
 use crate::CliError;
 
 /// Arguments of `strata root`.
@@ -17,7 +17,8 @@ pub struct RootArgs {
 }
 
 pub(super) fn run(args: RootArgs) -> Result<(), CliError> {
-    let db = open_existing(&args.datadir)?;
-    println!("{}", head_line(&db));
+    let access = open_for_reading(&args.datadir)?;
+    let reader = access.reader().map_err(CliError::storage(&args.datadir))?;
+    println!("{}", head_line(&reader));
     Ok(())
 }

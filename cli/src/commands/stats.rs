@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use strata_storage::Regime;
+
 use super::datadir::{head_line, open_existing};
 use crate::CliError;
 
@@ -19,7 +21,7 @@ pub struct StatsArgs {
 pub(super) fn run(args: StatsArgs) -> Result<(), CliError> {
     let db = open_existing(&args.datadir)?;
     let stats = db.stats().map_err(CliError::storage(&args.datadir))?;
-    println!("head {}", head_line(&db));
+    println!("head {}", head_line(&db.reader(Regime::Exec)));
     println!("step size {} blocks", stats.step_size);
     println!(
         "{:<11} {:>11} {:>6} {:>12} {:>14}",

@@ -233,6 +233,38 @@ fn compact_then_verify_after_a_replay_with_small_steps() {
     );
 }
 
+/// `root` and `get` read a datadir while a writer holds it, when the writer
+/// shares it; a writer that keeps it to itself is named as the reason.
+#[test]
+fn root_and_get_read_beside_a_sharing_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let datadir = dir.path().join("db");
+    let db = datadir.to_str().unwrap();
+    let small = testdata().join("small.jsonl");
+    strata_ok(&["replay", small.to_str().unwrap(), "--datadir", db]);
+    let (_, roots) = trace_roots(&small);
+    let alone = strata_ok(&["get", "--datadir", db, "account", ADDR_EOA]);
+
+    let shared = strata_storage::Options {
+        share_with_readers: true,
+        ..strata_storage::Options::default()
+    };
+    let writer = strata_storage::StateDb::open(&datadir, shared).unwrap();
+    assert_eq!(
+        strata_ok(&["root", "--datadir", db]).trim(),
+        format!("30 {}", roots[&30])
+    );
+    assert_eq!(
+        strata_ok(&["get", "--datadir", db, "account", ADDR_EOA]),
+        alone
+    );
+    drop(writer);
+
+    let exclusive = strata_storage::StateDb::open(&datadir, strata_storage::Options::default());
+    let _writer = exclusive.unwrap();
+    assert_fails_with(&["root", "--datadir", db], "does not share it with readers");
+}
+
 #[test]
 fn bad_datadirs_and_files_are_refused_without_changes() {
     let dir = tempfile::tempdir().unwrap();
