@@ -35,10 +35,13 @@ pub(crate) fn unwind_to(inner: &Arc<Inner>, target: u64) -> Result<B256> {
     if target == last {
         return Ok(current.root());
     }
-    // Restored values are tagged with the step of the block being undone, so
-    // a collation built before the unwind can never prune them.
-    let step = inner.step_of(last);
     let _commit = inner.commit_lock.lock();
+    // Restored values are tagged with the step of the block being undone,
+    // and at least with the first step not yet collated (an earlier unwind
+    // may have left the head inside collated steps), so they stay newer
+    // than every file and a collation built before the unwind never prunes them.
+    let manifest = &inner.current.load().files.manifest;
+    let step_in = |domain: Domain| inner.step_of(last).max(manifest.domain(domain).collated_to);
     let txn = inner.db.begin_write().map_err(db_err("begin write"))?;
     let mut restored_records = Vec::new();
     let root = {
@@ -76,7 +79,7 @@ pub(crate) fn unwind_to(inner: &Arc<Inner>, target: u64) -> Result<B256> {
                 table
                     .insert(
                         key.as_slice(),
-                        value::encode(step, prev.as_deref()).as_slice(),
+                        value::encode(step_in(domain), prev.as_deref()).as_slice(),
                     )
                     .map_err(db_err("restore value"))?;
                 if domain == Domain::Commitment && key.as_slice() != ROOT_RECORD_KEY {
