@@ -213,20 +213,11 @@ fn write_block(
             let mut table = txn
                 .open_table(domain_table(domain))
                 .map_err(db_err("open table"))?;
-            // After an unwind into steps already collated, a block's writes
-            // must still be newer than every file (which may hold values of
-            // the undone blocks): they are tagged at least with the first
-            // step not yet collated, as unwind tags what it restores.
-            let collated_to = base.files.manifest.domain(domain).collated_to.max(
-                inner
-                    .current
-                    .load()
-                    .files
-                    .manifest
-                    .domain(domain)
-                    .collated_to,
+            // Newer than every file, also after an unwind into collated steps.
+            let step = base.files.manifest.db_step(
+                domain,
+                inner.current.load().files.manifest.db_step(domain, step),
             );
-            let step = step.max(collated_to);
             for (key, new) in entries {
                 if keep_unwind_data {
                     let (prev, _) = base.get(domain, key)?;

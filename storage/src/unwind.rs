@@ -36,12 +36,12 @@ pub(crate) fn unwind_to(inner: &Arc<Inner>, target: u64) -> Result<B256> {
         return Ok(current.root());
     }
     let _commit = inner.commit_lock.lock();
-    // Restored values are tagged with the step of the block being undone,
-    // and at least with the first step not yet collated (an earlier unwind
-    // may have left the head inside collated steps), so they stay newer
-    // than every file and a collation built before the unwind never prunes them.
+    // Restored values are tagged with the step of the block being undone
+    // (at least the first uncollated step: an earlier unwind may have left
+    // the head inside collated steps), so they stay newer than every file
+    // and a collation built before the unwind never prunes them.
     let manifest = &inner.current.load().files.manifest;
-    let step_in = |domain: Domain| inner.step_of(last).max(manifest.domain(domain).collated_to);
+    let step_in = |domain: Domain| manifest.db_step(domain, inner.step_of(last));
     let txn = inner.db.begin_write().map_err(db_err("begin write"))?;
     let mut restored_records = Vec::new();
     let root = {

@@ -53,6 +53,14 @@ impl Manifest {
         &self.domains[domain.index()]
     }
 
+    /// The step a db-tier write of `domain` made at `step` is tagged with:
+    /// never below the first step not yet collated, so a db record is
+    /// always newer than every file (after an unwind into collated steps,
+    /// the files may hold values of undone blocks).
+    pub(crate) fn db_step(&self, domain: Domain, step: u64) -> u64 {
+        step.max(self.domain(domain).collated_to)
+    }
+
     pub(crate) fn domain_mut(&mut self, domain: Domain) -> &mut DomainManifest {
         &mut self.domains[domain.index()]
     }
