@@ -89,12 +89,7 @@ pub(super) fn draw(path: &Path, runs: &[RunResult]) -> Result<(), CliError> {
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
         }
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(|e| fail(e.to_string()))?;
+    draw_legend(&mut chart).map_err(&fail)?;
 
     let mut chart = warmer_chart(
         &bottom,
@@ -117,12 +112,7 @@ pub(super) fn draw(path: &Path, runs: &[RunResult]) -> Result<(), CliError> {
             .label(cache.name())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(|e| fail(e.to_string()))?;
+    draw_legend(&mut chart).map_err(&fail)?;
     root.present().map_err(|e| fail(e.to_string()))?;
     Ok(())
 }
@@ -161,6 +151,16 @@ fn warmer_chart<'a, 'b>(
         .draw()
         .map_err(|e| e.to_string())?;
     Ok(chart)
+}
+
+/// The legend of the lines drawn on `chart`.
+fn draw_legend<'a, 'b: 'a>(chart: &mut WarmerChart<'a, 'b>) -> Result<(), String> {
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(|e| e.to_string())
 }
 
 fn busiest_commitment_tier(runs: &[RunResult]) -> Option<Tier> {
