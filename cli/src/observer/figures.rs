@@ -2,6 +2,8 @@
 //! a loaded window, and how many observations saw a block more than one
 //! behind the last commit.
 
+pub use strata_storage::telemetry::format_ns;
+
 use super::{READS, Sample};
 
 /// A span of the monotonic clock, `[start_ns, end_ns)`.
@@ -180,16 +182,6 @@ impl ObserverFigures {
             format_ns(SLOW_NS),
             self.slow_preempted
         );
-    }
-}
-
-/// A latency in ns as a short human figure.
-pub fn format_ns(value: u64) -> String {
-    match value {
-        0..1_000 => format!("{value}ns"),
-        1_000..1_000_000 => format!("{:.1}µs", value as f64 / 1e3),
-        1_000_000..1_000_000_000 => format!("{:.2}ms", value as f64 / 1e6),
-        _ => format!("{:.2}s", value as f64 / 1e9),
     }
 }
 

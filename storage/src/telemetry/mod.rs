@@ -32,7 +32,7 @@ mod tier;
 pub use buckets::{BUCKETS, MAX_TRACKED_NS};
 pub use mutex_metrics::MutexReadMetrics;
 pub use read_metrics::{ENV_SWITCH, ReadMetrics, STRIPES, parse_switch};
-pub use snapshot::{CellSummary, MetricsSnapshot};
+pub use snapshot::{CellSummary, MetricsSnapshot, format_ns};
 pub use tier::{MAX_FILE_LEVELS, TIER_COUNT, Tier};
 
 use crate::{Domain, Regime};

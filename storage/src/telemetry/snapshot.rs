@@ -156,10 +156,10 @@ impl MetricsSnapshot {
                             c.domain.name(),
                             c.tier.name(),
                             c.count,
-                            human(c.mean_ns),
-                            human(c.p50_ns),
-                            human(c.p99_ns),
-                            human(c.max_ns)
+                            format_ns(c.mean_ns),
+                            format_ns(c.p50_ns),
+                            format_ns(c.p99_ns),
+                            format_ns(c.max_ns)
                         )
                     })
                     .collect::<Vec<_>>()
@@ -179,7 +179,8 @@ impl MetricsSnapshot {
 }
 
 /// Nanoseconds as a short human duration: 850ns, 1.2µs, 3.40ms, 1.50s.
-fn human(nanos: u64) -> String {
+/// A latency in ns as a short human figure (`812ns`, `3.4µs`, `1.25ms`, `2.00s`).
+pub fn format_ns(nanos: u64) -> String {
     match nanos {
         0..1_000 => format!("{nanos}ns"),
         1_000..1_000_000 => format!("{:.1}µs", nanos as f64 / 1e3),
@@ -291,8 +292,8 @@ mod tests {
             lines[1].2
         );
         sample().emit_tracing(); // no subscriber: must simply not fail
-        assert_eq!(human(1_234), "1.2µs");
-        assert_eq!(human(2_500_000_000), "2.50s");
+        assert_eq!(format_ns(1_234), "1.2µs");
+        assert_eq!(format_ns(2_500_000_000), "2.50s");
     }
 
     /// Collects the events emitted while it is the default subscriber.
