@@ -213,11 +213,10 @@ fn write_block(
             let mut table = txn
                 .open_table(domain_table(domain))
                 .map_err(db_err("open table"))?;
-            // Newer than every file, also after an unwind into collated steps.
-            let step = base.files.manifest.db_step(
-                domain,
-                inner.current.load().files.manifest.db_step(domain, step),
-            );
+            // Newer than every file, also after an unwind into collated
+            // steps (the current manifest's collation is never behind the
+            // block's base).
+            let step = inner.current.load().files.manifest.db_step(domain, step);
             for (key, new) in entries {
                 if keep_unwind_data {
                     let (prev, _) = base.get(domain, key)?;
