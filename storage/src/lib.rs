@@ -33,6 +33,7 @@ mod fileset;
 pub mod genesis;
 mod genesis_init;
 mod inner;
+pub mod journal;
 pub mod keys;
 mod maintenance;
 mod options;

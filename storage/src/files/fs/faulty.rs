@@ -94,6 +94,10 @@ impl WritableFile for FaultyWritableFile {
         }
         self.inner.sync()
     }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 impl FileSystem for FaultyFileSystem {

@@ -26,6 +26,11 @@ pub trait WritableFile: Send {
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()>;
     /// Flushes buffers and makes the content durable (fsync).
     fn sync(&mut self) -> io::Result<()>;
+    /// Hands buffered bytes to the operating system without making them
+    /// durable: they then survive a crash of this process, not a power cut.
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// The operations the immutable-file layer needs from a file system.

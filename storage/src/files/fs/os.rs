@@ -30,6 +30,10 @@ impl WritableFile for OsWritableFile {
         self.out.flush()?;
         self.out.get_ref().sync_all()
     }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
 }
 
 impl FileSystem for OsFileSystem {
