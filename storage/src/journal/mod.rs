@@ -17,6 +17,7 @@
 //! inserts (medians of 30 interleaved blocks, one run).
 
 mod frame;
+mod record;
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -25,6 +26,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::files::fs::{FileSystem, WritableFile, file_name_of};
+
+pub use record::{BlockRecord, Previous, RecordError, RecordWrite};
 
 /// Segment files are `journal-` + the first block, 20 digits, + `.log`.
 const SEGMENT_PREFIX: &str = "journal-";

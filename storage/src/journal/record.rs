@@ -1,0 +1,322 @@
+//! What one block's journal record holds and how it is encoded: the block,
+//! its root and hash, and every key it wrote in every domain (commitment
+//! records included) with the new value and, for unwind, the previous one.
+//!
+//! ```text
+//! version u8 (1) | block u64 | root [32] | has_hash u8 | hash [32]?
+//! | entries u32 | entry*
+//! entry: domain u8 | key_len u16 | key | value | prev
+//! value: 0 (deleted) | 1 len u32 bytes
+//! prev:  0 (not kept) | 1 (absent before) | 2 len u32 bytes
+//! ```
+//! All integers little-endian. The frame around the record carries its
+//! checksum ([`super::frame`]).
+
+use alloy_primitives::B256;
+
+use crate::domain::Domain;
+
+/// The encoding version written first in every record.
+const VERSION: u8 = 1;
+
+/// A key's value before the block, as unwind needs it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Previous {
+    /// Not recorded (block 0 has nothing to unwind to).
+    NotKept,
+    /// The key did not exist.
+    Absent,
+    /// The key held these bytes.
+    Value(Vec<u8>),
+}
+
+/// One key a block wrote.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordWrite {
+    /// The domain of the key.
+    pub domain: Domain,
+    /// The key, as the domain stores it.
+    pub key: Vec<u8>,
+    /// The new value; `None` deletes the key.
+    pub value: Option<Vec<u8>>,
+    /// The value before the block.
+    pub previous: Previous,
+}
+
+/// One block as the journal records it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockRecord {
+    /// The block number.
+    pub block: u64,
+    /// The state root after the block.
+    pub root: B256,
+    /// The block's hash, when the caller gave one.
+    pub hash: Option<B256>,
+    /// Every key written, commitment records included.
+    pub writes: Vec<RecordWrite>,
+}
+
+/// A record that cannot be decoded: what and at which byte.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("journal record: {what} at byte {offset}")]
+pub struct RecordError {
+    /// Where decoding stopped.
+    pub offset: usize,
+    /// What was wrong.
+    pub what: &'static str,
+}
+
+impl BlockRecord {
+    /// Encodes the record into `out` (cleared first).
+    pub fn encode_into(&self, out: &mut Vec<u8>) {
+        out.clear();
+        out.push(VERSION);
+        out.extend_from_slice(&self.block.to_le_bytes());
+        out.extend_from_slice(self.root.as_slice());
+        match self.hash {
+            Some(hash) => {
+                out.push(1);
+                out.extend_from_slice(hash.as_slice());
+            }
+            None => out.push(0),
+        }
+        out.extend_from_slice(&(self.writes.len() as u32).to_le_bytes());
+        for write in &self.writes {
+            debug_assert!(
+                write.key.len() <= u16::MAX as usize,
+                "key too long for a record"
+            );
+            out.push(write.domain.index() as u8);
+            out.extend_from_slice(&(write.key.len() as u16).to_le_bytes());
+            out.extend_from_slice(&write.key);
+            match &write.value {
+                None => out.push(0),
+                Some(value) => {
+                    out.push(1);
+                    put_bytes(out, value);
+                }
+            }
+            match &write.previous {
+                Previous::NotKept => out.push(0),
+                Previous::Absent => out.push(1),
+                Previous::Value(value) => {
+                    out.push(2);
+                    put_bytes(out, value);
+                }
+            }
+        }
+    }
+
+    /// Decodes a record written by [`BlockRecord::encode_into`].
+    pub fn decode(bytes: &[u8]) -> Result<BlockRecord, RecordError> {
+        let mut reader = Reader { bytes, offset: 0 };
+        if reader.u8("version")? != VERSION {
+            return Err(reader.error(1, "unknown record version"));
+        }
+        let block = reader.u64("block")?;
+        let root = B256::from_slice(reader.take(32, "root")?);
+        let hash = match reader.u8("hash flag")? {
+            0 => None,
+            1 => Some(B256::from_slice(reader.take(32, "hash")?)),
+            _ => return Err(reader.error(1, "bad hash flag")),
+        };
+        let count = reader.u32("entry count")? as usize;
+        // Each entry takes at least 5 bytes: a count beyond that is damage.
+        if count > reader.remaining() / 5 {
+            return Err(reader.error(4, "entry count larger than the record"));
+        }
+        let mut writes = Vec::with_capacity(count);
+        for _ in 0..count {
+            let domain_index = reader.u8("domain")? as usize;
+            let domain = *Domain::ALL
+                .get(domain_index)
+                .ok_or_else(|| reader.error(1, "unknown domain"))?;
+            let key_len = reader.u16("key length")? as usize;
+            let key = reader.take(key_len, "key")?.to_vec();
+            let value = match reader.u8("value tag")? {
+                0 => None,
+                1 => Some(reader.bytes("value")?.to_vec()),
+                _ => return Err(reader.error(1, "bad value tag")),
+            };
+            let previous = match reader.u8("previous tag")? {
+                0 => Previous::NotKept,
+                1 => Previous::Absent,
+                2 => Previous::Value(reader.bytes("previous value")?.to_vec()),
+                _ => return Err(reader.error(1, "bad previous tag")),
+            };
+            writes.push(RecordWrite {
+                domain,
+                key,
+                value,
+                previous,
+            });
+        }
+        if reader.remaining() != 0 {
+            return Err(reader.error(0, "bytes after the last entry"));
+        }
+        Ok(BlockRecord {
+            block,
+            root,
+            hash,
+            writes,
+        })
+    }
+}
+
+fn put_bytes(out: &mut Vec<u8>, value: &[u8]) {
+    out.extend_from_slice(&(value.len() as u32).to_le_bytes());
+    out.extend_from_slice(value);
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    offset: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn remaining(&self) -> usize {
+        self.bytes.len() - self.offset
+    }
+
+    /// An error about the `back` bytes just read.
+    fn error(&self, back: usize, what: &'static str) -> RecordError {
+        RecordError {
+            offset: self.offset - back,
+            what,
+        }
+    }
+
+    fn take(&mut self, len: usize, what: &'static str) -> Result<&'a [u8], RecordError> {
+        if self.remaining() < len {
+            return Err(RecordError {
+                offset: self.offset,
+                what,
+            });
+        }
+        let out = &self.bytes[self.offset..self.offset + len];
+        self.offset += len;
+        Ok(out)
+    }
+
+    fn u8(&mut self, what: &'static str) -> Result<u8, RecordError> {
+        Ok(self.take(1, what)?[0])
+    }
+
+    fn u16(&mut self, what: &'static str) -> Result<u16, RecordError> {
+        Ok(u16::from_le_bytes(
+            self.take(2, what)?.try_into().expect("2 bytes"),
+        ))
+    }
+
+    fn u32(&mut self, what: &'static str) -> Result<u32, RecordError> {
+        Ok(u32::from_le_bytes(
+            self.take(4, what)?.try_into().expect("4 bytes"),
+        ))
+    }
+
+    fn u64(&mut self, what: &'static str) -> Result<u64, RecordError> {
+        Ok(u64::from_le_bytes(
+            self.take(8, what)?.try_into().expect("8 bytes"),
+        ))
+    }
+
+    fn bytes(&mut self, what: &'static str) -> Result<&'a [u8], RecordError> {
+        let len = self.u32(what)? as usize;
+        self.take(len, what)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn previous() -> impl Strategy<Value = Previous> {
+        prop_oneof![
+            Just(Previous::NotKept),
+            Just(Previous::Absent),
+            proptest::collection::vec(any::<u8>(), 0..40).prop_map(Previous::Value),
+        ]
+    }
+
+    fn write() -> impl Strategy<Value = RecordWrite> {
+        (
+            0..Domain::ALL.len(),
+            proptest::collection::vec(any::<u8>(), 0..60),
+            proptest::option::of(proptest::collection::vec(any::<u8>(), 0..80)),
+            previous(),
+        )
+            .prop_map(|(domain, key, value, previous)| RecordWrite {
+                domain: Domain::ALL[domain],
+                key,
+                value,
+                previous,
+            })
+    }
+
+    fn record() -> impl Strategy<Value = BlockRecord> {
+        (
+            any::<u64>(),
+            any::<[u8; 32]>(),
+            proptest::option::of(any::<[u8; 32]>()),
+            proptest::collection::vec(write(), 0..20),
+        )
+            .prop_map(|(block, root, hash, writes)| BlockRecord {
+                block,
+                root: B256::from(root),
+                hash: hash.map(B256::from),
+                writes,
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn records_round_trip(record in record()) {
+            let mut bytes = Vec::new();
+            record.encode_into(&mut bytes);
+            prop_assert_eq!(BlockRecord::decode(&bytes), Ok(record));
+        }
+
+        #[test]
+        fn every_cut_of_a_record_is_an_error(record in record()) {
+            let mut bytes = Vec::new();
+            record.encode_into(&mut bytes);
+            for cut in 0..bytes.len() {
+                prop_assert!(BlockRecord::decode(&bytes[..cut]).is_err(), "cut at {}", cut);
+            }
+        }
+    }
+
+    #[test]
+    fn damage_is_named_with_its_offset() {
+        let record = BlockRecord {
+            block: 9,
+            root: B256::repeat_byte(1),
+            hash: None,
+            writes: vec![RecordWrite {
+                domain: Domain::Storage,
+                key: vec![1, 2, 3],
+                value: Some(vec![4]),
+                previous: Previous::Absent,
+            }],
+        };
+        let mut bytes = Vec::new();
+        record.encode_into(&mut bytes);
+        let domain_at = 1 + 8 + 32 + 1 + 4;
+        bytes[domain_at] = 9;
+        assert_eq!(
+            BlockRecord::decode(&bytes),
+            Err(RecordError {
+                offset: domain_at,
+                what: "unknown domain"
+            })
+        );
+        bytes[domain_at] = Domain::Storage.index() as u8;
+        bytes.push(0);
+        assert_eq!(
+            BlockRecord::decode(&bytes).map_err(|e| e.what),
+            Err("bytes after the last entry")
+        );
+    }
+}
