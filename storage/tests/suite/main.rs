@@ -3,6 +3,7 @@
 mod api;
 mod concurrency;
 mod crash;
+mod datadir;
 mod model;
 mod oracle;
 mod vectors;
