@@ -5,9 +5,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use alloy_primitives::B256;
-use redb::ReadableDatabase;
+use redb::{ReadableDatabase, TableHandle};
 use strata_cache::{CacheStats, WarmupPool, build_cache};
 
+use crate::db::guard::guarded;
 use crate::db::meta::{self, FORMAT_VERSION, Meta};
 use crate::db::tables::{BLOCK_HASHES, CHANGES, CODE_BY_HASH, META, ROOTS, domain_table};
 use crate::domain::{Domain, Regime};
@@ -86,12 +87,14 @@ impl StateDb {
                         create_redb_atomically(&datadir, &db_path, &options)?;
                     }
                 }
-                let db = open_redb::<redb::backends::FileBackend>(
-                    &db_path,
-                    &options,
-                    Backing::Existing,
-                )?;
-                let meta = load_or_init_meta(&db, &db_path, &options, false)?;
+                // redb may panic on a damaged page while it recovers or
+                // reads the metadata: that is an error naming the table.
+                let db = guarded("(database recovery)", || {
+                    open_redb::<redb::backends::FileBackend>(&db_path, &options, Backing::Existing)
+                })?;
+                let meta = guarded(META.name(), || {
+                    load_or_init_meta(&db, &db_path, &options, false)
+                })?;
                 (db, meta)
             }
         };

@@ -3,6 +3,7 @@
 mod api;
 mod concurrency;
 mod crash;
+mod damaged;
 mod datadir;
 mod model;
 mod oracle;
