@@ -79,9 +79,13 @@ impl ReadOnlyStateDb {
     /// Opens the datadir at `datadir` read-only. Uses `options.db_cache_bytes`
     /// and `options.read_metrics`; the rest belongs to the writer.
     ///
-    /// Fails with [`Error::NotShared`] while a writer holds the datadir
-    /// without sharing it, and with [`Error::NotADatadir`] where there is no
-    /// strata database.
+    /// Works on a datadir no process holds (whichever mode wrote it) and
+    /// beside a writer that shares it; writes nothing, so a read-only
+    /// directory or mount is fine. Fails with [`Error::NotShared`] while a
+    /// writer holds the datadir without sharing it, [`Error::NotADatadir`]
+    /// where there is no strata database, [`Error::DatabaseEmpty`] for a
+    /// zero-length one, and [`Error::NeedsRecovery`] when its last writer was
+    /// killed (redb's recovery writes, so only a writer can run it).
     pub fn open(datadir: impl AsRef<Path>, options: &Options) -> Result<ReadOnlyStateDb> {
         let datadir = datadir.as_ref().to_path_buf();
         let db_path = datadir.join(DB_FILE);
