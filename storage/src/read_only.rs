@@ -21,6 +21,8 @@ use alloy_primitives::B256;
 use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
 use redb::{ReadOnlyDatabase, ReadTransaction, ReadableDatabase, TableHandle};
+
+use crate::db::cow::CopyOnWriteBackend;
 use strata_cache::CacheStats;
 
 use crate::db::guard::guarded;
@@ -60,7 +62,7 @@ struct Follower {
     /// Blocks per step (fixed when the datadir was created).
     step_size: u64,
     files_dir: PathBuf,
-    db: ReadOnlyDatabase,
+    db: ReadDb,
     fs: Arc<dyn FileSystem>,
     /// The newest snapshot: what readers get.
     latest: ArcSwap<Snapshot>,
@@ -84,8 +86,8 @@ impl ReadOnlyStateDb {
     /// directory or mount is fine. Fails with [`Error::NotShared`] while a
     /// writer holds the datadir without sharing it, [`Error::NotADatadir`]
     /// where there is no strata database, [`Error::DatabaseEmpty`] for a
-    /// zero-length one, and [`Error::NeedsRecovery`] when its last writer was
-    /// killed (redb's recovery writes, so only a writer can run it).
+    /// zero-length one. A database whose last writer was killed is recovered
+    /// in memory (a copy-on-write view of the file), never on disk.
     pub fn open(datadir: impl AsRef<Path>, options: &Options) -> Result<ReadOnlyStateDb> {
         let datadir = datadir.as_ref().to_path_buf();
         let db_path = datadir.join(DB_FILE);
@@ -289,7 +291,7 @@ impl Follower {
 /// that shares the datadir, and on a datadir no process holds (whatever mode
 /// wrote it). Nothing is written: the file is opened `O_RDONLY` and only
 /// shared locks are taken, so a read-only directory or mount works.
-fn open_database(datadir: &Path, db_path: &Path, options: &Options) -> Result<ReadOnlyDatabase> {
+fn open_database(datadir: &Path, db_path: &Path, options: &Options) -> Result<ReadDb> {
     match std::fs::metadata(db_path) {
         Ok(meta) if meta.len() == 0 => {
             return Err(Error::DatabaseEmpty {
@@ -308,7 +310,31 @@ fn open_database(datadir: &Path, db_path: &Path, options: &Options) -> Result<Re
     builder.set_cache_size(options.db_cache_bytes);
     builder.set_concurrency_mode(redb::ConcurrencyMode::SingleWriter);
     let opened = guarded("(database header)", || Ok(builder.open_read_only(db_path)))?;
-    opened.map_err(|e| match e {
+    match opened {
+        Ok(db) => return Ok(ReadDb::Shared(db)),
+        Err(redb::DatabaseError::RepairAborted) => {}
+        Err(other) => return Err(open_error(db_path, other)),
+    }
+    // The last writer was killed: run redb's recovery on a copy-on-write
+    // view of the file, in memory; the file itself is never written.
+    let backend = CopyOnWriteBackend::open(db_path).map_err(|source| Error::Datadir {
+        path: db_path.to_path_buf(),
+        what: "open the database read-only",
+        source,
+    })?;
+    let mut builder = redb::Builder::new();
+    builder.set_cache_size(options.db_cache_bytes);
+    let recovered = guarded("(database recovery)", || {
+        Ok(builder.create_with_backend(backend))
+    })?;
+    recovered
+        .map(ReadDb::Recovered)
+        .map_err(|e| open_error(db_path, e))
+}
+
+/// The error of a read-only open of `db_path`.
+fn open_error(db_path: &Path, error: redb::DatabaseError) -> Error {
+    match error {
         redb::DatabaseError::DatabaseAlreadyOpen | redb::DatabaseError::LockProtocolMismatch => {
             Error::NotShared {
                 path: db_path.to_path_buf(),
@@ -321,11 +347,30 @@ fn open_database(datadir: &Path, db_path: &Path, options: &Options) -> Result<Re
             path: db_path.to_path_buf(),
             source: other.into(),
         },
-    })
+    }
+}
+
+/// The redb handle of a read-only open.
+enum ReadDb {
+    /// Opened read-only in `SingleWriter` mode (beside a sharing writer, or
+    /// no writer at all).
+    Shared(ReadOnlyDatabase),
+    /// Recovered in memory after its writer was killed (see
+    /// [`CopyOnWriteBackend`]); shows the last commit that writer made durable.
+    Recovered(redb::Database),
+}
+
+impl ReadDb {
+    fn begin_read(&self) -> std::result::Result<ReadTransaction, redb::TransactionError> {
+        match self {
+            ReadDb::Shared(db) => db.begin_read(),
+            ReadDb::Recovered(db) => db.begin_read(),
+        }
+    }
 }
 
 /// A read transaction on the newest commit and the metadata it holds.
-fn begin(db: &ReadOnlyDatabase, datadir: &Path) -> Result<(ReadTransaction, Meta)> {
+fn begin(db: &ReadDb, datadir: &Path) -> Result<(ReadTransaction, Meta)> {
     let txn = guarded("(database header)", || {
         db.begin_read().map_err(db_err("begin read"))
     })?;
@@ -356,7 +401,7 @@ fn begin(db: &ReadOnlyDatabase, datadir: &Path) -> Result<(ReadTransaction, Meta
 /// its open (the manifest was already superseded) starts over from a newer
 /// commit.
 fn open_newest(
-    db: &ReadOnlyDatabase,
+    db: &ReadDb,
     datadir: &Path,
     files_dir: &Path,
     fs: &Arc<dyn FileSystem>,
