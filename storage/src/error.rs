@@ -6,6 +6,7 @@ use alloy_primitives::B256;
 
 use crate::domain::Domain;
 use crate::files::FileError;
+use crate::state_db::{DB_FILE, FILES_DIR};
 
 /// Everything that can go wrong in the storage engine. Each variant says what
 /// failed and where (datadir, file, block, key).
@@ -30,7 +31,7 @@ pub enum Error {
     },
     /// A read-only open found a writer that keeps the datadir to itself.
     #[error(
-        "datadir {path} is open by a writer that does not share it with readers (the writer must set Options::share_with_readers)"
+        "datadir {path} is locked by a writer that does not share it with readers (the writer must set Options::share_with_readers)"
     )]
     NotShared {
         /// The database file.
@@ -43,6 +44,53 @@ pub enum Error {
         path: PathBuf,
         /// What is missing.
         what: &'static str,
+    },
+    /// `state.redb` is missing beside files a strata database made: starting
+    /// a new database would orphan (and delete) them.
+    #[error(
+        "datadir {path}: {DB_FILE} is missing but {FILES_DIR}/ holds {files} strata file(s); \
+         refusing to start a new database over them (restore {DB_FILE} or move the files away); nothing was changed"
+    )]
+    DatabaseMissing {
+        /// The datadir.
+        path: PathBuf,
+        /// How many strata-made files `files/` holds.
+        files: usize,
+    },
+    /// `state.redb` exists but holds no bytes.
+    #[error(
+        "database {path} is empty (0 bytes): not a strata database; restore it or remove the datadir; nothing was changed"
+    )]
+    DatabaseEmpty {
+        /// The database file.
+        path: PathBuf,
+    },
+    /// `state.redb` exists but redb cannot open it.
+    #[error("database {path} cannot be opened: {source}; nothing was changed")]
+    DatabaseUnreadable {
+        /// The database file.
+        path: PathBuf,
+        /// redb's error.
+        #[source]
+        source: redb::Error,
+    },
+    /// The last writer of the database did not close it (it was killed or
+    /// crashed) and no writer is open to recover it; a read-only open cannot.
+    #[error(
+        "database {path} was not closed cleanly by its last writer and needs recovery, which a read-only open cannot do; \
+         open the datadir once with a writing command (e.g. `strata compact`) to recover it"
+    )]
+    NeedsRecovery {
+        /// The database file.
+        path: PathBuf,
+    },
+    /// A damaged database page made redb fail while reading a table.
+    #[error("corrupt database: table {table}: {what}")]
+    Corrupt {
+        /// The redb table being read.
+        table: &'static str,
+        /// What redb reported (its panic message when it panicked).
+        what: String,
     },
     /// The options contradict each other or are out of range.
     #[error("invalid options: {0}")]

@@ -45,6 +45,7 @@ pub mod revm;
 mod snapshot;
 mod sources;
 mod state_db;
+mod stats;
 pub mod telemetry;
 mod unwind;
 mod verify;

@@ -16,7 +16,9 @@ use crate::db::tables::{META, domain_table};
 use crate::db::value;
 use crate::domain::Domain;
 use crate::error::{Error, Result, db_err};
-use crate::files::{FileError, FileMeta, FileSystem, SortedFile, SortedFileWriter, merge_files};
+use crate::files::{
+    FileError, FileMeta, FileSystem, SortedFile, SortedFileWriter, TEMP_SUFFIX, merge_files,
+};
 use crate::fileset::FileSet;
 use crate::inner::Inner;
 use crate::snapshot::Snapshot;
@@ -214,8 +216,10 @@ fn publish_files(inner: &Inner, current: &Snapshot, files: FileSet) -> Result<()
     Ok(())
 }
 
-/// Deletes files the manifest does not list: leftovers of a build, merge or
-/// temp write that a crash interrupted before its manifest commit.
+/// Deletes strata's own files that the manifest does not list: leftovers of
+/// a build, merge or temp write that a crash interrupted before its manifest
+/// commit. Only names strata makes (`DOMAIN-FROM-TO.sst` and its `.tmp`
+/// name) are removed; anything else in `dir` is left alone with a warning.
 pub(crate) fn remove_orphans(fs: &dyn FileSystem, dir: &Path, manifest: &Manifest) -> Result<()> {
     let live: HashSet<&str> = manifest
         .domains
@@ -230,18 +234,50 @@ pub(crate) fn remove_orphans(fs: &dyn FileSystem, dir: &Path, manifest: &Manifes
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        if !live.contains(name.as_str()) {
-            tracing::info!(file = %path.display(), "removing a file no manifest lists");
-            let path = if path.is_absolute() {
-                path
-            } else {
-                dir.join(&name)
-            };
-            fs.remove(&path)
-                .map_err(|source| io_error(path.clone(), "remove", source))?;
+        if live.contains(name.as_str()) {
+            continue;
+        }
+        if !is_strata_file_name(&name) {
+            tracing::warn!(
+                file = %path.display(),
+                "leaving alone a file strata did not make in its files folder"
+            );
+            continue;
+        }
+        tracing::info!(file = %path.display(), "removing a strata file no manifest lists");
+        let path = if path.is_absolute() {
+            path
+        } else {
+            dir.join(&name)
+        };
+        fs.remove(&path)
+            .map_err(|source| io_error(path.clone(), "remove", source))?;
+    }
+    warn_about_folders(dir);
+    Ok(())
+}
+
+/// Whether `name` is one strata gives its immutable files: a published
+/// `DOMAIN-FROM-TO.sst` or the temp name it is written under.
+pub(crate) fn is_strata_file_name(name: &str) -> bool {
+    let published = name.strip_suffix(TEMP_SUFFIX).unwrap_or(name);
+    FileMeta::parse_file_name(published).is_some()
+}
+
+/// Names (once, with a warning) each folder inside the files folder: strata
+/// makes none and removes none.
+fn warn_about_folders(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            tracing::warn!(
+                folder = %entry.path().display(),
+                "leaving alone a folder strata did not make in its files folder"
+            );
         }
     }
-    Ok(())
 }
 
 /// Wakes the background thread after commits.

@@ -20,8 +20,12 @@ use std::time::Duration;
 use alloy_primitives::B256;
 use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
-use redb::{ReadOnlyDatabase, ReadTransaction, ReadableDatabase};
+use redb::{ReadOnlyDatabase, ReadTransaction, ReadableDatabase, TableHandle};
 
+use crate::db::cow::CopyOnWriteBackend;
+use strata_cache::CacheStats;
+
+use crate::db::guard::guarded;
 use crate::db::meta::{self, FORMAT_VERSION, Meta};
 use crate::db::tables::{BLOCK_HASHES, META};
 use crate::domain::Regime;
@@ -32,6 +36,7 @@ use crate::options::Options;
 use crate::reader::StateReader;
 use crate::snapshot::Snapshot;
 use crate::state_db::{DB_FILE, FILES_DIR};
+use crate::stats::DbStats;
 use crate::telemetry::ReadMetrics;
 
 /// How many times a refresh starts over when the writer pruned a file
@@ -54,8 +59,10 @@ pub struct ReadOnlyStateDb {
 /// What the handle and its follower thread share.
 struct Follower {
     datadir: PathBuf,
+    /// Blocks per step (fixed when the datadir was created).
+    step_size: u64,
     files_dir: PathBuf,
-    db: ReadOnlyDatabase,
+    db: ReadDb,
     fs: Arc<dyn FileSystem>,
     /// The newest snapshot: what readers get.
     latest: ArcSwap<Snapshot>,
@@ -74,36 +81,24 @@ impl ReadOnlyStateDb {
     /// Opens the datadir at `datadir` read-only. Uses `options.db_cache_bytes`
     /// and `options.read_metrics`; the rest belongs to the writer.
     ///
-    /// Fails with [`Error::NotShared`] while a writer holds the datadir
-    /// without sharing it, and with [`Error::NotADatadir`] where there is no
-    /// strata database.
+    /// Works on a datadir no process holds (whichever mode wrote it) and
+    /// beside a writer that shares it; writes nothing, so a read-only
+    /// directory or mount is fine. Fails with [`Error::NotShared`] while a
+    /// writer holds the datadir without sharing it, [`Error::NotADatadir`]
+    /// where there is no strata database, [`Error::DatabaseEmpty`] for a
+    /// zero-length one. A database whose last writer was killed is recovered
+    /// in memory (a copy-on-write view of the file), never on disk.
     pub fn open(datadir: impl AsRef<Path>, options: &Options) -> Result<ReadOnlyStateDb> {
         let datadir = datadir.as_ref().to_path_buf();
         let db_path = datadir.join(DB_FILE);
-        if !db_path.is_file() {
-            return Err(Error::NotADatadir {
-                path: datadir,
-                what: "no state.redb: not a strata datadir",
-            });
-        }
-        let mut builder = redb::Builder::new();
-        builder.set_cache_size(options.db_cache_bytes);
-        builder.set_concurrency_mode(redb::ConcurrencyMode::SingleWriter);
-        let db = builder.open_read_only(&db_path).map_err(|e| match e {
-            redb::DatabaseError::DatabaseAlreadyOpen
-            | redb::DatabaseError::LockProtocolMismatch => Error::NotShared {
-                path: db_path.clone(),
-            },
-            other => Error::Db {
-                op: "open database read-only",
-                source: other.into(),
-            },
-        })?;
+        let db = open_database(&datadir, &db_path, options)?;
         let files_dir = datadir.join(FILES_DIR);
         let fs: Arc<dyn FileSystem> = Arc::new(OsFileSystem);
         // Fail now, not at the first read, on a datadir that cannot be read.
         let first = open_newest(&db, &datadir, &files_dir, &fs, &Arc::default())?;
+        let step_size = begin(&db, &datadir)?.1.step_size;
         let follower = Arc::new(Follower {
+            step_size,
             datadir,
             files_dir,
             db,
@@ -155,6 +150,31 @@ impl ReadOnlyStateDb {
     /// The state root of that block.
     pub fn root(&self) -> Result<B256> {
         Ok(self.follower.snapshot()?.root())
+    }
+
+    /// Sizes of the tiers of the block [`ReadOnlyStateDb::reader`] shows
+    /// (the branch-cache counters are zero: this handle has no cache).
+    pub fn stats(&self) -> Result<DbStats> {
+        crate::stats::collect(
+            self.follower.snapshot()?.as_ref(),
+            self.follower.step_size,
+            CacheStats::default(),
+        )
+    }
+
+    /// The snapshot readers get now (for crate-internal checks such as
+    /// `verify` that read every entry of one commit).
+    #[allow(
+        dead_code,
+        reason = "for the read-only verify, which is written in another branch"
+    )]
+    pub(crate) fn snapshot(&self) -> Result<Arc<Snapshot>> {
+        self.follower.snapshot()
+    }
+
+    /// Blocks per step of this datadir.
+    pub fn step_size(&self) -> u64 {
+        self.follower.step_size
     }
 
     /// The read-latency telemetry of this handle's reads.
@@ -234,17 +254,18 @@ impl Follower {
             // went to a sibling with the same state root, which still
             // differs in the block's hash.
             let Some(head) = meta.head else { return Ok(()) };
-            let hashes = txn
-                .open_table(BLOCK_HASHES)
-                .map_err(db_err("open block hashes"))?;
-            let hash = hashes
-                .get(head.block)
-                .map_err(db_err("get block hash"))?
-                .map(|guard| B256::from_slice(guard.value()));
+            let hash = guarded(BLOCK_HASHES.name(), || {
+                let hashes = txn
+                    .open_table(BLOCK_HASHES)
+                    .map_err(db_err("open block hashes"))?;
+                Ok(hashes
+                    .get(head.block)
+                    .map_err(db_err("get block hash"))?
+                    .map(|guard| B256::from_slice(guard.value())))
+            })?;
             if hash == current.block_hash(head.block)? {
                 return Ok(());
             }
-            drop(hashes);
             let fresh = Snapshot::from_txn(txn, meta.head, current.files.clone())?;
             self.latest.store(Arc::new(fresh));
             return Ok(());
@@ -266,30 +287,112 @@ impl Follower {
     }
 }
 
+/// Opens `db_path` read-only in redb's `SingleWriter` mode: beside a writer
+/// that shares the datadir, and on a datadir no process holds (whatever mode
+/// wrote it). Nothing is written: the file is opened `O_RDONLY` and only
+/// shared locks are taken, so a read-only directory or mount works.
+fn open_database(datadir: &Path, db_path: &Path, options: &Options) -> Result<ReadDb> {
+    match std::fs::metadata(db_path) {
+        Ok(meta) if meta.len() == 0 => {
+            return Err(Error::DatabaseEmpty {
+                path: db_path.to_path_buf(),
+            });
+        }
+        Ok(meta) if meta.is_file() => {}
+        _ => {
+            return Err(Error::NotADatadir {
+                path: datadir.to_path_buf(),
+                what: "no state.redb: not a strata datadir",
+            });
+        }
+    }
+    let mut builder = redb::Builder::new();
+    builder.set_cache_size(options.db_cache_bytes);
+    builder.set_concurrency_mode(redb::ConcurrencyMode::SingleWriter);
+    let opened = guarded("(database header)", || Ok(builder.open_read_only(db_path)))?;
+    match opened {
+        Ok(db) => return Ok(ReadDb::Shared(db)),
+        Err(redb::DatabaseError::RepairAborted) => {}
+        Err(other) => return Err(open_error(db_path, other)),
+    }
+    // The last writer was killed: run redb's recovery on a copy-on-write
+    // view of the file, in memory; the file itself is never written.
+    let backend = CopyOnWriteBackend::open(db_path).map_err(|source| Error::Datadir {
+        path: db_path.to_path_buf(),
+        what: "open the database read-only",
+        source,
+    })?;
+    let mut builder = redb::Builder::new();
+    builder.set_cache_size(options.db_cache_bytes);
+    let recovered = guarded("(database recovery)", || {
+        Ok(builder.create_with_backend(backend))
+    })?;
+    recovered
+        .map(ReadDb::Recovered)
+        .map_err(|e| open_error(db_path, e))
+}
+
+/// The error of a read-only open of `db_path`.
+fn open_error(db_path: &Path, error: redb::DatabaseError) -> Error {
+    match error {
+        redb::DatabaseError::DatabaseAlreadyOpen | redb::DatabaseError::LockProtocolMismatch => {
+            Error::NotShared {
+                path: db_path.to_path_buf(),
+            }
+        }
+        redb::DatabaseError::RepairAborted => Error::NeedsRecovery {
+            path: db_path.to_path_buf(),
+        },
+        other => Error::DatabaseUnreadable {
+            path: db_path.to_path_buf(),
+            source: other.into(),
+        },
+    }
+}
+
+/// The redb handle of a read-only open.
+enum ReadDb {
+    /// Opened read-only in `SingleWriter` mode (beside a sharing writer, or
+    /// no writer at all).
+    Shared(ReadOnlyDatabase),
+    /// Recovered in memory after its writer was killed (see
+    /// [`CopyOnWriteBackend`]); shows the last commit that writer made durable.
+    Recovered(redb::Database),
+}
+
+impl ReadDb {
+    fn begin_read(&self) -> std::result::Result<ReadTransaction, redb::TransactionError> {
+        match self {
+            ReadDb::Shared(db) => db.begin_read(),
+            ReadDb::Recovered(db) => db.begin_read(),
+        }
+    }
+}
+
 /// A read transaction on the newest commit and the metadata it holds.
-fn begin(db: &ReadOnlyDatabase, datadir: &Path) -> Result<(ReadTransaction, Meta)> {
-    let txn = db.begin_read().map_err(db_err("begin read"))?;
+fn begin(db: &ReadDb, datadir: &Path) -> Result<(ReadTransaction, Meta)> {
+    let txn = guarded("(database header)", || {
+        db.begin_read().map_err(db_err("begin read"))
+    })?;
     let no_meta = || Error::NotADatadir {
         path: datadir.to_path_buf(),
         what: "the database holds no strata metadata",
     };
-    let meta = {
+    let meta = guarded(META.name(), || {
         let table = txn.open_table(META).map_err(|e| match e {
             redb::TableError::TableDoesNotExist(_) => no_meta(),
             other => db_err("open meta")(other),
         })?;
         match meta::load(&table)? {
-            None => return Err(no_meta()),
-            Some((found, _)) if found != FORMAT_VERSION => {
-                return Err(Error::UnsupportedFormat {
-                    path: datadir.join(DB_FILE),
-                    found,
-                    supported: FORMAT_VERSION,
-                });
-            }
-            Some((_, meta)) => meta,
+            None => Err(no_meta()),
+            Some((found, _)) if found != FORMAT_VERSION => Err(Error::UnsupportedFormat {
+                path: datadir.join(DB_FILE),
+                found,
+                supported: FORMAT_VERSION,
+            }),
+            Some((_, meta)) => Ok(meta),
         }
-    };
+    })?;
     Ok((txn, meta))
 }
 
@@ -298,7 +401,7 @@ fn begin(db: &ReadOnlyDatabase, datadir: &Path) -> Result<(ReadTransaction, Meta
 /// its open (the manifest was already superseded) starts over from a newer
 /// commit.
 fn open_newest(
-    db: &ReadOnlyDatabase,
+    db: &ReadDb,
     datadir: &Path,
     files_dir: &Path,
     fs: &Arc<dyn FileSystem>,

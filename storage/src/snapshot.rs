@@ -8,9 +8,10 @@ use alloy_primitives::{Address, B256};
 use bytes::Bytes;
 use redb::{
     Database, ReadOnlyTable, ReadTransaction, ReadableDatabase, ReadableTable,
-    ReadableTableMetadata,
+    ReadableTableMetadata, TableHandle,
 };
 
+use crate::db::guard::guarded;
 use crate::db::meta::Head;
 use crate::db::tables::{BLOCK_HASHES, CODE_BY_HASH, domain_table};
 use crate::db::value;
@@ -74,7 +75,9 @@ pub(crate) struct Snapshot {
 impl Snapshot {
     /// Opens a snapshot of what redb holds now, paired with `files`.
     pub(crate) fn open(db: &Database, head: Option<Head>, files: Arc<FileSet>) -> Result<Snapshot> {
-        let txn = db.begin_read().map_err(db_err("begin read"))?;
+        let txn = guarded("(database header)", || {
+            db.begin_read().map_err(db_err("begin read"))
+        })?;
         Snapshot::from_txn(txn, head, files)
     }
 
@@ -86,8 +89,10 @@ impl Snapshot {
         files: Arc<FileSet>,
     ) -> Result<Snapshot> {
         let open = |domain: Domain| {
-            txn.open_table(domain_table(domain))
-                .map_err(db_err("open table"))
+            guarded(domain.name(), || {
+                txn.open_table(domain_table(domain))
+                    .map_err(db_err("open table"))
+            })
         };
         let tables = [
             open(Domain::Account)?,
@@ -95,8 +100,12 @@ impl Snapshot {
             open(Domain::Code)?,
             open(Domain::Commitment)?,
         ];
-        let code_by_hash = txn.open_table(CODE_BY_HASH).map_err(db_err("open table"))?;
-        let block_hashes = txn.open_table(BLOCK_HASHES).map_err(db_err("open table"))?;
+        let code_by_hash = guarded(CODE_BY_HASH.name(), || {
+            txn.open_table(CODE_BY_HASH).map_err(db_err("open table"))
+        })?;
+        let block_hashes = guarded(BLOCK_HASHES.name(), || {
+            txn.open_table(BLOCK_HASHES).map_err(db_err("open table"))
+        })?;
         Ok(Snapshot {
             head,
             tables,
@@ -133,10 +142,20 @@ impl Snapshot {
         read: impl FnOnce(Option<ValueRef<'_>>) -> T,
     ) -> Result<(T, Found)> {
         let table = &self.tables[domain.index()];
-        if let Some(guard) = table.get(key).map_err(db_err("get"))? {
+        // `read` runs only once the guarded redb part is over.
+        let mut read = Some(read);
+        let in_db = guarded(domain.name(), || {
+            let Some(guard) = table.get(key).map_err(db_err("get"))? else {
+                return Ok(None);
+            };
             let (_, value) = value::decode(domain, key, guard.value())?;
-            return Ok((read(value.map(ValueRef::Borrowed)), Found::Db));
+            let read = read.take().expect("read runs once");
+            Ok(Some(read(value.map(ValueRef::Borrowed))))
+        })?;
+        if let Some(found) = in_db {
+            return Ok((found, Found::Db));
         }
+        let read = read.take().expect("read runs once");
         match self.files.get(domain, key)? {
             Some((level, value)) => Ok((
                 read(value.as_ref().map(ValueRef::Shared)),
@@ -158,17 +177,20 @@ impl Snapshot {
         let mut hi = [0xffu8; STORAGE_KEY_LEN];
         hi[..20].copy_from_slice(address.as_slice());
         let table = &self.tables[Domain::Storage.index()];
-        for entry in table
-            .range(lo.as_slice()..=hi.as_slice())
-            .map_err(db_err("range"))?
-        {
-            let (k, v) = entry.map_err(db_err("range"))?;
-            let key = k.value();
-            let (_, value) = value::decode(Domain::Storage, key, v.value())?;
-            if let Ok(key) = <[u8; STORAGE_KEY_LEN]>::try_from(key) {
-                seen.insert(key, value.is_some());
+        guarded(Domain::Storage.name(), || {
+            for entry in table
+                .range(lo.as_slice()..=hi.as_slice())
+                .map_err(db_err("range"))?
+            {
+                let (k, v) = entry.map_err(db_err("range"))?;
+                let key = k.value();
+                let (_, value) = value::decode(Domain::Storage, key, v.value())?;
+                if let Ok(key) = <[u8; STORAGE_KEY_LEN]>::try_from(key) {
+                    seen.insert(key, value.is_some());
+                }
             }
-        }
+            Ok(())
+        })?;
         for file in self.files.files(Domain::Storage) {
             for entry in file.iter_prefix(address.as_slice()) {
                 let (key, value) = entry?;
@@ -191,45 +213,53 @@ impl Snapshot {
         to: u64,
     ) -> Result<Vec<DbEntry>> {
         let table = &self.tables[domain.index()];
-        let mut out = Vec::new();
-        for entry in table.iter().map_err(db_err("iterate"))? {
-            let (k, v) = entry.map_err(db_err("iterate"))?;
-            let (step, value) = value::decode(domain, k.value(), v.value())?;
-            if (from..to).contains(&step) {
-                out.push((k.value().to_vec(), value.map(<[u8]>::to_vec)));
+        guarded(domain.name(), || {
+            let mut out = Vec::new();
+            for entry in table.iter().map_err(db_err("iterate"))? {
+                let (k, v) = entry.map_err(db_err("iterate"))?;
+                let (step, value) = value::decode(domain, k.value(), v.value())?;
+                if (from..to).contains(&step) {
+                    out.push((k.value().to_vec(), value.map(<[u8]>::to_vec)));
+                }
             }
-        }
-        Ok(out)
+            Ok(out)
+        })
     }
 
     /// Bytecode by its keccak256 hash.
     pub(crate) fn code_by_hash(&self, hash: &B256) -> Result<Option<Bytes>> {
-        let found = self
-            .code_by_hash
-            .get(hash.as_slice())
-            .map_err(db_err("get code by hash"))?;
-        Ok(found.map(|guard| Bytes::copy_from_slice(guard.value())))
+        guarded(CODE_BY_HASH.name(), || {
+            let found = self
+                .code_by_hash
+                .get(hash.as_slice())
+                .map_err(db_err("get code by hash"))?;
+            Ok(found.map(|guard| Bytes::copy_from_slice(guard.value())))
+        })
     }
 
     /// The hash of block `number`, if it is among the last 256 committed.
     pub(crate) fn block_hash(&self, number: u64) -> Result<Option<B256>> {
-        let found = self
-            .block_hashes
-            .get(number)
-            .map_err(db_err("get block hash"))?;
-        Ok(found.map(|guard| B256::from_slice(guard.value())))
+        guarded(BLOCK_HASHES.name(), || {
+            let found = self
+                .block_hashes
+                .get(number)
+                .map_err(db_err("get block hash"))?;
+            Ok(found.map(|guard| B256::from_slice(guard.value())))
+        })
     }
 
     /// Every db-tier key of `domain` with the step that wrote it.
     pub(crate) fn db_keys_and_steps(&self, domain: Domain) -> Result<Vec<(Vec<u8>, u64)>> {
         let table = &self.tables[domain.index()];
-        let mut out = Vec::new();
-        for entry in table.iter().map_err(db_err("iterate"))? {
-            let (k, v) = entry.map_err(db_err("iterate"))?;
-            let (step, _) = value::decode(domain, k.value(), v.value())?;
-            out.push((k.value().to_vec(), step));
-        }
-        Ok(out)
+        guarded(domain.name(), || {
+            let mut out = Vec::new();
+            for entry in table.iter().map_err(db_err("iterate"))? {
+                let (k, v) = entry.map_err(db_err("iterate"))?;
+                let (step, _) = value::decode(domain, k.value(), v.value())?;
+                out.push((k.value().to_vec(), step));
+            }
+            Ok(out)
+        })
     }
 
     /// Every db-tier entry of `domain`, in key order.
@@ -239,6 +269,8 @@ impl Snapshot {
 
     /// Number of entries the db tier holds for `domain`.
     pub(crate) fn db_len(&self, domain: Domain) -> Result<u64> {
-        self.tables[domain.index()].len().map_err(db_err("count"))
+        guarded(domain.name(), || {
+            self.tables[domain.index()].len().map_err(db_err("count"))
+        })
     }
 }

@@ -1,13 +1,14 @@
 //! [`StateDb`]: the facade that opens a datadir and ties the tiers, the
 //! commitment, the branch cache, the warmers and maintenance together.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use alloy_primitives::B256;
-use redb::ReadableDatabase;
+use redb::{ReadableDatabase, TableHandle};
 use strata_cache::{CacheStats, WarmupPool, build_cache};
 
+use crate::db::guard::guarded;
 use crate::db::meta::{self, FORMAT_VERSION, Meta};
 use crate::db::tables::{BLOCK_HASHES, CHANGES, CODE_BY_HASH, META, ROOTS, domain_table};
 use crate::domain::{Domain, Regime};
@@ -22,6 +23,8 @@ use crate::snapshot::Snapshot;
 use crate::telemetry::ReadMetrics;
 use crate::writer::BlockWriter;
 
+pub use crate::stats::{DbStats, DomainStats, FileStats};
+
 /// Name of the redb file inside the datadir.
 pub const DB_FILE: &str = "state.redb";
 /// Name of the folder of immutable files inside the datadir.
@@ -34,7 +37,10 @@ pub struct StateDb {
 }
 
 impl StateDb {
-    /// Opens (creating on first use) the datadir at `datadir`.
+    /// Opens the datadir at `datadir`, creating it only when it is new: no
+    /// `state.redb` and no strata files in `files/`. A missing database beside
+    /// strata files, an empty or unreadable one is an error that names it;
+    /// nothing is created or deleted then.
     pub fn open(datadir: impl AsRef<Path>, options: Options) -> Result<StateDb> {
         Self::open_with_fs(datadir, options, Arc::new(OsFileSystem))
     }
@@ -64,14 +70,34 @@ impl StateDb {
             let path = datadir.clone();
             move |source| Error::Datadir { path, what, source }
         };
-        std::fs::create_dir_all(&datadir).map_err(dir_err("create"))?;
         let files_dir = datadir.join(FILES_DIR);
         let db_path = datadir.join(DB_FILE);
-        if db_backend.is_none() && !db_path.exists() {
-            create_redb_atomically(&datadir, &db_path, &options)?;
-        }
-        let db = open_redb(&db_path, &options, db_backend)?;
-        let meta = load_or_init_meta(&db, &db_path, &options)?;
+        let (db, meta) = match db_backend {
+            Some(backend) => {
+                std::fs::create_dir_all(&datadir).map_err(dir_err("create"))?;
+                let db = open_redb(&db_path, &options, Backing::Given(backend))?;
+                let meta = load_or_init_meta(&db, &db_path, &options, true)?;
+                (db, meta)
+            }
+            None => {
+                match existing_database(&datadir, &db_path, &files_dir)? {
+                    Existing::Database => {}
+                    Existing::Nothing => {
+                        std::fs::create_dir_all(&datadir).map_err(dir_err("create"))?;
+                        create_redb_atomically(&datadir, &db_path, &options)?;
+                    }
+                }
+                // redb may panic on a damaged page while it recovers or
+                // reads the metadata: that is an error naming the table.
+                let db = guarded("(database recovery)", || {
+                    open_redb::<redb::backends::FileBackend>(&db_path, &options, Backing::Existing)
+                })?;
+                let meta = guarded(META.name(), || {
+                    load_or_init_meta(&db, &db_path, &options, false)
+                })?;
+                (db, meta)
+            }
+        };
         // Only a datadir of this format gains a files folder.
         std::fs::create_dir_all(&files_dir).map_err(dir_err("create files folder"))?;
 
@@ -196,36 +222,11 @@ impl StateDb {
 
     /// Sizes of the tiers: db entries and files per domain.
     pub fn stats(&self) -> Result<DbStats> {
-        let snapshot = self.inner.current.load_full();
-        let mut domains = Vec::new();
-        for domain in Domain::ALL {
-            let files = snapshot.files.files(domain);
-            domains.push(DomainStats {
-                domain,
-                db_entries: snapshot.db_len(domain)?,
-                files: files
-                    .iter()
-                    .map(|f| FileStats {
-                        name: f
-                            .path()
-                            .file_name()
-                            .map(|n| n.to_string_lossy().into_owned())
-                            .unwrap_or_default(),
-                        from_step: f.meta().from_step,
-                        to_step: f.meta().to_step,
-                        entries: f.entries(),
-                        bytes: f.size_bytes(),
-                    })
-                    .collect(),
-            });
-        }
-        Ok(DbStats {
-            last_block: snapshot.block(),
-            root: snapshot.root(),
-            step_size: self.inner.step_size,
-            domains,
-            cache: self.cache_stats(),
-        })
+        crate::stats::collect(
+            &self.inner.current.load_full(),
+            self.inner.step_size,
+            self.cache_stats(),
+        )
     }
 
     /// The options the store was opened with.
@@ -242,68 +243,98 @@ impl Drop for StateDb {
     }
 }
 
-/// Sizes of the tiers of a store.
-#[derive(Clone, Debug)]
-pub struct DbStats {
-    /// The last committed block.
-    pub last_block: Option<u64>,
-    /// Its root.
-    pub root: B256,
-    /// Blocks per step.
-    pub step_size: u64,
-    /// Per domain.
-    pub domains: Vec<DomainStats>,
-    /// Branch cache counters.
-    pub cache: CacheStats,
-}
-
-/// Sizes of one domain's tiers.
-#[derive(Clone, Debug)]
-pub struct DomainStats {
-    /// The domain.
-    pub domain: Domain,
-    /// Entries in redb.
-    pub db_entries: u64,
-    /// Live files, newest first.
-    pub files: Vec<FileStats>,
-}
-
-/// One immutable file.
-#[derive(Clone, Debug)]
-pub struct FileStats {
-    /// File name.
-    pub name: String,
-    /// First step covered.
-    pub from_step: u64,
-    /// End of the step range (exclusive).
-    pub to_step: u64,
-    /// Keys held (tombstones included).
-    pub entries: u64,
-    /// Size on disk.
-    pub bytes: u64,
+/// Where redb's storage comes from.
+enum Backing<B> {
+    /// A backend the caller gives (crash images).
+    Given(B),
+    /// The database file at the path, which must exist and be a database.
+    Existing,
+    /// The database file at the path, created when missing or empty.
+    Create,
 }
 
 fn open_redb<B: redb::StorageBackend>(
-    path: &PathBuf,
+    path: &Path,
     options: &Options,
-    backend: Option<B>,
+    backing: Backing<B>,
 ) -> Result<redb::Database> {
     let mut builder = redb::Database::builder();
     builder.set_cache_size(options.db_cache_bytes);
     builder.set_concurrency_mode(concurrency_mode(options));
-    let opened = match backend {
-        Some(backend) => builder.create_with_backend(backend),
-        None => builder.create(path),
+    let opened = match backing {
+        Backing::Given(backend) => builder.create_with_backend(backend),
+        Backing::Existing => builder.open(path),
+        Backing::Create => builder.create(path),
     };
     opened.map_err(|e| match e {
         redb::DatabaseError::DatabaseAlreadyOpen | redb::DatabaseError::LockProtocolMismatch => {
-            Error::Locked { path: path.clone() }
+            Error::Locked {
+                path: path.to_path_buf(),
+            }
         }
-        other => Error::Db {
-            op: "open database",
+        other => Error::DatabaseUnreadable {
+            path: path.to_path_buf(),
             source: other.into(),
         },
     })
+}
+
+/// What a datadir already holds, as far as creating a database goes.
+enum Existing {
+    /// `state.redb` exists and is not empty: open it, never create.
+    Database,
+    /// No database and no strata files: a new datadir (or one whose
+    /// creation was interrupted before the rename).
+    Nothing,
+}
+
+/// Decides whether `datadir` is new. A zero-length `state.redb`, or none
+/// beside strata's own files, is refused: creating a database there would
+/// start again from genesis and orphan the files.
+fn existing_database(datadir: &Path, db_path: &Path, files_dir: &Path) -> Result<Existing> {
+    match std::fs::metadata(db_path) {
+        Ok(meta) if meta.len() == 0 => Err(Error::DatabaseEmpty {
+            path: db_path.to_path_buf(),
+        }),
+        Ok(_) => Ok(Existing::Database),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let files = strata_files_in(files_dir).map_err(|source| Error::Datadir {
+                path: files_dir.to_path_buf(),
+                what: "list the files folder",
+                source,
+            })?;
+            if files > 0 {
+                return Err(Error::DatabaseMissing {
+                    path: datadir.to_path_buf(),
+                    files,
+                });
+            }
+            Ok(Existing::Nothing)
+        }
+        Err(source) => Err(Error::Datadir {
+            path: db_path.to_path_buf(),
+            what: "inspect the database file",
+            source,
+        }),
+    }
+}
+
+/// How many files in `files_dir` carry a name strata gives its files (0
+/// when the folder does not exist).
+fn strata_files_in(files_dir: &Path) -> std::io::Result<usize> {
+    let entries = match std::fs::read_dir(files_dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(e),
+    };
+    let mut count = 0;
+    for entry in entries {
+        let name = entry?.file_name();
+        if maintenance::is_strata_file_name(&name.to_string_lossy()) {
+            count += 1;
+        }
+    }
+    Ok(count)
 }
 
 /// How the writer shares the database file with other processes.
@@ -344,8 +375,8 @@ fn create_redb_atomically(datadir: &Path, db_path: &Path, options: &Options) -> 
     if temp.exists() {
         std::fs::remove_file(&temp).map_err(io("remove an interrupted creation"))?;
     }
-    let db = open_redb::<redb::backends::FileBackend>(&temp.to_path_buf(), options, None)?;
-    load_or_init_meta(&db, db_path, options)?;
+    let db = open_redb::<redb::backends::FileBackend>(&temp, options, Backing::Create)?;
+    load_or_init_meta(&db, db_path, options, true)?;
     drop(db);
     std::fs::File::open(&temp)
         .and_then(|f| f.sync_all())
@@ -357,7 +388,15 @@ fn create_redb_atomically(datadir: &Path, db_path: &Path, options: &Options) -> 
     Ok(())
 }
 
-fn load_or_init_meta(db: &redb::Database, db_path: &Path, options: &Options) -> Result<Meta> {
+/// Loads the metadata (checking the format) and makes sure every table
+/// exists. Only a database being created (`create`) gains new metadata; an
+/// existing one without it is not a strata database.
+fn load_or_init_meta(
+    db: &redb::Database,
+    db_path: &Path,
+    options: &Options,
+    create: bool,
+) -> Result<Meta> {
     let txn = db.begin_write().map_err(db_err("begin write"))?;
     let meta = {
         let mut table = txn.open_table(META).map_err(db_err("open meta"))?;
@@ -370,6 +409,12 @@ fn load_or_init_meta(db: &redb::Database, db_path: &Path, options: &Options) -> 
                 });
             }
             Some((_, meta)) => meta,
+            None if !create => {
+                return Err(Error::NotADatadir {
+                    path: db_path.to_path_buf(),
+                    what: "the database holds no strata metadata",
+                });
+            }
             None => {
                 meta::init(&mut table, options.step_size)?;
                 Meta {

@@ -1,10 +1,10 @@
-//! Opening an existing data directory for the inspection commands (`get`,
-//! `root`, `stats`, `compact`, `verify`): a directory without a strata
-//! database is refused instead of being created.
+//! Opening an existing data directory for the inspection commands: `get`,
+//! `root` and `stats` read-only, `compact` and `verify` as a writer. A
+//! directory without a strata database is refused instead of being created.
 
 use std::path::Path;
 
-use strata_storage::{DB_FILE, Options, ReadOnlyStateDb, Regime, StateDb, StateReader};
+use strata_storage::{DB_FILE, Options, ReadOnlyStateDb, StateDb, StateReader};
 
 use crate::CliError;
 
@@ -34,43 +34,27 @@ pub(crate) fn open_existing(dir: &Path) -> Result<StateDb, CliError> {
 
 /// `N 0x…` or `none 0x…` for a store without blocks.
 pub(crate) fn head_line(reader: &StateReader) -> String {
-    match reader.block() {
-        Some(block) => format!("{block} {}", reader.root()),
-        None => format!("none {}", reader.root()),
+    head_text(reader.block(), reader.root())
+}
+
+/// `N 0x…` or `none 0x…` for the head `block` with `root`.
+pub(crate) fn head_text(block: Option<u64>, root: alloy_primitives::B256) -> String {
+    match block {
+        Some(block) => format!("{block} {root}"),
+        None => format!("none {root}"),
     }
 }
 
-/// An existing datadir opened for reading: by this process alone, or
-/// read-only beside a writer that shares it (`strata replay --share`).
-pub(crate) enum ReadAccess {
-    /// No writer held the datadir.
-    Alone(StateDb),
-    /// A sharing writer holds it; this follows its commits.
-    BesideWriter(ReadOnlyStateDb),
-}
-
-impl ReadAccess {
-    /// A read handle on the last committed block.
-    pub(crate) fn reader(&self) -> strata_storage::Result<StateReader> {
-        match self {
-            ReadAccess::Alone(db) => Ok(db.reader(Regime::Exec)),
-            ReadAccess::BesideWriter(db) => db.reader(Regime::Exec),
-        }
+/// Open the existing datadir `dir` read-only, for `root`, `get` and
+/// `stats`: no byte of the datadir changes, a read-only directory or mount
+/// works, and a writer that shares the datadir (`strata replay --share`)
+/// may keep writing meanwhile.
+pub(crate) fn open_for_reading(dir: &Path) -> Result<ReadOnlyStateDb, CliError> {
+    if !dir.join(DB_FILE).is_file() {
+        return Err(CliError::NotADatadir {
+            path: dir.to_owned(),
+            file: DB_FILE,
+        });
     }
-}
-
-/// Open the existing datadir `dir` for reading: alone when no process
-/// holds it, read-only when a writer that shares it does.
-pub(crate) fn open_for_reading(dir: &Path) -> Result<ReadAccess, CliError> {
-    match open_existing(dir) {
-        Ok(db) => Ok(ReadAccess::Alone(db)),
-        Err(CliError::Storage { source, .. })
-            if matches!(*source, strata_storage::Error::Locked { .. }) =>
-        {
-            ReadOnlyStateDb::open(dir, &inspect_options())
-                .map(ReadAccess::BesideWriter)
-                .map_err(CliError::storage(dir))
-        }
-        Err(other) => Err(other),
-    }
+    ReadOnlyStateDb::open(dir, &inspect_options()).map_err(CliError::storage(dir))
 }

@@ -7,6 +7,8 @@ use alloy_primitives::{Address, B256};
 use clap::{Args, Subcommand};
 use strata_storage::genesis::{parse_address, parse_word};
 
+use strata_storage::Regime;
+
 use super::datadir::open_for_reading;
 
 use crate::CliError;
@@ -58,7 +60,9 @@ fn slot_arg(text: &str) -> Result<B256, String> {
 
 pub(super) fn run(args: GetArgs) -> Result<(), CliError> {
     let access = open_for_reading(&args.datadir)?;
-    let reader = access.reader().map_err(CliError::storage(&args.datadir))?;
+    let reader = access
+        .reader(Regime::Exec)
+        .map_err(CliError::storage(&args.datadir))?;
     let failed = CliError::storage(&args.datadir);
     match args.what {
         GetWhat::Account { address } => match reader.account(&address).map_err(failed)? {

@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use strata_storage::Regime;
+
 use super::datadir::{head_line, open_for_reading};
 use crate::CliError;
 
@@ -18,7 +20,9 @@ pub struct RootArgs {
 
 pub(super) fn run(args: RootArgs) -> Result<(), CliError> {
     let access = open_for_reading(&args.datadir)?;
-    let reader = access.reader().map_err(CliError::storage(&args.datadir))?;
+    let reader = access
+        .reader(Regime::Exec)
+        .map_err(CliError::storage(&args.datadir))?;
     println!("{}", head_line(&reader));
     Ok(())
 }

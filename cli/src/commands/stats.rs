@@ -5,9 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use strata_storage::Regime;
-
-use super::datadir::{head_line, open_existing};
+use super::datadir::{head_text, open_for_reading};
 use crate::CliError;
 
 /// Arguments of `strata stats`.
@@ -19,9 +17,9 @@ pub struct StatsArgs {
 }
 
 pub(super) fn run(args: StatsArgs) -> Result<(), CliError> {
-    let db = open_existing(&args.datadir)?;
+    let db = open_for_reading(&args.datadir)?;
     let stats = db.stats().map_err(CliError::storage(&args.datadir))?;
-    println!("head {}", head_line(&db.reader(Regime::Exec)));
+    println!("head {}", head_text(stats.last_block, stats.root));
     println!("step size {} blocks", stats.step_size);
     println!(
         "{:<11} {:>11} {:>6} {:>12} {:>14}",

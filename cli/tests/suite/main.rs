@@ -7,4 +7,5 @@ mod import_geth;
 mod kill;
 mod model_vectors;
 mod parser;
+mod read_only;
 mod replay;

@@ -2,6 +2,8 @@
 //! with the step that wrote it, plus metadata, per-block roots and unwind data.
 
 pub(crate) mod changes;
+pub(crate) mod cow;
+pub(crate) mod guard;
 pub(crate) mod meta;
 pub(crate) mod tables;
 pub(crate) mod value;

@@ -3,6 +3,8 @@
 mod api;
 mod concurrency;
 mod crash;
+mod damaged;
+mod datadir;
 mod model;
 mod oracle;
 mod vectors;

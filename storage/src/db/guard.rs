@@ -1,0 +1,59 @@
+//! The storage boundary against redb's panics: on some damaged pages redb
+//! panics (an `unreachable!` in its b-tree code, a slice index out of range)
+//! instead of returning an error. Every read of stored data goes through
+//! [`guarded`], which turns such a panic into [`Error::Corrupt`] naming the
+//! table. The default panic hook still prints the panic's message (so a real
+//! bug stays visible); the process does not crash.
+
+use std::any::Any;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use crate::error::{Error, Result};
+
+/// Runs `read` (redb calls on `table`), turning a panic into
+/// [`Error::Corrupt`].
+///
+/// Unwind safety: `read` only reads; what a panic can leave behind is a
+/// read transaction or table handle redb may refuse to use again, and each
+/// later use goes through this guard too.
+pub(crate) fn guarded<T>(table: &'static str, read: impl FnOnce() -> Result<T>) -> Result<T> {
+    catch_unwind(AssertUnwindSafe(read)).unwrap_or_else(|payload| {
+        Err(Error::Corrupt {
+            table,
+            what: format!("redb panicked: {}", panic_message(payload.as_ref())),
+        })
+    })
+}
+
+/// The text of a panic's payload.
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        (*text).to_owned()
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "a panic without a message".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_becomes_a_corrupt_error_naming_the_table() {
+        let err = guarded::<()>("account", || panic!("page 7 is not a branch")).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::Corrupt {
+                    table: "account",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(err.to_string().contains("page 7 is not a branch"), "{err}");
+        assert_eq!(guarded("meta", || Ok(5)).unwrap(), 5);
+    }
+}
