@@ -5,4 +5,5 @@ mod concurrency;
 mod crash;
 mod model;
 mod oracle;
+mod refusal;
 mod vectors;
