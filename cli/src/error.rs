@@ -129,7 +129,8 @@ pub enum CliError {
         path: PathBuf,
         /// How many.
         count: usize,
-    },    /// A replay would resume a datadir that the trace does not lead to.
+    },
+    /// A replay would resume a datadir that the trace does not lead to.
     #[error(transparent)]
     ResumeMismatch(Box<ResumeMismatch>),
 }

@@ -59,7 +59,11 @@ fn resuming_with_another_seeds_trace_is_refused_and_writes_nothing() {
             && stderr.contains(&our_roots[&4].to_string()),
         "{stderr}"
     );
-    assert_eq!(hashes(&datadir), before, "the refused resume changed the datadir");
+    assert_eq!(
+        hashes(&datadir),
+        before,
+        "the refused resume changed the datadir"
+    );
     assert_eq!(
         strata_ok(&["root", "--datadir", datadir_arg]).trim(),
         format!("4 {}", our_roots[&4])
@@ -79,7 +83,11 @@ fn a_block_off_the_traces_root_is_not_committed() {
     let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
     let needle = "\"state_root\":\"0x";
     let at = lines[4].find(needle).unwrap() + needle.len();
-    let digit = if lines[4].as_bytes()[at] == b'a' { "b" } else { "a" };
+    let digit = if lines[4].as_bytes()[at] == b'a' {
+        "b"
+    } else {
+        "a"
+    };
     lines[4].replace_range(at..at + 1, digit);
     let bad = dir.path().join("bad.jsonl");
     std::fs::write(&bad, lines.join("\n") + "\n").unwrap();

@@ -14,7 +14,9 @@ use strata_storage::{Account, Durability, Error, Options, Regime, StateDb};
 use crate::model::small_options;
 
 fn who(i: u64) -> Address {
-    Address::left_padding_from(&i.to_be_bytes())
+    let mut bytes = [0u8; 20];
+    bytes[12..].copy_from_slice(&i.to_be_bytes());
+    Address::from(bytes)
 }
 
 /// Genesis-like block 0: 300 accounts, every tenth with 4 slots.
@@ -31,7 +33,11 @@ fn block_zero(db: &StateDb) {
         );
         if i % 10 == 0 {
             for slot in 0..4u64 {
-                writer.put_storage(who(i), B256::with_last_byte(slot as u8), U256::from(i + slot + 1));
+                writer.put_storage(
+                    who(i),
+                    B256::with_last_byte(slot as u8),
+                    U256::from(i + slot + 1),
+                );
             }
         }
     }
@@ -50,7 +56,11 @@ fn stage(writer: &mut strata_storage::BlockWriter<'_>, number: u64, variant: u64
             },
         );
         if i % 10 == 0 {
-            writer.put_storage(who(i), B256::with_last_byte(1), U256::from(number * 100 + variant));
+            writer.put_storage(
+                who(i),
+                B256::with_last_byte(1),
+                U256::from(number * 100 + variant),
+            );
         }
     }
     if variant != 0 {
