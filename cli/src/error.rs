@@ -130,6 +130,9 @@ pub enum CliError {
         /// How many.
         count: usize,
     },
+    /// A replay would resume a datadir that the trace does not lead to.
+    #[error(transparent)]
+    ResumeMismatch(Box<ResumeMismatch>),
 }
 
 impl CliError {
@@ -194,4 +197,23 @@ pub struct ReplayRootMismatch {
     pub expected: alloy_primitives::B256,
     /// The store's root.
     pub found: alloy_primitives::B256,
+}
+
+/// A replay would resume a datadir whose root at its head is not the
+/// trace's root of that block: the trace belongs to another chain or datadir.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{trace}: cannot resume datadir {datadir}: at block {block} the trace has state root {trace_root}, the datadir holds {datadir_root} (another trace's datadir?); nothing was written"
+)]
+pub struct ResumeMismatch {
+    /// The trace file.
+    pub trace: PathBuf,
+    /// The data directory.
+    pub datadir: PathBuf,
+    /// The datadir's head (0: the genesis).
+    pub block: u64,
+    /// The trace's root at `block`.
+    pub trace_root: alloy_primitives::B256,
+    /// The datadir's root at `block`.
+    pub datadir_root: alloy_primitives::B256,
 }

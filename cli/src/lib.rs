@@ -12,4 +12,4 @@ pub mod model;
 pub mod observer;
 pub mod trace;
 
-pub use error::{CliError, ReplayReadMismatch, ReplayRootMismatch};
+pub use error::{CliError, ReplayReadMismatch, ReplayRootMismatch, ResumeMismatch};

@@ -16,7 +16,7 @@ use crate::db::tables::{
 use crate::db::{changes, value};
 use crate::domain::{Domain, Regime};
 use crate::error::{Error, Result, db_err};
-use crate::inner::Inner;
+use crate::inner::{CommitGuard, Inner};
 use crate::keys::split_storage_key;
 use crate::overlay::Overlay;
 use crate::reader::StateReader;
@@ -44,12 +44,17 @@ pub struct CommitInfo {
     pub durable: bool,
 }
 
-/// Commits `overlay` as block `number` on top of `base`.
+/// Commits `overlay` as block `number` on top of `base`. With
+/// `expected_root`, a block whose root differs is refused before anything
+/// is written: no redb transaction, no branch written through to the cache
+/// (the cache then holds only records of committed blocks, loaded by the
+/// walk and the warmers from `base`), no new snapshot.
 pub(crate) fn commit_block(
     inner: &Arc<Inner>,
     number: u64,
     base: Arc<Snapshot>,
     overlay: Arc<Overlay>,
+    expected_root: Option<B256>,
 ) -> Result<CommitInfo> {
     let expected = base.block().map_or(0, |b| b + 1);
     if number != expected {
@@ -114,6 +119,17 @@ pub(crate) fn commit_block(
         }
     }
 
+    if let Some(expected) = expected_root
+        && expected != output.root
+    {
+        tracing::warn!(block = number, %expected, computed = %output.root, "block refused: root mismatch");
+        return Err(Error::BlockRootMismatch {
+            block: number,
+            expected,
+            computed: output.root,
+        });
+    }
+
     let head = Head {
         block: number,
         root: output.root,
@@ -125,9 +141,17 @@ pub(crate) fn commit_block(
         .collect();
 
     let started = Instant::now();
-    let _commit = inner.commit_lock.lock();
+    let commit = inner.lock_commit();
     let durable = inner.next_commit_durable();
-    let keys_written = write_block(inner, &base, &overlay, &record_writes, head, durable)?;
+    let keys_written = write_block(
+        inner,
+        &commit,
+        &base,
+        &overlay,
+        &record_writes,
+        head,
+        durable,
+    )?;
     let write_time = started.elapsed();
 
     for (path, value) in &output.writes {
@@ -136,7 +160,8 @@ pub(crate) fn commit_block(
             None => inner.cache.remove(path),
         }
     }
-    publish(inner, Some(head))?;
+    publish(inner, &commit, Some(head))?;
+    drop(commit);
     inner.maintenance.wake();
     Ok(CommitInfo {
         block: number,
@@ -191,6 +216,7 @@ fn trie_update(overlay: &Overlay) -> TrieUpdate {
 /// records, unwind data, root and head, all or nothing.
 fn write_block(
     inner: &Inner,
+    _commit: &CommitGuard<'_>,
     base: &Snapshot,
     overlay: &Overlay,
     records: &[(Vec<u8>, Option<Bytes>)],
@@ -298,8 +324,7 @@ fn write_block(
 }
 
 /// Publishes a snapshot of what redb holds now with the current file set.
-/// The caller holds `commit_lock`.
-pub(crate) fn publish(inner: &Inner, head: Option<Head>) -> Result<()> {
+pub(crate) fn publish(inner: &Inner, _commit: &CommitGuard<'_>, head: Option<Head>) -> Result<()> {
     let files = inner.current.load().files.clone();
     let snapshot = Snapshot::open(&inner.db, head, files)?;
     inner.current.store(Arc::new(snapshot));

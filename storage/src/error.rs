@@ -198,6 +198,28 @@ pub enum Error {
     /// A background maintenance thread could not be started or died.
     #[error("maintenance: {0}")]
     Maintenance(String),
+    /// A block's computed root is not the root its caller expected
+    /// ([`crate::BlockWriter::expect_root`]); nothing of the block was written.
+    #[error(
+        "block {block} refused: its state root would be {computed}, but {expected} was expected; nothing was written"
+    )]
+    BlockRootMismatch {
+        /// The refused block.
+        block: u64,
+        /// The root the caller expected.
+        expected: B256,
+        /// The root the block's writes lead to.
+        computed: B256,
+    },
+    /// Block `block` could not be begun or committed.
+    #[error("block {block} not committed: {source}")]
+    BlockNotCommitted {
+        /// The block.
+        block: u64,
+        /// Why.
+        #[source]
+        source: Box<Error>,
+    },
 }
 
 impl Error {
@@ -205,14 +227,43 @@ impl Error {
     /// from (a failed write, sync or read of stored data), as opposed to a
     /// request that was refused before anything was written.
     pub fn poisons(&self) -> bool {
-        !matches!(
-            self,
+        match self {
+            Error::BlockNotCommitted { source, .. } => source.poisons(),
+            _ => !matches!(
+                self,
+                Error::BlockOutOfOrder { .. }
+                    | Error::GenesisExists { .. }
+                    | Error::UnwindOutOfRange { .. }
+                    | Error::Poisoned { .. }
+                    | Error::InvalidOptions(_)
+                    | Error::BlockRootMismatch { .. }
+            ),
+        }
+    }
+
+    /// Whether this is redb's "Previous I/O error occurred": a refusal after
+    /// an earlier I/O failure, which it does not name.
+    pub(crate) fn is_previous_io(&self) -> bool {
+        match self {
+            Error::Db { source, .. } => matches!(source, redb::Error::PreviousIo),
+            Error::BlockNotCommitted { source, .. } => source.is_previous_io(),
+            _ => false,
+        }
+    }
+
+    /// This error as a failure of block `block`: unchanged when it already
+    /// names the block, else wrapped in [`Error::BlockNotCommitted`].
+    pub(crate) fn in_block(self, block: u64) -> Error {
+        match self {
             Error::BlockOutOfOrder { .. }
-                | Error::GenesisExists { .. }
-                | Error::UnwindOutOfRange { .. }
-                | Error::Poisoned { .. }
-                | Error::InvalidOptions(_)
-        )
+            | Error::Commitment { .. }
+            | Error::BlockRootMismatch { .. }
+            | Error::BlockNotCommitted { .. } => self,
+            other => Error::BlockNotCommitted {
+                block,
+                source: Box::new(other),
+            },
+        }
     }
 }
 

@@ -68,7 +68,7 @@ pub(crate) fn init_genesis(inner: &Arc<Inner>, alloc: &GenesisAlloc) -> Result<B
     .map_err(|source| Error::Commitment { block: 0, source })?;
 
     let head = Head { block: 0, root };
-    let _commit = inner.commit_lock.lock();
+    let commit = inner.lock_commit();
     let txn = inner.db.begin_write().map_err(db_err("begin write"))?;
     {
         let mut tables = Vec::with_capacity(Domain::ALL.len());
@@ -129,7 +129,7 @@ pub(crate) fn init_genesis(inner: &Arc<Inner>, alloc: &GenesisAlloc) -> Result<B
     for (path, record) in records {
         inner.cache.insert(&path, record);
     }
-    publish(inner, Some(head))?;
+    publish(inner, &commit, Some(head))?;
     inner.maintenance.wake();
     Ok(root)
 }

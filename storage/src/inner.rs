@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use arc_swap::ArcSwap;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 use strata_cache::{PrefixCache, WarmupPool};
 
 use crate::error::{Error, Result};
@@ -15,6 +15,15 @@ use crate::snapshot::Snapshot;
 use crate::telemetry::ReadMetrics;
 
 /// Everything a `StateDb`, its writers and its maintenance thread share.
+///
+/// Lock order: `writer_lock` → `maintenance_lock` → `commit_lock` → `poisoned`.
+/// A thread holding a later lock never waits for an earlier one: a block's
+/// commit and unwind take `commit_lock` under `writer_lock`; maintenance
+/// takes `commit_lock` under `maintenance_lock`; nothing waits for
+/// `maintenance_lock` while holding `commit_lock` (see
+/// [`Inner::poison_on_error`]). `commit_lock` is taken only through
+/// [`Inner::lock_commit`], whose guard the functions relying on it take as
+/// an argument.
 pub(crate) struct Inner {
     pub(crate) files_dir: PathBuf,
     pub(crate) db: redb::Database,
@@ -24,15 +33,20 @@ pub(crate) struct Inner {
     pub(crate) step_size: u64,
     /// The snapshot new readers get; swapped at every commit and file change.
     pub(crate) current: ArcSwap<Snapshot>,
-    /// Held by the one open `BlockWriter` and by unwind: one writer at a time.
+    /// Held by the one open `BlockWriter`, genesis and unwind: one writer
+    /// at a time. First in the lock order.
     pub(crate) writer_lock: Mutex<()>,
-    /// Held briefly around each redb write transaction and snapshot swap.
-    pub(crate) commit_lock: Mutex<()>,
-    /// Serialises maintenance runs (background and on demand).
+    /// Serialises maintenance runs (background and on demand); a run records
+    /// its failure (poison) before releasing it. After `writer_lock`, before
+    /// `commit_lock`.
     pub(crate) maintenance_lock: Mutex<()>,
+    /// Held briefly around each redb write transaction and snapshot swap;
+    /// taken through [`Inner::lock_commit`]. Last of the three.
+    commit_lock: Mutex<()>,
     pub(crate) metrics: Arc<ReadMetrics>,
     pub(crate) cache: Arc<dyn PrefixCache>,
     pub(crate) warmup: WarmupPool,
+    /// The first failure that poisoned the store (innermost lock).
     poisoned: Mutex<Option<String>>,
     pub(crate) commits_since_sync: AtomicU64,
     /// Wakes the background maintenance thread.
@@ -60,8 +74,8 @@ impl Inner {
             step_size,
             current: ArcSwap::from_pointee(snapshot),
             writer_lock: Mutex::new(()),
-            commit_lock: Mutex::new(()),
             maintenance_lock: Mutex::new(()),
+            commit_lock: Mutex::new(()),
             metrics,
             cache,
             warmup,
@@ -76,7 +90,15 @@ impl Inner {
         block / self.step_size
     }
 
-    /// Fails when an earlier write failure poisoned the store.
+    /// Takes `commit_lock` (see the lock order on [`Inner`]).
+    pub(crate) fn lock_commit(&self) -> CommitGuard<'_> {
+        CommitGuard {
+            _held: self.commit_lock.lock(),
+        }
+    }
+
+    /// Fails when an earlier write failure poisoned the store; the error
+    /// carries that first failure.
     pub(crate) fn check_poisoned(&self) -> Result<()> {
         match &*self.poisoned.lock() {
             Some(cause) => Err(Error::Poisoned {
@@ -86,18 +108,42 @@ impl Inner {
         }
     }
 
-    /// Runs a write step; on failure the store refuses further writes.
+    /// Runs a write step's result through the poison state: a failure that
+    /// poisons is recorded when it is the first. redb answers every call
+    /// after an I/O failure with "Previous I/O error occurred"; such an
+    /// error is replaced by the first failure's cause when one is recorded.
+    ///
+    /// That first failure may be a maintenance run's still on its way up,
+    /// so a "previous I/O" error first waits for `maintenance_lock` (a run
+    /// records its failure before releasing it). The caller must hold
+    /// neither `maintenance_lock` nor `commit_lock`; under
+    /// `maintenance_lock`, use [`Inner::record_poison`].
     pub(crate) fn poison_on_error<T>(&self, result: Result<T>) -> Result<T> {
-        if let Err(error) = &result
-            && error.poisons()
-        {
-            let mut poisoned = self.poisoned.lock();
-            if poisoned.is_none() {
+        if matches!(&result, Err(error) if error.is_previous_io()) {
+            drop(self.maintenance_lock.lock());
+        }
+        self.record_poison(result)
+    }
+
+    /// [`Inner::poison_on_error`] without waiting for a maintenance run:
+    /// for the maintenance run itself, which holds `maintenance_lock`.
+    pub(crate) fn record_poison<T>(&self, result: Result<T>) -> Result<T> {
+        let error = match result {
+            Err(error) if error.poisons() => error,
+            other => return other,
+        };
+        let mut poisoned = self.poisoned.lock();
+        match &*poisoned {
+            None => {
                 tracing::error!(%error, "write failed; the store is poisoned until reopened");
                 *poisoned = Some(error.to_string());
+                Err(error)
             }
+            Some(cause) if error.is_previous_io() => Err(Error::Poisoned {
+                cause: cause.clone(),
+            }),
+            Some(_) => Err(error),
         }
-        result
     }
 
     /// Whether this commit must be durable, by the durability setting.
@@ -115,4 +161,11 @@ impl Inner {
             }
         }
     }
+}
+
+/// Proof that the holder has `commit_lock`: functions that swap the
+/// published snapshot or write redb on the commit path take it as an
+/// argument instead of saying so in prose.
+pub(crate) struct CommitGuard<'a> {
+    _held: MutexGuard<'a, ()>,
 }

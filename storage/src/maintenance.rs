@@ -20,7 +20,7 @@ use crate::files::{
     FileError, FileMeta, FileSystem, SortedFile, SortedFileWriter, TEMP_SUFFIX, merge_files,
 };
 use crate::fileset::FileSet;
-use crate::inner::Inner;
+use crate::inner::{CommitGuard, Inner};
 use crate::snapshot::Snapshot;
 
 /// What one maintenance run did.
@@ -35,8 +35,15 @@ pub struct MaintenanceReport {
 }
 
 /// Runs collate, merge and prune for every domain until nothing is due.
+/// A failure poisons the store before `maintenance_lock` is released, so a
+/// commit that meets redb's "previous I/O error" after it finds its cause.
 pub(crate) fn run(inner: &Arc<Inner>) -> Result<MaintenanceReport> {
     let _serial = inner.maintenance_lock.lock();
+    let result = run_all(inner);
+    inner.record_poison(result)
+}
+
+fn run_all(inner: &Arc<Inner>) -> Result<MaintenanceReport> {
     let mut report = MaintenanceReport::default();
     for domain in Domain::ALL {
         collate(inner, domain, &mut report)?;
@@ -74,7 +81,7 @@ fn collate(inner: &Arc<Inner>, domain: Domain, report: &mut MaintenanceReport) -
         Some(Arc::new(SortedFile::open(inner.fs.as_ref(), &info.path)?))
     };
 
-    let _commit = inner.commit_lock.lock();
+    let commit = inner.lock_commit();
     let current = inner.current.load_full();
     let mut manifest = current.files.manifest.clone();
     let domain_manifest = manifest.domain_mut(domain);
@@ -111,7 +118,7 @@ fn collate(inner: &Arc<Inner>, domain: Domain, report: &mut MaintenanceReport) -
     }
     txn.commit().map_err(db_err("commit collation"))?;
     let files = current.files.with_files(domain, files, manifest);
-    publish_files(inner, &current, files)?;
+    publish_files(inner, &commit, &current, files)?;
     report.pruned += pruned;
     if let Some(file) = built {
         report.collated.push((domain, from, to, file.entries()));
@@ -144,7 +151,7 @@ fn merge_once(inner: &Arc<Inner>, domain: Domain, report: &mut MaintenanceReport
     let info = merge_files(&[newer.as_ref(), older.as_ref()], writer, drop_tombstones)?;
     let merged = Arc::new(SortedFile::open(inner.fs.as_ref(), &info.path)?);
 
-    let _commit = inner.commit_lock.lock();
+    let commit = inner.lock_commit();
     let current = inner.current.load_full();
     let replaced: HashSet<String> = [older, newer].iter().map(|f| file_name(f)).collect();
     let mut manifest = current.files.manifest.clone();
@@ -176,7 +183,7 @@ fn merge_once(inner: &Arc<Inner>, domain: Domain, report: &mut MaintenanceReport
     }
     txn.commit().map_err(db_err("commit merge"))?;
     let files = current.files.with_files(domain, files, manifest);
-    publish_files(inner, &current, files)?;
+    publish_files(inner, &commit, &current, files)?;
     // Readers holding the old set keep their mappings alive; the names go now.
     for name in &replaced {
         let path = inner.files_dir.join(name);
@@ -209,8 +216,13 @@ fn manifest_entry(file: &SortedFile) -> ManifestFile {
     }
 }
 
-/// Publishes a new snapshot with `files`. The caller holds `commit_lock`.
-fn publish_files(inner: &Inner, current: &Snapshot, files: FileSet) -> Result<()> {
+/// Publishes a new snapshot with `files`.
+fn publish_files(
+    inner: &Inner,
+    _commit: &CommitGuard<'_>,
+    current: &Snapshot,
+    files: FileSet,
+) -> Result<()> {
     let snapshot = Snapshot::open(&inner.db, current.head, Arc::new(files))?;
     inner.current.store(Arc::new(snapshot));
     Ok(())
@@ -327,13 +339,12 @@ impl MaintenanceWorker {
                     if worker_inner.check_poisoned().is_err() {
                         continue;
                     }
-                    let result = run(&worker_inner);
-                    if let Ok(report) = &result
+                    // A failure has poisoned the store (see `run`).
+                    if let Ok(report) = run(&worker_inner)
                         && (!report.collated.is_empty() || !report.merged.is_empty())
                     {
                         tracing::debug!(?report, "maintenance");
                     }
-                    let _ = worker_inner.poison_on_error(result);
                 }
             })
             .map_err(|e| Error::Maintenance(format!("cannot start the maintenance thread: {e}")))?;

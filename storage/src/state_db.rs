@@ -162,7 +162,9 @@ impl StateDb {
     /// Starts writing block `number`, which must follow the last committed
     /// block. Waits while another writer is open.
     pub fn begin_block(&self, number: u64) -> Result<BlockWriter<'_>> {
-        self.inner.check_poisoned()?;
+        self.inner
+            .check_poisoned()
+            .map_err(|error| error.in_block(number))?;
         let exclusive = self.inner.writer_lock.lock();
         let expected = self.last_block().map_or(0, |b| b + 1);
         if number != expected {

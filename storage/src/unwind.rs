@@ -35,7 +35,7 @@ pub(crate) fn unwind_to(inner: &Arc<Inner>, target: u64) -> Result<B256> {
     if target == last {
         return Ok(current.root());
     }
-    let _commit = inner.commit_lock.lock();
+    let commit = inner.lock_commit();
     // Restored values are tagged with the step of the block being undone
     // (at least the first uncollated step: an earlier unwind may have left
     // the head inside collated steps), so they stay newer than every file
@@ -109,6 +109,7 @@ pub(crate) fn unwind_to(inner: &Arc<Inner>, target: u64) -> Result<B256> {
     }
     publish(
         inner,
+        &commit,
         Some(Head {
             block: target,
             root,

@@ -25,6 +25,7 @@ pub struct BlockWriter<'db> {
     number: u64,
     base: Arc<Snapshot>,
     overlay: Arc<Overlay>,
+    expected_root: Option<B256>,
 }
 
 impl<'db> BlockWriter<'db> {
@@ -36,6 +37,7 @@ impl<'db> BlockWriter<'db> {
             number,
             base,
             overlay: Arc::default(),
+            expected_root: None,
         }
     }
 
@@ -130,11 +132,32 @@ impl<'db> BlockWriter<'db> {
         )
     }
 
+    /// Makes [`BlockWriter::commit`] refuse the block, writing nothing,
+    /// unless its state root is `root` (e.g. the root of the block's header).
+    pub fn expect_root(&mut self, root: B256) {
+        self.expected_root = Some(root);
+    }
+
     /// Computes the state root, persists the block in one redb write
     /// transaction with its root and unwind data, and makes it visible.
+    ///
+    /// With [`BlockWriter::expect_root`] set, a different root refuses the
+    /// block with [`crate::Error::BlockRootMismatch`]: nothing is written,
+    /// the store stays usable and the block can be begun again. Every error
+    /// names the block.
     pub fn commit(self) -> Result<CommitInfo> {
-        self.inner.check_poisoned()?;
-        let result = commit_block(self.inner, self.number, self.base, self.overlay);
-        self.inner.poison_on_error(result)
+        let number = self.number;
+        let result = self.inner.check_poisoned().and_then(|()| {
+            commit_block(
+                self.inner,
+                number,
+                self.base,
+                self.overlay,
+                self.expected_root,
+            )
+        });
+        self.inner
+            .poison_on_error(result)
+            .map_err(|error| error.in_block(number))
     }
 }

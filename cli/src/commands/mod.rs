@@ -1,6 +1,6 @@
 //! The `strata` subcommands: argument definitions (clap) and their runners.
 //! `gen-trace`, `import-geth` and `check-trace` work without the storage engine;
-//! `init`, `replay`, `get`, `root`, `stats`, `compact` and `verify` drive
+//! `init`, `replay`, `get`, `root`, `stats`, `compact`, `verify` and `unwind` drive
 //! strata-storage's `StateDb`.
 
 mod check_trace;
@@ -14,6 +14,7 @@ mod observe;
 mod replay;
 mod root;
 mod stats;
+mod unwind;
 mod verify;
 
 use clap::{Parser, Subcommand};
@@ -30,6 +31,7 @@ pub use observe::ObserveArgs;
 pub use replay::{ReplayArgs, RunResult, WarmerList};
 pub use root::RootArgs;
 pub use stats::StatsArgs;
+pub use unwind::UnwindArgs;
 pub use verify::VerifyArgs;
 
 /// strata: a state-storage engine for Ethereum execution clients.
@@ -60,6 +62,8 @@ pub enum Command {
     Compact(CompactArgs),
     /// Recompute the state root from the domains and compare it with the stored one.
     Verify(VerifyArgs),
+    /// Restore one of the last blocks of a data directory (undo later blocks).
+    Unwind(UnwindArgs),
     /// Generate a deterministic, mainnet-shaped synthetic trace.
     GenTrace(GenTraceArgs),
     /// Turn geth prestateTracer output for one block into a trace block line.
@@ -79,6 +83,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Stats(args) => stats::run(args),
         Command::Compact(args) => compact::run(args),
         Command::Verify(args) => verify::run(args),
+        Command::Unwind(args) => unwind::run(args),
         Command::GenTrace(args) => gen_trace::run(args),
         Command::ImportGeth(args) => import_geth::run(args),
         Command::CheckTrace(args) => check_trace::run(args),

@@ -9,3 +9,4 @@ mod model_vectors;
 mod parser;
 mod read_only;
 mod replay;
+mod resume;

@@ -7,4 +7,5 @@ mod damaged;
 mod datadir;
 mod model;
 mod oracle;
+mod refusal;
 mod vectors;

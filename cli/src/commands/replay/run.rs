@@ -207,16 +207,8 @@ fn prepare(
     if let Some(last) = db.last_block() {
         if last == 0
             && let Some(expected) = start.genesis_root
-            && db.root() != expected
         {
-            return Err(CliError::RootMismatch(Box::new(
-                crate::ReplayRootMismatch {
-                    path: trace,
-                    block: 0,
-                    expected,
-                    found: db.root(),
-                },
-            )));
+            check_resume_root(db, datadir, &trace, 0, expected)?;
         }
         eprintln!(
             "resuming {} after block {last} (root {})",
@@ -246,6 +238,28 @@ fn prepare(
         )));
     }
     Ok(Some(0))
+}
+
+/// Refuses to resume unless the datadir's root at its head `block` is the
+/// trace's root of that block (`expected`).
+fn check_resume_root(
+    db: &StateDb,
+    datadir: &Path,
+    trace: &Path,
+    block: u64,
+    expected: B256,
+) -> Result<(), CliError> {
+    let found = db.root();
+    if found == expected {
+        return Ok(());
+    }
+    Err(CliError::ResumeMismatch(Box::new(crate::ResumeMismatch {
+        trace: trace.to_owned(),
+        datadir: datadir.to_owned(),
+        block,
+        trace_root: expected,
+        datadir_root: found,
+    })))
 }
 
 /// Totals of the block loop.
@@ -288,7 +302,16 @@ fn block_loop(
         let next = source.next_block()?;
         totals.parse += parse_started.elapsed();
         let Some(block) = next else { break };
-        if resumed_at.is_some_and(|last| block.number <= last) {
+        if let Some(last) = resumed_at
+            && block.number <= last
+        {
+            // The trace must lead to the datadir's head: its block there
+            // carries the datadir's root (checked before any block is written).
+            if block.number == last
+                && let Some(expected) = block.state_root
+            {
+                check_resume_root(db, datadir, &trace, last, expected)?;
+            }
             continue;
         }
         if block.number != expected_next {
@@ -305,23 +328,29 @@ fn block_loop(
             .begin_block(block.number)
             .map_err(CliError::storage(datadir))?;
         totals.keys += stage_writes(datadir, &mut writer, &block)? as u64;
+        // A block that does not reach the trace's root is refused, not committed.
+        if let Some(expected) = block.state_root {
+            writer.expect_root(expected);
+        }
         let commit_started = Instant::now();
-        let info = writer.commit().map_err(CliError::storage(datadir))?;
+        let info = writer.commit().map_err(|error| match error {
+            strata_storage::Error::BlockRootMismatch {
+                block,
+                expected,
+                computed,
+            } => CliError::RootMismatch(Box::new(crate::ReplayRootMismatch {
+                path: trace.clone(),
+                block,
+                expected,
+                found: computed,
+            })),
+            other => CliError::storage(datadir)(other),
+        })?;
         totals.commit += commit_started.elapsed();
         totals.commitment += info.commitment_time;
         totals.commits.push((monotonic_ns(), info.block));
-        if let Some(expected) = block.state_root {
+        if block.state_root.is_some() {
             totals.roots_checked += 1;
-            if info.root != expected {
-                return Err(CliError::RootMismatch(Box::new(
-                    crate::ReplayRootMismatch {
-                        path: trace,
-                        block: block.number,
-                        expected,
-                        found: info.root,
-                    },
-                )));
-            }
         }
         totals.gas = totals.gas.zip(block.gas_used).map(|(a, b)| a + b);
         totals.blocks += 1;

@@ -1,0 +1,253 @@
+//! Refused commits: a block whose root is not the expected one leaves
+//! nothing behind and the store usable; after a disk-full commit every
+//! later refusal names the block and the first failure's cause.
+
+use std::io;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use alloy_primitives::{Address, B256, U256};
+use parking_lot::Mutex;
+use strata_storage::files::MemFileSystem;
+use strata_storage::{Account, Durability, Error, Options, Regime, StateDb};
+
+use crate::model::small_options;
+
+fn who(i: u64) -> Address {
+    let mut bytes = [0u8; 20];
+    bytes[12..].copy_from_slice(&i.to_be_bytes());
+    Address::from(bytes)
+}
+
+/// Genesis-like block 0: 300 accounts, every tenth with 4 slots.
+fn block_zero(db: &StateDb) {
+    let mut writer = db.begin_block(0).unwrap();
+    for i in 0..300u64 {
+        writer.put_account(
+            who(i),
+            &Account {
+                nonce: i,
+                balance: U256::from(1_000 + i),
+                ..Account::default()
+            },
+        );
+        if i % 10 == 0 {
+            for slot in 0..4u64 {
+                writer.put_storage(
+                    who(i),
+                    B256::with_last_byte(slot as u8),
+                    U256::from(i + slot + 1),
+                );
+            }
+        }
+    }
+    writer.commit().unwrap();
+}
+
+/// The writes of block `number`; `variant` != 0 gives other writes (a bad block).
+fn stage(writer: &mut strata_storage::BlockWriter<'_>, number: u64, variant: u64) {
+    for i in (number * 7..300).step_by(13) {
+        writer.put_account(
+            who(i),
+            &Account {
+                nonce: i + number,
+                balance: U256::from(5_000 + i * 3 + variant),
+                ..Account::default()
+            },
+        );
+        if i % 10 == 0 {
+            writer.put_storage(
+                who(i),
+                B256::with_last_byte(1),
+                U256::from(number * 100 + variant),
+            );
+        }
+    }
+    if variant != 0 {
+        writer.put_storage(who(301), B256::with_last_byte(9), U256::from(variant));
+        writer.delete_account(who(20));
+    }
+}
+
+fn options(warmers: usize) -> Options {
+    Options {
+        warmers,
+        ..small_options()
+    }
+}
+
+/// The roots of blocks 1..=3 with the right writes, from a separate store.
+fn reference_roots() -> Vec<B256> {
+    let dir = tempfile::tempdir().unwrap();
+    let db = StateDb::open(dir.path(), options(0)).unwrap();
+    block_zero(&db);
+    (1..=3)
+        .map(|n| {
+            let mut writer = db.begin_block(n).unwrap();
+            stage(&mut writer, n, 0);
+            writer.commit().unwrap().root
+        })
+        .collect()
+}
+
+#[test]
+fn a_block_with_another_root_is_refused_and_leaves_nothing_behind() {
+    let roots = reference_roots();
+    let dir = tempfile::tempdir().unwrap();
+    let db = StateDb::open(dir.path(), options(2)).unwrap();
+    block_zero(&db);
+    let root0 = db.root();
+    let before = db.reader(Regime::Exec).account(&who(7)).unwrap();
+
+    let mut bad = db.begin_block(1).unwrap();
+    stage(&mut bad, 1, 77);
+    bad.expect_root(roots[0]);
+    let err = bad.commit().unwrap_err();
+    let Error::BlockRootMismatch {
+        block,
+        expected,
+        computed,
+    } = err
+    else {
+        panic!("expected a root mismatch, got {err}");
+    };
+    assert_eq!((block, expected), (1, roots[0]));
+    assert_ne!(computed, roots[0]);
+    let message = err_text(&db, 1, 77, roots[0]);
+    assert!(
+        message.contains("block 1 refused") && message.contains(&roots[0].to_string()),
+        "{message}"
+    );
+
+    // Nothing of the refused block is visible, and the store is not poisoned.
+    assert_eq!(db.last_block(), Some(0));
+    assert_eq!(db.root(), root0);
+    assert_eq!(db.root_at(1).unwrap(), None);
+    assert_eq!(db.reader(Regime::Exec).account(&who(7)).unwrap(), before);
+    assert_eq!(db.reader(Regime::Exec).account(&who(301)).unwrap(), None);
+
+    // The right block 1 commits, and later blocks reach the right roots
+    // (a branch of the refused block left in the cache would change them).
+    for n in 1..=3u64 {
+        let mut writer = db.begin_block(n).unwrap();
+        stage(&mut writer, n, 0);
+        writer.expect_root(roots[n as usize - 1]);
+        let info = writer.commit().unwrap();
+        assert_eq!(info.root, roots[n as usize - 1], "block {n}");
+    }
+    drop(db);
+    let db = StateDb::open(dir.path(), options(0)).unwrap();
+    assert_eq!(db.root(), roots[2]);
+    let report = db.verify().unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+}
+
+/// Refuses block `number` with `variant` writes again and returns the message.
+fn err_text(db: &StateDb, number: u64, variant: u64, expected: B256) -> String {
+    let mut writer = db.begin_block(number).unwrap();
+    stage(&mut writer, number, variant);
+    writer.expect_root(expected);
+    writer.commit().unwrap_err().to_string()
+}
+
+/// redb storage in memory that fails every write once the disk is "full".
+#[derive(Debug, Clone, Default)]
+struct FillingDisk {
+    bytes: Arc<Mutex<Vec<u8>>>,
+    full: Arc<AtomicBool>,
+}
+
+const NO_SPACE: &str = "no space left on device (injected)";
+
+impl FillingDisk {
+    fn refuse(&self) -> io::Result<()> {
+        if self.full.load(Ordering::SeqCst) {
+            return Err(io::Error::new(io::ErrorKind::StorageFull, NO_SPACE));
+        }
+        Ok(())
+    }
+}
+
+impl redb::StorageBackend for FillingDisk {
+    fn len(&self) -> io::Result<u64> {
+        Ok(self.bytes.lock().len() as u64)
+    }
+
+    fn read(&self, offset: u64, out: &mut [u8]) -> io::Result<()> {
+        let bytes = self.bytes.lock();
+        let start = offset as usize;
+        let slice = bytes
+            .get(start..start + out.len())
+            .ok_or_else(|| io::Error::new(io::ErrorKind::UnexpectedEof, "read past the end"))?;
+        out.copy_from_slice(slice);
+        Ok(())
+    }
+
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        if len > self.bytes.lock().len() as u64 {
+            self.refuse()?;
+        }
+        self.bytes.lock().resize(len as usize, 0);
+        Ok(())
+    }
+
+    fn sync_data(&self) -> io::Result<()> {
+        self.refuse()
+    }
+
+    fn write(&self, offset: u64, data: &[u8]) -> io::Result<()> {
+        self.refuse()?;
+        let mut bytes = self.bytes.lock();
+        let end = offset as usize + data.len();
+        if bytes.len() < end {
+            bytes.resize(end, 0);
+        }
+        bytes[offset as usize..end].copy_from_slice(data);
+        Ok(())
+    }
+}
+
+#[test]
+fn after_a_disk_full_commit_every_refusal_names_the_block_and_the_first_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = FillingDisk::default();
+    let options = Options {
+        durability: Durability::EveryBlock,
+        ..options(1)
+    };
+    let db = StateDb::open_with_io(
+        dir.path(),
+        options,
+        Arc::new(MemFileSystem::new()),
+        Some(disk.clone()),
+    )
+    .unwrap();
+    block_zero(&db);
+    for n in 1..=2 {
+        let mut writer = db.begin_block(n).unwrap();
+        stage(&mut writer, n, 0);
+        writer.commit().unwrap();
+    }
+    disk.full.store(true, Ordering::SeqCst);
+
+    let mut writer = db.begin_block(3).unwrap();
+    stage(&mut writer, 3, 0);
+    let first = writer.commit().unwrap_err().to_string();
+    assert!(
+        first.contains("block 3") && first.contains(NO_SPACE),
+        "the failed commit names the block and the cause: {first}"
+    );
+
+    // The disk has room again, but the store stays poisoned until reopened;
+    // every refusal names the block and the first cause, not redb's
+    // "Previous I/O error occurred".
+    disk.full.store(false, Ordering::SeqCst);
+    let second = db.begin_block(3).err().unwrap().to_string();
+    assert!(
+        second.contains("block 3") && second.contains(NO_SPACE) && second.contains("poisoned"),
+        "{second}"
+    );
+    let third = db.compact().unwrap_err().to_string();
+    assert!(third.contains(NO_SPACE), "{third}");
+    assert_eq!(db.last_block(), Some(2));
+}
