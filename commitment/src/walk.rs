@@ -583,3 +583,44 @@ impl<'a> Walker<'a> {
         r
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use alloy_primitives::keccak256;
+
+    use super::*;
+    use crate::memory::{MemoryBranchStore, MemoryState};
+    use crate::touch::AccountTouch;
+
+    fn touched(i: u8) -> AccountTouch {
+        let address = Address::with_last_byte(i);
+        AccountTouch {
+            hashed: keccak256(address),
+            address,
+            wiped: false,
+            slots: Vec::new(),
+        }
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "must be sorted and distinct")]
+    fn unsorted_touched_keys_trip_the_debug_assertion() {
+        let (branches, state) = (MemoryBranchStore::new(), MemoryState::new());
+        let mut keys = vec![touched(1), touched(2), touched(3)];
+        keys.sort_by_key(|k| std::cmp::Reverse(k.hashed));
+        let mut w = Walker::new(&branches, &state, None);
+        let _ = w.update_subtrie(&Sub { storage_of: None }, true, &keys);
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "is not on the path of its keys")]
+    fn a_walker_off_its_keys_path_trips_the_debug_assertion() {
+        let (branches, state) = (MemoryBranchStore::new(), MemoryState::new());
+        let keys = vec![touched(1)];
+        let mut w = Walker::new(&branches, &state, None);
+        w.path.push(nibble(&keys[0].hashed, 0) ^ 1);
+        let _ = w.update(&Sub { storage_of: None }, 1, Cell::Empty, &keys);
+    }
+}
