@@ -15,8 +15,26 @@ use super::backend::MemDb;
 use super::decode::{ADDRESSES, Config, Injected, Op, SLOTS, Write};
 use super::model::{Model, ModelAccount, code_hash, model_root};
 
+/// What one run did, for tests that a seed reaches what it is meant to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunStats {
+    /// Blocks committed (block 0 included; unwound ones too).
+    pub commits: u64,
+    /// Unwinds that restored a block.
+    pub unwinds: u64,
+    /// Unwinds refused as out of the window.
+    pub refused_unwinds: u64,
+    /// Operations that failed under an injected failure.
+    pub failures: u64,
+    /// Opens that failed under an injected failure.
+    pub failed_opens: u64,
+    /// The most immutable files the store held after an operation.
+    pub max_files: u64,
+}
+
 /// One run: the store, its two storages, and the model of every block.
 pub struct Harness {
+    stats: RunStats,
     config: Config,
     /// The datadir (strata creates its folders on the real file system even
     /// when both storages are in memory).
@@ -67,6 +85,7 @@ impl Harness {
             db: None,
             history: Vec::new(),
             pending: Vec::new(),
+            stats: RunStats::default(),
         };
         h.db = Some(h.open().expect("open a new store"));
         let info = h.db().begin_block(0).expect("begin block 0").commit();
@@ -74,6 +93,7 @@ impl Harness {
         let root = model_root(&model);
         assert_eq!(info.expect("commit block 0").root, root, "block 0 root");
         h.history.push((model, root));
+        h.stats.commits = 1;
         h
     }
 
@@ -170,6 +190,7 @@ impl Harness {
                 assert_eq!(info.block, number, "{context}: committed block");
                 assert_eq!(info.root, root, "{context}: root of block {number}");
                 self.history.push((model, root));
+                self.stats.commits += 1;
             }
             Err(error) => self.after_failure(&error, armed, context),
         }
@@ -194,8 +215,9 @@ impl Harness {
                 );
                 self.history.truncate(target as usize + 1);
                 assert_eq!(root, self.history[target as usize].1, "{context}: unwind root");
+                self.stats.unwinds += 1;
             }
-            Err(Error::UnwindOutOfRange { .. }) if !in_window => {}
+            Err(Error::UnwindOutOfRange { .. }) if !in_window => self.stats.refused_unwinds += 1,
             Err(error) => {
                 assert!(
                     in_window,
@@ -212,6 +234,7 @@ impl Harness {
     /// reopen of the durable image gives the last committed block exactly.
     fn after_failure(&mut self, error: &Error, armed: bool, context: &str) {
         assert!(armed, "{context}: failed with no injected failure: {error}");
+        self.stats.failures += 1;
         let message = error.to_string();
         assert!(!message.is_empty(), "{context}: empty error message");
         let next = self.last() + 1;
@@ -247,6 +270,7 @@ impl Harness {
             Ok(db) => db,
             Err(error) => {
                 assert!(armed, "{context}: reopen failed with no injected failure: {error}");
+                self.stats.failed_opens += 1;
                 let image = self.redb.durable_image();
                 self.redb = MemDb::from_image(image);
                 self.open()
@@ -257,7 +281,16 @@ impl Harness {
     }
 
     /// Checks the open store against the last block of the model.
-    pub fn check(&self, context: &str) {
+    pub fn check(&mut self, context: &str) {
+        let files = self
+            .db()
+            .stats()
+            .unwrap_or_else(|e| panic!("{context}: stats: {e}"))
+            .domains
+            .iter()
+            .map(|d| d.files.len() as u64)
+            .sum();
+        self.stats.max_files = self.stats.max_files.max(files);
         let db = self.db();
         let last = self.last();
         assert_eq!(db.last_block(), Some(last), "{context}: last block");
@@ -313,8 +346,8 @@ impl Harness {
         }
     }
 
-    /// Compacts, reopens and verifies the final state.
-    pub fn finish(mut self) {
+    /// Compacts, reopens and verifies the final state; returns what the run did.
+    pub fn finish(mut self) -> RunStats {
         self.db()
             .compact()
             .unwrap_or_else(|e| panic!("final compaction: {e}"));
@@ -328,6 +361,7 @@ impl Harness {
             self.history[self.history.len() - 1].1,
             "verify: computed root"
         );
+        self.stats
     }
 }
 
