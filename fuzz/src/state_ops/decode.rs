@@ -44,7 +44,11 @@ impl Config {
         (self.step_size - 1) as u8
             | (self.keep_steps_in_db as u8) << 2
             | ((self.unwind_depth - 2) as u8) << 4
-            | (if self.parallel_threshold == 2 { 0x80 } else { 0 })
+            | (if self.parallel_threshold == 2 {
+                0x80
+            } else {
+                0
+            })
     }
 }
 

@@ -214,7 +214,10 @@ impl Harness {
                     "{context}: unwind to {target} accepted, oldest {oldest:?}"
                 );
                 self.history.truncate(target as usize + 1);
-                assert_eq!(root, self.history[target as usize].1, "{context}: unwind root");
+                assert_eq!(
+                    root, self.history[target as usize].1,
+                    "{context}: unwind root"
+                );
                 self.stats.unwinds += 1;
             }
             Err(Error::UnwindOutOfRange { .. }) if !in_window => self.stats.refused_unwinds += 1,
@@ -269,7 +272,10 @@ impl Harness {
         let db = match first {
             Ok(db) => db,
             Err(error) => {
-                assert!(armed, "{context}: reopen failed with no injected failure: {error}");
+                assert!(
+                    armed,
+                    "{context}: reopen failed with no injected failure: {error}"
+                );
                 self.stats.failed_opens += 1;
                 let image = self.redb.durable_image();
                 self.redb = MemDb::from_image(image);
@@ -368,7 +374,11 @@ impl Harness {
 /// Applies one write to the block and the model; a slot or code write to a
 /// missing account creates it first, as the EVM would.
 fn apply_write(writer: &mut BlockWriter<'_>, model: &mut Model, write: &Write) {
-    fn ensure<'m>(writer: &mut BlockWriter<'_>, model: &'m mut Model, who: Address) -> &'m mut ModelAccount {
+    fn ensure<'m>(
+        writer: &mut BlockWriter<'_>,
+        model: &'m mut Model,
+        who: Address,
+    ) -> &'m mut ModelAccount {
         model.entry(who).or_insert_with(|| {
             writer.put_account(who, &Account::default());
             ModelAccount::default()
@@ -386,7 +396,11 @@ fn apply_write(writer: &mut BlockWriter<'_>, model: &mut Model, write: &Write) {
             entry.account.balance = U256::from(balance);
             writer.put_account(who, &entry.account);
         }
-        Write::Slot { who, slot: s, value } => {
+        Write::Slot {
+            who,
+            slot: s,
+            value,
+        } => {
             let who = address(who);
             let entry = ensure(writer, model, who);
             let value = slot_value(value);

@@ -65,7 +65,10 @@ mod tests {
         let wipe = stats("wipe-in-files");
         assert!(wipe.max_files >= 1 && wipe.unwinds == 1, "{wipe:?}");
         let window = stats("unwind-window");
-        assert!(window.refused_unwinds >= 2 && window.unwinds >= 1, "{window:?}");
+        assert!(
+            window.refused_unwinds >= 2 && window.unwinds >= 1,
+            "{window:?}"
+        );
         // redb write failures (failure-5, -6) and sync failures (failure-7)
         // fail the compaction, the block and the unwind.
         for name in ["failure-5", "failure-6", "failure-7"] {
@@ -73,7 +76,13 @@ mod tests {
             assert!(s.failures >= 2, "{name}: {s:?}");
         }
         // File failures fail the compaction only.
-        for name in ["failure-0", "failure-1", "failure-2", "failure-3", "failure-4"] {
+        for name in [
+            "failure-0",
+            "failure-1",
+            "failure-2",
+            "failure-3",
+            "failure-4",
+        ] {
             let s = stats(name);
             assert!(s.failures >= 1, "{name}: {s:?}");
         }
