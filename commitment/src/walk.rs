@@ -135,6 +135,12 @@ impl<'a> Walker<'a> {
         start_empty: bool,
         keys: &[T],
     ) -> Result<B256> {
+        debug_assert!(
+            keys.windows(2).all(|w| w[0].hashed() < w[1].hashed()),
+            "touched keys of sub-trie {} must be sorted and distinct",
+            path_hex(&self.path)
+        );
+        let entry_len = self.path.len();
         let loaded = if start_empty { None } else { self.read()? };
         let (mut new, old_root_cell) = match loaded {
             None => (self.update(sub, 0, Cell::Empty, keys)?, None),
@@ -150,6 +156,11 @@ impl<'a> Walker<'a> {
             }
         };
         self.ensure_ref(sub, 0, &mut new)?;
+        debug_assert_eq!(
+            self.path.len(),
+            entry_len,
+            "walker path pushes and pops must balance over a sub-trie update"
+        );
         Ok(match &new {
             Cell::Empty => {
                 if old_root_cell.is_some() {
@@ -194,6 +205,11 @@ impl<'a> Walker<'a> {
             return Ok(cell);
         };
         let first = *first.hashed();
+        debug_assert!(
+            self.stands_above(&first, depth) && self.stands_above(last.hashed(), depth),
+            "walker at {} (relative depth {depth}) is not on the path of its keys",
+            path_hex(&self.path)
+        );
         let keys_lcp = common_prefix(&first, last.hashed(), depth);
         match cell {
             Cell::Empty => {
@@ -335,6 +351,12 @@ impl<'a> Walker<'a> {
                 children[n] = updated?;
             }
         }
+        debug_assert_eq!(
+            self.path.len(),
+            plen + (bdepth - depth),
+            "walker path pushes and pops must balance below branch {}",
+            path_hex(&self.path)
+        );
         let result = self.fold_branch(sub, depth, bdepth, repr, children, old);
         self.path.truncate(plen);
         result
@@ -404,6 +426,15 @@ impl<'a> Walker<'a> {
             branch_ref,
             node_ref: None,
         }))
+    }
+
+    /// Whether the current path ends with the first `depth` nibbles of
+    /// `hashed`, i.e. the walker stands where that key's walk has reached.
+    fn stands_above(&self, hashed: &B256, depth: usize) -> bool {
+        let Some(at) = self.path.len().checked_sub(depth) else {
+            return false;
+        };
+        (0..depth).all(|i| self.path[at + i] == nibble(hashed, i))
     }
 
     /// Computes the cell's node reference at relative position `pos` if it is
@@ -550,5 +581,46 @@ impl<'a> Walker<'a> {
         let r = self.delete_records();
         self.path.truncate(plen);
         r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use alloy_primitives::keccak256;
+
+    use super::*;
+    use crate::memory::{MemoryBranchStore, MemoryState};
+    use crate::touch::AccountTouch;
+
+    fn touched(i: u8) -> AccountTouch {
+        let address = Address::with_last_byte(i);
+        AccountTouch {
+            hashed: keccak256(address),
+            address,
+            wiped: false,
+            slots: Vec::new(),
+        }
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "must be sorted and distinct")]
+    fn unsorted_touched_keys_trip_the_debug_assertion() {
+        let (branches, state) = (MemoryBranchStore::new(), MemoryState::new());
+        let mut keys = vec![touched(1), touched(2), touched(3)];
+        keys.sort_by_key(|k| std::cmp::Reverse(k.hashed));
+        let mut w = Walker::new(&branches, &state, None);
+        let _ = w.update_subtrie(&Sub { storage_of: None }, true, &keys);
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "is not on the path of its keys")]
+    fn a_walker_off_its_keys_path_trips_the_debug_assertion() {
+        let (branches, state) = (MemoryBranchStore::new(), MemoryState::new());
+        let keys = vec![touched(1)];
+        let mut w = Walker::new(&branches, &state, None);
+        w.path.push(nibble(&keys[0].hashed, 0) ^ 1);
+        let _ = w.update(&Sub { storage_of: None }, 1, Cell::Empty, &keys);
     }
 }

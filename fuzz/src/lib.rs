@@ -8,6 +8,8 @@
 //! index point at, as a writer would, leaving every other byte as fuzzed.
 #![deny(missing_docs)]
 
+pub mod state_ops;
+
 use strata_storage::files::{FileValue, FileValueRef, SortedFile};
 use xxhash_rust::xxh3::xxh3_64;
 

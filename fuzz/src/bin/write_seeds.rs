@@ -32,7 +32,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("seeds"));
     let n = sorted_file_seeds(&out.join("sorted_file"))?
         + branch_record_seeds(&out.join("branch_record"))?
-        + trace_parser_seeds(&out.join("trace_parser"))?;
+        + trace_parser_seeds(&out.join("trace_parser"))?
+        + state_ops_seeds(&out.join("state_ops"))?;
     println!("wrote {n} seeds under {}", out.display());
     Ok(())
 }
@@ -190,6 +191,14 @@ fn trace_parser_seeds(dir: &Path) -> Result<usize, Box<dyn std::error::Error>> {
         .enumerate()
     {
         n += write(dir, &format!("line-{i}"), line)?;
+    }
+    Ok(n)
+}
+
+fn state_ops_seeds(dir: &Path) -> Result<usize, Box<dyn std::error::Error>> {
+    let mut n = 0;
+    for (name, bytes) in strata_fuzz::state_ops::seeds::seeds() {
+        n += write(dir, &name, &bytes)?;
     }
     Ok(n)
 }

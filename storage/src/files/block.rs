@@ -41,9 +41,34 @@ impl BlockBuilder {
         self.offsets.len() as u32
     }
 
+    /// The key of the last entry added, if any (decoded from the buffer).
+    fn last_key(&self) -> Option<&[u8]> {
+        let at = *self.offsets.last()? as usize;
+        let key_len = read_u16(&self.buf, at)? as usize;
+        self.buf.get(at + ENTRY_HEADER..at + ENTRY_HEADER + key_len)
+    }
+
     /// Appends an entry. The caller keeps keys sorted and sizes in range
     /// (key ≤ `u16::MAX`, value < `u32::MAX`, block < 4 GiB).
     pub(crate) fn add(&mut self, key: &[u8], value: Option<&[u8]>) {
+        debug_assert!(
+            self.last_key().is_none_or(|prev| prev < key),
+            "block keys must be strictly increasing: {:02x?} then {key:02x?}",
+            self.last_key()
+        );
+        debug_assert!(
+            key.len() <= usize::from(u16::MAX),
+            "a {}-byte key does not fit a block entry's u16 length",
+            key.len()
+        );
+        debug_assert!(
+            value.is_none_or(|v| (v.len() as u64) < u64::from(TOMBSTONE_LEN)),
+            "a value must be shorter than the tombstone marker"
+        );
+        debug_assert!(
+            self.encoded_len() + entry_cost(key, value) <= u32::MAX as usize,
+            "a block must stay below 4 GiB for its u32 offsets"
+        );
         if self.offsets.is_empty() {
             self.first_key.clear();
             self.first_key.extend_from_slice(key);
@@ -62,6 +87,7 @@ impl BlockBuilder {
     /// Appends the offset array, count and checksum to `out` and resets the
     /// builder for the next block (keeping its allocations).
     pub(crate) fn finish_into(&mut self, out: &mut Vec<u8>) {
+        debug_assert!(!self.is_empty(), "an empty block is never written");
         let start = out.len();
         out.extend_from_slice(&self.buf);
         for off in &self.offsets {
@@ -70,6 +96,11 @@ impl BlockBuilder {
         out.extend_from_slice(&(self.offsets.len() as u32).to_le_bytes());
         let sum = checksum(&out[start..]);
         out.extend_from_slice(&sum.to_le_bytes());
+        debug_assert_eq!(
+            out.len() - start,
+            self.encoded_len(),
+            "a finished block has the size encoded_len promised"
+        );
         self.buf.clear();
         self.offsets.clear();
     }
@@ -228,6 +259,20 @@ mod tests {
         }
         assert_eq!(view.search(&[]), Some(Err(0)));
         assert_eq!(view.entry(50), None);
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "block keys must be strictly increasing")]
+    fn out_of_order_keys_trip_the_debug_assertion() {
+        build(&[(b"b", Some(b"x")), (b"a", None)]);
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "block keys must be strictly increasing")]
+    fn a_repeated_key_trips_the_debug_assertion() {
+        build(&[(b"a", Some(b"x")), (b"a", None)]);
     }
 
     #[test]

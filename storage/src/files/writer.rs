@@ -165,6 +165,18 @@ impl SortedFileWriter {
         if !self.block.is_empty() {
             self.flush_block()?;
         }
+        debug_assert_eq!(
+            self.hashes.len() as u64,
+            self.entries,
+            "{}: one filter hash per entry",
+            self.final_path.display()
+        );
+        debug_assert_eq!(
+            self.block_count == 0,
+            self.entries == 0,
+            "{}: blocks exist exactly when entries do",
+            self.final_path.display()
+        );
         let index_offset = self.offset;
         let mut index = std::mem::take(&mut self.index);
         let sum = checksum(&index);
@@ -227,6 +239,11 @@ impl SortedFileWriter {
     /// `block_offset(u64) | block_len(u32) | entry_count(u32) |
     /// first_key_len(u16) | first_key`.
     fn flush_block(&mut self) -> Result<(), FileError> {
+        debug_assert!(
+            !self.block.is_empty(),
+            "{}: only a non-empty block is flushed",
+            self.final_path.display()
+        );
         let block_offset = self.offset;
         let first_key = self.block.first_key().to_vec();
         let count = self.block.entry_count();
@@ -234,6 +251,11 @@ impl SortedFileWriter {
         pending.clear();
         self.block.finish_into(&mut pending);
         let result = self.write(&pending);
+        debug_assert!(
+            u32::try_from(pending.len()).is_ok(),
+            "{}: a block's length fits its u32 index field",
+            self.final_path.display()
+        );
         let block_len = pending.len() as u32;
         self.pending = pending;
         result?;

@@ -1,0 +1,102 @@
+//! The operation-sequence fuzzer of [`strata_storage::StateDb`]: the input
+//! decodes ([`decode`]) into a store configuration and a sequence of blocks
+//! of account, storage and code writes and deletions (storage wipes),
+//! compactions, unwinds, reopens, power cuts and injected I/O failures;
+//! [`run`] drives a real store through them ([`Harness`]) and checks it
+//! after every step against an in-memory model whose root is alloy-trie's
+//! `HashBuilder` root ([`model`]).
+
+mod backend;
+pub mod decode;
+mod harness;
+pub mod model;
+pub mod seeds;
+
+pub use backend::MemDb;
+pub use decode::{Config, Injected, Op, Write, decode, encode};
+pub use harness::{Harness, RunStats};
+
+/// Runs one fuzz input: decodes it, applies every operation with a check
+/// after each, then compacts, reopens and verifies. Panics on any
+/// disagreement with the model.
+pub fn run(data: &[u8]) -> RunStats {
+    let (config, ops) = decode(data);
+    let mut harness = Harness::new(config);
+    for (i, op) in ops.iter().enumerate() {
+        harness.apply(op, &format!("op {i} ({op:?}) with {config:?}"));
+    }
+    harness.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    /// Replays the committed seeds and regressions of the `state_ops`
+    /// target on a stable toolchain (`cargo test --manifest-path
+    /// fuzz/Cargo.toml --lib`).
+    #[test]
+    fn seeds_and_regressions_replay() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut replayed = 0;
+        for dir in ["seeds/state_ops", "regressions/state_ops"] {
+            let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
+                continue;
+            };
+            for entry in entries {
+                let path = entry.expect("list the corpus").path();
+                let data = std::fs::read(&path).expect("read a corpus file");
+                eprintln!("replaying {}", path.display());
+                super::run(&data);
+                replayed += 1;
+            }
+        }
+        assert!(replayed > 0, "no state_ops seeds found under fuzz/seeds");
+    }
+
+    /// The seeds reach what they are meant to: files, unwinds in and out of
+    /// the window, and failures of blocks, compactions and opens.
+    #[test]
+    fn seeds_reach_files_unwinds_and_failures() {
+        let seeds: std::collections::BTreeMap<String, Vec<u8>> =
+            super::seeds::seeds().into_iter().collect();
+        let stats = |name: &str| super::run(&seeds[name]);
+        assert!(stats("collate-merge-unwind").max_files >= 2);
+        let wipe = stats("wipe-in-files");
+        assert!(wipe.max_files >= 1 && wipe.unwinds == 1, "{wipe:?}");
+        let window = stats("unwind-window");
+        assert!(
+            window.refused_unwinds >= 2 && window.unwinds >= 1,
+            "{window:?}"
+        );
+        // redb write failures (failure-5, -6) and sync failures (failure-7)
+        // fail the compaction, the block and the unwind.
+        for name in ["failure-5", "failure-6", "failure-7"] {
+            let s = stats(name);
+            assert!(s.failures >= 2, "{name}: {s:?}");
+        }
+        // File failures fail the compaction only.
+        for name in [
+            "failure-0",
+            "failure-1",
+            "failure-2",
+            "failure-3",
+            "failure-4",
+        ] {
+            let s = stats(name);
+            assert!(s.failures >= 1, "{name}: {s:?}");
+        }
+        assert_eq!(stats("map-failure-at-open").failed_opens, 1);
+    }
+
+    /// The seed files are what the seed writer produces now.
+    #[test]
+    fn committed_seeds_are_current() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("seeds/state_ops");
+        for (name, bytes) in super::seeds::seeds() {
+            let stored = std::fs::read(dir.join(&name))
+                .unwrap_or_else(|e| panic!("seed {name}: {e}; run write_seeds"));
+            assert_eq!(stored, bytes, "seed {name} is stale; run write_seeds");
+        }
+    }
+}
