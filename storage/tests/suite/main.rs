@@ -6,3 +6,4 @@ mod crash;
 mod model;
 mod oracle;
 mod vectors;
+mod verify;
