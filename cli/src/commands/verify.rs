@@ -22,10 +22,9 @@ pub struct VerifyArgs {
 }
 
 pub(super) fn run(args: VerifyArgs) -> Result<(), CliError> {
-    let report = with_redb_panics_quiet(|| {
-        strata_storage::verify_datadir(&args.datadir, &verify_options())
-    })
-    .map_err(CliError::storage(&args.datadir))?;
+    let report =
+        with_redb_panics_quiet(|| strata_storage::verify_datadir(&args.datadir, &verify_options()))
+            .map_err(CliError::storage(&args.datadir))?;
     let block = report
         .block
         .map_or_else(|| "none".to_owned(), |b| b.to_string());

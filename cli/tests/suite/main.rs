@@ -8,3 +8,4 @@ mod kill;
 mod model_vectors;
 mod parser;
 mod replay;
+mod verify;

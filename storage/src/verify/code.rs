@@ -94,7 +94,10 @@ mod tests {
     #[test]
     fn sound_code_has_no_problem() {
         let a = Address::repeat_byte(1);
-        let accounts = BTreeMap::from([(a, account(b"\x60\x00")), (Address::repeat_byte(2), Account::default())]);
+        let accounts = BTreeMap::from([
+            (a, account(b"\x60\x00")),
+            (Address::repeat_byte(2), Account::default()),
+        ]);
         let codes = BTreeMap::from([(a, Bytes::from_static(b"\x60\x00"))]);
         let mut by_hash = |_: &B256| Ok(Some(Bytes::from_static(b"\x60\x00")));
         assert_eq!(check_code(&accounts, &codes, &mut by_hash), (1, vec![]));
@@ -109,12 +112,19 @@ mod tests {
         let (_, problems) = check_code(&accounts, &codes, &mut by_hash);
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert!(problems[0].contains(&a.to_string()), "{problems:?}");
-        assert!(problems[0].contains("not to the account's code hash"), "{problems:?}");
+        assert!(
+            problems[0].contains("not to the account's code hash"),
+            "{problems:?}"
+        );
     }
 
     #[test]
     fn missing_orphan_and_disagreeing_code_by_hash_are_named() {
-        let (a, b, c) = (Address::repeat_byte(1), Address::repeat_byte(2), Address::repeat_byte(3));
+        let (a, b, c) = (
+            Address::repeat_byte(1),
+            Address::repeat_byte(2),
+            Address::repeat_byte(3),
+        );
         let accounts = BTreeMap::from([(a, account(b"\x60\x00")), (b, account(b"\x60\x02"))]);
         let codes = BTreeMap::from([
             (a, Bytes::from_static(b"\x60\x00")),
@@ -126,7 +136,10 @@ mod tests {
         let text = problems.join("\n");
         assert_eq!(problems.len(), 3, "{text}");
         assert!(text.contains("code_by_hash entry"), "{text}");
-        assert!(text.contains(&format!("account {b} has code hash")), "{text}");
+        assert!(
+            text.contains(&format!("account {b} has code hash")),
+            "{text}"
+        );
         assert!(text.contains("which has no account"), "{text}");
     }
 }

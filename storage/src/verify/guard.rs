@@ -54,7 +54,10 @@ mod tests {
             Err(Error::Maintenance("boom".into()))
         })
         .expect_err("the error is kept");
-        assert!(problem.starts_with("reading redb table `code`: "), "{problem}");
+        assert!(
+            problem.starts_with("reading redb table `code`: "),
+            "{problem}"
+        );
         assert_eq!(guarded("x", || Ok(7)), Ok(7));
     }
 }

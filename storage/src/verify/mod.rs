@@ -179,7 +179,9 @@ fn check_snapshot(
                 block: report.block.unwrap_or(0),
                 source,
             };
-            report.problems.push(format!("recomputing the root: {error}"));
+            report
+                .problems
+                .push(format!("recomputing the root: {error}"));
             return;
         }
     }
@@ -217,10 +219,12 @@ fn decode_values(
             continue;
         };
         match decode_slot_value(raw) {
-            Ok(value) => storage_of
-                .entry(address)
-                .or_default()
-                .push((keccak256(slot), slot, value)),
+            Ok(value) => {
+                storage_of
+                    .entry(address)
+                    .or_default()
+                    .push((keccak256(slot), slot, value))
+            }
             Err(what) => report
                 .problems
                 .push(format!("storage 0x{}: {what}", hex(key))),

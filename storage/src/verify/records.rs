@@ -162,8 +162,14 @@ mod tests {
         let diff = compare(&stored, &derived);
         assert_eq!((diff.missing, diff.extra, diff.differing), (1, 1, 1));
         let text = diff.listed.join("\n");
-        assert!(text.contains("missing commitment record at nibble path [345]"), "{text}");
-        assert!(text.contains("extra commitment record at nibble path [7]"), "{text}");
+        assert!(
+            text.contains("missing commitment record at nibble path [345]"),
+            "{text}"
+        );
+        assert!(
+            text.contains("extra commitment record at nibble path [7]"),
+            "{text}"
+        );
         assert!(text.contains("nibble path [12]"), "{text}");
         assert!(text.contains("first difference at byte 2"), "{text}");
     }

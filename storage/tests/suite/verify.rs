@@ -128,7 +128,10 @@ fn code_that_no_longer_hashes_to_the_code_hash_is_reported() {
         writer.put_code(contract(12), Bytes::from_static(&[0xfe]).0);
         writer.commit().unwrap();
         let report = db.verify().unwrap();
-        assert_eq!(report.computed_root, report.stored_root, "code is not in the trie");
+        assert_eq!(
+            report.computed_root, report.stored_root,
+            "code is not in the trie"
+        );
         assert_code_problem(&report);
     }
     assert_code_problem(&verify_datadir(dir.path(), &Options::default()).unwrap());
@@ -138,7 +141,10 @@ fn assert_code_problem(report: &VerifyReport) {
     let text = report.problems.join("\n");
     assert_eq!(report.problems.len(), 1, "{text}");
     assert!(
-        text.contains(&format!("account {}: its 1 bytes of code hash to", contract(12))),
+        text.contains(&format!(
+            "account {}: its 1 bytes of code hash to",
+            contract(12)
+        )),
         "{text}"
     );
 }
@@ -182,11 +188,19 @@ fn corrupt_record(dir: &Path, edit: impl Fn(&mut Vec<u8>) -> bool) -> Vec<u8> {
 fn assert_one_differing_record(report: &VerifyReport, key: &[u8]) {
     let text = report.problems.join("\n");
     assert_eq!(report.record_differences, 1, "{text}");
-    assert_eq!(report.computed_root, report.stored_root, "the root from values is right");
-    assert!(text.contains("1 missing, 0 extra") || text.contains("0 missing, 0 extra, 1 differing"), "{text}");
+    assert_eq!(
+        report.computed_root, report.stored_root,
+        "the root from values is right"
+    );
+    assert!(
+        text.contains("1 missing, 0 extra") || text.contains("0 missing, 0 extra, 1 differing"),
+        "{text}"
+    );
     let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
     assert!(
-        text.contains(&format!("(key 0x{hex}) differs from the one the values imply")),
+        text.contains(&format!(
+            "(key 0x{hex}) differs from the one the values imply"
+        )),
         "{text}"
     );
 }
@@ -196,7 +210,9 @@ fn a_flipped_storage_root_in_a_commitment_record_is_reported() {
     let dir = tempfile::tempdir().unwrap();
     make_store(dir.path());
     let key = corrupt_record(dir.path(), |value| {
-        let Some(cell) = first_cell(value) else { return false };
+        let Some(cell) = first_cell(value) else {
+            return false;
+        };
         // An account leaf: 0x01 hashed:[32] address:[20] storage_root:[32] ref.
         let storage_root = cell + 1 + 32 + 20;
         if value.get(cell) != Some(&1) || value.len() < storage_root + 32 {
@@ -205,7 +221,10 @@ fn a_flipped_storage_root_in_a_commitment_record_is_reported() {
         value[storage_root + 7] ^= 0x40;
         true
     });
-    assert_one_differing_record(&verify_datadir(dir.path(), &Options::default()).unwrap(), &key);
+    assert_one_differing_record(
+        &verify_datadir(dir.path(), &Options::default()).unwrap(),
+        &key,
+    );
     let db = StateDb::open(dir.path(), options()).unwrap();
     assert_one_differing_record(&db.verify().unwrap(), &key);
 }
@@ -222,5 +241,8 @@ fn a_flipped_child_reference_in_a_commitment_record_is_reported() {
         *value.last_mut().expect("a record") ^= 0x01;
         true
     });
-    assert_one_differing_record(&verify_datadir(dir.path(), &Options::default()).unwrap(), &key);
+    assert_one_differing_record(
+        &verify_datadir(dir.path(), &Options::default()).unwrap(),
+        &key,
+    );
 }
