@@ -61,5 +61,5 @@ pub use read_only::ReadOnlyStateDb;
 pub use reader::StateReader;
 pub use state_db::{DB_FILE, DbStats, DomainStats, FILES_DIR, FileStats, StateDb};
 pub use strata_cache::{CacheKind, CacheStats};
-pub use verify::VerifyReport;
+pub use verify::{IntegrityTiming, VerifyReport, verify_datadir};
 pub use writer::BlockWriter;

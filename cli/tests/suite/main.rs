@@ -10,3 +10,4 @@ mod parser;
 mod read_only;
 mod replay;
 mod resume;
+mod verify;

@@ -9,3 +9,4 @@ mod model;
 mod oracle;
 mod refusal;
 mod vectors;
+mod verify;

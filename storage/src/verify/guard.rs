@@ -1,0 +1,63 @@
+//! A verify stage run so that neither an error nor a panic of redb on a
+//! damaged page ends the verification: either becomes a problem naming what
+//! was being read.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use crate::error::Result;
+
+/// Runs `stage` (reading `what`, e.g. "redb table `account`"); an error or a
+/// panic becomes the returned problem text.
+///
+/// redb panics on some damaged pages (an `unreachable!` in its b-tree code)
+/// instead of returning `Corrupted`. Verify only reads, so a panic leaves
+/// nothing half-written: the stage's partial results are dropped and the
+/// other stages still run.
+pub(super) fn guarded<T>(what: &str, stage: impl FnOnce() -> Result<T>) -> Result<T, String> {
+    match catch_unwind(AssertUnwindSafe(stage)) {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(error)) => Err(format!("reading {what}: {error}")),
+        Err(payload) => Err(format!(
+            "reading {what}: the database is damaged (redb panicked: {})",
+            panic_message(payload.as_ref())
+        )),
+    }
+}
+
+/// The text of a panic payload.
+pub(super) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        (*text).to_owned()
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "no message".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::guarded;
+    use crate::error::Error;
+
+    #[test]
+    fn a_panic_becomes_a_problem_naming_what_was_read() {
+        let problem = guarded::<()>("redb table `account`", || panic!("unreachable page"))
+            .expect_err("the panic is caught");
+        assert!(problem.contains("redb table `account`"), "{problem}");
+        assert!(problem.contains("unreachable page"), "{problem}");
+    }
+
+    #[test]
+    fn an_error_becomes_a_problem_naming_what_was_read() {
+        let problem = guarded::<()>("redb table `code`", || {
+            Err(Error::Maintenance("boom".into()))
+        })
+        .expect_err("the error is kept");
+        assert!(
+            problem.starts_with("reading redb table `code`: "),
+            "{problem}"
+        );
+        assert_eq!(guarded("x", || Ok(7)), Ok(7));
+    }
+}
