@@ -164,10 +164,6 @@ impl ReadOnlyStateDb {
 
     /// The snapshot readers get now (for crate-internal checks such as
     /// `verify` that read every entry of one commit).
-    #[allow(
-        dead_code,
-        reason = "for the read-only verify, which is written in another branch"
-    )]
     pub(crate) fn snapshot(&self) -> Result<Arc<Snapshot>> {
         self.follower.snapshot()
     }

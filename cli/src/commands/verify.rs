@@ -1,7 +1,7 @@
 //! `strata verify --datadir DIR`: re-check every file, the tiers' agreement,
 //! each account's code against its hash, every commitment record against
 //! the values, the root recomputed from every live leaf, and redb's own
-//! integrity check (on an in-memory copy); non-zero exit on problems.
+//! integrity check (on a copy-on-write view); non-zero exit on problems.
 //!
 //! The datadir is opened read-only and no byte of it changes; it may be on
 //! a read-only mount or shared by a running `strata replay --share`.
@@ -41,9 +41,9 @@ pub(super) fn run(args: VerifyArgs) -> Result<(), CliError> {
     );
     if let Some(timing) = report.integrity {
         println!(
-            "redb integrity check of a {}-byte copy: copy {:.3} s, check {:.3} s",
+            "redb integrity check of {} bytes (copy-on-write view): open {:.3} s, check {:.3} s",
             timing.db_bytes,
-            timing.copy.as_secs_f64(),
+            timing.open.as_secs_f64(),
             timing.check.as_secs_f64()
         );
     }

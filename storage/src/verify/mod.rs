@@ -1,7 +1,7 @@
 //! `verify`: re-check every file, the tiers' agreement, every account's code
 //! against its hash, every commitment record against the records the bulk
 //! builder derives from the values, the root recomputed from scratch, and
-//! (for [`verify_datadir`]) redb's own integrity check on a private copy.
+//! (for [`verify_datadir`]) redb's own integrity check on a copy-on-write view of `state.redb`.
 //!
 //! Verify only reads: [`verify_datadir`] opens the datadir read-only and
 //! changes no byte of it; a redb panic on a damaged page becomes a problem
@@ -63,7 +63,7 @@ pub struct VerifyReport {
     pub stored_root: B256,
     /// The root recomputed from every live leaf.
     pub computed_root: B256,
-    /// What redb's integrity check of a copy of `state.redb` cost, when it
+    /// What redb's integrity check of `state.redb` (copy-on-write view) cost, when it
     /// ran ([`verify_datadir`] only).
     pub integrity: Option<IntegrityTiming>,
     /// Every problem found; empty when the store is sound.
@@ -80,7 +80,7 @@ impl VerifyReport {
 /// Verifies the datadir at `datadir` without writing to it: opens it
 /// read-only (it may be on a read-only mount, or shared by a running writer
 /// that set [`Options::share_with_readers`]), checks its newest commit, then
-/// runs redb's integrity check on an in-memory copy of `state.redb`. Uses
+/// runs redb's integrity check on a copy-on-write view of `state.redb`. Uses
 /// `options.db_cache_bytes` only.
 ///
 /// Damaged bytes are problems in the report; an error means the datadir
