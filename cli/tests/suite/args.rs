@@ -61,27 +61,74 @@ fn replay_numbers_are_range_checked() {
 fn gen_trace_sizes_are_bounded_before_anything_is_allocated() {
     let max = u64::MAX.to_string();
     refused(
-        &["gen-trace", "--accounts", &max, "--contracts", "1", "--blocks", "1"],
+        &[
+            "gen-trace",
+            "--accounts",
+            &max,
+            "--contracts",
+            "1",
+            "--blocks",
+            "1",
+        ],
         &["--accounts", &max, "0..=10000000"],
     );
     refused(
-        &["gen-trace", "--accounts", "1", "--contracts", &max, "--blocks", "1"],
+        &[
+            "gen-trace",
+            "--accounts",
+            "1",
+            "--contracts",
+            &max,
+            "--blocks",
+            "1",
+        ],
         &["--contracts", "0..=10000000"],
     );
     refused(
         &[
-            "gen-trace", "--accounts", "6000000", "--contracts", "6000000", "--blocks", "1",
+            "gen-trace",
+            "--accounts",
+            "6000000",
+            "--contracts",
+            "6000000",
+            "--blocks",
+            "1",
         ],
-        &["--accounts 6000000 + --contracts 6000000", "10000000", "in memory"],
+        &[
+            "--accounts 6000000 + --contracts 6000000",
+            "10000000",
+            "in memory",
+        ],
     );
     refused(
-        &["gen-trace", "--accounts", "1", "--contracts", "1", "--blocks", &max],
+        &[
+            "gen-trace",
+            "--accounts",
+            "1",
+            "--contracts",
+            "1",
+            "--blocks",
+            &max,
+        ],
         &["--blocks", "0..=100000000"],
     );
-    for flag in ["--account-reads", "--account-writes", "--slot-reads", "--slot-writes"] {
+    for flag in [
+        "--account-reads",
+        "--account-writes",
+        "--slot-reads",
+        "--slot-writes",
+    ] {
         refused(
             &[
-                "gen-trace", "--accounts", "10", "--contracts", "2", "--blocks", "1", flag, &max,
+                "gen-trace",
+                "--accounts",
+                "10",
+                "--contracts",
+                "2",
+                "--blocks",
+                "1",
+                flag,
+                &max,
             ],
             &[flag, "0..=1000000"],
         );
@@ -92,7 +139,14 @@ fn gen_trace_sizes_are_bounded_before_anything_is_allocated() {
 fn observe_duration_is_range_checked() {
     for value in ["0", "-1", "inf", "NaN", "1e300"] {
         refused(
-            &["observe", "--datadir", "d", "--trace", "t", &format!("--duration={value}")],
+            &[
+                "observe",
+                "--datadir",
+                "d",
+                "--trace",
+                "t",
+                &format!("--duration={value}"),
+            ],
             &["invalid duration", value],
         );
     }

@@ -324,14 +324,18 @@ fn block_loop(
             }
         }
         totals.gas = match (totals.gas, block.gas_used) {
-            (Some(total), Some(gas)) => Some(total.checked_add(gas).ok_or_else(|| {
-                CliError::GasOverflow {
-                    path: trace.clone(),
-                    block: block.number,
-                    total,
-                    gas,
-                }
-            })?),
+            (Some(total), Some(gas)) => {
+                Some(
+                    total
+                        .checked_add(gas)
+                        .ok_or_else(|| CliError::GasOverflow {
+                            path: trace.clone(),
+                            block: block.number,
+                            total,
+                            gas,
+                        })?,
+                )
+            }
             _ => None,
         };
         totals.blocks += 1;
