@@ -514,8 +514,10 @@ mod tests {
         ] {
             let text = format!(r#"{{"{AA}":{{"{field}":{value}}}}}"#);
             let message = err(&text);
-            assert_eq!(message, format!("account {AA}: {needle}").replace("account 0x00000000000000000000000000000000000000aa: field \"nonce\": expected a number", &message), "{text}");
-            assert!(message.contains(needle), "{text}: {message}");
+            assert!(
+                message.starts_with(&format!("account {AA}: {needle}")),
+                "{text}: {message}"
+            );
         }
         let text = format!(r#"{{"{AA}":{{"storage":{{"0x1":null}}}}}}"#);
         assert!(
