@@ -42,7 +42,7 @@ struct RawLine<'a> {
 
 /// A `reads` entry as written.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a reads entry object")]
 struct RawRead<'a> {
     #[serde(default, borrow)]
     balance: Scalar<'a>,
@@ -58,7 +58,7 @@ struct RawRead<'a> {
 
 /// A `writes` entry as written.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a writes entry object")]
 struct RawWrite<'a> {
     #[serde(default, borrow)]
     deleted: Scalar<'a>,

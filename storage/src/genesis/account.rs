@@ -20,6 +20,7 @@ use super::value::{ValueError, parse_word};
 
 /// An account object as written: each field kept for [`JsonAccount::from_raw`].
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(expecting = "an account object")]
 pub struct RawAccount<'a> {
     #[serde(default, borrow)]
     balance: Scalar<'a>,
@@ -119,5 +120,63 @@ impl JsonAccount {
             code_hash: optional(&raw.code_hash, "codeHash", Scalar::hash)?,
             storage: storage_map(raw.storage)?,
         })
+    }
+}
+
+/// An alloc member's value as written: an account object or something else
+/// (refused with the address named, after the address itself is checked).
+#[derive(Debug, Clone)]
+pub enum MaybeAccount<'a> {
+    /// An object.
+    Account(RawAccount<'a>),
+    /// Not an object.
+    NotObject(Scalar<'a>),
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for MaybeAccount<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct MaybeVisitor;
+        impl<'de> serde::de::Visitor<'de> for MaybeVisitor {
+            type Value = MaybeAccount<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an account object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<Self::Value, A::Error> {
+                RawAccount::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(MaybeAccount::Account)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                super::scalar::ScalarVisitor
+                    .visit_seq(seq)
+                    .map(MaybeAccount::NotObject)
+            }
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<Self::Value, E> {
+                Ok(MaybeAccount::NotObject(Scalar::Bool(v)))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                super::scalar::ScalarVisitor
+                    .visit_i64(v)
+                    .map(MaybeAccount::NotObject)
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                Ok(MaybeAccount::NotObject(Scalar::UInt(v)))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Self::Value, E> {
+                Ok(MaybeAccount::NotObject(Scalar::Float(v)))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(MaybeAccount::NotObject(Scalar::Str(v.to_owned().into())))
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+                Ok(MaybeAccount::NotObject(Scalar::Null))
+            }
+        }
+        d.deserialize_any(MaybeVisitor)
     }
 }

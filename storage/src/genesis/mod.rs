@@ -35,7 +35,7 @@ use alloy_primitives::{Address, B256, Bytes, U256};
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 
-pub use account::{AccountError, JsonAccount, RawAccount, storage_map};
+pub use account::{AccountError, JsonAccount, MaybeAccount, RawAccount, storage_map};
 pub use entries::{Entries, KeyError, Repeated, unique};
 pub use scalar::Scalar;
 pub use value::{ValueError, parse_address, parse_hash, parse_word};
@@ -138,9 +138,9 @@ pub enum RawGenesis<'a> {
     /// An object.
     Doc {
         /// The value of every `alloc` key (more than one is an error).
-        allocs: Vec<Entries<'a, RawAccount<'a>>>,
+        allocs: Vec<Entries<'a, MaybeAccount<'a>>>,
         /// Top-level members whose key is an address (a bare alloc).
-        bare: Vec<(std::borrow::Cow<'a, str>, RawAccount<'a>)>,
+        bare: Vec<(std::borrow::Cow<'a, str>, MaybeAccount<'a>)>,
         /// The first top-level key that is neither `alloc` nor an address.
         other_key: Option<String>,
     },
@@ -252,19 +252,30 @@ impl RawGenesis<'_> {
             },
             count => return Err(GenesisError::RepeatedAlloc { count }),
         };
-        let mut alloc = GenesisAlloc::new();
-        let mut spelled = Vec::with_capacity(accounts.len());
-        for (key, raw) in accounts {
-            let account = genesis_account(&key, raw)?;
-            spelled.push((key, account));
-        }
-        for (address, account) in unique(spelled, parse_address).map_err(|e| match e {
+        // Addresses first (an invalid or repeated one is named before any
+        // account's fields are looked at), then the accounts.
+        let spelled = accounts
+            .into_iter()
+            .map(|(key, raw)| (key.clone(), (key, raw)))
+            .collect();
+        let typed = unique(spelled, parse_address).map_err(|e| match e {
             KeyError::Invalid { text, source } => GenesisError::Address { text, source },
             KeyError::Repeated(Repeated { first, second }) => {
                 GenesisError::RepeatedAddress { first, second }
             }
-        })? {
-            alloc.insert(address, account);
+        })?;
+        let mut alloc = GenesisAlloc::new();
+        for (address, (key, raw)) in typed {
+            let raw = match raw {
+                MaybeAccount::Account(raw) => raw,
+                MaybeAccount::NotObject(found) => {
+                    return Err(GenesisError::NotAnObject {
+                        what: format!("account {key}"),
+                        found: found.to_string(),
+                    });
+                }
+            };
+            alloc.insert(address, genesis_account(&key, raw)?);
         }
         Ok(alloc)
     }
