@@ -357,7 +357,7 @@ fn repeated_keys_in_tracer_output_are_refused() {
             format!(
                 "{{\"{X}\": {{\"balance\": \"0x1\"}},\n \"{upper}\": {{\"balance\": \"0x2\"}}}}"
             ),
-            format!("invalid JSON at line 2, column"),
+            "invalid JSON at line 2, column".to_owned(),
             format!("key \"{upper}\" repeats \"{X}\""),
         ),
         (
