@@ -307,10 +307,18 @@ fn genesis_account(key: &str, raw: RawAccount<'_>) -> Result<GenesisAccount, Gen
 /// Parse a geth genesis JSON document (an object with `alloc`) or a bare
 /// alloc map (address → account).
 pub fn parse_alloc_json(text: &str) -> Result<GenesisAlloc, GenesisError> {
-    let raw: RawGenesis<'_> = serde_json::from_str(text).map_err(|e| GenesisError::Json {
-        line: e.line(),
-        column: e.column(),
-        message: e.to_string(),
+    let raw: RawGenesis<'_> = serde_json::from_str(text).map_err(|e| {
+        let message = e.to_string();
+        // The position is in the variant's own message already.
+        let message = message
+            .rsplit_once(" at line ")
+            .map_or(message.as_str(), |(head, _)| head)
+            .to_owned();
+        GenesisError::Json {
+            line: e.line(),
+            column: e.column(),
+            message,
+        }
     })?;
     raw.into_alloc()
 }
