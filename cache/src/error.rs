@@ -22,4 +22,12 @@ pub enum CacheError {
         /// The accepted names, comma-separated.
         expected: String,
     },
+    /// More warmers were asked for than [`MAX_WARMERS`](crate::MAX_WARMERS).
+    #[error("{warmers} warmers asked for; at most {max} are allowed")]
+    TooManyWarmers {
+        /// The number of warmers that was asked for.
+        warmers: usize,
+        /// The limit.
+        max: usize,
+    },
 }

@@ -57,7 +57,7 @@ pub use mutex_lru::MutexLruCache;
 pub use pinned::{PINNED_DEPTH, PINNED_SLOTS};
 pub use sharded_lru::ShardedLruCache;
 pub use stats::CacheStats;
-pub use warmup::{WarmupFailure, WarmupJob, WarmupPool, WarmupReport, WarmupTicket};
+pub use warmup::{MAX_WARMERS, WarmupFailure, WarmupJob, WarmupPool, WarmupReport, WarmupTicket};
 
 /// The error a loader (or a warmup job) returns: whatever the storage layer
 /// failed with, boxed so this crate stays independent of it.

@@ -13,6 +13,13 @@ use crate::{CacheError, LoadError};
 /// load its branches through the cache).
 pub type WarmupJob<T> = Arc<dyn Fn(&T) -> Result<(), LoadError> + Send + Sync>;
 
+/// The most warmer threads a [`WarmupPool`] starts. Each warmer is an OS
+/// thread with its own stack, and a commit hands every warmer a share of the
+/// block's touched paths: beyond a few dozen the threads only contend for the
+/// cache shards. 1,024 is far above any useful count and still a number of
+/// threads every supported OS can start.
+pub const MAX_WARMERS: usize = 1024;
+
 /// A fixed pool of warmer threads, built once at start-up.
 ///
 /// [`warm`](Self::warm) hands a batch to the pool and returns at once: the
@@ -26,7 +33,14 @@ pub struct WarmupPool {
 
 impl WarmupPool {
     /// Starts `warmers` threads named `strata-warmer-{i}`; 0 disables warmup.
+    /// More than [`MAX_WARMERS`] is refused with [`CacheError::TooManyWarmers`].
     pub fn new(warmers: usize) -> Result<Self, CacheError> {
+        if warmers > MAX_WARMERS {
+            return Err(CacheError::TooManyWarmers {
+                warmers,
+                max: MAX_WARMERS,
+            });
+        }
         let pool = if warmers == 0 {
             None
         } else {

@@ -133,6 +133,20 @@ pub enum CliError {
     /// A replay would resume a datadir that the trace does not lead to.
     #[error(transparent)]
     ResumeMismatch(Box<ResumeMismatch>),
+    /// The total gas of a replay no longer fits in 64 bits.
+    #[error(
+        "{path}: block {block}: gas_used {gas} makes the replay's total gas overflow 64 bits (total before it {total})"
+    )]
+    GasOverflow {
+        /// The trace file.
+        path: PathBuf,
+        /// The block whose gas overflowed the total.
+        block: u64,
+        /// The total of the blocks before it.
+        total: u64,
+        /// The block's gas_used.
+        gas: u64,
+    },
 }
 
 impl CliError {

@@ -125,3 +125,21 @@ fn zero_warmers_disable_warmup() {
     assert_eq!((report.items_total, report.items_done), (100, 0));
     assert_eq!(ran.load(Ordering::SeqCst), 0);
 }
+
+#[test]
+fn more_than_max_warmers_is_refused_before_any_thread_starts() {
+    let err = WarmupPool::new(strata_cache::MAX_WARMERS + 1).unwrap_err();
+    assert!(matches!(
+        err,
+        strata_cache::CacheError::TooManyWarmers {
+            warmers: 1025,
+            max: 1024
+        }
+    ));
+    assert_eq!(
+        err.to_string(),
+        "1025 warmers asked for; at most 1024 are allowed"
+    );
+    let err = WarmupPool::new(usize::MAX).unwrap_err().to_string();
+    assert!(err.contains(&usize::MAX.to_string()), "{err}");
+}

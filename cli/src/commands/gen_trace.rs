@@ -4,22 +4,24 @@ use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
 use clap::Args;
+use clap::builder::RangedU64ValueParser;
 
 use crate::CliError;
-use crate::generator::{GenConfig, generate};
+use crate::generator::{GenConfig, MAX_BLOCKS, MAX_GENESIS_ACCOUNTS, MAX_PER_BLOCK, generate};
 use crate::trace::TraceWriter;
 
 /// Arguments of `strata gen-trace`.
 #[derive(Debug, Clone, Args)]
 pub struct GenTraceArgs {
-    /// Externally owned accounts in the genesis.
-    #[arg(long, value_name = "A")]
+    /// Externally owned accounts in the genesis (accounts + contracts at
+    /// most 10,000,000: the generator keeps the whole state in memory).
+    #[arg(long, value_name = "A", value_parser = genesis_count())]
     pub accounts: usize,
     /// Contracts in the genesis.
-    #[arg(long, value_name = "C")]
+    #[arg(long, value_name = "C", value_parser = genesis_count())]
     pub contracts: usize,
-    /// Number of blocks.
-    #[arg(long, value_name = "B")]
+    /// Number of blocks (at most 100,000,000).
+    #[arg(long, value_name = "B", value_parser = clap::value_parser!(u64).range(0..=MAX_BLOCKS))]
     pub blocks: u64,
     /// RNG seed (same arguments → same bytes).
     #[arg(long, value_name = "S", default_value_t = 1)]
@@ -28,20 +30,35 @@ pub struct GenTraceArgs {
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// Accounts read per block (default 1500, scaled down for small states).
-    #[arg(long)]
+    #[arg(long, value_parser = per_block_count())]
     pub account_reads: Option<usize>,
     /// Accounts written per block (default 700, scaled down).
-    #[arg(long)]
+    #[arg(long, value_parser = per_block_count())]
     pub account_writes: Option<usize>,
     /// Slots read per block (default 5000, scaled down).
-    #[arg(long)]
+    #[arg(long, value_parser = per_block_count())]
     pub slot_reads: Option<usize>,
     /// Slots written per block (default 1500, scaled down).
-    #[arg(long)]
+    #[arg(long, value_parser = per_block_count())]
     pub slot_writes: Option<usize>,
 }
 
+fn genesis_count() -> RangedU64ValueParser<usize> {
+    RangedU64ValueParser::new().range(0..=MAX_GENESIS_ACCOUNTS as u64)
+}
+
+fn per_block_count() -> RangedU64ValueParser<usize> {
+    RangedU64ValueParser::new().range(0..=MAX_PER_BLOCK as u64)
+}
+
 pub(super) fn run(args: GenTraceArgs) -> Result<(), CliError> {
+    if args.accounts + args.contracts > MAX_GENESIS_ACCOUNTS {
+        return Err(CliError::Usage(format!(
+            "--accounts {} + --contracts {} is more than {MAX_GENESIS_ACCOUNTS} genesis accounts \
+             (the generator keeps the whole state in memory, about 2.5 KiB per account)",
+            args.accounts, args.contracts
+        )));
+    }
     let config = GenConfig {
         accounts: args.accounts,
         contracts: args.contracts,

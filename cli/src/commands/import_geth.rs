@@ -11,8 +11,7 @@ use serde_json::Value;
 use strata_storage::genesis::{ValueError, parse_hash, parse_u64, short};
 
 use crate::CliError;
-use crate::error::read_json;
-use crate::geth::{diff_frames, merge_block, prestate_frames};
+use crate::geth::{diff_frames, merge_block, prestate_frames, read_document};
 use crate::trace::{TraceLine, line_to_string};
 
 /// Arguments of `strata import-geth`.
@@ -45,7 +44,7 @@ fn header_field<T>(path: &Path, field: &str, result: Result<T, ValueError>) -> R
 }
 
 fn read_header(path: &Path) -> Result<Header, CliError> {
-    let doc = read_json(path)?;
+    let doc = read_document(path)?;
     let header = doc.get("result").unwrap_or(&doc);
     if !header.is_object() {
         return Err(CliError::Usage(format!(
@@ -79,8 +78,8 @@ fn fixture_number(doc: &Value) -> Option<u64> {
 }
 
 pub(super) fn run(args: ImportGethArgs) -> Result<(), CliError> {
-    let prestate_doc = args.prestate.as_deref().map(read_json).transpose()?;
-    let diff_doc = args.diff.as_deref().map(read_json).transpose()?;
+    let prestate_doc = args.prestate.as_deref().map(read_document).transpose()?;
+    let diff_doc = args.diff.as_deref().map(read_document).transpose()?;
     let header = args
         .block_header
         .as_deref()

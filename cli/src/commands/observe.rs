@@ -36,7 +36,7 @@ pub struct ObserveArgs {
     pub rate: f64,
     /// How long to observe, in seconds (with --samples: until standard
     /// input closes, or this long if given).
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", value_parser = duration_secs)]
     pub duration: Option<f64>,
     /// Print `ready`, then one line per observation (`at_ns block head_ns
     /// account_ns storage_ns errors waited_ns`, monotonic clock, `-` for
@@ -45,14 +45,20 @@ pub struct ObserveArgs {
     pub samples: bool,
 }
 
-pub(super) fn run(args: ObserveArgs) -> Result<(), CliError> {
-    if let Some(secs) = args.duration
-        && !(secs.is_finite() && secs > 0.0)
-    {
-        return Err(CliError::Usage(format!(
-            "invalid --duration {secs} (expected seconds > 0)"
-        )));
+/// Longest `--duration`, in seconds (about 31 years): far beyond any run,
+/// and well inside what a `Duration` holds.
+const MAX_DURATION_SECS: f64 = 1e9;
+
+fn duration_secs(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(secs) if secs.is_finite() && secs > 0.0 && secs <= MAX_DURATION_SECS => Ok(secs),
+        _ => Err(format!(
+            "invalid duration {text:?} (expected seconds, more than 0 and at most {MAX_DURATION_SECS:e})"
+        )),
     }
+}
+
+pub(super) fn run(args: ObserveArgs) -> Result<(), CliError> {
     let (mut source, start) = TraceSource::open(&args.trace, args.genesis.as_deref())?;
     let keys = KeyPool::collect(start.genesis.as_ref(), source.peek_block()?);
     let options = Options {

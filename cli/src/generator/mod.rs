@@ -35,6 +35,18 @@ pub const DEFAULT_SLOT_READS: usize = 5_000;
 /// Default storage slots written per block.
 pub const DEFAULT_SLOT_WRITES: usize = 1_500;
 
+/// The most genesis accounts (EOAs + contracts) the generator accepts. It
+/// keeps the whole state and its model trie in memory, about 2.5 KiB per
+/// account with the default holders (537 MB measured for 200,000 accounts),
+/// so 10 million accounts already need ~25 GB.
+pub const MAX_GENESIS_ACCOUNTS: usize = 10_000_000;
+/// The most blocks one run generates (the block numbers then stay far from
+/// overflow, and the run is already weeks long at mainnet-sized blocks).
+pub const MAX_BLOCKS: u64 = 100_000_000;
+/// The most accounts or slots read or written per block (a mainnet block
+/// touches a few thousand; the builder's retry budgets multiply these).
+pub const MAX_PER_BLOCK: usize = 1_000_000;
+
 /// What to generate.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GenConfig {

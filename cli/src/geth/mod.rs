@@ -13,11 +13,13 @@
 //!   `post` is unchanged; an account only in `post` was created.
 
 mod account;
+mod document;
 mod error;
 mod frames;
 mod merge;
 
 pub use account::GethAccount;
+pub use document::read_document;
 pub use error::GethError;
 pub use frames::{DiffFrame, TxFrames, diff_frames, prestate_frames};
 pub use merge::merge_block;

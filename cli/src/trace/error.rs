@@ -150,6 +150,48 @@ pub enum TraceError {
         /// The number found on this line.
         found: u64,
     },
+    /// Valid JSON that does not have the trace's shape: an unknown or
+    /// repeated field, or a value of the wrong kind where an object is due.
+    #[error("line {line}: {context}: {message} (column {column})")]
+    Schema {
+        /// 1-based line number.
+        line: usize,
+        /// Where: "line", or the keys leading to it ("writes 0xab..").
+        context: String,
+        /// 1-based column where the parser noticed it.
+        column: usize,
+        /// What the parser reported (names the field).
+        message: String,
+    },
+    /// The same address twice in `reads` or `writes` (perhaps in another
+    /// letter case, or without `0x`).
+    #[error("line {line}: {section}: address {second} is listed twice (first as {first})")]
+    RepeatedAddress {
+        /// 1-based line number.
+        line: usize,
+        /// "reads" or "writes".
+        section: &'static str,
+        /// The first spelling.
+        first: String,
+        /// The repeated spelling.
+        second: String,
+    },
+    /// The same slot twice in an entry's `storage` (`0x1` and `0x01`).
+    #[error(
+        "line {line}: {section} {address}: storage slot {second} is listed twice (first as {first})"
+    )]
+    RepeatedSlot {
+        /// 1-based line number.
+        line: usize,
+        /// "reads" or "writes".
+        section: &'static str,
+        /// The account's address as written.
+        address: String,
+        /// The first spelling.
+        first: String,
+        /// The repeated spelling.
+        second: String,
+    },
 }
 
 impl TraceError {
@@ -169,7 +211,10 @@ impl TraceError {
             | Self::EmptyWrite { line, .. }
             | Self::Genesis { line, .. }
             | Self::GenesisNotFirst { line }
-            | Self::OutOfOrder { line, .. } => *line,
+            | Self::OutOfOrder { line, .. }
+            | Self::Schema { line, .. }
+            | Self::RepeatedAddress { line, .. }
+            | Self::RepeatedSlot { line, .. } => *line,
         }
     }
 }

@@ -1,82 +1,182 @@
 //! Turning one JSON line into a typed [`TraceLine`], with errors that name
 //! the line, the section, the address and the field.
+//!
+//! The line is deserialized straight into the `Raw*` structs below (no
+//! `serde_json::Value`): serde refuses unknown and repeated fields, values
+//! are kept as written ([`Scalar`]) and typed afterwards so that an error
+//! can name where it is, and the `reads` / `writes` / `storage` objects keep
+//! their keys as written so that the same address in another letter case or
+//! the same slot as `0x1` and `0x01` is refused instead of overwriting.
+//! `null` is never a value, and `"0x"` is not a number.
 
 use std::collections::BTreeMap;
 
 use alloy_primitives::{Address, B256, U256, keccak256};
-use serde_json::{Map, Value};
+use serde::Deserialize;
 use strata_storage::genesis::{
-    ValueError, alloc_from_value, parse_address, parse_bytes, parse_hash, parse_u64, parse_u256,
-    parse_word, parse_word_value, short,
+    AccountError, Entries, KeyError, RawGenesis, Repeated, Scalar, ValueError, parse_address,
+    storage_map, unique,
 };
 
 use super::{AccountRead, AccountWrite, TraceBlock, TraceError, TraceLine};
 
+/// A trace line as written (both kinds; the kind decides which fields may appear).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLine<'a> {
+    #[serde(default, borrow)]
+    kind: Scalar<'a>,
+    #[serde(default, borrow)]
+    number: Scalar<'a>,
+    #[serde(default, borrow)]
+    gas_used: Scalar<'a>,
+    #[serde(default, borrow)]
+    state_root: Scalar<'a>,
+    #[serde(default, borrow)]
+    alloc: RawGenesis<'a>,
+    #[serde(default, borrow)]
+    reads: Entries<'a, RawRead<'a>>,
+    #[serde(default, borrow)]
+    writes: Entries<'a, RawWrite<'a>>,
+}
+
+/// A `reads` entry as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a reads entry object")]
+struct RawRead<'a> {
+    #[serde(default, borrow)]
+    balance: Scalar<'a>,
+    #[serde(default, borrow)]
+    nonce: Scalar<'a>,
+    #[serde(default, borrow)]
+    code_hash: Scalar<'a>,
+    #[serde(default, borrow)]
+    code: Scalar<'a>,
+    #[serde(default, borrow)]
+    storage: Entries<'a, Scalar<'a>>,
+}
+
+/// A `writes` entry as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a writes entry object")]
+struct RawWrite<'a> {
+    #[serde(default, borrow)]
+    deleted: Scalar<'a>,
+    #[serde(default, borrow)]
+    balance: Scalar<'a>,
+    #[serde(default, borrow)]
+    nonce: Scalar<'a>,
+    #[serde(default, borrow)]
+    code: Scalar<'a>,
+    #[serde(default, borrow)]
+    storage: Entries<'a, Scalar<'a>>,
+}
+
 /// Parse one line of a trace. `line` is its 1-based number, used in errors.
 /// Ordering rules (genesis first, consecutive numbers) are the reader's job.
 pub fn parse_line(text: &str, line: usize) -> Result<TraceLine, TraceError> {
-    let value: Value = serde_json::from_str(text).map_err(|e| TraceError::Json {
-        line,
-        column: e.column(),
-        message: e.to_string(),
-    })?;
-    let obj = object(&value, line, "line")?;
-    match obj.get("kind") {
-        None => Err(TraceError::MissingField {
+    let trimmed = text.trim_start();
+    if !trimmed.starts_with('{') {
+        // Refused here: serde would read an array as a struct's fields in order.
+        let found = match serde_json::from_str::<Scalar<'_>>(text) {
+            Err(e) => return Err(json_error(e, line)),
+            Ok(Scalar::Array) => shorten(trimmed.trim_end()),
+            Ok(other) => other.to_string(),
+        };
+        return Err(TraceError::NotAnObject {
+            line,
+            context: "line".to_owned(),
+            found,
+        });
+    }
+    let raw: RawLine<'_> = serde_json::from_str(text).map_err(|e| line_error(text, e, line))?;
+    match &raw.kind {
+        Scalar::Missing => Err(TraceError::MissingField {
             line,
             context: "line".to_owned(),
             field: "kind",
         }),
-        Some(Value::String(kind)) if kind == "genesis" => parse_genesis(obj, line),
-        Some(Value::String(kind)) if kind == "block" => {
-            parse_block(obj, line).map(TraceLine::Block)
+        Scalar::Str(kind) if kind == "genesis" => parse_genesis(raw, line),
+        Scalar::Str(kind) if kind == "block" => parse_block(raw, line).map(TraceLine::Block),
+        other => Err(TraceError::UnknownKind {
+            line,
+            kind: other.to_string(),
+        }),
+    }
+}
+
+fn shorten(text: &str) -> String {
+    if text.len() > 40 {
+        let cut = (0..=37)
+            .rev()
+            .find(|&i| text.is_char_boundary(i))
+            .unwrap_or(0);
+        format!("{}...", &text[..cut])
+    } else {
+        text.to_owned()
+    }
+}
+
+fn json_error(e: serde_json::Error, line: usize) -> TraceError {
+    TraceError::Json {
+        line,
+        column: e.column(),
+        message: without_position(&e),
+    }
+}
+
+/// serde_json's message without its " at line L column C" (the trace line
+/// is ours to name).
+fn without_position(e: &serde_json::Error) -> String {
+    let message = e.to_string();
+    message
+        .rsplit_once(" at line ")
+        .map_or(message.as_str(), |(head, _)| head)
+        .to_owned()
+}
+
+/// The error of a line that failed to deserialize. A shape error (unknown
+/// or repeated field, an entry that is not an object) is parsed once more
+/// with path tracking — only then, so the fast path pays nothing — to name
+/// the section and address it is in.
+fn line_error(text: &str, e: serde_json::Error, line: usize) -> TraceError {
+    if !e.is_data() {
+        return json_error(e, line);
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    let (context, e) = match serde_path_to_error::deserialize::<_, RawLine<'_>>(&mut de) {
+        Err(tracked) => {
+            let message = tracked.inner().to_string();
+            let mut keys: Vec<&str> = tracked
+                .path()
+                .iter()
+                .filter_map(|segment| match segment {
+                    serde_path_to_error::Segment::Map { key } => Some(key.as_str()),
+                    _ => None,
+                })
+                .collect();
+            // An unknown field's path ends in the field itself, which the
+            // message names already.
+            if keys
+                .last()
+                .is_some_and(|last| message.starts_with(&format!("unknown field `{last}`")))
+            {
+                keys.pop();
+            }
+            (keys.join(" "), tracked.into_inner())
         }
-        Some(other) => Err(TraceError::UnknownKind {
-            line,
-            kind: short(other),
-        }),
-    }
-}
-
-fn object<'a>(
-    value: &'a Value,
-    line: usize,
-    context: &str,
-) -> Result<&'a Map<String, Value>, TraceError> {
-    value.as_object().ok_or_else(|| TraceError::NotAnObject {
+        Ok(_) => (String::new(), e),
+    };
+    TraceError::Schema {
         line,
-        context: context.to_owned(),
-        found: short(value),
-    })
-}
-
-fn reject_unknown(
-    obj: &Map<String, Value>,
-    known: &[&str],
-    line: usize,
-    context: &str,
-) -> Result<(), TraceError> {
-    match obj.keys().find(|k| !known.contains(&k.as_str())) {
-        Some(field) => Err(TraceError::UnknownField {
-            line,
-            context: context.to_owned(),
-            field: field.clone(),
-        }),
-        None => Ok(()),
+        context: if context.is_empty() {
+            "line".to_owned()
+        } else {
+            context
+        },
+        column: e.column(),
+        message: without_position(&e),
     }
-}
-
-fn required<'a>(
-    obj: &'a Map<String, Value>,
-    field: &'static str,
-    line: usize,
-    context: &str,
-) -> Result<&'a Value, TraceError> {
-    obj.get(field).ok_or_else(|| TraceError::MissingField {
-        line,
-        context: context.to_owned(),
-        field,
-    })
 }
 
 fn top_field<T>(
@@ -91,66 +191,102 @@ fn top_field<T>(
     })
 }
 
-fn hash_field(value: &Value, line: usize, field: &'static str) -> Result<B256, TraceError> {
-    let text = value.as_str().ok_or_else(|| ValueError::WrongType {
-        expected: "a 32-byte hex string",
-        found: short(value),
-    });
-    top_field(text.and_then(parse_hash), line, field)
+fn optional_top<'s, T>(
+    value: &Scalar<'s>,
+    line: usize,
+    field: &'static str,
+    read: impl FnOnce(&Scalar<'s>) -> Result<T, ValueError>,
+) -> Result<Option<T>, TraceError> {
+    match value {
+        Scalar::Missing => Ok(None),
+        given => top_field(read(given), line, field).map(Some),
+    }
 }
 
-fn parse_genesis(obj: &Map<String, Value>, line: usize) -> Result<TraceLine, TraceError> {
-    reject_unknown(obj, &["kind", "alloc", "state_root"], line, "genesis")?;
-    let alloc_value = required(obj, "alloc", line, "genesis")?;
-    if !alloc_value.is_object() {
-        return Err(TraceError::NotAnObject {
+/// Refuse a field of the other kind of line.
+fn reject_present(
+    present: bool,
+    field: &str,
+    line: usize,
+    context: &str,
+) -> Result<(), TraceError> {
+    if present {
+        return Err(TraceError::UnknownField {
             line,
-            context: "genesis \"alloc\"".to_owned(),
-            found: short(alloc_value),
+            context: context.to_owned(),
+            field: field.to_owned(),
         });
     }
-    let alloc =
-        alloc_from_value(alloc_value).map_err(|source| TraceError::Genesis { line, source })?;
-    let state_root = match obj.get("state_root") {
-        None | Some(Value::Null) => None,
-        Some(v) => Some(hash_field(v, line, "state_root")?),
+    Ok(())
+}
+
+fn parse_genesis(raw: RawLine<'_>, line: usize) -> Result<TraceLine, TraceError> {
+    reject_present(raw.number != Scalar::Missing, "number", line, "genesis")?;
+    reject_present(raw.gas_used != Scalar::Missing, "gas_used", line, "genesis")?;
+    reject_present(
+        !matches!(raw.reads, Entries::Missing),
+        "reads",
+        line,
+        "genesis",
+    )?;
+    reject_present(
+        !matches!(raw.writes, Entries::Missing),
+        "writes",
+        line,
+        "genesis",
+    )?;
+    let alloc = match raw.alloc {
+        RawGenesis::Missing => {
+            return Err(TraceError::MissingField {
+                line,
+                context: "genesis".to_owned(),
+                field: "alloc",
+            });
+        }
+        RawGenesis::NotMap(found) => {
+            return Err(TraceError::NotAnObject {
+                line,
+                context: "genesis \"alloc\"".to_owned(),
+                found: found.to_string(),
+            });
+        }
+        doc => doc
+            .into_alloc()
+            .map_err(|source| TraceError::Genesis { line, source })?,
     };
+    let state_root = optional_top(&raw.state_root, line, "state_root", Scalar::hash)?;
     Ok(TraceLine::Genesis { alloc, state_root })
 }
 
-fn parse_block(obj: &Map<String, Value>, line: usize) -> Result<TraceBlock, TraceError> {
-    const KNOWN: &[&str] = &[
-        "kind",
-        "number",
-        "gas_used",
-        "state_root",
-        "reads",
-        "writes",
-    ];
-    reject_unknown(obj, KNOWN, line, "block")?;
-    let number = top_field(
-        parse_u64(required(obj, "number", line, "block")?),
+fn parse_block(raw: RawLine<'_>, line: usize) -> Result<TraceBlock, TraceError> {
+    reject_present(
+        !matches!(raw.alloc, RawGenesis::Missing),
+        "alloc",
         line,
-        "number",
+        "block",
     )?;
-    let gas_used = match obj.get("gas_used") {
-        None | Some(Value::Null) => None,
-        Some(v) => Some(top_field(parse_u64(v), line, "gas_used")?),
+    let number = match &raw.number {
+        Scalar::Missing => {
+            return Err(TraceError::MissingField {
+                line,
+                context: "block".to_owned(),
+                field: "number",
+            });
+        }
+        given => top_field(given.u64(), line, "number")?,
     };
-    let state_root = match obj.get("state_root") {
-        None | Some(Value::Null) => None,
-        Some(v) => Some(hash_field(v, line, "state_root")?),
-    };
-    let mut reads = BTreeMap::new();
-    for (key, entry) in object(required(obj, "reads", line, "block")?, line, "reads")? {
-        let address = section_address(key, line, "reads")?;
-        reads.insert(address, parse_read(entry, key, line)?);
+    let gas_used = optional_top(&raw.gas_used, line, "gas_used", Scalar::u64)?;
+    let state_root = optional_top(&raw.state_root, line, "state_root", Scalar::hash)?;
+    let mut reads = Vec::new();
+    for (key, entry) in section(raw.reads, line, "reads")? {
+        reads.push((key.clone(), parse_read(entry, &key, line)?));
     }
-    let mut writes = BTreeMap::new();
-    for (key, entry) in object(required(obj, "writes", line, "block")?, line, "writes")? {
-        let address = section_address(key, line, "writes")?;
-        writes.insert(address, parse_write(entry, key, line)?);
+    let reads = addresses(reads, line, "reads")?;
+    let mut writes = Vec::new();
+    for (key, entry) in section(raw.writes, line, "writes")? {
+        writes.push((key.clone(), parse_write(entry, &key, line)?));
     }
+    let writes = addresses(writes, line, "writes")?;
     Ok(TraceBlock {
         number,
         gas_used,
@@ -160,12 +296,48 @@ fn parse_block(obj: &Map<String, Value>, line: usize) -> Result<TraceBlock, Trac
     })
 }
 
-fn section_address(key: &str, line: usize, section: &'static str) -> Result<Address, TraceError> {
-    parse_address(key).map_err(|source| TraceError::Address {
-        line,
-        section,
-        text: key.to_owned(),
-        source,
+type Section<'a, V> = Vec<(std::borrow::Cow<'a, str>, V)>;
+
+fn section<'a, V>(
+    entries: Entries<'a, V>,
+    line: usize,
+    name: &'static str,
+) -> Result<Section<'a, V>, TraceError> {
+    match entries {
+        Entries::Map(entries) => Ok(entries),
+        Entries::Missing => Err(TraceError::MissingField {
+            line,
+            context: "block".to_owned(),
+            field: name,
+        }),
+        Entries::NotMap(found) => Err(TraceError::NotAnObject {
+            line,
+            context: name.to_owned(),
+            found: found.to_string(),
+        }),
+    }
+}
+
+/// Type the addresses of a section; the same address twice (in any letter
+/// case, with or without `0x`) is an error naming both spellings.
+fn addresses<V>(
+    entries: Section<'_, V>,
+    line: usize,
+    section: &'static str,
+) -> Result<BTreeMap<Address, V>, TraceError> {
+    unique(entries, parse_address).map_err(|e| match e {
+        KeyError::Invalid { text, source } => TraceError::Address {
+            line,
+            section,
+            text,
+            source,
+        },
+        KeyError::Repeated(Repeated { first, second }) => TraceError::RepeatedAddress {
+            line,
+            section,
+            first,
+            second,
+        },
     })
 }
 
@@ -191,63 +363,68 @@ impl Entry<'_> {
         })
     }
 
-    /// Parse `storage`: slot (hex, ≤ 32 bytes) → value; zero values kept.
-    fn storage(&self, value: &Value) -> Result<BTreeMap<B256, U256>, TraceError> {
-        let Some(slots) = value.as_object() else {
-            return self.field(
-                "storage",
-                Err(ValueError::WrongType {
-                    expected: "an object of slot → value",
-                    found: short(value),
-                }),
-            );
-        };
-        let mut out = BTreeMap::new();
-        for (slot_text, v) in slots {
-            let slot = self.field("storage", parse_word(slot_text))?;
-            let val = self.field(&format!("storage[{slot_text}]"), parse_word_value(v))?;
-            out.insert(slot, val);
+    fn required<'s, T>(
+        &self,
+        value: &Scalar<'s>,
+        field: &'static str,
+        read: impl FnOnce(&Scalar<'s>) -> Result<T, ValueError>,
+    ) -> Result<T, TraceError> {
+        match value {
+            Scalar::Missing => Err(TraceError::MissingField {
+                line: self.line,
+                context: self.context(),
+                field,
+            }),
+            given => self.field(field, read(given)),
         }
-        Ok(out)
+    }
+
+    fn optional<'s, T>(
+        &self,
+        value: &Scalar<'s>,
+        field: &str,
+        read: impl FnOnce(&Scalar<'s>) -> Result<T, ValueError>,
+    ) -> Result<Option<T>, TraceError> {
+        match value {
+            Scalar::Missing => Ok(None),
+            given => self.field(field, read(given)).map(Some),
+        }
+    }
+
+    /// Parse `storage`: slot (hex, ≤ 32 bytes) → value; zero values kept.
+    fn storage(
+        &self,
+        storage: Entries<'_, Scalar<'_>>,
+    ) -> Result<BTreeMap<B256, U256>, TraceError> {
+        storage_map(storage).map_err(|e| match e {
+            AccountError::Field { field, source } => TraceError::Account {
+                line: self.line,
+                section: self.section,
+                address: self.address.to_owned(),
+                field,
+                source,
+            },
+            AccountError::RepeatedSlot(Repeated { first, second }) => TraceError::RepeatedSlot {
+                line: self.line,
+                section: self.section,
+                address: self.address.to_owned(),
+                first,
+                second,
+            },
+        })
     }
 }
 
-fn parse_read(value: &Value, key: &str, line: usize) -> Result<AccountRead, TraceError> {
+fn parse_read(raw: RawRead<'_>, key: &str, line: usize) -> Result<AccountRead, TraceError> {
     let e = Entry {
         line,
         section: "reads",
         address: key,
     };
-    let obj = object(value, line, &e.context())?;
-    reject_unknown(
-        obj,
-        &["balance", "nonce", "code_hash", "code", "storage"],
-        line,
-        &e.context(),
-    )?;
-    let balance = e.field(
-        "balance",
-        parse_u256(required(obj, "balance", line, &e.context())?),
-    )?;
-    let nonce = e.field(
-        "nonce",
-        parse_u64(required(obj, "nonce", line, &e.context())?),
-    )?;
-    let code_hash = match obj.get("code_hash") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(text)) => Some(e.field("code_hash", parse_hash(text))?),
-        Some(other) => e.field(
-            "code_hash",
-            Err(ValueError::WrongType {
-                expected: "a 32-byte hex string",
-                found: short(other),
-            }),
-        )?,
-    };
-    let code = match obj.get("code") {
-        None | Some(Value::Null) => None,
-        Some(v) => Some(e.field("code", parse_bytes(v))?),
-    };
+    let balance = e.required(&raw.balance, "balance", Scalar::u256)?;
+    let nonce = e.required(&raw.nonce, "nonce", Scalar::u64)?;
+    let code_hash = e.optional(&raw.code_hash, "code_hash", Scalar::hash)?;
+    let code = e.optional(&raw.code, "code", Scalar::bytes)?;
     if let (Some(hash), Some(code)) = (code_hash, &code) {
         let expected = keccak256(code);
         if expected != hash {
@@ -259,10 +436,7 @@ fn parse_read(value: &Value, key: &str, line: usize) -> Result<AccountRead, Trac
             });
         }
     }
-    let storage = match obj.get("storage") {
-        None | Some(Value::Null) => BTreeMap::new(),
-        Some(v) => e.storage(v)?,
-    };
+    let storage = e.storage(raw.storage)?;
     Ok(AccountRead {
         balance,
         nonce,
@@ -272,52 +446,20 @@ fn parse_read(value: &Value, key: &str, line: usize) -> Result<AccountRead, Trac
     })
 }
 
-fn parse_write(value: &Value, key: &str, line: usize) -> Result<AccountWrite, TraceError> {
+fn parse_write(raw: RawWrite<'_>, key: &str, line: usize) -> Result<AccountWrite, TraceError> {
     let e = Entry {
         line,
         section: "writes",
         address: key,
     };
-    let obj = object(value, line, &e.context())?;
-    reject_unknown(
-        obj,
-        &["deleted", "balance", "nonce", "code", "storage"],
-        line,
-        &e.context(),
-    )?;
-    let deleted = match obj.get("deleted") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => *b,
-        Some(other) => e.field(
-            "deleted",
-            Err(ValueError::WrongType {
-                expected: "true or false",
-                found: short(other),
-            }),
-        )?,
-    };
-    let balance = match obj.get("balance") {
-        None | Some(Value::Null) => None,
-        Some(v) => Some(e.field("balance", parse_u256(v))?),
-    };
-    let nonce = match obj.get("nonce") {
-        None | Some(Value::Null) => None,
-        Some(v) => Some(e.field("nonce", parse_u64(v))?),
-    };
-    let code = match obj.get("code") {
-        None | Some(Value::Null) => None,
-        Some(v) => Some(e.field("code", parse_bytes(v))?),
-    };
-    let storage = match obj.get("storage") {
-        None | Some(Value::Null) => BTreeMap::new(),
-        Some(v) => e.storage(v)?,
-    };
     let write = AccountWrite {
-        deleted,
-        balance,
-        nonce,
-        code,
-        storage,
+        deleted: e
+            .optional(&raw.deleted, "deleted", Scalar::flag)?
+            .unwrap_or(false),
+        balance: e.optional(&raw.balance, "balance", Scalar::u256)?,
+        nonce: e.optional(&raw.nonce, "nonce", Scalar::u64)?,
+        code: e.optional(&raw.code, "code", Scalar::bytes)?,
+        storage: e.storage(raw.storage)?,
     };
     if !write.deleted && !write.has_fields() {
         return Err(TraceError::EmptyWrite {

@@ -345,3 +345,55 @@ fn input_errors_are_named() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("pass --number N"));
 }
+
+/// Tracer output with a repeated key used to be read with the last value
+/// winning; the import now names the key, both spellings and the line.
+#[test]
+fn repeated_keys_in_tracer_output_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let upper = X.to_uppercase().replacen("0X", "0x", 1);
+    let cases = [
+        (
+            format!(
+                "{{\"{X}\": {{\"balance\": \"0x1\"}},\n \"{upper}\": {{\"balance\": \"0x2\"}}}}"
+            ),
+            "invalid JSON at line 2, column".to_owned(),
+            format!("key \"{upper}\" repeats \"{X}\""),
+        ),
+        (
+            format!("{{\"{X}\": {{\"storage\": {{\"0x1\": \"0x1\", \"0x01\": \"0x2\"}}}}}}"),
+            "line 1".to_owned(),
+            "key \"0x01\" repeats \"0x1\"".to_owned(),
+        ),
+        (
+            format!("{{\"{X}\": {{\"balance\": \"0x1\", \"balance\": \"0x2\"}}}}"),
+            "line 1".to_owned(),
+            "key \"balance\" repeats \"balance\"".to_owned(),
+        ),
+    ];
+    for (index, (text, place, what)) in cases.iter().enumerate() {
+        let path = tmp.path().join(format!("repeat{index}.json"));
+        std::fs::write(&path, text).unwrap();
+        let out = strata(&[
+            "import-geth",
+            "--prestate",
+            path.to_str().unwrap(),
+            "--number",
+            "1",
+        ]);
+        assert!(!out.status.success(), "{text}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&format!("repeat{index}.json")) && stderr.contains(place.as_str()),
+            "{stderr}"
+        );
+        assert!(stderr.contains(what.as_str()), "{text}\n{stderr}");
+    }
+    // `null` is refused by the shared account parser, as in genesis files.
+    let bad = json!({"pre": {X: {"nonce": null}}, "post": {}});
+    let err = diff_frames(&bad).unwrap_err().to_string();
+    assert!(
+        err.contains(&format!("account {X}: field \"nonce\": expected a number")),
+        "{err}"
+    );
+}

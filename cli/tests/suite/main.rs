@@ -1,5 +1,6 @@
 //! Integration tests of strata-cli: one binary, one module per area.
 
+mod args;
 mod commands;
 mod common;
 mod generator;

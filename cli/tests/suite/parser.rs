@@ -40,7 +40,7 @@ fn bad_input_matrix() {
         (r#"{"number":2,"reads":{},"writes":{}}"#.to_owned(), &["line 2: line: missing field \"kind\""]),
         (r#"{"kind":"block","reads":{},"writes":{}}"#.to_owned(), &["line 2: block: missing field \"number\""]),
         (r#"{"kind":"block","number":2,"writes":{}}"#.to_owned(), &["line 2: block: missing field \"reads\""]),
-        (r#"{"kind":"block","number":2,"reads":{},"writes":{},"extra":1}"#.to_owned(), &["line 2: block: unknown field \"extra\""]),
+        (r#"{"kind":"block","number":2,"reads":{},"writes":{},"extra":1}"#.to_owned(), &["line 2: line: unknown field `extra`, expected one of", "(column 57)"]),
         (r#"{"kind":"block","number":"0xzz","reads":{},"writes":{}}"#.to_owned(), &["line 2: field \"number\": invalid number \"0xzz\""]),
         (
             r#"{"kind":"block","number":2,"state_root":"0x1234","reads":{},"writes":{}}"#.to_owned(),
@@ -84,7 +84,7 @@ fn bad_input_matrix() {
         ),
         (
             format!(r#"{{"kind":"block","number":2,"reads":{{}},"writes":{{"{A}":{{"balence":"0x1"}}}}}}"#),
-            &["line 2: writes 0x00000000000000000000000000000000000000aa: unknown field \"balence\""],
+            &["line 2: writes 0x00000000000000000000000000000000000000aa: unknown field `balence`, expected one of `deleted`"],
         ),
         (
             format!(r#"{{"kind":"block","number":2,"reads":{{}},"writes":{{"{A}":{{"deleted":"yes"}}}}}}"#),
@@ -116,6 +116,194 @@ fn bad_input_matrix() {
             );
         }
     }
+}
+
+/// Each of these used to be accepted, the later key silently winning.
+#[test]
+fn repeated_keys_are_refused_naming_line_and_key() {
+    let upper = "0x00000000000000000000000000000000000000AA";
+    let bare = &A[2..];
+    let read = r#"{"balance":"0x1","nonce":0}"#;
+    let slot32 = format!("0x{}01", "00".repeat(31));
+    let block = |reads: &str, writes: &str| {
+        format!(r#"{{"kind":"block","number":2,"reads":{{{reads}}},"writes":{{{writes}}}}}"#)
+    };
+    let cases: Vec<(String, String)> = vec![
+        (
+            r#"{"kind":"block","number":2,"number":3,"reads":{},"writes":{}}"#.to_owned(),
+            "line 2: line: duplicate field `number`".to_owned(),
+        ),
+        (
+            block("", &format!(r#""{A}":{{"balance":"0x1","balance":"0x2"}}"#)),
+            format!("line 2: writes {A}: duplicate field `balance`"),
+        ),
+        (
+            block(&format!(r#""{A}":{read},"{A}":{read}"#), ""),
+            format!("line 2: reads: address {A} is listed twice (first as {A})"),
+        ),
+        (
+            block(&format!(r#""{A}":{read},"{upper}":{read}"#), ""),
+            format!("line 2: reads: address {upper} is listed twice (first as {A})"),
+        ),
+        (
+            block(
+                "",
+                &format!(r#""{bare}":{{"nonce":1}},"{A}":{{"nonce":2}}"#),
+            ),
+            format!("line 2: writes: address {A} is listed twice (first as {bare})"),
+        ),
+        (
+            block(
+                "",
+                &format!(r#""{A}":{{"storage":{{"0x1":"0x5","0x01":"0x6"}}}}"#),
+            ),
+            format!("line 2: writes {A}: storage slot 0x01 is listed twice (first as 0x1)"),
+        ),
+        (
+            block(
+                &format!(
+                    r#""{A}":{{"balance":"0x1","nonce":0,"storage":{{"{slot32}":"0x0","0x1":"0x0"}}}}"#
+                ),
+                "",
+            ),
+            format!("line 2: reads {A}: storage slot 0x1 is listed twice (first as {slot32})"),
+        ),
+    ];
+    for (bad, expected) in &cases {
+        let message = first_error(&format!("{GOOD_BLOCK_1}\n{bad}\n"));
+        assert!(
+            message.starts_with(expected.as_str()),
+            "for input {bad}\nexpected {expected:?}\nin {message:?}"
+        );
+    }
+    let genesis = [
+        (
+            r#"{"kind":"genesis","alloc":{},"alloc":{}}"#.to_owned(),
+            "line 1: line: duplicate field `alloc`".to_owned(),
+        ),
+        (
+            r#"{"kind":"genesis","alloc":{"alloc":{},"config":{},"alloc":{}}}"#.to_owned(),
+            "line 1: genesis alloc: the genesis has 2 \"alloc\" keys; expected one".to_owned(),
+        ),
+        (
+            format!(r#"{{"kind":"genesis","alloc":{{"{A}":{{}},"{upper}":{{}}}}}}"#),
+            format!("line 1: genesis alloc: address {upper} is listed twice (first as {A})"),
+        ),
+        (
+            format!(
+                r#"{{"kind":"genesis","alloc":{{"{A}":{{"storage":{{"0x1":"0x1","0x01":"0x1"}}}}}}}}"#
+            ),
+            format!(
+                "line 1: genesis alloc: account {A}: storage slot 0x01 is listed twice (first as 0x1)"
+            ),
+        ),
+    ];
+    for (bad, expected) in &genesis {
+        let message = first_error(&format!("{bad}\n"));
+        assert!(
+            message.starts_with(expected.as_str()),
+            "for input {bad}\nexpected {expected:?}\nin {message:?}"
+        );
+    }
+}
+
+/// `null` and `"0x"` are no numbers (nor hashes, bytes or flags) in traces.
+#[test]
+fn null_and_empty_hex_are_refused_naming_line_and_field() {
+    let number = "expected a number or a hex/decimal string, found null";
+    let cases: Vec<(String, String)> = vec![
+        (
+            r#"{"kind":"block","number":null,"reads":{},"writes":{}}"#.to_owned(),
+            format!("line 2: field \"number\": {number}"),
+        ),
+        (
+            r#"{"kind":"block","number":"0x","reads":{},"writes":{}}"#.to_owned(),
+            "line 2: field \"number\": invalid number \"0x\"".to_owned(),
+        ),
+        (
+            r#"{"kind":"block","number":2,"gas_used":null,"reads":{},"writes":{}}"#.to_owned(),
+            format!("line 2: field \"gas_used\": {number}"),
+        ),
+        (
+            r#"{"kind":"block","number":2,"gas_used":"0x","reads":{},"writes":{}}"#.to_owned(),
+            "line 2: field \"gas_used\": invalid number \"0x\"".to_owned(),
+        ),
+        (
+            r#"{"kind":"block","number":2,"state_root":null,"reads":{},"writes":{}}"#.to_owned(),
+            "line 2: field \"state_root\": expected a 32-byte hex string, found null".to_owned(),
+        ),
+        (
+            r#"{"kind":"block","number":2,"reads":null,"writes":{}}"#.to_owned(),
+            "line 2: reads: expected a JSON object, found null".to_owned(),
+        ),
+        (
+            format!(
+                r#"{{"kind":"block","number":2,"reads":{{"{A}":{{"balance":null,"nonce":0}}}},"writes":{{}}}}"#
+            ),
+            format!("line 2: reads {A}: field \"balance\": {number}"),
+        ),
+        (
+            format!(
+                r#"{{"kind":"block","number":2,"reads":{{"{A}":{{"balance":"0x","nonce":0}}}},"writes":{{}}}}"#
+            ),
+            format!("line 2: reads {A}: field \"balance\": invalid number \"0x\""),
+        ),
+        (
+            format!(
+                r#"{{"kind":"block","number":2,"reads":{{}},"writes":{{"{A}":{{"nonce":null}}}}}}"#
+            ),
+            format!("line 2: writes {A}: field \"nonce\": {number}"),
+        ),
+        (
+            format!(
+                r#"{{"kind":"block","number":2,"reads":{{}},"writes":{{"{A}":{{"nonce":"0x"}}}}}}"#
+            ),
+            format!("line 2: writes {A}: field \"nonce\": invalid number \"0x\""),
+        ),
+        (
+            format!(
+                r#"{{"kind":"block","number":2,"reads":{{}},"writes":{{"{A}":{{"code":null}}}}}}"#
+            ),
+            format!("line 2: writes {A}: field \"code\": expected a hex string, found null"),
+        ),
+        (
+            format!(
+                r#"{{"kind":"block","number":2,"reads":{{}},"writes":{{"{A}":{{"deleted":null}}}}}}"#
+            ),
+            format!("line 2: writes {A}: field \"deleted\": expected true or false, found null"),
+        ),
+        (
+            format!(
+                r#"{{"kind":"block","number":2,"reads":{{}},"writes":{{"{A}":{{"storage":null}}}}}}"#
+            ),
+            format!(
+                "line 2: writes {A}: field \"storage\": expected an object of slot → value, found null"
+            ),
+        ),
+        (
+            format!(
+                r#"{{"kind":"block","number":2,"reads":{{}},"writes":{{"{A}":{{"storage":{{"0x1":null}}}}}}}}"#
+            ),
+            format!(
+                "line 2: writes {A}: field \"storage[0x1]\": expected a hex string or a number, found null"
+            ),
+        ),
+    ];
+    for (bad, expected) in &cases {
+        let message = first_error(&format!("{GOOD_BLOCK_1}\n{bad}\n"));
+        assert_eq!(&message, expected, "for input {bad}");
+    }
+    // "0x" stays the empty code (it removes an account's code).
+    let text = format!(
+        "{{\"kind\":\"block\",\"number\":1,\"reads\":{{}},\"writes\":{{\"{A}\":{{\"code\":\"0x\"}}}}}}\n"
+    );
+    let TraceLine::Block(block) = &read_all(&text)[0] else {
+        panic!("not a block")
+    };
+    assert_eq!(
+        block.writes[&Address::with_last_byte(0xaa)].code,
+        Some(Bytes::new())
+    );
 }
 
 #[test]

@@ -64,31 +64,51 @@ pub struct ReplayArgs {
     #[arg(long)]
     pub share: bool,
     /// Blocks per step (the unit of collation into files) for a new datadir.
-    #[arg(long, value_name = "N", default_value_t = strata_storage::Options::default().step_size)]
+    #[arg(long, value_name = "N", default_value_t = strata_storage::Options::default().step_size,
+          value_parser = clap::value_parser!(u64).range(1..=MAX_STEP_SIZE))]
     pub step_size: u64,
     /// Steps kept in redb before they are collated into files.
-    #[arg(long, value_name = "N", default_value_t = strata_storage::Options::default().keep_steps_in_db)]
+    #[arg(long, value_name = "N", default_value_t = strata_storage::Options::default().keep_steps_in_db,
+          value_parser = clap::value_parser!(u64).range(0..=MAX_KEEP_STEPS))]
     pub keep_steps: u64,
     /// fsync every N-th block commit (1: every block; a process crash loses
     /// nothing either way, a power cut at most N − 1 blocks).
-    #[arg(long, value_name = "N", default_value_t = 1)]
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u64).range(1..=MAX_SYNC_EVERY))]
     pub sync_every: u64,
-    /// Branch cache capacity in MiB.
-    #[arg(long, value_name = "MIB", default_value_t = 256)]
+    /// Branch cache capacity in MiB (1 to 1,048,576, i.e. at most 1 TiB).
+    #[arg(long, value_name = "MIB", default_value_t = 256,
+          value_parser = clap::value_parser!(u64).range(1..=MAX_CACHE_MIB))]
     pub cache_mib: u64,
 }
+
+/// Largest `--step-size`: a step is the unit of collation, and a step of a
+/// million blocks would keep months of history in redb.
+const MAX_STEP_SIZE: u64 = 1_000_000;
+/// Largest `--keep-steps`.
+const MAX_KEEP_STEPS: u64 = 1_000_000;
+/// Largest `--sync-every` (a power cut may lose up to this many blocks).
+const MAX_SYNC_EVERY: u64 = 1_000_000;
+/// Largest `--cache-mib` (1 TiB): `MIB << 20` must fit in 64 bits, and a
+/// branch cache larger than the machine's memory is a typo.
+const MAX_CACHE_MIB: u64 = 1 << 20;
 
 /// The list of warmer counts to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WarmerList(pub Vec<usize>);
 
 fn warmer_list(text: &str) -> Result<WarmerList, String> {
+    let max = strata_storage::MAX_WARMERS;
     let counts = text
         .split(',')
-        .map(|part| {
-            part.trim().parse::<usize>().map_err(|_| {
-                format!("invalid warmer count {part:?} (expected a list like \"0,2,4\")")
-            })
+        .map(|part| match part.trim().parse::<usize>() {
+            Ok(count) if count <= max => Ok(count),
+            Ok(count) => Err(format!(
+                "warmer count {count} is more than the limit of {max} warmer threads"
+            )),
+            Err(_) => Err(format!(
+                "invalid warmer count {part:?} (expected a list like \"0,2,4\", each at most {max})"
+            )),
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(WarmerList(counts))

@@ -352,9 +352,23 @@ fn block_loop(
         if block.state_root.is_some() {
             totals.roots_checked += 1;
         }
-        totals.gas = totals.gas.zip(block.gas_used).map(|(a, b)| a + b);
+        totals.gas = match (totals.gas, block.gas_used) {
+            (Some(total), Some(gas)) => {
+                Some(
+                    total
+                        .checked_add(gas)
+                        .ok_or_else(|| CliError::GasOverflow {
+                            path: trace.clone(),
+                            block: block.number,
+                            total,
+                            gas,
+                        })?,
+                )
+            }
+            _ => None,
+        };
         totals.blocks += 1;
-        expected_next = block.number + 1;
+        expected_next = block.number.saturating_add(1);
         progress.update(block.number, totals.blocks, totals.keys, started);
     }
     totals.wall = started.elapsed();
