@@ -64,4 +64,3 @@ pub(super) fn check_copy(db_path: &Path) -> (Option<IntegrityTiming>, Option<Str
     };
     (Some(timing), problem)
 }
-
