@@ -207,15 +207,15 @@ done
 # --- disk full: a small tmpfs filled at different moments, then grown for the resume
 if mkdir -p full && mount -t tmpfs -o size=96m tmpfs full 2>/dev/null; then
     for ballast_mib in 0 20 35 50 65 80; do
-        mount -o remount,size=96m full
         rm -rf full/d full/ballast
+        mount -o remount,size=96m "$PWD/full" || { echo "disk full: remount failed" >&2; continue; }
         [ "$ballast_mib" -gt 0 ] && head -c $((ballast_mib * 1024 * 1024)) /dev/zero >full/ballast
         PANIC=0
         run "$STRATA" replay t.jsonl --datadir full/d --step-size 4 --keep-steps 1
         rc=$RC
         first_err=$(tail -c 300 err.txt)
         rm -f full/ballast
-        mount -o remount,size=1g full
+        mount -o remount,size=1g "$PWD/full"
         if [ "$PANIC" = 1 ]; then record "disk full" bad "ballast $ballast_mib MiB: panic"; continue; fi
         run "$STRATA" replay t.jsonl --datadir full/d --step-size 4 --keep-steps 1
         resume_rc=$RC
