@@ -26,7 +26,7 @@ pub(crate) fn guarded<T>(table: &'static str, read: impl FnOnce() -> Result<T>) 
 }
 
 /// The text of a panic's payload.
-fn panic_message(payload: &(dyn Any + Send)) -> String {
+pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
     if let Some(text) = payload.downcast_ref::<&str>() {
         (*text).to_owned()
     } else if let Some(text) = payload.downcast_ref::<String>() {

@@ -2,37 +2,26 @@
 //! damaged page ends the verification: either becomes a problem naming what
 //! was being read.
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
+use crate::db::guard::guarded as guarded_read;
+use crate::error::{Error, Result};
 
-use crate::error::Result;
+pub(super) use crate::db::guard::panic_message;
 
 /// Runs `stage` (reading `what`, e.g. "redb table `account`"); an error or a
 /// panic becomes the returned problem text.
 ///
 /// redb panics on some damaged pages (an `unreachable!` in its b-tree code)
-/// instead of returning `Corrupted`. Verify only reads, so a panic leaves
-/// nothing half-written: the stage's partial results are dropped and the
-/// other stages still run.
+/// instead of returning `Corrupted`; the storage boundary's guard turns that
+/// into [`Error::Corrupt`]. Verify only reads, so a panic leaves nothing
+/// half-written: the stage's partial results are dropped and the other
+/// stages still run.
 pub(super) fn guarded<T>(what: &str, stage: impl FnOnce() -> Result<T>) -> Result<T, String> {
-    match catch_unwind(AssertUnwindSafe(stage)) {
-        Ok(Ok(value)) => Ok(value),
-        Ok(Err(error)) => Err(format!("reading {what}: {error}")),
-        Err(payload) => Err(format!(
-            "reading {what}: the database is damaged (redb panicked: {})",
-            panic_message(payload.as_ref())
-        )),
-    }
-}
-
-/// The text of a panic payload.
-pub(super) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(text) = payload.downcast_ref::<&str>() {
-        (*text).to_owned()
-    } else if let Some(text) = payload.downcast_ref::<String>() {
-        text.clone()
-    } else {
-        "no message".to_owned()
-    }
+    guarded_read("(verify)", stage).map_err(|error| match error {
+        Error::Corrupt { what: cause, .. } => {
+            format!("reading {what}: the database is damaged ({cause})")
+        }
+        other => format!("reading {what}: {other}"),
+    })
 }
 
 #[cfg(test)]
