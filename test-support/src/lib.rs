@@ -1,9 +1,11 @@
 //! What strata's test suites share (a dev-dependency only): the path of
 //! Ethereum's published test vectors, `../shared/vectors` beside the
 //! checkout, and the rule for when they are absent — a test says so and
-//! skips, except under `CI=true`, where absence is a failure.
+//! skips, except under `CI=true`, where absence is a failure; and
+//! [`tree_contents`], what "changed no byte of the datadir" is checked with.
 
-use std::path::PathBuf;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 /// `sub` inside the shared vectors folder (`""` for the folder itself), or
 /// `None` after printing why the calling test skips. Panics when the folder
@@ -25,4 +27,28 @@ pub fn vectors(sub: &str) -> Option<PathBuf> {
     }
     eprintln!("skipping: no test vectors at {}", dir.display());
     None
+}
+
+/// Every file and folder under `dir` with the bytes of each file (a folder
+/// maps to `<folder>`): equal before and after a command when it changed no
+/// byte, created nothing and deleted nothing.
+pub fn tree_contents(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(at) = stack.pop() {
+        let entries =
+            std::fs::read_dir(&at).unwrap_or_else(|e| panic!("list {}: {e}", at.display()));
+        for entry in entries {
+            let path = entry.expect("directory entry").path();
+            if path.is_dir() {
+                stack.push(path.clone());
+                out.insert(path, b"<folder>".to_vec());
+            } else {
+                let bytes =
+                    std::fs::read(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+                out.insert(path, bytes);
+            }
+        }
+    }
+    out
 }

@@ -2,10 +2,11 @@
 //! byte of it (also on a read-only mount), never panic on a damaged redb
 //! page, and no command deletes or recreates what it did not make.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
+
+use strata_test_support::tree_contents;
 
 use crate::common::{gen_trace, strata, strata_ok, testdata};
 
@@ -27,24 +28,6 @@ fn replayed(dir: &Path) -> PathBuf {
         "1",
     ]);
     datadir
-}
-
-/// Every file and folder under `dir` with the bytes of each file.
-fn contents(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(at) = stack.pop() {
-        for entry in std::fs::read_dir(&at).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path.clone());
-                out.insert(path, b"<folder>".to_vec());
-            } else {
-                out.insert(path.clone(), std::fs::read(&path).unwrap());
-            }
-        }
-    }
-    out
 }
 
 /// The read commands this file is about, on `datadir`.
@@ -76,7 +59,7 @@ const PANIC_EXIT: i32 = 101;
 fn root_get_stats_change_no_byte_of_the_datadir() {
     let dir = tempfile::tempdir().unwrap();
     let datadir = replayed(dir.path());
-    let before = contents(&datadir);
+    let before = tree_contents(&datadir);
     for args in read_commands(&datadir) {
         let out = run(&args);
         assert!(
@@ -84,7 +67,11 @@ fn root_get_stats_change_no_byte_of_the_datadir() {
             "{args:?}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        assert_eq!(contents(&datadir), before, "{args:?} changed the datadir");
+        assert_eq!(
+            tree_contents(&datadir),
+            before,
+            "{args:?} changed the datadir"
+        );
     }
 }
 
@@ -133,11 +120,11 @@ fn root_get_stats_work_on_a_read_only_mount() {
         std::fs::write(mount.0.join("probe"), b"x").is_err(),
         "the mount is writable"
     );
-    let before = contents(&datadir);
+    let before = tree_contents(&datadir);
     for (args, expected) in read_commands(&mount.0).iter().zip(&expected) {
         assert_eq!(&strata_ok_owned(args), expected, "{args:?}");
     }
-    assert_eq!(contents(&datadir), before);
+    assert_eq!(tree_contents(&datadir), before);
 }
 
 fn strata_ok_owned(args: &[String]) -> String {
@@ -159,7 +146,7 @@ fn an_empty_or_missing_database_is_an_error_and_nothing_is_deleted() {
     ];
 
     std::fs::File::create(&db_file).unwrap();
-    let before = contents(&datadir);
+    let before = tree_contents(&datadir);
     let mut commands = read_commands(&datadir);
     commands.push(replay.to_vec());
     for args in &commands {
@@ -167,16 +154,24 @@ fn an_empty_or_missing_database_is_an_error_and_nothing_is_deleted() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{args:?} accepted an empty database");
         assert!(stderr.contains("empty"), "{args:?}: {stderr}");
-        assert_eq!(contents(&datadir), before, "{args:?} changed the datadir");
+        assert_eq!(
+            tree_contents(&datadir),
+            before,
+            "{args:?} changed the datadir"
+        );
     }
 
     std::fs::remove_file(&db_file).unwrap();
-    let before = contents(&datadir);
+    let before = tree_contents(&datadir);
     let out = run(&replay);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "replay started over from genesis");
     assert!(stderr.contains("missing"), "{stderr}");
-    assert_eq!(contents(&datadir), before, "replay changed the datadir");
+    assert_eq!(
+        tree_contents(&datadir),
+        before,
+        "replay changed the datadir"
+    );
 }
 
 #[test]
@@ -225,7 +220,7 @@ fn damaged_redb_pages_never_panic_the_read_commands() {
         let copy = dir.path().join(format!("damaged-{page}"));
         copy_dir(&datadir, &copy);
         zero_page(&copy.join(strata_storage::DB_FILE), page * 4096);
-        let before = contents(&copy);
+        let before = tree_contents(&copy);
         for args in read_commands(&copy) {
             let first = run(&args);
             let code = first.status.code();
@@ -245,7 +240,7 @@ fn damaged_redb_pages_never_panic_the_read_commands() {
                 );
             }
             assert_eq!(
-                contents(&copy),
+                tree_contents(&copy),
                 before,
                 "page {page}: {args:?} changed the datadir"
             );
@@ -315,7 +310,7 @@ fn read_commands_after_a_killed_writer_answer_and_change_nothing() {
     );
     child.kill().unwrap();
     child.wait().unwrap();
-    let before = contents(&datadir);
+    let before = tree_contents(&datadir);
     // redb's recovery runs in memory (a copy-on-write view of the file):
     // the commands answer from the last durable block and write nothing.
     for args in read_commands(&datadir) {
@@ -323,7 +318,11 @@ fn read_commands_after_a_killed_writer_answer_and_change_nothing() {
         assert_ne!(out.status.code(), Some(PANIC_EXIT), "{args:?} panicked");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{args:?}: {stderr}");
-        assert_eq!(contents(&datadir), before, "{args:?} changed the datadir");
+        assert_eq!(
+            tree_contents(&datadir),
+            before,
+            "{args:?} changed the datadir"
+        );
     }
     // The root is the trace's root of the block it names.
     let out = run(&[

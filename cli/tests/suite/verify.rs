@@ -2,8 +2,9 @@
 //! panics on damaged redb pages: it exits non-zero with a message naming
 //! what is damaged, never with Rust's panic exit code 101.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+use strata_test_support::tree_contents;
 
 use crate::common::{strata, strata_ok, testdata};
 
@@ -30,24 +31,6 @@ fn replayed_datadir(dir: &Path) -> PathBuf {
     datadir
 }
 
-/// Every file under `dir` with its bytes.
-fn snapshot_tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        for entry in std::fs::read_dir(&d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                todo.push(path);
-            } else {
-                let bytes = std::fs::read(&path).unwrap();
-                out.insert(path, bytes);
-            }
-        }
-    }
-    out
-}
-
 fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
@@ -65,7 +48,7 @@ fn copy_tree(from: &Path, to: &Path) {
 fn verify_changes_no_byte_of_the_datadir() {
     let dir = tempfile::tempdir().unwrap();
     let datadir = replayed_datadir(dir.path());
-    let before = snapshot_tree(&datadir);
+    let before = tree_contents(&datadir);
     assert!(
         before
             .keys()
@@ -77,7 +60,7 @@ fn verify_changes_no_byte_of_the_datadir() {
     assert!(out.contains("verify: ok"), "{out}");
     assert!(out.contains("redb integrity check of "), "{out}");
     assert!(out.contains("commitment records checked"), "{out}");
-    let after = snapshot_tree(&datadir);
+    let after = tree_contents(&datadir);
     assert_eq!(
         before.keys().collect::<Vec<_>>(),
         after.keys().collect::<Vec<_>>(),

@@ -1,11 +1,11 @@
 //! Opening existing datadirs: a database is created only for a new datadir,
 //! and only strata's own unlisted files are ever deleted.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use alloy_primitives::Address;
 use strata_storage::{Account, DB_FILE, Error, FILES_DIR, Options, ReadOnlyStateDb, StateDb};
+use strata_test_support::tree_contents;
 
 use crate::model::small_options;
 
@@ -41,30 +41,12 @@ fn strata_files(dir: &Path) -> usize {
         .count()
 }
 
-/// Every file under `dir` with its bytes.
-pub(crate) fn contents(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(at) = stack.pop() {
-        for entry in std::fs::read_dir(&at).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path.clone());
-                out.insert(path, b"<dir>".to_vec());
-            } else {
-                out.insert(path.clone(), std::fs::read(&path).unwrap());
-            }
-        }
-    }
-    out
-}
-
 #[test]
 fn a_zero_length_database_is_refused_and_nothing_is_deleted() {
     let dir = tempfile::tempdir().unwrap();
     datadir_with_files(dir.path());
     std::fs::File::create(dir.path().join(DB_FILE)).unwrap();
-    let before = contents(dir.path());
+    let before = tree_contents(dir.path());
 
     let err = StateDb::open(dir.path(), small_options()).err().unwrap();
     assert!(matches!(err, Error::DatabaseEmpty { .. }), "{err}");
@@ -75,7 +57,7 @@ fn a_zero_length_database_is_refused_and_nothing_is_deleted() {
         .unwrap();
     assert!(matches!(err, Error::DatabaseEmpty { .. }), "{err}");
     assert_eq!(
-        contents(dir.path()),
+        tree_contents(dir.path()),
         before,
         "a refused open changed the datadir"
     );
@@ -86,13 +68,13 @@ fn a_missing_database_beside_strata_files_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     datadir_with_files(dir.path());
     std::fs::remove_file(dir.path().join(DB_FILE)).unwrap();
-    let before = contents(dir.path());
+    let before = tree_contents(dir.path());
 
     let err = StateDb::open(dir.path(), small_options()).err().unwrap();
     assert!(matches!(err, Error::DatabaseMissing { .. }), "{err}");
     assert!(err.to_string().contains("missing"), "{err}");
     assert_eq!(
-        contents(dir.path()),
+        tree_contents(dir.path()),
         before,
         "a refused open changed the datadir"
     );
@@ -103,13 +85,13 @@ fn an_unreadable_database_is_refused_and_left_as_it_was() {
     let dir = tempfile::tempdir().unwrap();
     datadir_with_files(dir.path());
     std::fs::write(dir.path().join(DB_FILE), vec![0x5a; 8192]).unwrap();
-    let before = contents(dir.path());
+    let before = tree_contents(dir.path());
 
     let err = StateDb::open(dir.path(), small_options()).err().unwrap();
     assert!(matches!(err, Error::DatabaseUnreadable { .. }), "{err}");
     assert!(err.to_string().contains(DB_FILE), "{err}");
     assert_eq!(
-        contents(dir.path()),
+        tree_contents(dir.path()),
         before,
         "a refused open changed the datadir"
     );

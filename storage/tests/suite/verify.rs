@@ -4,12 +4,13 @@
 //! and `verify_datadir` changes no byte of the datadir.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use alloy_primitives::{Address, B256, Bytes, U256, keccak256};
+use alloy_primitives::{Address, B256, Bytes, U256};
 use redb::{ReadableTable, TableDefinition};
 use strata_storage::genesis::{GenesisAccount, GenesisAlloc};
 use strata_storage::{Account, DB_FILE, Options, StateDb, VerifyReport, verify_datadir};
+use strata_test_support::tree_contents;
 
 const COMMITMENT: TableDefinition<&[u8], &[u8]> = TableDefinition::new("commitment");
 /// The step prefix of every domain-table value.
@@ -79,28 +80,11 @@ fn assert_clean(report: &VerifyReport) {
     assert_eq!(report.codes_checked, 20);
 }
 
-/// Every file under `dir` with its bytes' hash.
-fn hash_tree(dir: &Path) -> BTreeMap<PathBuf, B256> {
-    let mut out = BTreeMap::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        for entry in std::fs::read_dir(&d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                todo.push(path);
-            } else {
-                out.insert(path.clone(), keccak256(std::fs::read(&path).unwrap()));
-            }
-        }
-    }
-    out
-}
-
 #[test]
 fn verify_datadir_is_clean_on_a_sound_store_and_changes_no_byte() {
     let dir = tempfile::tempdir().unwrap();
     make_store(dir.path());
-    let before = hash_tree(dir.path());
+    let before = tree_contents(dir.path());
     assert!(before.len() > 2, "files were collated: {before:?}");
     let report = verify_datadir(dir.path(), &Options::default()).unwrap();
     assert_clean(&report);
@@ -110,7 +94,11 @@ fn verify_datadir_is_clean_on_a_sound_store_and_changes_no_byte() {
         timing.db_bytes,
         std::fs::metadata(dir.path().join(DB_FILE)).unwrap().len()
     );
-    assert_eq!(hash_tree(dir.path()), before, "verify changed the datadir");
+    assert_eq!(
+        tree_contents(dir.path()),
+        before,
+        "verify changed the datadir"
+    );
     // The library's verify on an open store agrees.
     let db = StateDb::open(dir.path(), options()).unwrap();
     assert_clean(&db.verify().unwrap());
