@@ -15,7 +15,7 @@ use alloy_primitives::{Address, B256, U256, keccak256};
 use serde::Deserialize;
 use strata_storage::genesis::{
     AccountError, Entries, KeyError, RawGenesis, Repeated, Scalar, ValueError, parse_address,
-    storage_map, unique,
+    shorten, storage_map, unique,
 };
 
 use super::{AccountRead, AccountWrite, TraceBlock, TraceError, TraceLine};
@@ -102,18 +102,6 @@ pub fn parse_line(text: &str, line: usize) -> Result<TraceLine, TraceError> {
             line,
             kind: other.to_string(),
         }),
-    }
-}
-
-fn shorten(text: &str) -> String {
-    if text.len() > 40 {
-        let cut = (0..=37)
-            .rev()
-            .find(|&i| text.is_char_boundary(i))
-            .unwrap_or(0);
-        format!("{}...", &text[..cut])
-    } else {
-        text.to_owned()
     }
 }
 

@@ -342,8 +342,9 @@ pub fn short(value: &Value) -> String {
     shorten(&value.to_string())
 }
 
-/// `text` cut to about 40 characters (on a character boundary).
-pub(crate) fn shorten(text: &str) -> String {
+/// `text` cut to about 40 characters (on a character boundary), for error
+/// messages that quote input.
+pub fn shorten(text: &str) -> String {
     if text.len() > 40 {
         let cut = (0..=37)
             .rev()
