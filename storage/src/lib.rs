@@ -60,6 +60,7 @@ pub use options::{Durability, Options};
 pub use read_only::ReadOnlyStateDb;
 pub use reader::StateReader;
 pub use state_db::{DB_FILE, DbStats, DomainStats, FILES_DIR, FileStats, StateDb};
+pub use stats::LiveSize;
 pub use strata_cache::{CacheKind, CacheStats, MAX_WARMERS};
 pub use verify::{IntegrityTiming, VerifyReport, verify_datadir};
 pub use writer::BlockWriter;

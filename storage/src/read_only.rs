@@ -162,6 +162,12 @@ impl ReadOnlyStateDb {
         )
     }
 
+    /// The live keys and their raw bytes per domain at the block
+    /// [`ReadOnlyStateDb::reader`] shows: a full scan of every tier.
+    pub fn live_sizes(&self) -> Result<Vec<crate::stats::LiveSize>> {
+        crate::stats::live_sizes(self.follower.snapshot()?.as_ref())
+    }
+
     /// The snapshot readers get now (for crate-internal checks such as
     /// `verify` that read every entry of one commit).
     pub(crate) fn snapshot(&self) -> Result<Arc<Snapshot>> {

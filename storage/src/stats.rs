@@ -1,6 +1,8 @@
 //! [`DbStats`]: the sizes of a store's tiers, taken from one snapshot (of a
 //! [`crate::StateDb`] or a [`crate::ReadOnlyStateDb`]).
 
+use std::collections::BTreeMap;
+
 use alloy_primitives::B256;
 use strata_cache::CacheStats;
 
@@ -80,4 +82,55 @@ pub(crate) fn collect(snapshot: &Snapshot, step_size: u64, cache: CacheStats) ->
         domains,
         cache,
     })
+}
+
+/// What a domain's live state holds, counted from one snapshot: each key
+/// once (its newest value across the tiers), deleted keys left out. The
+/// raw size a datadir's bytes on disk are read against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LiveSize {
+    /// The domain.
+    pub domain: Domain,
+    /// Live keys.
+    pub keys: u64,
+    /// Bytes of those keys.
+    pub key_bytes: u64,
+    /// Bytes of their values (as the domain encodes them, without the step).
+    pub value_bytes: u64,
+}
+
+/// The live size of every domain `snapshot` shows: a full scan of each
+/// domain's files (oldest first) and db entries, the newest version of a key
+/// winning. Holds one key set of one domain in memory at a time.
+pub(crate) fn live_sizes(snapshot: &Snapshot) -> Result<Vec<LiveSize>> {
+    let mut out = Vec::with_capacity(Domain::ALL.len());
+    for domain in Domain::ALL {
+        // Key → value length of its newest version (None: deleted).
+        let mut newest: BTreeMap<Vec<u8>, Option<u32>> = BTreeMap::new();
+        for file in snapshot.files.files(domain).iter().rev() {
+            for entry in file.iter() {
+                let (key, value) = entry?;
+                let len = value.into_value().map(|v| v.len() as u32);
+                newest.insert(key.to_vec(), len);
+            }
+        }
+        for (key, value) in snapshot.db_entries(domain)? {
+            newest.insert(key, value.map(|v| v.len() as u32));
+        }
+        let mut size = LiveSize {
+            domain,
+            keys: 0,
+            key_bytes: 0,
+            value_bytes: 0,
+        };
+        for (key, len) in &newest {
+            if let Some(len) = len {
+                size.keys += 1;
+                size.key_bytes += key.len() as u64;
+                size.value_bytes += u64::from(*len);
+            }
+        }
+        out.push(size);
+    }
+    Ok(out)
 }

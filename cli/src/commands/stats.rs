@@ -1,7 +1,9 @@
-//! `strata stats --datadir DIR`: block, root, per-domain tiers (db entries,
-//! files with step ranges, entries and sizes) and branch-cache counters.
+//! `strata stats --datadir DIR [--live]`: block, root, per-domain tiers (db
+//! entries, files with step ranges, entries and sizes), branch-cache
+//! counters, and with `--live` the raw bytes of the live state beside the
+//! datadir's bytes on disk.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 
@@ -14,6 +16,10 @@ pub struct StatsArgs {
     /// The data directory.
     #[arg(long, value_name = "DIR")]
     pub datadir: PathBuf,
+    /// Also count the live keys and their raw bytes per domain (a full scan
+    /// of every tier) and compare them with the datadir's size on disk.
+    #[arg(long)]
+    pub live: bool,
 }
 
 pub(super) fn run(args: StatsArgs) -> Result<(), CliError> {
@@ -66,5 +72,52 @@ pub(super) fn run(args: StatsArgs) -> Result<(), CliError> {
         cache.weight_bytes,
         cache.capacity_bytes
     );
+    if args.live {
+        print_live(&db, &args.datadir)?;
+    }
     Ok(())
+}
+
+/// The live state's raw bytes per domain beside the datadir's bytes on disk.
+fn print_live(db: &strata_storage::ReadOnlyStateDb, datadir: &Path) -> Result<(), CliError> {
+    let sizes = db.live_sizes().map_err(CliError::storage(datadir))?;
+    println!(
+        "{:<11} {:>11} {:>14} {:>14}",
+        "live", "keys", "key bytes", "value bytes"
+    );
+    let mut raw = 0u64;
+    for size in &sizes {
+        raw += size.key_bytes + size.value_bytes;
+        println!(
+            "{:<11} {:>11} {:>14} {:>14}",
+            size.domain.name(),
+            size.keys,
+            size.key_bytes,
+            size.value_bytes
+        );
+    }
+    let on_disk = bytes_under(datadir).map_err(|source| CliError::File {
+        path: datadir.to_owned(),
+        source,
+    })?;
+    println!(
+        "live raw {raw} bytes; datadir {on_disk} bytes on disk ({:.2}x)",
+        on_disk as f64 / raw.max(1) as f64
+    );
+    Ok(())
+}
+
+/// The bytes of every file under `dir`.
+fn bytes_under(dir: &Path) -> std::io::Result<u64> {
+    let mut total = 0;
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let meta = entry.metadata()?;
+        total += if meta.is_dir() {
+            bytes_under(&entry.path())?
+        } else {
+            meta.len()
+        };
+    }
+    Ok(total)
 }

@@ -41,6 +41,7 @@ fn read_commands(datadir: &Path) -> Vec<Vec<String>> {
     vec![
         with(&["root"]),
         with(&["stats"]),
+        with(&["stats", "--live"]),
         with(&["get", "account", ADDR_EOA]),
         with(&["get", "storage", ADDR_EOA, "0x1"]),
         with(&["get", "code", ADDR_EOA]),
