@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use rand::rngs::StdRng;
 use rand::{Rng, RngCore};
 use redb::{Database, TableDefinition};
-use strata_benches::{machine_load, seeded};
+use strata_benches::{env_u64, machine_load, seeded};
 
 const STATE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("state");
 const CHANGES: TableDefinition<&[u8], &[u8]> = TableDefinition::new("changes");
@@ -48,18 +48,12 @@ struct Shape {
 impl Shape {
     fn from_env() -> Shape {
         let quick = std::env::args().any(|a| a == "--test");
-        let var = |name: &str, default: u64| {
-            std::env::var(name)
-                .ok()
-                .and_then(|v| v.parse::<u64>().ok())
-                .unwrap_or(default)
-        };
         Shape {
-            blocks: var("STRATA_BENCH_BLOCKS", if quick { 3 } else { 30 }),
-            state_writes: var("STRATA_BENCH_STATE_WRITES", 2_200) as usize,
-            records: var("STRATA_BENCH_RECORDS", 5_800) as usize,
-            record_bytes: var("STRATA_BENCH_RECORD_BYTES", 380) as usize,
-            prefill: var("STRATA_BENCH_PREFILL", if quick { 10_000 } else { 300_000 }) as usize,
+            blocks: env_u64("STRATA_BENCH_BLOCKS", if quick { 3 } else { 30 }),
+            state_writes: env_u64("STRATA_BENCH_STATE_WRITES", 2_200) as usize,
+            records: env_u64("STRATA_BENCH_RECORDS", 5_800) as usize,
+            record_bytes: env_u64("STRATA_BENCH_RECORD_BYTES", 380) as usize,
+            prefill: env_u64("STRATA_BENCH_PREFILL", if quick { 10_000 } else { 300_000 }) as usize,
         }
     }
 }

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use alloy_primitives::{Address, B256};
-use strata_benches::{block_writes, genesis_with_contracts, machine_load, seeded, stage};
+use strata_benches::{block_writes, env_u64, genesis_with_contracts, machine_load, seeded, stage};
 use strata_cli::observer::{
     KeyPool, OBSERVER_REGIME, ObserverFigures, Sample, Window, format_ns, monotonic_ns, observe,
 };
@@ -43,17 +43,12 @@ struct Sizes {
 impl Sizes {
     fn from_env() -> Sizes {
         let quick = std::env::args().any(|a| a == "--test");
-        let var = |name: &str, default: u64| {
-            std::env::var(name)
-                .ok()
-                .and_then(|v| v.parse::<u64>().ok())
-                .unwrap_or(default)
-        };
         Sizes {
-            accounts: var("STRATA_BENCH_ACCOUNTS", if quick { 5_000 } else { 100_000 }) as usize,
-            blocks: var("STRATA_BENCH_BLOCKS", if quick { 4 } else { 40 }),
-            rate: var("STRATA_BENCH_RATE", 1000) as f64,
-            warmers: var("STRATA_BENCH_WARMERS", 16) as usize,
+            accounts: env_u64("STRATA_BENCH_ACCOUNTS", if quick { 5_000 } else { 100_000 })
+                as usize,
+            blocks: env_u64("STRATA_BENCH_BLOCKS", if quick { 4 } else { 40 }),
+            rate: env_u64("STRATA_BENCH_RATE", 1000) as f64,
+            warmers: env_u64("STRATA_BENCH_WARMERS", 16) as usize,
             warmup: if quick {
                 Duration::from_millis(100)
             } else {

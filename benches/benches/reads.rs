@@ -37,6 +37,7 @@ use criterion::{BenchmarkId, Criterion, Throughput};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
+use strata_benches::env_u64;
 use strata_storage::files::{
     FileMeta, FileSystem, OsFileSystem, SortedFile, SortedFileWriter, lookup_newest_first,
 };
@@ -524,10 +525,7 @@ fn run_shape<const K: usize, const V: usize, const R: usize>(
 }
 
 fn main() {
-    let n: usize = std::env::var("STRATA_BENCH_KEYS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1_000_000);
+    let n = env_u64("STRATA_BENCH_KEYS", 1_000_000) as usize;
     let rec = Recorder::default();
     let mut c = Criterion::default()
         .sample_size(20)

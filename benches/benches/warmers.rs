@@ -39,7 +39,9 @@ use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
-use strata_benches::{BlockWrite, block_writes, genesis_with_contracts, machine_load, stage};
+use strata_benches::{
+    BlockWrite, block_writes, env_u64, genesis_with_contracts, machine_load, stage,
+};
 use strata_cache::{CacheKind, PrefixCache, build_cache};
 use strata_storage::genesis::GenesisAlloc;
 use strata_storage::telemetry::MetricsSnapshot;
@@ -724,10 +726,10 @@ fn state_db_sweep(run: &Run) {
     if !run.table("state_db_sweep") {
         return;
     }
-    let accounts: usize = std::env::var("STRATA_BENCH_ACCOUNTS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(if run.quick { 20_000 } else { 1_000_000 });
+    let accounts = env_u64(
+        "STRATA_BENCH_ACCOUNTS",
+        if run.quick { 20_000 } else { 1_000_000 },
+    ) as usize;
     let rounds = if run.quick { 1 } else { 3 };
     let dir = tempfile::tempdir().expect("temp dir");
     let (alloc, writes) = sweep_state(accounts);

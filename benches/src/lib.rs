@@ -20,6 +20,15 @@ pub fn machine_load() -> String {
     format!("load avg {one_minute}, {running} runnable tasks (before starting)")
 }
 
+/// The number in the environment variable `name`, or `default` when it is
+/// unset or not a number (how every bench takes its sizes).
+pub fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(default)
+}
+
 /// One write of a block: an account's nonce (`slot` = `None`) or a slot's value.
 pub type BlockWrite = (Address, Option<B256>, u64);
 
