@@ -4,7 +4,9 @@
 
 use std::path::Path;
 
-use crate::common::{final_root, strata, strata_err, strata_ok, testdata, trace_roots};
+use crate::common::{
+    final_root, replay_small_steps, strata, strata_err, strata_ok, testdata, trace_roots,
+};
 
 fn assert_fails_with(args: &[&str], needle: &str) {
     let out = strata(args);
@@ -209,16 +211,7 @@ fn compact_then_verify_after_a_replay_with_small_steps() {
     let datadir = dir.path().join("db");
     let db = datadir.to_str().unwrap();
     let small = testdata().join("small.jsonl");
-    let stdout = strata_ok(&[
-        "replay",
-        small.to_str().unwrap(),
-        "--datadir",
-        db,
-        "--step-size",
-        "4",
-        "--keep-steps",
-        "1",
-    ]);
+    let stdout = replay_small_steps(&small, &datadir);
     let (_, roots) = trace_roots(&small);
     assert_eq!(final_root(&stdout), roots[&30].to_string());
     strata_ok(&["compact", "--datadir", db]);

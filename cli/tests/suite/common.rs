@@ -56,6 +56,21 @@ pub(crate) fn strata_ok(args: &[&str]) -> String {
 }
 
 /// Run the `strata` binary and require failure; returns stderr.
+/// `strata replay TRACE --datadir DATADIR --step-size 4 --keep-steps 1`
+/// (small steps, so a short trace leaves immutable files); its stdout.
+pub(crate) fn replay_small_steps(trace: &Path, datadir: &Path) -> String {
+    strata_ok(&[
+        "replay",
+        trace.to_str().unwrap(),
+        "--datadir",
+        datadir.to_str().unwrap(),
+        "--step-size",
+        "4",
+        "--keep-steps",
+        "1",
+    ])
+}
+
 pub(crate) fn strata_err(args: &[&str]) -> String {
     let out = strata(args);
     assert!(

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use strata_test_support::tree_contents;
 
-use crate::common::{gen_trace, strata, strata_ok, testdata};
+use crate::common::{gen_trace, replay_small_steps, strata, strata_ok, testdata};
 
 const ADDR_EOA: &str = "0x00000000000000000000000000000000000000aa";
 
@@ -16,17 +16,7 @@ const ADDR_EOA: &str = "0x00000000000000000000000000000000000000aa";
 /// with small steps, so `files/` holds files too.
 fn replayed(dir: &Path) -> PathBuf {
     let datadir = dir.join("db");
-    let small = testdata().join("small.jsonl");
-    strata_ok(&[
-        "replay",
-        small.to_str().unwrap(),
-        "--datadir",
-        datadir.to_str().unwrap(),
-        "--step-size",
-        "4",
-        "--keep-steps",
-        "1",
-    ]);
+    replay_small_steps(&testdata().join("small.jsonl"), &datadir);
     datadir
 }
 
@@ -183,16 +173,7 @@ fn replay_into_a_new_datadir_keeps_foreign_files() {
     std::fs::create_dir_all(&files).unwrap();
     let mine = files.join("my.jsonl");
     std::fs::copy(testdata().join("small.jsonl"), &mine).unwrap();
-    strata_ok(&[
-        "replay",
-        mine.to_str().unwrap(),
-        "--datadir",
-        datadir.to_str().unwrap(),
-        "--step-size",
-        "4",
-        "--keep-steps",
-        "1",
-    ]);
+    replay_small_steps(&mine, &datadir);
     assert_eq!(
         std::fs::read(&mine).unwrap(),
         std::fs::read(testdata().join("small.jsonl")).unwrap()

@@ -4,15 +4,16 @@
 //! block (as an older version committed it) so that the replay can resume.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use alloy_primitives::{Address, U256, keccak256};
+use alloy_primitives::{Address, U256};
 use strata_storage::{Account, Options, StateDb};
+use strata_test_support::tree_contents;
 
 use crate::common::{final_root, gen_trace, strata_err, strata_ok, trace_roots};
 
 /// The genesis line and the first `blocks` blocks of `trace`, as `name`.
-fn prefix(trace: &Path, blocks: usize, name: &str) -> std::path::PathBuf {
+fn prefix(trace: &Path, blocks: usize, name: &str) -> PathBuf {
     let text = std::fs::read_to_string(trace).unwrap();
     let lines: Vec<&str> = text.lines().take(blocks + 1).collect();
     let path = trace.with_file_name(name);
@@ -20,27 +21,13 @@ fn prefix(trace: &Path, blocks: usize, name: &str) -> std::path::PathBuf {
     path
 }
 
-/// keccak of every file under `dir` but redb's own file, by path (a
-/// writable open and close of redb rewrites its header even when no
-/// transaction is committed; the head and root are compared instead).
-fn hashes(dir: &Path) -> BTreeMap<String, alloy_primitives::B256> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_owned()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path
-                .file_name()
-                .is_some_and(|n| n != strata_storage::DB_FILE)
-            {
-                let bytes = std::fs::read(&path).unwrap();
-                out.insert(path.display().to_string(), keccak256(bytes));
-            }
-        }
-    }
-    out
+/// Every file and folder under `dir` but redb's own file (a writable open
+/// and close of redb rewrites its header even when no transaction is
+/// committed; the head and root are compared instead).
+fn contents_but_redb(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut all = tree_contents(dir);
+    all.remove(&dir.join(strata_storage::DB_FILE));
+    all
 }
 
 #[test]
@@ -63,8 +50,12 @@ fn resuming_with_another_seeds_trace_is_refused_and_writes_nothing() {
         "--keep-steps",
         "1",
     ]);
-    let before = hashes(&datadir);
-    assert!(before.len() > 1, "the datadir holds files: {before:?}");
+    let before = contents_but_redb(&datadir);
+    assert!(
+        before.keys().filter(|p| p.is_file()).count() > 1,
+        "the datadir holds files: {:?}",
+        before.keys()
+    );
     let head_before = strata_ok(&["root", "--datadir", datadir_arg]);
 
     let stderr = strata_err(&["replay", theirs.to_str().unwrap(), "--datadir", datadir_arg]);
@@ -76,7 +67,7 @@ fn resuming_with_another_seeds_trace_is_refused_and_writes_nothing() {
         "{stderr}"
     );
     assert_eq!(
-        hashes(&datadir),
+        contents_but_redb(&datadir),
         before,
         "the refused resume changed the datadir"
     );

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use strata_test_support::tree_contents;
 
-use crate::common::{strata, strata_ok, testdata};
+use crate::common::{replay_small_steps, strata, strata_ok, testdata};
 
 /// Bytes of a redb page.
 const PAGE: u64 = 4096;
@@ -16,17 +16,7 @@ const PAGE: u64 = 4096;
 fn replayed_datadir(dir: &Path) -> PathBuf {
     let datadir = dir.join("db");
     let db = datadir.to_str().unwrap();
-    let small = testdata().join("small.jsonl");
-    strata_ok(&[
-        "replay",
-        small.to_str().unwrap(),
-        "--datadir",
-        db,
-        "--step-size",
-        "4",
-        "--keep-steps",
-        "1",
-    ]);
+    replay_small_steps(&testdata().join("small.jsonl"), &datadir);
     strata_ok(&["compact", "--datadir", db]);
     datadir
 }
