@@ -267,6 +267,30 @@ impl Snapshot {
         self.db_entries_in_steps(domain, 0, u64::MAX)
     }
 
+    /// Every live key of `domain` in key order, with `value` applied to its
+    /// newest value across the tiers (files oldest to newest, then the db
+    /// tier); deleted keys are left out. A full scan, for verify and stats.
+    pub(crate) fn live_entries<T>(
+        &self,
+        domain: Domain,
+        mut value: impl FnMut(Bytes) -> T,
+    ) -> Result<Vec<(Vec<u8>, T)>> {
+        let mut newest: BTreeMap<Vec<u8>, Option<T>> = BTreeMap::new();
+        for file in self.files.files(domain).iter().rev() {
+            for entry in file.iter() {
+                let (key, found) = entry?;
+                newest.insert(key.to_vec(), found.into_value().map(&mut value));
+            }
+        }
+        for (key, found) in self.db_entries(domain)? {
+            newest.insert(key, found.map(|v| value(Bytes::from(v))));
+        }
+        Ok(newest
+            .into_iter()
+            .filter_map(|(key, found)| found.map(|v| (key, v)))
+            .collect())
+    }
+
     /// Number of entries the db tier holds for `domain`.
     pub(crate) fn db_len(&self, domain: Domain) -> Result<u64> {
         guarded(domain.name(), || {

@@ -1,8 +1,6 @@
 //! [`DbStats`]: the sizes of a store's tiers, taken from one snapshot (of a
 //! [`crate::StateDb`] or a [`crate::ReadOnlyStateDb`]).
 
-use std::collections::BTreeMap;
-
 use alloy_primitives::B256;
 use strata_cache::CacheStats;
 
@@ -101,34 +99,20 @@ pub struct LiveSize {
 
 /// The live size of every domain `snapshot` shows: a full scan of each
 /// domain's files (oldest first) and db entries, the newest version of a key
-/// winning. Holds one key set of one domain in memory at a time.
+/// winning. Holds the live keys of one domain in memory at a time.
 pub(crate) fn live_sizes(snapshot: &Snapshot) -> Result<Vec<LiveSize>> {
     let mut out = Vec::with_capacity(Domain::ALL.len());
     for domain in Domain::ALL {
-        // Key → value length of its newest version (None: deleted).
-        let mut newest: BTreeMap<Vec<u8>, Option<u32>> = BTreeMap::new();
-        for file in snapshot.files.files(domain).iter().rev() {
-            for entry in file.iter() {
-                let (key, value) = entry?;
-                let len = value.into_value().map(|v| v.len() as u32);
-                newest.insert(key.to_vec(), len);
-            }
-        }
-        for (key, value) in snapshot.db_entries(domain)? {
-            newest.insert(key, value.map(|v| v.len() as u32));
-        }
         let mut size = LiveSize {
             domain,
             keys: 0,
             key_bytes: 0,
             value_bytes: 0,
         };
-        for (key, len) in &newest {
-            if let Some(len) = len {
-                size.keys += 1;
-                size.key_bytes += key.len() as u64;
-                size.value_bytes += u64::from(*len);
-            }
+        for (key, len) in snapshot.live_entries(domain, |value| value.len() as u64)? {
+            size.keys += 1;
+            size.key_bytes += key.len() as u64;
+            size.value_bytes += len;
         }
         out.push(size);
     }

@@ -150,7 +150,7 @@ fn check_snapshot(
     }
     let mut live = |domain: Domain| {
         let what = format!("redb table `{domain}` and the {domain} files");
-        guarded(&what, || live_entries(snapshot, domain))
+        guarded(&what, || snapshot.live_entries(domain, |value| value))
             .map_err(|problem| report.problems.push(problem))
             .ok()
     };
@@ -358,23 +358,4 @@ fn check_tiers_agree(snapshot: &Snapshot, domain: Domain) -> Result<Vec<String>>
         }
     }
     Ok(problems)
-}
-
-/// Every live (key, value) of a domain, newest tier winning, deletions
-/// hidden, in key order.
-fn live_entries(snapshot: &Snapshot, domain: Domain) -> Result<Vec<(Vec<u8>, Bytes)>> {
-    let mut merged: BTreeMap<Vec<u8>, Option<Bytes>> = BTreeMap::new();
-    for file in snapshot.files.files(domain).iter().rev() {
-        for entry in file.iter() {
-            let (key, value) = entry?;
-            merged.insert(key.to_vec(), value.into_value());
-        }
-    }
-    for (key, value) in snapshot.db_entries(domain)? {
-        merged.insert(key, value.map(Bytes::from));
-    }
-    Ok(merged
-        .into_iter()
-        .filter_map(|(k, v)| v.map(|v| (k, v)))
-        .collect())
 }
