@@ -11,6 +11,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use super::datadir::inspect_options;
 use crate::CliError;
 
 /// Arguments of `strata verify`.
@@ -22,9 +23,10 @@ pub struct VerifyArgs {
 }
 
 pub(super) fn run(args: VerifyArgs) -> Result<(), CliError> {
-    let report =
-        with_redb_panics_quiet(|| strata_storage::verify_datadir(&args.datadir, &verify_options()))
-            .map_err(CliError::storage(&args.datadir))?;
+    let report = with_redb_panics_quiet(|| {
+        strata_storage::verify_datadir(&args.datadir, &inspect_options())
+    })
+    .map_err(CliError::storage(&args.datadir))?;
     let block = report
         .block
         .map_or_else(|| "none".to_owned(), |b| b.to_string());
@@ -60,14 +62,6 @@ pub(super) fn run(args: VerifyArgs) -> Result<(), CliError> {
             path: args.datadir,
             count: report.problems.len(),
         })
-    }
-}
-
-/// Verify reads only: of the options, only redb's cache size applies.
-fn verify_options() -> strata_storage::Options {
-    strata_storage::Options {
-        db_cache_bytes: 64 << 20,
-        ..strata_storage::Options::default()
     }
 }
 
