@@ -74,16 +74,6 @@ pub enum Error {
         #[source]
         source: redb::Error,
     },
-    /// The last writer of the database did not close it (it was killed or
-    /// crashed) and no writer is open to recover it; a read-only open cannot.
-    #[error(
-        "database {path} was not closed cleanly by its last writer and needs recovery, which a read-only open cannot do; \
-         open the datadir once with a writing command (e.g. `strata compact`) to recover it"
-    )]
-    NeedsRecovery {
-        /// The database file.
-        path: PathBuf,
-    },
     /// A damaged database page made redb fail while reading a table.
     #[error("corrupt database: table {table}: {what}")]
     Corrupt {

@@ -342,9 +342,6 @@ fn open_error(db_path: &Path, error: redb::DatabaseError) -> Error {
                 path: db_path.to_path_buf(),
             }
         }
-        redb::DatabaseError::RepairAborted => Error::NeedsRecovery {
-            path: db_path.to_path_buf(),
-        },
         other => Error::DatabaseUnreadable {
             path: db_path.to_path_buf(),
             source: other.into(),
