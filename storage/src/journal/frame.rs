@@ -39,6 +39,13 @@ pub(super) struct Frame {
     pub(super) payload: Range<usize>,
 }
 
+impl Frame {
+    /// Where the frame ends (after its checksum) in the scanned bytes.
+    pub(super) fn end(&self) -> usize {
+        self.payload.end + TRAILER
+    }
+}
+
 /// What [`scan`] found after the last whole frame.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) enum Tail {
@@ -62,22 +69,34 @@ pub(super) enum Tail {
 
 /// Every whole frame of `bytes`, in order, and what follows them.
 pub(super) fn scan(bytes: &[u8]) -> (Vec<Frame>, Tail) {
+    let (frames, stop) = scan_until_damage(bytes);
+    let tail = match stop {
+        None => Tail::Clean,
+        Some((offset, damage)) => classify(bytes, offset, damage),
+    };
+    (frames, tail)
+}
+
+/// Every whole frame of `bytes`, in order, and the first damaged one: where
+/// it starts and what is wrong, without guessing whether a crash left it.
+pub(super) fn scan_until_damage(bytes: &[u8]) -> (Vec<Frame>, Option<(usize, Damage)>) {
     let mut frames = Vec::new();
     let mut offset = 0;
     while offset < bytes.len() {
         match frame_at(bytes, offset) {
             Ok(frame) => {
-                offset = frame.payload.end + TRAILER;
+                offset = frame.end();
                 frames.push(frame);
             }
-            Err(damage) => return (frames, classify(bytes, offset, damage)),
+            Err(damage) => return (frames, Some((offset, damage))),
         }
     }
-    (frames, Tail::Clean)
+    (frames, None)
 }
 
 /// Why a frame could not be read.
-enum Damage {
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Damage {
     /// The bytes end before the frame does.
     Incomplete,
     /// The frame is wrong; `end` is where it ends when its length could be read.
@@ -85,6 +104,16 @@ enum Damage {
         end: Option<usize>,
         what: &'static str,
     },
+}
+
+impl Damage {
+    /// What is wrong, for an error message.
+    pub(super) fn describe(&self) -> &'static str {
+        match self {
+            Damage::Incomplete => "incomplete frame",
+            Damage::Wrong { what, .. } => what,
+        }
+    }
 }
 
 fn frame_at(bytes: &[u8], offset: usize) -> Result<Frame, Damage> {

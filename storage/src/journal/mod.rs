@@ -18,6 +18,8 @@
 
 mod frame;
 mod record;
+mod tail;
+mod unwind;
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -28,6 +30,7 @@ use bytes::Bytes;
 use crate::files::fs::{FileSystem, WritableFile, file_name_of};
 
 pub use record::{BlockRecord, Previous, RecordError, RecordWrite};
+pub use tail::JournalTail;
 
 /// Segment files are `journal-` + the first block, 20 digits, + `.log`.
 const SEGMENT_PREFIX: &str = "journal-";
