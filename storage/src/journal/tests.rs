@@ -1,10 +1,11 @@
 //! The journal against the in-memory file system and its power-cut model.
 
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::*;
-use crate::files::fs::{Fault, FaultyFileSystem, MemFileSystem};
+use crate::files::fs::{Fault, FaultyFileSystem, MemFileSystem, OsFileSystem};
 
 const DIR: &str = "/d/journal";
 
@@ -214,4 +215,398 @@ fn only_journal_names_are_journal_files() {
     assert!(!is_journal_file_name("journal-42.log"));
     assert!(!is_journal_file_name("notes.txt"));
     assert_eq!(segment_first_block(&segment_name(u64::MAX)), Some(u64::MAX));
+}
+
+/// Appends blocks `0..count`, all durable, in segments of `segment_bytes`.
+fn journal_with(fs: &MemFileSystem, count: u64, segment_bytes: u64) -> Journal {
+    let (mut journal, _) = open(fs, None, segment_bytes);
+    for block in 0..count {
+        journal
+            .append(block, &payload(block), true)
+            .expect("append");
+    }
+    journal
+}
+
+fn assert_payloads(records: &[JournalRecord]) {
+    for record in records {
+        assert_eq!(
+            record.payload.as_ref(),
+            payload(record.block).as_slice(),
+            "block {}",
+            record.block
+        );
+    }
+}
+
+#[test]
+fn read_blocks_returns_the_range_across_segments_and_names_a_missing_block() {
+    let fs = MemFileSystem::new();
+    let mut journal = journal_with(&fs, 20, 200);
+    assert!(segments(&fs).len() > 3);
+    let records = journal.read_blocks(3, 15).expect("read");
+    assert_eq!(
+        records.iter().map(|r| r.block).collect::<Vec<_>>(),
+        (3..=15).collect::<Vec<_>>()
+    );
+    assert_payloads(&records);
+    assert_eq!(journal.read_blocks(19, 19).expect("read")[0].block, 19);
+    assert!(journal.read_blocks(5, 4).expect("empty range").is_empty());
+    // Past the newest block: the first missing block and the newest held one.
+    match journal.read_blocks(17, 25) {
+        Err(JournalError::Gap {
+            path,
+            expected,
+            found,
+        }) => {
+            assert_eq!(path, Path::new(DIR));
+            assert_eq!((expected, found), (20, 19));
+        }
+        other => panic!("expected a gap, got {other:?}"),
+    }
+    // Released blocks are missing at the front.
+    journal.release_through(11).expect("release");
+    let (first, _) = journal.blocks().expect("blocks");
+    assert!(first > 0);
+    assert!(matches!(
+        journal.read_blocks(0, 15),
+        Err(JournalError::Gap { expected: 0, found, .. }) if found == first
+    ));
+    assert_eq!(journal.read_blocks(first, 19).expect("read").len() as u64, 20 - first);
+}
+
+#[test]
+fn read_blocks_sees_unsynced_appends_on_the_real_file_system() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut journal, _) =
+        Journal::open(Arc::new(OsFileSystem), dir.path(), None, 1 << 20).expect("open");
+    for block in 0..6 {
+        journal
+            .append(block, &payload(block), false)
+            .expect("append");
+    }
+    let records = journal.read_blocks(0, 5).expect("read");
+    assert_eq!(records.len(), 6);
+    assert_payloads(&records);
+}
+
+#[test]
+fn read_blocks_names_a_damaged_frame_with_segment_and_offset() {
+    let fs = MemFileSystem::new();
+    let journal = journal_with(&fs, 5, 1 << 20);
+    let path = segments(&fs).remove(0);
+    // Block 0's frame is 27 bytes; flip a payload byte of block 1.
+    fs.patch(&path, 27 + 17, &[0xee]).expect("patch");
+    match journal.read_blocks(0, 4) {
+        Err(JournalError::Corrupt {
+            path: p, offset, ..
+        }) => assert_eq!((p, offset), (path, 27)),
+        other => panic!("expected corruption, got {other:?}"),
+    }
+}
+
+#[test]
+fn truncate_after_cuts_the_later_blocks_and_the_next_append_follows() {
+    let fs = MemFileSystem::new();
+    let mut journal = journal_with(&fs, 20, 200);
+    let before = segments(&fs).len();
+    journal.truncate_after(12).expect("truncate");
+    assert_eq!(journal.blocks(), Some((0, 12)));
+    assert!(segments(&fs).len() < before);
+    assert_payloads(&journal.read_blocks(0, 12).expect("read"));
+    assert!(matches!(
+        journal.append(14, b"x", true),
+        Err(JournalError::Gap {
+            expected: 13,
+            found: 14,
+            ..
+        })
+    ));
+    journal.append(13, b"new thirteen", true).expect("append");
+    assert!(segments(&fs).contains(&Path::new(DIR).join(segment_name(13))));
+    // The cut is on disk, whole: a power cut now reopens to 0..=13.
+    let (_, recovered) = open(&fs.power_cut_image(), None, 200);
+    assert_eq!(blocks_of(&recovered), (0..=13).collect::<Vec<_>>());
+    assert!(recovered.torn_tail.is_none());
+    assert_payloads(&recovered.records[..13]);
+    assert_eq!(recovered.records[13].payload.as_ref(), b"new thirteen");
+}
+
+#[test]
+fn truncate_after_the_last_block_of_a_segment_keeps_it_whole() {
+    let fs = MemFileSystem::new();
+    let mut journal = journal_with(&fs, 20, 200);
+    let (first_of_second, _) = {
+        let names = segments(&fs);
+        let name = file_name_of(&names[1]).expect("name").to_owned();
+        (segment_first_block(&name).expect("segment"), ())
+    };
+    let last_of_first = first_of_second - 1;
+    let first_path = segments(&fs).remove(0);
+    let first_bytes = fs.contents(&first_path).expect("first segment");
+    journal.truncate_after(last_of_first).expect("truncate");
+    assert_eq!(segments(&fs), vec![first_path.clone()]);
+    assert_eq!(fs.contents(&first_path), Some(first_bytes));
+    journal
+        .append(first_of_second, &payload(first_of_second), true)
+        .expect("append");
+    let (_, recovered) = open(&fs.power_cut_image(), None, 200);
+    assert_eq!(blocks_of(&recovered), (0..=first_of_second).collect::<Vec<_>>());
+}
+
+#[test]
+fn truncate_after_before_the_oldest_block_removes_every_segment() {
+    let fs = MemFileSystem::new();
+    let mut journal = journal_with(&fs, 20, 200);
+    journal.release_through(11).expect("release");
+    let (first, _) = journal.blocks().expect("blocks");
+    journal.truncate_after(first - 1).expect("truncate");
+    assert!(segments(&fs).is_empty());
+    assert_eq!(journal.blocks(), None);
+    assert!(matches!(
+        journal.append(first + 1, b"x", true),
+        Err(JournalError::Gap { expected, .. }) if expected == first
+    ));
+    journal.append(first, b"again", true).expect("append");
+    assert_eq!(journal.blocks(), Some((first, first)));
+}
+
+#[test]
+fn truncate_after_a_block_not_appended_yet_changes_nothing() {
+    let fs = MemFileSystem::new();
+    let mut journal = journal_with(&fs, 5, 1 << 20);
+    let image = segments(&fs)
+        .iter()
+        .map(|p| fs.contents(p))
+        .collect::<Vec<_>>();
+    assert!(matches!(
+        journal.truncate_after(5),
+        Err(JournalError::Gap {
+            expected: 5,
+            found: 6,
+            ..
+        })
+    ));
+    let after = segments(&fs)
+        .iter()
+        .map(|p| fs.contents(p))
+        .collect::<Vec<_>>();
+    assert_eq!(image, after);
+    // Not a failure: the journal goes on, and cutting after the newest block is allowed.
+    journal.append(5, &payload(5), true).expect("append");
+    journal.truncate_after(5).expect("truncate after the newest");
+    journal.append(6, &payload(6), true).expect("append");
+    assert_eq!(journal.blocks(), Some((0, 6)));
+}
+
+#[test]
+fn discard_all_deletes_every_segment_and_sets_the_next_block() {
+    let fs = MemFileSystem::new();
+    let mut journal = journal_with(&fs, 20, 200);
+    journal.discard_all(40).expect("discard");
+    assert!(segments(&fs).is_empty());
+    assert!(fs.power_cut_image().list_dir(Path::new(DIR)).expect("list").is_empty());
+    assert!(matches!(
+        journal.append(20, b"x", true),
+        Err(JournalError::Gap {
+            expected: 40,
+            found: 20,
+            ..
+        })
+    ));
+    journal.append(40, &payload(40), true).expect("append");
+    journal.append(41, &payload(41), true).expect("append");
+    drop(journal);
+    let (_, recovered) = open(&fs, Some(39), 200);
+    assert_eq!(blocks_of(&recovered), vec![40, 41]);
+}
+
+/// A file system that records the image a power cut would leave after
+/// every operation that changes something.
+#[derive(Debug, Clone)]
+struct Recording {
+    mem: MemFileSystem,
+    images: Arc<std::sync::Mutex<Vec<MemFileSystem>>>,
+}
+
+impl Recording {
+    fn new(mem: &MemFileSystem) -> Recording {
+        Recording {
+            mem: mem.clone(),
+            images: Arc::default(),
+        }
+    }
+
+    fn record(&self) {
+        let image = self.mem.power_cut_image();
+        self.images.lock().expect("images").push(image);
+    }
+
+    fn images(&self) -> Vec<MemFileSystem> {
+        self.images.lock().expect("images").clone()
+    }
+}
+
+struct RecordingFile {
+    inner: Box<dyn WritableFile>,
+    fs: Recording,
+}
+
+impl WritableFile for RecordingFile {
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.inner.write_all(buf)?;
+        self.fs.record();
+        Ok(())
+    }
+
+    fn sync(&mut self) -> io::Result<()> {
+        self.inner.sync()?;
+        self.fs.record();
+        Ok(())
+    }
+}
+
+impl FileSystem for Recording {
+    fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        let inner = self.mem.create(path)?;
+        self.record();
+        Ok(Box::new(RecordingFile {
+            inner,
+            fs: self.clone(),
+        }))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.mem.rename(from, to)?;
+        self.record();
+        Ok(())
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        self.mem.sync_dir(dir)?;
+        self.record();
+        Ok(())
+    }
+
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        self.mem.remove(path)?;
+        self.record();
+        Ok(())
+    }
+
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        self.mem.create_dir_all(dir)
+    }
+
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+        self.mem.list_dir(dir)
+    }
+
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        self.mem.read(path)
+    }
+
+    fn map(&self, path: &Path) -> io::Result<bytes::Bytes> {
+        self.mem.map(path)
+    }
+
+    fn file_len(&self, path: &Path) -> io::Result<u64> {
+        self.mem.file_len(path)
+    }
+}
+
+#[test]
+fn a_power_cut_at_every_step_of_truncate_after_leaves_whole_consecutive_segments() {
+    for cut_after in [0, 7, 12, 17, 19] {
+        let mem = MemFileSystem::new();
+        let recording = Recording::new(&mem);
+        let (mut journal, _) =
+            Journal::open(Arc::new(recording.clone()), DIR, None, 200).expect("open");
+        for block in 0..20 {
+            journal
+                .append(block, &payload(block), true)
+                .expect("append");
+        }
+        recording.images.lock().expect("images").clear();
+        journal.truncate_after(cut_after).expect("truncate");
+        let images = recording.images();
+        assert!(!images.is_empty());
+        for (step, image) in images.iter().enumerate() {
+            let (_, recovered) = open(image, None, 200);
+            let blocks = blocks_of(&recovered);
+            let newest = *blocks.last().expect("block 0 always stays");
+            assert_eq!(blocks, (0..=newest).collect::<Vec<_>>(), "step {step}");
+            assert!(
+                (cut_after..20).contains(&newest),
+                "cut after {cut_after}, step {step}: newest {newest}"
+            );
+            assert!(recovered.torn_tail.is_none(), "step {step}");
+            assert_payloads(&recovered.records);
+        }
+        let (_, last) = open(images.last().expect("images"), None, 200);
+        assert_eq!(
+            blocks_of(&last),
+            (0..=cut_after).collect::<Vec<_>>(),
+            "cut after {cut_after}"
+        );
+    }
+}
+
+#[test]
+fn a_power_cut_at_every_step_of_discard_all_leaves_the_newest_segments_whole() {
+    let mem = MemFileSystem::new();
+    let recording = Recording::new(&mem);
+    let (mut journal, _) =
+        Journal::open(Arc::new(recording.clone()), DIR, None, 200).expect("open");
+    for block in 0..20 {
+        journal
+            .append(block, &payload(block), true)
+            .expect("append");
+    }
+    recording.images.lock().expect("images").clear();
+    journal.discard_all(20).expect("discard");
+    let images = recording.images();
+    let last = images.last().expect("images");
+    assert!(last.list_dir(Path::new(DIR)).expect("list").is_empty());
+    for (step, image) in images.iter().enumerate() {
+        // Everything is flushed: whatever is left opens with nothing to recover.
+        let (mut journal, recovered) = open(image, Some(19), 200);
+        assert!(recovered.records.is_empty(), "step {step}");
+        if let Some((first, last)) = journal.blocks() {
+            assert_eq!(last, 19, "step {step}: a suffix of the blocks");
+            assert_payloads(&journal.read_blocks(first, last).expect("read"));
+        }
+        journal.append(20, b"next", true).expect("append");
+    }
+}
+
+#[test]
+fn a_failed_rename_in_truncate_after_closes_the_journal_and_a_reopen_finishes_the_cut() {
+    let mem = MemFileSystem::new();
+    let faulty = Arc::new(FaultyFileSystem::new(Arc::new(mem.clone())));
+    // One segment: block 12 is inside it, so the cut rewrites it.
+    let (mut journal, _) = Journal::open(faulty.clone(), DIR, None, 1 << 20).expect("open");
+    for block in 0..20 {
+        journal
+            .append(block, &payload(block), true)
+            .expect("append");
+    }
+    faulty.inject(Fault::Rename);
+    let first = journal.truncate_after(12).expect_err("rename fails");
+    assert!(first.to_string().contains("rename"), "{first}");
+    faulty.clear();
+    let later = journal.append(13, b"x", true).expect_err("closed");
+    assert!(later.to_string().contains(&first.to_string()), "{later}");
+    assert!(matches!(
+        journal.truncate_after(12),
+        Err(JournalError::Failed(_))
+    ));
+    drop(journal);
+    // The segment is still whole, with every block.
+    let (mut journal, recovered) = open(&mem, None, 1 << 20);
+    assert_eq!(blocks_of(&recovered), (0..20).collect::<Vec<_>>());
+    journal.truncate_after(12).expect("truncate again");
+    journal.append(13, b"x", true).expect("append");
+    let (_, recovered) = open(&mem.power_cut_image(), None, 1 << 20);
+    assert_eq!(blocks_of(&recovered), (0..=13).collect::<Vec<_>>());
 }
