@@ -1,0 +1,292 @@
+//! The tail against a writer on the real file system, in the same process.
+
+use std::collections::BTreeMap;
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::*;
+use crate::files::fs::OsFileSystem;
+use crate::journal::{Journal, segment_name};
+
+fn payload(block: u64, generation: u8) -> Vec<u8> {
+    (0..(block % 5) * 30 + 4)
+        .map(|i| (i as u8) ^ (block as u8) ^ generation)
+        .collect()
+}
+
+fn writer(dir: &Path, segment_bytes: u64) -> Journal {
+    Journal::open(Arc::new(OsFileSystem), dir, None, segment_bytes)
+        .expect("open journal")
+        .0
+}
+
+fn append(journal: &mut Journal, blocks: std::ops::Range<u64>, generation: u8) {
+    for block in blocks {
+        journal
+            .append(block, &payload(block, generation), false)
+            .expect("append");
+    }
+}
+
+fn blocks(records: &[JournalRecord]) -> Vec<u64> {
+    records.iter().map(|r| r.block).collect()
+}
+
+fn assert_payloads(records: &[JournalRecord], generation: u8) {
+    for record in records {
+        assert_eq!(
+            record.payload.as_ref(),
+            payload(record.block, generation).as_slice(),
+            "block {}",
+            record.block
+        );
+    }
+}
+
+fn segment_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("list")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    out.sort();
+    out
+}
+
+/// Every file's name and bytes.
+fn tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    segment_files(dir)
+        .into_iter()
+        .map(|p| {
+            let bytes = std::fs::read(&p).expect("read");
+            (p, bytes)
+        })
+        .collect()
+}
+
+fn frame_of(block: u64, payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    frame::encode(block, payload, &mut out);
+    out
+}
+
+fn append_raw(path: &Path, bytes: &[u8]) {
+    let mut file = OpenOptions::new()
+        .append(true)
+        .open(path)
+        .expect("open for append");
+    file.write_all(bytes).expect("append");
+}
+
+#[test]
+fn a_tail_reads_what_the_writer_appends_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut journal = writer(dir.path(), 300);
+    let mut tail = JournalTail::new(dir.path());
+    assert!(tail.read_after(None).expect("read").is_empty());
+    append(&mut journal, 0..5, 0);
+    let first = tail.read_after(None).expect("read");
+    assert_eq!(blocks(&first), (0..5).collect::<Vec<_>>());
+    assert_payloads(&first, 0);
+    assert!(tail.read_after(Some(4)).expect("read").is_empty());
+    // More blocks, across rotated segments.
+    append(&mut journal, 5..20, 0);
+    assert!(segment_files(dir.path()).len() > 2);
+    let more = tail.read_after(Some(4)).expect("read");
+    assert_eq!(blocks(&more), (5..20).collect::<Vec<_>>());
+    assert_payloads(&more, 0);
+    // Records at or below `after` are passed over.
+    append(&mut journal, 20..24, 0);
+    assert_eq!(
+        blocks(&tail.read_after(Some(21)).expect("read")),
+        vec![22, 23]
+    );
+    // A fresh tail skips the segments wholly at or below `after`.
+    let mut late = JournalTail::new(dir.path());
+    assert_eq!(
+        blocks(&late.read_after(Some(17)).expect("read")),
+        (18..24).collect::<Vec<_>>()
+    );
+    let first_segment = segment_files(dir.path()).remove(0);
+    assert!(!late.cursors.contains_key(&0), "{first_segment:?} was read");
+}
+
+#[test]
+fn an_append_in_progress_is_returned_once_whole() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut journal = writer(dir.path(), 1 << 20);
+    append(&mut journal, 0..3, 0);
+    drop(journal);
+    let path = segment_files(dir.path()).remove(0);
+    let frame = frame_of(3, &payload(3, 0));
+    for split in [1, frame::HEADER - 1, frame::HEADER + 2, frame.len() - 1] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let segment = dir.path().join(path.file_name().expect("name"));
+        std::fs::copy(&path, &segment).expect("copy");
+        let mut tail = JournalTail::new(dir.path());
+        append_raw(&segment, &frame[..split]);
+        assert_eq!(
+            blocks(&tail.read_after(None).expect("first half")),
+            vec![0, 1, 2],
+            "split at {split}"
+        );
+        assert!(tail.read_after(None).expect("still half").is_empty());
+        append_raw(&segment, &frame[split..]);
+        let rest = tail.read_after(None).expect("second half");
+        assert_eq!(blocks(&rest), vec![3], "split at {split}");
+        assert_payloads(&rest, 0);
+    }
+}
+
+#[test]
+fn bytes_already_read_are_not_read_again_until_a_reset() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut journal = writer(dir.path(), 1 << 20);
+    append(&mut journal, 0..4, 0);
+    let mut tail = JournalTail::new(dir.path());
+    assert_eq!(tail.read_after(None).expect("read").len(), 4);
+    // Rot a payload byte of block 1, in place: the tail does not look back.
+    let path = segment_files(dir.path()).remove(0);
+    let mut bytes = std::fs::read(&path).expect("read");
+    let block_1 = frame_of(0, &payload(0, 0)).len();
+    bytes[block_1 + frame::HEADER] ^= 0x55;
+    std::fs::write(&path, &bytes).expect("write");
+    append(&mut journal, 4..6, 0);
+    assert_eq!(
+        blocks(&tail.read_after(Some(3)).expect("read")),
+        vec![4, 5]
+    );
+    tail.reset();
+    match tail.read_after(None) {
+        Err(JournalError::Corrupt {
+            path: p, offset, ..
+        }) => assert_eq!((p, offset), (path, block_1 as u64)),
+        other => panic!("expected corruption, got {other:?}"),
+    }
+}
+
+#[test]
+fn released_segments_are_forgotten_and_cut_ones_are_read_again() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut journal = writer(dir.path(), 300);
+    append(&mut journal, 0..20, 0);
+    let mut tail = JournalTail::new(dir.path());
+    assert_eq!(tail.read_after(None).expect("read").len(), 20);
+    let before = tail.cursors.len();
+    journal.release_through(9).expect("release");
+    assert!(tail.read_after(Some(19)).expect("read").is_empty());
+    assert!(tail.cursors.len() < before);
+    let (first, _) = journal.blocks().expect("blocks");
+
+    // Cut inside a segment: it is rewritten shorter and read again from 0.
+    journal.truncate_after(15).expect("truncate");
+    let again = tail.read_after(None).expect("read");
+    let holding_first = *blocks(&again).first().expect("re-read");
+    assert!(holding_first >= first && holding_first <= 15);
+    assert_eq!(blocks(&again), (holding_first..=15).collect::<Vec<_>>());
+    // New blocks after the cut, with other payloads.
+    append(&mut journal, 16..19, 1);
+    let new = tail.read_after(Some(15)).expect("read");
+    assert_eq!(blocks(&new), vec![16, 17, 18]);
+    assert_payloads(&new, 1);
+}
+
+#[test]
+fn a_segment_replaced_under_the_same_name_is_read_again() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // One block per segment: a cut after block 2 deletes `journal-3`, and
+    // the next append recreates it, longer.
+    let mut journal = writer(dir.path(), 1);
+    append(&mut journal, 0..5, 0);
+    let mut tail = JournalTail::new(dir.path());
+    assert_eq!(tail.read_after(None).expect("read").len(), 5);
+    journal.truncate_after(2).expect("truncate");
+    journal
+        .append(3, &[7; 500], false)
+        .expect("append a longer block 3");
+    let name = dir.path().join(segment_name(3));
+    assert!(std::fs::metadata(&name).expect("segment 3").len() > 200);
+    let new = tail.read_after(Some(2)).expect("read");
+    assert_eq!(blocks(&new), vec![3]);
+    assert_eq!(new[0].payload.as_ref(), &[7; 500]);
+}
+
+#[test]
+fn damage_is_corrupt_with_segment_and_offset() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut journal = writer(dir.path(), 1 << 20);
+    append(&mut journal, 0..3, 0);
+    drop(journal);
+    let path = segment_files(dir.path()).remove(0);
+    let end = std::fs::metadata(&path).expect("len").len();
+
+    // A whole last frame that fails its checksum, in the newest segment.
+    let mut bad = frame_of(3, &payload(3, 0));
+    let last = bad.len() - 1;
+    bad[last] ^= 1;
+    append_raw(&path, &bad);
+    let mut tail = JournalTail::new(dir.path());
+    match tail.read_after(None) {
+        Err(JournalError::Corrupt {
+            path: p,
+            offset,
+            what,
+        }) => {
+            assert_eq!((p, offset), (path.clone(), end));
+            assert_eq!(what, "checksum mismatch");
+        }
+        other => panic!("expected corruption, got {other:?}"),
+    }
+    // The offsets stay: the error repeats, with the blocks before it unread.
+    assert!(tail.cursors.is_empty());
+
+    // An incomplete frame in a segment that is not the newest.
+    std::fs::write(&path, &std::fs::read(&path).expect("read")[..end as usize + 5])
+        .expect("cut");
+    std::fs::write(
+        dir.path().join(segment_name(3)),
+        frame_of(3, &payload(3, 0)),
+    )
+    .expect("newer segment");
+    match tail.read_after(None) {
+        Err(JournalError::Corrupt {
+            path: p,
+            offset,
+            what,
+        }) => {
+            assert_eq!((p, offset), (path.clone(), end));
+            assert!(what.contains("not the newest"), "{what}");
+        }
+        other => panic!("expected corruption, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_tail_changes_no_byte_and_creates_nothing() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = root.path().join("journal");
+    let mut tail = JournalTail::new(&dir);
+    assert!(tail.read_after(None).expect("missing folder").is_empty());
+    assert!(!dir.exists(), "the tail created the folder");
+
+    let mut journal = writer(&dir, 300);
+    append(&mut journal, 0..10, 0);
+    drop(journal);
+    // What a crashed writer leaves: a torn last append and an interrupted
+    // rewrite, both of which the writer's open would clean up.
+    let newest = segment_files(&dir).pop().expect("segments");
+    append_raw(&newest, &frame_of(10, &payload(10, 0))[..9]);
+    std::fs::write(
+        dir.join(format!("{}.rewrite", segment_name(0))),
+        b"partial",
+    )
+    .expect("rewrite leftover");
+    let before = tree(&dir);
+    let records = tail.read_after(None).expect("read");
+    assert_eq!(blocks(&records), (0..10).collect::<Vec<_>>());
+    tail.read_after(Some(9)).expect("read again");
+    tail.reset();
+    tail.read_after(Some(3)).expect("read after a reset");
+    assert_eq!(tree(&dir), before);
+}
