@@ -153,10 +153,7 @@ fn bytes_already_read_are_not_read_again_until_a_reset() {
     bytes[block_1 + frame::HEADER] ^= 0x55;
     std::fs::write(&path, &bytes).expect("write");
     append(&mut journal, 4..6, 0);
-    assert_eq!(
-        blocks(&tail.read_after(Some(3)).expect("read")),
-        vec![4, 5]
-    );
+    assert_eq!(blocks(&tail.read_after(Some(3)).expect("read")), vec![4, 5]);
     tail.reset();
     match tail.read_after(None) {
         Err(JournalError::Corrupt {
@@ -242,8 +239,11 @@ fn damage_is_corrupt_with_segment_and_offset() {
     assert!(tail.cursors.is_empty());
 
     // An incomplete frame in a segment that is not the newest.
-    std::fs::write(&path, &std::fs::read(&path).expect("read")[..end as usize + 5])
-        .expect("cut");
+    std::fs::write(
+        &path,
+        &std::fs::read(&path).expect("read")[..end as usize + 5],
+    )
+    .expect("cut");
     std::fs::write(
         dir.path().join(segment_name(3)),
         frame_of(3, &payload(3, 0)),
@@ -277,11 +277,8 @@ fn a_tail_changes_no_byte_and_creates_nothing() {
     // rewrite, both of which the writer's open would clean up.
     let newest = segment_files(&dir).pop().expect("segments");
     append_raw(&newest, &frame_of(10, &payload(10, 0))[..9]);
-    std::fs::write(
-        dir.join(format!("{}.rewrite", segment_name(0))),
-        b"partial",
-    )
-    .expect("rewrite leftover");
+    std::fs::write(dir.join(format!("{}.rewrite", segment_name(0))), b"partial")
+        .expect("rewrite leftover");
     let before = tree(&dir);
     let records = tail.read_after(None).expect("read");
     assert_eq!(blocks(&records), (0..10).collect::<Vec<_>>());

@@ -272,7 +272,10 @@ fn read_blocks_returns_the_range_across_segments_and_names_a_missing_block() {
         journal.read_blocks(0, 15),
         Err(JournalError::Gap { expected: 0, found, .. }) if found == first
     ));
-    assert_eq!(journal.read_blocks(first, 19).expect("read").len() as u64, 20 - first);
+    assert_eq!(
+        journal.read_blocks(first, 19).expect("read").len() as u64,
+        20 - first
+    );
 }
 
 #[test]
@@ -336,11 +339,9 @@ fn truncate_after_cuts_the_later_blocks_and_the_next_append_follows() {
 fn truncate_after_the_last_block_of_a_segment_keeps_it_whole() {
     let fs = MemFileSystem::new();
     let mut journal = journal_with(&fs, 20, 200);
-    let (first_of_second, _) = {
-        let names = segments(&fs);
-        let name = file_name_of(&names[1]).expect("name").to_owned();
-        (segment_first_block(&name).expect("segment"), ())
-    };
+    let second = segments(&fs).remove(1);
+    let first_of_second =
+        segment_first_block(file_name_of(&second).expect("name")).expect("segment name");
     let last_of_first = first_of_second - 1;
     let first_path = segments(&fs).remove(0);
     let first_bytes = fs.contents(&first_path).expect("first segment");
@@ -351,7 +352,10 @@ fn truncate_after_the_last_block_of_a_segment_keeps_it_whole() {
         .append(first_of_second, &payload(first_of_second), true)
         .expect("append");
     let (_, recovered) = open(&fs.power_cut_image(), None, 200);
-    assert_eq!(blocks_of(&recovered), (0..=first_of_second).collect::<Vec<_>>());
+    assert_eq!(
+        blocks_of(&recovered),
+        (0..=first_of_second).collect::<Vec<_>>()
+    );
 }
 
 #[test]
@@ -394,7 +398,9 @@ fn truncate_after_a_block_not_appended_yet_changes_nothing() {
     assert_eq!(image, after);
     // Not a failure: the journal goes on, and cutting after the newest block is allowed.
     journal.append(5, &payload(5), true).expect("append");
-    journal.truncate_after(5).expect("truncate after the newest");
+    journal
+        .truncate_after(5)
+        .expect("truncate after the newest");
     journal.append(6, &payload(6), true).expect("append");
     assert_eq!(journal.blocks(), Some((0, 6)));
 }
@@ -405,7 +411,12 @@ fn discard_all_deletes_every_segment_and_sets_the_next_block() {
     let mut journal = journal_with(&fs, 20, 200);
     journal.discard_all(40).expect("discard");
     assert!(segments(&fs).is_empty());
-    assert!(fs.power_cut_image().list_dir(Path::new(DIR)).expect("list").is_empty());
+    assert!(
+        fs.power_cut_image()
+            .list_dir(Path::new(DIR))
+            .expect("list")
+            .is_empty()
+    );
     assert!(matches!(
         journal.append(20, b"x", true),
         Err(JournalError::Gap {
