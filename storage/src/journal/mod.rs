@@ -11,6 +11,12 @@
 //! offset. Blocks at or below the caller's flushed block are skipped:
 //! [`Journal::release_through`] deletes the segments they alone fill.
 //!
+//! For unwind (`unwind.rs`): [`Journal::read_blocks`] reads a range of
+//! records back from the segments, [`Journal::truncate_after`] durably cuts
+//! off every block after one, and [`Journal::discard_all`] deletes every
+//! segment. [`JournalTail`] (`tail.rs`) follows a journal another process
+//! appends to, read-only.
+//!
 //! `benches/benches/journal.rs` measured why this is a file and not a redb
 //! table: the same 2.6 MB block made durable in 19.5 ms as a file append and
 //! fdatasync vs 55.7 ms as one redb value vs 395 ms as today's B-tree

@@ -194,7 +194,7 @@ impl SegmentRead<'_> {
                 });
             }
             let end = found.end();
-            read.next_block = found.block + 1;
+            read.next_block = found.block.saturating_add(1);
             read.last_checksum = bytes[end - frame::TRAILER..end].try_into().ok();
             read.offset = cursor.offset + end as u64;
         }

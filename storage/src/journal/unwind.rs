@@ -170,7 +170,7 @@ impl Journal {
             segment.bytes = prefix.len() as u64;
             segment.last_block = Some(block);
         }
-        self.next_block = Some(block + 1);
+        self.next_block = Some(block.saturating_add(1));
         Ok(())
     }
 
