@@ -621,3 +621,32 @@ fn a_failed_rename_in_truncate_after_closes_the_journal_and_a_reopen_finishes_th
     let (_, recovered) = open(&mem.power_cut_image(), None, 1 << 20);
     assert_eq!(blocks_of(&recovered), (0..=13).collect::<Vec<_>>());
 }
+
+#[test]
+fn truncate_after_the_newest_unsynced_block_makes_the_kept_segment_durable() {
+    let fs = MemFileSystem::new();
+    let (mut journal, _) = open(&fs, None, 1 << 20);
+    for block in 0..5 {
+        journal
+            .append(block, &payload(block), false)
+            .expect("append");
+    }
+    // Block 4 is the newest: the open segment is closed whole, not rewritten.
+    journal.truncate_after(4).expect("truncate");
+    journal.append(5, &payload(5), true).expect("append");
+    let (_, recovered) = open(&fs.power_cut_image(), None, 1 << 20);
+    assert_eq!(blocks_of(&recovered), (0..=5).collect::<Vec<_>>());
+
+    // Cut inside unsynced blocks: the rewritten prefix is durable.
+    let fs = MemFileSystem::new();
+    let (mut journal, _) = open(&fs, None, 1 << 20);
+    for block in 0..5 {
+        journal
+            .append(block, &payload(block), false)
+            .expect("append");
+    }
+    journal.truncate_after(2).expect("truncate");
+    let (_, recovered) = open(&fs.power_cut_image(), None, 1 << 20);
+    assert_eq!(blocks_of(&recovered), vec![0, 1, 2]);
+    assert_payloads(&recovered.records);
+}
