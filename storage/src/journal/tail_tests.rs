@@ -287,3 +287,31 @@ fn a_tail_changes_no_byte_and_creates_nothing() {
     tail.read_after(Some(3)).expect("read after a reset");
     assert_eq!(tree(&dir), before);
 }
+
+#[test]
+fn a_tail_racing_a_writer_thread_sees_every_block_once_in_order() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().to_path_buf();
+    let big = |block: u64| vec![block as u8; (block as usize % 4) * 150_000 + 10];
+    let writer_thread = std::thread::spawn(move || {
+        let mut journal = writer(&path, 1 << 20);
+        for block in 0..40 {
+            journal.append(block, &big(block), false).expect("append");
+        }
+    });
+    let mut tail = JournalTail::new(dir.path());
+    let mut seen = Vec::new();
+    let mut calls = 0;
+    while seen.len() < 40 {
+        let after = seen.last().map(|r: &JournalRecord| r.block);
+        seen.extend(tail.read_after(after).expect("read while appending"));
+        calls += 1;
+        assert!(calls < 1_000_000, "the tail never caught up");
+    }
+    writer_thread.join().expect("writer");
+    assert_eq!(blocks(&seen), (0..40).collect::<Vec<_>>());
+    for record in &seen {
+        assert_eq!(record.payload.as_ref(), big(record.block).as_slice());
+    }
+    assert!(tail.read_after(Some(39)).expect("read").is_empty());
+}
