@@ -1,22 +1,19 @@
-//! A block's commit: expand deletions, compute the state root, persist the
-//! block in one redb write transaction, write branches through to the cache,
-//! and publish the new snapshot.
+//! A block's commit: expand deletions, compute the state root, make the
+//! block durable and visible through the ledger (journal append, branches
+//! written through to the cache, the memory tier published).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use alloy_primitives::{Address, B256, keccak256};
+use alloy_primitives::{Address, B256};
 use bytes::Bytes;
 use strata_commitment::{CommitStats, ComputeOptions, TrieUpdate, compute_root};
 
-use crate::db::meta::{self, Head};
-use crate::db::tables::{
-    BLOCK_HASH_WINDOW, BLOCK_HASHES, CHANGES, CODE_BY_HASH, META, ROOTS, domain_table,
-};
-use crate::db::{changes, value};
+use crate::db::meta::Head;
 use crate::domain::{Domain, Regime};
-use crate::error::{Error, Result, db_err};
-use crate::inner::{CommitGuard, Inner};
+use crate::error::{Error, Result};
+use crate::inner::Inner;
+use crate::journal::{BlockRecord, Previous, RecordWrite};
 use crate::keys::split_storage_key;
 use crate::overlay::Overlay;
 use crate::reader::StateReader;
@@ -36,8 +33,14 @@ pub struct CommitInfo {
     pub commitment: CommitStats,
     /// Time spent computing the root.
     pub commitment_time: Duration,
-    /// Time spent in the redb write transaction.
+    /// Time spent making the block durable: encoding its journal record and
+    /// appending it (with an fsync when `durable`).
     pub write_time: Duration,
+    /// Bytes the block's journal record took.
+    pub journal_bytes: u64,
+    /// Time the commit waited for a flush because the memory tier was over
+    /// its budget ([`crate::Options::memory_budget_bytes`]).
+    pub flush_wait: Duration,
     /// Branch prefixes the warmers loaded for this block.
     pub warmed: u64,
     /// Whether the commit was fsynced.
@@ -134,34 +137,17 @@ pub(crate) fn commit_block(
         block: number,
         root: output.root,
     };
-    let record_writes: Vec<(Vec<u8>, Option<Bytes>)> = output
-        .writes
-        .iter()
-        .map(|(path, value)| (strata_commitment::record_key(path), value.clone()))
-        .collect();
-
-    let started = Instant::now();
-    let commit = inner.lock_commit();
+    let record = block_record(&base, &overlay, &output.writes, head)?;
+    let keys_written = record.writes.len();
     let durable = inner.next_commit_durable();
-    let keys_written = write_block(
-        inner,
-        &commit,
-        &base,
-        &overlay,
-        &record_writes,
-        head,
-        durable,
-    )?;
-    let write_time = started.elapsed();
-
-    for (path, value) in &output.writes {
-        match value {
-            Some(value) => inner.cache.insert(path, value.clone()),
-            None => inner.cache.remove(path),
+    let times = inner.ledger.commit(inner, record, durable, || {
+        for (path, value) in &output.writes {
+            match value {
+                Some(value) => inner.cache.insert(path, value.clone()),
+                None => inner.cache.remove(path),
+            }
         }
-    }
-    publish(inner, &commit, Some(head))?;
-    drop(commit);
+    })?;
     inner.maintenance.wake();
     Ok(CommitInfo {
         block: number,
@@ -169,7 +155,9 @@ pub(crate) fn commit_block(
         keys_written,
         commitment: output.stats,
         commitment_time,
-        write_time,
+        write_time: times.journal,
+        journal_bytes: times.journal_bytes,
+        flush_wait: times.flush_wait,
         warmed: warmed as u64,
         durable,
     })
@@ -212,121 +200,52 @@ fn trie_update(overlay: &Overlay) -> TrieUpdate {
     }
 }
 
-/// The redb write transaction of a block: domain values, commitment
-/// records, unwind data, root and head, all or nothing.
-fn write_block(
-    inner: &Inner,
-    _commit: &CommitGuard<'_>,
+/// The journal record of a block: every key it wrote (commitment records
+/// and the root record included) with the value it had before, for unwind.
+fn block_record(
     base: &Snapshot,
     overlay: &Overlay,
-    records: &[(Vec<u8>, Option<Bytes>)],
+    commitment: &[(Vec<u8>, Option<Bytes>)],
     head: Head,
-    durable: bool,
-) -> Result<usize> {
-    let step = inner.step_of(head.block);
+) -> Result<BlockRecord> {
     let keep_unwind_data = head.block > 0;
-    let mut txn = inner.db.begin_write().map_err(db_err("begin write"))?;
-    if !durable {
-        txn.set_durability(redb::Durability::None)
-            .map_err(|e| Error::Maintenance(format!("set durability: {e}")))?;
-    }
-    let mut written = 0;
-    {
-        let mut changes_table = txn.open_table(CHANGES).map_err(db_err("open changes"))?;
-        let mut write_domain = |domain: Domain,
-                                entries: &mut dyn Iterator<Item = (&[u8], Option<&[u8]>)>|
-         -> Result<()> {
-            let mut table = txn
-                .open_table(domain_table(domain))
-                .map_err(db_err("open table"))?;
-            // Newer than every file, also after an unwind into collated
-            // steps (the current manifest's collation is never behind the
-            // block's base).
-            let step = inner.current.load().files.manifest.db_step(domain, step);
-            for (key, new) in entries {
-                if keep_unwind_data {
-                    let (prev, _) = base.get(domain, key)?;
-                    changes_table
-                        .insert(
-                            changes::key(head.block, domain, key).as_slice(),
-                            changes::encode_prev(prev.as_deref()).as_slice(),
-                        )
-                        .map_err(db_err("write unwind data"))?;
-                }
-                table
-                    .insert(key, value::encode(step, new).as_slice())
-                    .map_err(db_err("write value"))?;
-                written += 1;
-            }
-            Ok(())
+    let mut writes = Vec::with_capacity(overlay.len() + commitment.len() + 1);
+    let mut push = |domain: Domain, key: Bytes, value: Option<Bytes>| -> Result<()> {
+        let previous = if keep_unwind_data {
+            let (found, _) = base.get(domain, &key)?;
+            found.map_or(Previous::Absent, Previous::Value)
+        } else {
+            Previous::NotKept
         };
-        for domain in [Domain::Account, Domain::Storage, Domain::Code] {
-            let mut entries = overlay
-                .entries(domain)
-                .iter()
-                .map(|(k, v)| (k.as_slice(), v.as_deref()));
-            write_domain(domain, &mut entries)?;
-        }
-        let root_record = head.encode();
-        let mut entries = records
-            .iter()
-            .map(|(k, v)| (k.as_slice(), v.as_deref()))
-            .chain(std::iter::once((
-                ROOT_RECORD_KEY,
-                Some(root_record.as_slice()),
-            )));
-        write_domain(Domain::Commitment, &mut entries)?;
-
-        // Unwind data older than the unwind window is dropped.
-        if let Some(oldest) = head.block.checked_sub(inner.options.unwind_depth) {
-            let end = changes::block_start(oldest);
-            changes_table
-                .retain_in(..end.as_slice(), |_, _| false)
-                .map_err(db_err("drop old unwind data"))?;
+        writes.push(RecordWrite {
+            domain,
+            key,
+            value,
+            previous,
+        });
+        Ok(())
+    };
+    for domain in [Domain::Account, Domain::Storage, Domain::Code] {
+        for (key, value) in overlay.entries(domain) {
+            push(domain, Bytes::copy_from_slice(key), value.clone())?;
         }
     }
-    {
-        let mut roots = txn.open_table(ROOTS).map_err(db_err("open roots"))?;
-        roots
-            .insert(head.block, head.root.as_slice())
-            .map_err(db_err("write root"))?;
-        if let Some(oldest) = head.block.checked_sub(inner.options.unwind_depth) {
-            roots
-                .retain_in(..oldest, |_, _| false)
-                .map_err(db_err("drop old roots"))?;
-        }
-        let mut meta_table = txn.open_table(META).map_err(db_err("open meta"))?;
-        meta::write_head(&mut meta_table, head)?;
-        let mut by_hash = txn
-            .open_table(CODE_BY_HASH)
-            .map_err(db_err("open code by hash"))?;
-        for code in overlay.entries(Domain::Code).values().flatten() {
-            by_hash
-                .insert(keccak256(code).as_slice(), code.as_ref())
-                .map_err(db_err("write code by hash"))?;
-        }
-        let mut hashes = txn
-            .open_table(BLOCK_HASHES)
-            .map_err(db_err("open block hashes"))?;
-        if let Some(hash) = overlay.block_hash {
-            hashes
-                .insert(head.block, hash.as_slice())
-                .map_err(db_err("write block hash"))?;
-        }
-        if let Some(oldest) = head.block.checked_sub(BLOCK_HASH_WINDOW) {
-            hashes
-                .retain_in(..=oldest, |_, _| false)
-                .map_err(db_err("drop old block hashes"))?;
-        }
+    for (path, value) in commitment {
+        push(
+            Domain::Commitment,
+            Bytes::from(strata_commitment::record_key(path)),
+            value.clone(),
+        )?;
     }
-    txn.commit().map_err(db_err("commit block"))?;
-    Ok(written)
-}
-
-/// Publishes a snapshot of what redb holds now with the current file set.
-pub(crate) fn publish(inner: &Inner, _commit: &CommitGuard<'_>, head: Option<Head>) -> Result<()> {
-    let files = inner.current.load().files.clone();
-    let snapshot = Snapshot::open(&inner.db, head, files)?;
-    inner.current.store(Arc::new(snapshot));
-    Ok(())
+    push(
+        Domain::Commitment,
+        Bytes::from_static(ROOT_RECORD_KEY),
+        Some(Bytes::copy_from_slice(&head.encode())),
+    )?;
+    Ok(BlockRecord {
+        block: head.block,
+        root: head.root,
+        hash: overlay.block_hash,
+        writes,
+    })
 }

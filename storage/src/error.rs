@@ -201,6 +201,28 @@ pub enum Error {
         /// The root the block's writes lead to.
         computed: B256,
     },
+    /// The block journal failed or holds damage (segment and offset named).
+    #[error(transparent)]
+    Journal(#[from] crate::journal::JournalError),
+    /// A journal record passed its checksum but does not decode, or does
+    /// not fit the blocks before it.
+    #[error("journal record of block {block}: {what}")]
+    CorruptJournalRecord {
+        /// The block the record's frame names.
+        block: u64,
+        /// What is wrong.
+        what: String,
+    },
+    /// A panic interrupted a block between its journal append and its
+    /// publication: what readers see may lag what is durable, so the store
+    /// refuses writes until reopened (recovery replays the journal).
+    #[error("panic while {what}: {message}")]
+    Panicked {
+        /// What was being done.
+        what: &'static str,
+        /// The panic's message.
+        message: String,
+    },
     /// Block `block` could not be begun or committed.
     #[error("block {block} not committed: {source}")]
     BlockNotCommitted {

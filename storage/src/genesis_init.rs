@@ -8,7 +8,6 @@ use bytes::Bytes;
 use strata_commitment::{AccountLeaf, SortedAccount, build_from_sorted};
 
 use crate::account::{Account, encode_slot_value};
-use crate::commit::publish;
 use crate::db::meta::{self, Head};
 use crate::db::tables::{CODE_BY_HASH, META, ROOTS, domain_table};
 use crate::db::value;
@@ -17,6 +16,7 @@ use crate::error::{Error, Result, db_err};
 use crate::genesis::GenesisAlloc;
 use crate::inner::Inner;
 use crate::keys::storage_key;
+use crate::ledger::Change;
 use crate::sources::ROOT_RECORD_KEY;
 
 /// States at least this large are bulk-built on rayon, 16 sub-tries at once.
@@ -129,7 +129,7 @@ pub(crate) fn init_genesis(inner: &Arc<Inner>, alloc: &GenesisAlloc) -> Result<B
     for (path, record) in records {
         inner.cache.insert(&path, record);
     }
-    publish(inner, &commit, Some(head))?;
+    inner.ledger.publish(inner, &commit, Change::Reset(head))?;
     inner.maintenance.wake();
     Ok(root)
 }

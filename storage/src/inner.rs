@@ -10,18 +10,23 @@ use strata_cache::{PrefixCache, WarmupPool};
 
 use crate::error::{Error, Result};
 use crate::files::FileSystem;
+use crate::ledger::Ledger;
 use crate::options::Options;
 use crate::snapshot::Snapshot;
 use crate::telemetry::ReadMetrics;
 
 /// Everything a `StateDb`, its writers and its maintenance thread share.
 ///
-/// Lock order: `writer_lock` → `maintenance_lock` → `commit_lock` → `poisoned`.
+/// Lock order: `writer_lock` → `maintenance_lock` → the ledger's
+/// `flush_lock` → `commit_lock` → `poisoned`; the ledger's journal and
+/// pending-block mutexes are leaves (nothing is taken under them).
 /// A thread holding a later lock never waits for an earlier one: a block's
-/// commit and unwind take `commit_lock` under `writer_lock`; maintenance
-/// takes `commit_lock` under `maintenance_lock`; nothing waits for
-/// `maintenance_lock` while holding `commit_lock` (see
-/// [`Inner::poison_on_error`]). `commit_lock` is taken only through
+/// commit and unwind take `commit_lock` under `writer_lock`; unwind takes
+/// `flush_lock` under `writer_lock`; the flusher takes `commit_lock` under
+/// `flush_lock`; maintenance takes `commit_lock` under `maintenance_lock`;
+/// nothing waits for `maintenance_lock` while holding `flush_lock` or
+/// `commit_lock` (see [`Inner::poison_on_error`]). No redb write
+/// transaction is held open while waiting for `commit_lock`. `commit_lock` is taken only through
 /// [`Inner::lock_commit`], whose guard the functions relying on it take as
 /// an argument.
 pub(crate) struct Inner {
@@ -40,8 +45,8 @@ pub(crate) struct Inner {
     /// its failure (poison) before releasing it. After `writer_lock`, before
     /// `commit_lock`.
     pub(crate) maintenance_lock: Mutex<()>,
-    /// Held briefly around each redb write transaction and snapshot swap;
-    /// taken through [`Inner::lock_commit`]. Last of the three.
+    /// Held briefly around each snapshot swap (and maintenance's redb
+    /// transactions); taken through [`Inner::lock_commit`]. Last of the locks.
     commit_lock: Mutex<()>,
     pub(crate) metrics: Arc<ReadMetrics>,
     pub(crate) cache: Arc<dyn PrefixCache>,
@@ -51,6 +56,9 @@ pub(crate) struct Inner {
     pub(crate) commits_since_sync: AtomicU64,
     /// Wakes the background maintenance thread.
     pub(crate) maintenance: crate::maintenance::MaintenanceSignal,
+    /// The journal, the unflushed blocks and the flush: what makes a block
+    /// durable and visible.
+    pub(crate) ledger: Ledger,
 }
 
 impl Inner {
@@ -65,6 +73,7 @@ impl Inner {
         metrics: Arc<ReadMetrics>,
         cache: Arc<dyn PrefixCache>,
         warmup: WarmupPool,
+        ledger: Ledger,
     ) -> Inner {
         Inner {
             files_dir,
@@ -82,6 +91,7 @@ impl Inner {
             poisoned: Mutex::new(None),
             commits_since_sync: AtomicU64::new(0),
             maintenance: Default::default(),
+            ledger,
         }
     }
 

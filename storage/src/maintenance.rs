@@ -19,9 +19,8 @@ use crate::error::{Error, Result, db_err};
 use crate::files::{
     FileError, FileMeta, FileSystem, SortedFile, SortedFileWriter, TEMP_SUFFIX, merge_files,
 };
-use crate::fileset::FileSet;
-use crate::inner::{CommitGuard, Inner};
-use crate::snapshot::Snapshot;
+use crate::inner::Inner;
+use crate::ledger::Change;
 
 /// What one maintenance run did.
 #[derive(Clone, Debug, Default)]
@@ -81,6 +80,7 @@ fn collate(inner: &Arc<Inner>, domain: Domain, report: &mut MaintenanceReport) -
         Some(Arc::new(SortedFile::open(inner.fs.as_ref(), &info.path)?))
     };
 
+    let _no_flush = inner.ledger.hold_flushes();
     let commit = inner.lock_commit();
     let current = inner.current.load_full();
     let mut manifest = current.files.manifest.clone();
@@ -118,7 +118,7 @@ fn collate(inner: &Arc<Inner>, domain: Domain, report: &mut MaintenanceReport) -
     }
     txn.commit().map_err(db_err("commit collation"))?;
     let files = current.files.with_files(domain, files, manifest);
-    publish_files(inner, &commit, &current, files)?;
+    inner.ledger.publish(inner, &commit, Change::Files(files))?;
     report.pruned += pruned;
     if let Some(file) = built {
         report.collated.push((domain, from, to, file.entries()));
@@ -151,6 +151,7 @@ fn merge_once(inner: &Arc<Inner>, domain: Domain, report: &mut MaintenanceReport
     let info = merge_files(&[newer.as_ref(), older.as_ref()], writer, drop_tombstones)?;
     let merged = Arc::new(SortedFile::open(inner.fs.as_ref(), &info.path)?);
 
+    let _no_flush = inner.ledger.hold_flushes();
     let commit = inner.lock_commit();
     let current = inner.current.load_full();
     let replaced: HashSet<String> = [older, newer].iter().map(|f| file_name(f)).collect();
@@ -183,7 +184,8 @@ fn merge_once(inner: &Arc<Inner>, domain: Domain, report: &mut MaintenanceReport
     }
     txn.commit().map_err(db_err("commit merge"))?;
     let files = current.files.with_files(domain, files, manifest);
-    publish_files(inner, &commit, &current, files)?;
+    inner.ledger.publish(inner, &commit, Change::Files(files))?;
+    drop(commit);
     // Readers holding the old set keep their mappings alive; the names go now.
     for name in &replaced {
         let path = inner.files_dir.join(name);
@@ -214,18 +216,6 @@ fn manifest_entry(file: &SortedFile) -> ManifestFile {
         name: file_name(file),
         checksum: file.checksum(),
     }
-}
-
-/// Publishes a new snapshot with `files`.
-fn publish_files(
-    inner: &Inner,
-    _commit: &CommitGuard<'_>,
-    current: &Snapshot,
-    files: FileSet,
-) -> Result<()> {
-    let snapshot = Snapshot::open(&inner.db, current.head, Arc::new(files))?;
-    inner.current.store(Arc::new(snapshot));
-    Ok(())
 }
 
 /// Deletes strata's own files that the manifest does not list: leftovers of

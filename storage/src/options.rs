@@ -50,6 +50,16 @@ pub struct Options {
     /// How often a [`crate::ReadOnlyStateDb`] looks for new commits (its
     /// readers see a commit within about this long of its landing).
     pub follow_interval: std::time::Duration,
+    /// Raw bytes (keys + values) of committed blocks held in the memory
+    /// tier beyond which a flush to redb starts in the background.
+    pub flush_batch_bytes: u64,
+    /// Raw bytes the memory tier may hold: a commit that finds it fuller
+    /// waits for the flush (back-pressure, counted in
+    /// [`crate::FlushStats::waits`]). Sized for mainnet: ~64 blocks of
+    /// ~4 MB of writes and commitment records each.
+    pub memory_budget_bytes: u64,
+    /// Size at which the journal starts a new segment file.
+    pub journal_segment_bytes: u64,
 }
 
 impl Default for Options {
@@ -69,6 +79,9 @@ impl Default for Options {
             mutex_telemetry_baseline: false,
             share_with_readers: false,
             follow_interval: std::time::Duration::from_millis(1),
+            flush_batch_bytes: 64 << 20,
+            memory_budget_bytes: 256 << 20,
+            journal_segment_bytes: 64 << 20,
         }
     }
 }

@@ -88,6 +88,7 @@ impl StateReader {
         }
         let (value, found) = self.snapshot.get_with(domain, key, read)?;
         let tier = match found {
+            Found::Memory => Tier::Memory,
             Found::Db => Tier::Db,
             Found::File(level) => Tier::File(level.min(u8::MAX as usize) as u8),
             // A miss paid for every tier; it is charged to the deepest one probed.

@@ -1,5 +1,6 @@
-//! A consistent view of the last committed block: one redb read transaction
-//! with its domain tables opened once, and the file set of the same moment.
+//! A consistent view of the last committed block: the memory tier (blocks
+//! not yet flushed), one redb read transaction with its domain tables opened
+//! once, and the file set of the same moment.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -13,16 +14,19 @@ use redb::{
 
 use crate::db::guard::guarded;
 use crate::db::meta::Head;
-use crate::db::tables::{BLOCK_HASHES, CODE_BY_HASH, domain_table};
+use crate::db::tables::{BLOCK_HASH_WINDOW, BLOCK_HASHES, CODE_BY_HASH, domain_table};
 use crate::db::value;
 use crate::domain::Domain;
 use crate::error::{Result, db_err};
 use crate::fileset::FileSet;
 use crate::keys::STORAGE_KEY_LEN;
+use crate::memory::MemoryTier;
 
 /// Where a value was found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Found {
+    /// In the memory tier (a committed block not yet flushed).
+    Memory,
     /// In the redb tier.
     Db,
     /// In a file at this level (0 = newest).
@@ -62,31 +66,59 @@ impl ValueRef<'_> {
 pub(crate) type DbEntry = (Vec<u8>, Option<Vec<u8>>);
 
 /// One committed state: what every read handle of that block shares.
+#[derive(Clone)]
 pub(crate) struct Snapshot {
+    /// The newest committed block (in memory or flushed).
     pub(crate) head: Option<Head>,
+    /// The committed blocks newer than what redb holds.
+    pub(crate) memory: MemoryTier,
+    db: Arc<DbView>,
+    pub(crate) files: Arc<FileSet>,
+}
+
+/// One redb read transaction with the tables reads use, opened once.
+struct DbView {
     tables: [ReadOnlyTable<&'static [u8], &'static [u8]>; 4],
     code_by_hash: ReadOnlyTable<&'static [u8], &'static [u8]>,
     block_hashes: ReadOnlyTable<u64, &'static [u8]>,
-    pub(crate) files: Arc<FileSet>,
     // Keeps the snapshot's pages alive; dropped after the tables.
     _txn: ReadTransaction,
 }
 
 impl Snapshot {
-    /// Opens a snapshot of what redb holds now, paired with `files`.
-    pub(crate) fn open(db: &Database, head: Option<Head>, files: Arc<FileSet>) -> Result<Snapshot> {
+    /// Opens a snapshot of what redb holds now, paired with `files` and
+    /// the unflushed blocks in `memory`; `head` is the newest block.
+    pub(crate) fn open(
+        db: &Database,
+        head: Option<Head>,
+        files: Arc<FileSet>,
+        memory: MemoryTier,
+    ) -> Result<Snapshot> {
         let txn = guarded("(database header)", || {
             db.begin_read().map_err(db_err("begin read"))
         })?;
-        Snapshot::from_txn(txn, head, files)
+        Snapshot::from_txn(txn, head, files, memory)
+    }
+
+    /// The same redb view and files with another head and memory tier (a
+    /// block committed to memory).
+    pub(crate) fn with_memory(&self, head: Option<Head>, memory: MemoryTier) -> Snapshot {
+        Snapshot {
+            head,
+            memory,
+            db: self.db.clone(),
+            files: self.files.clone(),
+        }
     }
 
     /// A snapshot over an open read transaction, paired with `files` (which
-    /// must be the files the transaction's manifest lists).
+    /// must be the files the transaction's manifest lists) and `memory`
+    /// (the blocks after the one the transaction holds).
     pub(crate) fn from_txn(
         txn: ReadTransaction,
         head: Option<Head>,
         files: Arc<FileSet>,
+        memory: MemoryTier,
     ) -> Result<Snapshot> {
         let open = |domain: Domain| {
             guarded(domain.name(), || {
@@ -108,11 +140,14 @@ impl Snapshot {
         })?;
         Ok(Snapshot {
             head,
-            tables,
-            code_by_hash,
-            block_hashes,
+            memory,
+            db: Arc::new(DbView {
+                tables,
+                code_by_hash,
+                block_hashes,
+                _txn: txn,
+            }),
             files,
-            _txn: txn,
         })
     }
 
@@ -128,20 +163,23 @@ impl Snapshot {
             .unwrap_or(strata_commitment::EMPTY_ROOT)
     }
 
-    /// The value of `key` through db then files, and where it was found.
+    /// The value of `key` through memory, db then files, and where it was found.
     pub(crate) fn get(&self, domain: Domain, key: &[u8]) -> Result<(Option<Bytes>, Found)> {
         self.get_with(domain, key, |value| value.map(|v| v.to_bytes()))
     }
 
-    /// Hands the value of `key` (db, then files) to `read` without copying
-    /// it, and says where it was found.
+    /// Hands the value of `key` (memory, db, then files) to `read` without
+    /// copying it, and says where it was found.
     pub(crate) fn get_with<T>(
         &self,
         domain: Domain,
         key: &[u8],
         read: impl FnOnce(Option<ValueRef<'_>>) -> T,
     ) -> Result<(T, Found)> {
-        let table = &self.tables[domain.index()];
+        if let Some(value) = self.memory.get(domain, key) {
+            return Ok((read(value.map(ValueRef::Shared)), Found::Memory));
+        }
+        let table = &self.db.tables[domain.index()];
         // `read` runs only once the guarded redb part is over.
         let mut read = Some(read);
         let in_db = guarded(domain.name(), || {
@@ -165,18 +203,23 @@ impl Snapshot {
         }
     }
 
-    /// The storage keys of `address` that hold a value, across db and files.
+    /// The storage keys of `address` that hold a value, across the tiers.
     pub(crate) fn live_storage_keys(
         &self,
         address: &Address,
     ) -> Result<Vec<[u8; STORAGE_KEY_LEN]>> {
         // Newest tier first: the first version of a key seen decides.
         let mut seen: BTreeMap<[u8; STORAGE_KEY_LEN], bool> = BTreeMap::new();
+        for (key, found) in self.memory.storage_of(address) {
+            if let Ok(key) = <[u8; STORAGE_KEY_LEN]>::try_from(key.as_ref()) {
+                seen.insert(key, found.value.is_some());
+            }
+        }
         let mut lo = [0u8; STORAGE_KEY_LEN];
         lo[..20].copy_from_slice(address.as_slice());
         let mut hi = [0xffu8; STORAGE_KEY_LEN];
         hi[..20].copy_from_slice(address.as_slice());
-        let table = &self.tables[Domain::Storage.index()];
+        let table = &self.db.tables[Domain::Storage.index()];
         guarded(Domain::Storage.name(), || {
             for entry in table
                 .range(lo.as_slice()..=hi.as_slice())
@@ -186,7 +229,7 @@ impl Snapshot {
                 let key = k.value();
                 let (_, value) = value::decode(Domain::Storage, key, v.value())?;
                 if let Ok(key) = <[u8; STORAGE_KEY_LEN]>::try_from(key) {
-                    seen.insert(key, value.is_some());
+                    seen.entry(key).or_insert(value.is_some());
                 }
             }
             Ok(())
@@ -212,7 +255,7 @@ impl Snapshot {
         from: u64,
         to: u64,
     ) -> Result<Vec<DbEntry>> {
-        let table = &self.tables[domain.index()];
+        let table = &self.db.tables[domain.index()];
         guarded(domain.name(), || {
             let mut out = Vec::new();
             for entry in table.iter().map_err(db_err("iterate"))? {
@@ -228,8 +271,12 @@ impl Snapshot {
 
     /// Bytecode by its keccak256 hash.
     pub(crate) fn code_by_hash(&self, hash: &B256) -> Result<Option<Bytes>> {
+        if let Some(code) = self.memory.code_by_hash(hash) {
+            return Ok(Some(code.clone()));
+        }
         guarded(CODE_BY_HASH.name(), || {
             let found = self
+                .db
                 .code_by_hash
                 .get(hash.as_slice())
                 .map_err(db_err("get code by hash"))?;
@@ -239,8 +286,18 @@ impl Snapshot {
 
     /// The hash of block `number`, if it is among the last 256 committed.
     pub(crate) fn block_hash(&self, number: u64) -> Result<Option<B256>> {
+        if self
+            .block()
+            .is_some_and(|head| number.saturating_add(BLOCK_HASH_WINDOW) <= head)
+        {
+            return Ok(None);
+        }
+        if let Some(block) = self.memory.block(number) {
+            return Ok(block.hash);
+        }
         guarded(BLOCK_HASHES.name(), || {
             let found = self
+                .db
                 .block_hashes
                 .get(number)
                 .map_err(db_err("get block hash"))?;
@@ -250,7 +307,7 @@ impl Snapshot {
 
     /// Every db-tier key of `domain` with the step that wrote it.
     pub(crate) fn db_keys_and_steps(&self, domain: Domain) -> Result<Vec<(Vec<u8>, u64)>> {
-        let table = &self.tables[domain.index()];
+        let table = &self.db.tables[domain.index()];
         guarded(domain.name(), || {
             let mut out = Vec::new();
             for entry in table.iter().map_err(db_err("iterate"))? {
@@ -269,7 +326,8 @@ impl Snapshot {
 
     /// Every live key of `domain` in key order, with `value` applied to its
     /// newest value across the tiers (files oldest to newest, then the db
-    /// tier); deleted keys are left out. A full scan, for verify and stats.
+    /// tier, then memory); deleted keys are left out. A full scan, for
+    /// verify and stats.
     pub(crate) fn live_entries<T>(
         &self,
         domain: Domain,
@@ -285,6 +343,9 @@ impl Snapshot {
         for (key, found) in self.db_entries(domain)? {
             newest.insert(key, found.map(|v| value(Bytes::from(v))));
         }
+        for (key, found) in self.memory.entries(domain) {
+            newest.insert(key.to_vec(), found.value.clone().map(&mut value));
+        }
         Ok(newest
             .into_iter()
             .filter_map(|(key, found)| found.map(|v| (key, v)))
@@ -294,7 +355,9 @@ impl Snapshot {
     /// Number of entries the db tier holds for `domain`.
     pub(crate) fn db_len(&self, domain: Domain) -> Result<u64> {
         guarded(domain.name(), || {
-            self.tables[domain.index()].len().map_err(db_err("count"))
+            self.db.tables[domain.index()]
+                .len()
+                .map_err(db_err("count"))
         })
     }
 }

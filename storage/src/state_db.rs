@@ -5,17 +5,18 @@ use std::path::Path;
 use std::sync::Arc;
 
 use alloy_primitives::B256;
-use redb::{ReadableDatabase, TableHandle};
+use redb::TableHandle;
 use strata_cache::{CacheStats, WarmupPool, build_cache};
 
 use crate::db::guard::guarded;
 use crate::db::meta::{self, FORMAT_VERSION, Meta};
-use crate::db::tables::{BLOCK_HASHES, CHANGES, CODE_BY_HASH, META, ROOTS, domain_table};
+use crate::db::tables::{BLOCK_HASHES, CODE_BY_HASH, META, ROOTS, domain_table};
 use crate::domain::{Domain, Regime};
 use crate::error::{Error, Result, db_err};
 use crate::files::{FileSystem, OsFileSystem};
 use crate::fileset::FileSet;
 use crate::inner::Inner;
+use crate::ledger::{FlushStats, FlushWorker, Ledger};
 use crate::maintenance::{self, MaintenanceReport, MaintenanceWorker};
 use crate::options::Options;
 use crate::reader::StateReader;
@@ -34,6 +35,9 @@ pub const FILES_DIR: &str = "files";
 pub struct StateDb {
     inner: Arc<Inner>,
     worker: Option<MaintenanceWorker>,
+    flusher: Option<FlushWorker>,
+    /// Set by [`StateDb::abandon`]: drop without the final flush.
+    abandoned: bool,
 }
 
 impl StateDb {
@@ -103,7 +107,13 @@ impl StateDb {
 
         maintenance::remove_orphans(fs.as_ref(), &files_dir, &meta.manifest)?;
         let files = Arc::new(FileSet::open(&fs, &files_dir, meta.manifest.clone())?);
-        let snapshot = Snapshot::open(&db, meta.head, files)?;
+        let recovery = Ledger::open(
+            fs.clone(),
+            &datadir,
+            meta.head,
+            options.journal_segment_bytes,
+        )?;
+        let snapshot = Snapshot::open(&db, recovery.head, files, recovery.memory)?;
         let metrics = Arc::new(if options.mutex_telemetry_baseline {
             ReadMetrics::mutex_baseline(options.read_metrics)
         } else {
@@ -122,13 +132,22 @@ impl StateDb {
             metrics,
             cache,
             warmup,
+            recovery.ledger,
         ));
-        let worker = if background {
-            Some(MaintenanceWorker::start(inner.clone())?)
+        let (worker, flusher) = if background {
+            (
+                Some(MaintenanceWorker::start(inner.clone())?),
+                Some(FlushWorker::start(inner.clone())?),
+            )
         } else {
-            None
+            (None, None)
         };
-        Ok(StateDb { inner, worker })
+        Ok(StateDb {
+            inner,
+            worker,
+            flusher,
+            abandoned: false,
+        })
     }
 
     /// A read handle on the last committed block for `regime`.
@@ -153,10 +172,7 @@ impl StateDb {
 
     /// The root of `block` if it is still retained for unwind.
     pub fn root_at(&self, block: u64) -> Result<Option<B256>> {
-        let txn = self.inner.db.begin_read().map_err(db_err("begin read"))?;
-        let roots = txn.open_table(ROOTS).map_err(db_err("open roots"))?;
-        let root = roots.get(block).map_err(db_err("read root"))?;
-        Ok(root.map(|guard| B256::from_slice(guard.value())))
+        crate::ledger::root_of(&self.inner, block)
     }
 
     /// Starts writing block `number`, which must follow the last committed
@@ -199,11 +215,26 @@ impl StateDb {
         crate::unwind::oldest_retained(&self.inner)
     }
 
-    /// Runs collate, merge and prune now, waiting for them to finish.
+    /// Flushes every committed block into redb, then runs collate, merge
+    /// and prune, waiting for them to finish.
     pub fn compact(&self) -> Result<MaintenanceReport> {
-        self.inner.check_poisoned()?;
+        self.flush()?;
         let result = maintenance::run(&self.inner);
         self.inner.poison_on_error(result)
+    }
+
+    /// Moves every committed block from the memory tier (and journal) into
+    /// redb now, in one write transaction; returns the blocks moved.
+    pub fn flush(&self) -> Result<usize> {
+        self.inner.check_poisoned()?;
+        let result = self.inner.ledger.flush(&self.inner);
+        self.inner.poison_on_error(result)
+    }
+
+    /// The flush's counters: batches, blocks, keys, time, and how often
+    /// (and how long) commits waited for it.
+    pub fn flush_stats(&self) -> FlushStats {
+        self.inner.ledger.stats()
     }
 
     /// Re-checks every file, checks that the tiers agree and recomputes the
@@ -224,11 +255,28 @@ impl StateDb {
 
     /// Sizes of the tiers: db entries and files per domain.
     pub fn stats(&self) -> Result<DbStats> {
+        let (blocks, bytes) = self.inner.ledger.journal_extent();
         crate::stats::collect(
             &self.inner.current.load_full(),
             self.inner.step_size,
             self.cache_stats(),
+            crate::stats::JournalStats { blocks, bytes },
         )
+    }
+
+    /// Closes the store as a crash would after the last commit returned:
+    /// the background threads stop and nothing more is written, so the
+    /// blocks not yet flushed exist only in the journal. For tests of
+    /// recovery.
+    #[doc(hidden)]
+    pub fn abandon(mut self) {
+        if let Some(flusher) = self.flusher.take() {
+            flusher.stop();
+        }
+        if let Some(worker) = self.worker.take() {
+            worker.stop();
+        }
+        self.abandoned = true;
     }
 
     /// The options the store was opened with.
@@ -239,8 +287,19 @@ impl StateDb {
 
 impl Drop for StateDb {
     fn drop(&mut self) {
+        if let Some(flusher) = self.flusher.take() {
+            flusher.stop();
+        }
         if let Some(worker) = self.worker.take() {
             worker.stop();
+        }
+        // What the journal holds is durable either way; flushing it now
+        // makes the next open quick. A failure is left for that open.
+        if !self.abandoned
+            && self.inner.check_poisoned().is_ok()
+            && let Err(error) = self.inner.ledger.flush(&self.inner)
+        {
+            tracing::warn!(%error, "flush at close failed; the next open replays the journal");
         }
     }
 }
@@ -423,6 +482,7 @@ fn load_or_init_meta(
                     step_size: options.step_size,
                     head: None,
                     manifest: Default::default(),
+                    unwinds: 0,
                 }
             }
         }
@@ -431,7 +491,6 @@ fn load_or_init_meta(
         txn.open_table(domain_table(domain))
             .map_err(db_err("create table"))?;
     }
-    txn.open_table(CHANGES).map_err(db_err("create table"))?;
     txn.open_table(CODE_BY_HASH)
         .map_err(db_err("create table"))?;
     txn.open_table(BLOCK_HASHES)

@@ -21,6 +21,29 @@ pub struct DbStats {
     pub domains: Vec<DomainStats>,
     /// Branch cache counters.
     pub cache: CacheStats,
+    /// The committed blocks not yet flushed to redb.
+    pub memory: MemoryStats,
+    /// The block journal on disk.
+    pub journal: JournalStats,
+}
+
+/// The memory tier: committed blocks not yet flushed to redb.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemoryStats {
+    /// Oldest and newest block it holds.
+    pub blocks: Option<(u64, u64)>,
+    /// Raw bytes of the keys and values it holds.
+    pub bytes: u64,
+}
+
+/// The journal: each committed block's record, kept until flushed and out
+/// of the unwind window.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct JournalStats {
+    /// Oldest and newest block it holds.
+    pub blocks: Option<(u64, u64)>,
+    /// Bytes of its segment files.
+    pub bytes: u64,
 }
 
 /// Sizes of one domain's tiers.
@@ -28,6 +51,8 @@ pub struct DbStats {
 pub struct DomainStats {
     /// The domain.
     pub domain: Domain,
+    /// Keys in the memory tier (written by unflushed blocks).
+    pub memory_entries: u64,
     /// Entries in redb.
     pub db_entries: u64,
     /// Live files, newest first.
@@ -50,12 +75,18 @@ pub struct FileStats {
 }
 
 /// The sizes of the tiers `snapshot` shows.
-pub(crate) fn collect(snapshot: &Snapshot, step_size: u64, cache: CacheStats) -> Result<DbStats> {
+pub(crate) fn collect(
+    snapshot: &Snapshot,
+    step_size: u64,
+    cache: CacheStats,
+    journal: JournalStats,
+) -> Result<DbStats> {
     let mut domains = Vec::new();
     for domain in Domain::ALL {
         let files = snapshot.files.files(domain);
         domains.push(DomainStats {
             domain,
+            memory_entries: snapshot.memory.len(domain) as u64,
             db_entries: snapshot.db_len(domain)?,
             files: files
                 .iter()
@@ -79,6 +110,11 @@ pub(crate) fn collect(snapshot: &Snapshot, step_size: u64, cache: CacheStats) ->
         step_size,
         domains,
         cache,
+        memory: MemoryStats {
+            blocks: snapshot.memory.blocks(),
+            bytes: snapshot.memory.bytes(),
+        },
+        journal,
     })
 }
 

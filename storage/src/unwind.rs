@@ -1,20 +1,28 @@
-//! Unwind: restore the exact state of a recent block from its unwind data.
+//! Unwind: restore the exact state of a recent block from the journal,
+//! whose records carry every written key's previous value.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use alloy_primitives::B256;
-use redb::{ReadableDatabase, ReadableTable};
+use bytes::Bytes;
 
-use crate::commit::publish;
 use crate::db::meta::{self, Head};
-use crate::db::tables::{CHANGES, META, ROOTS, domain_table};
-use crate::db::{changes, value};
+use crate::db::tables::{BLOCK_HASHES, META, ROOTS, domain_table};
+use crate::db::value;
 use crate::domain::Domain;
 use crate::error::{Error, Result, db_err};
 use crate::inner::Inner;
+use crate::journal::{BlockRecord, Previous};
+use crate::ledger::{self, Change};
 use crate::sources::ROOT_RECORD_KEY;
 
 /// Rolls the store back to `target`. The caller holds the writer lock.
+///
+/// Every committed block is flushed first, so the restore is one redb
+/// transaction over the db tier. The journal is cut after `target` before
+/// that transaction commits: a crash in between leaves redb at the old head
+/// with a journal that ends earlier, which the next open starts anew.
 pub(crate) fn unwind_to(inner: &Arc<Inner>, target: u64) -> Result<B256> {
     let current = inner.current.load_full();
     let Some(last) = current.block() else {
@@ -35,95 +43,130 @@ pub(crate) fn unwind_to(inner: &Arc<Inner>, target: u64) -> Result<B256> {
     if target == last {
         return Ok(current.root());
     }
+    let root = ledger::root_of(inner, target)?.ok_or(Error::MissingUnwindData { block: target })?;
+    inner.ledger.flushed_and_locked(inner, |journal| {
+        let mut records = Vec::new();
+        for found in journal.read_blocks(target + 1, last)? {
+            let record =
+                BlockRecord::decode(&found.payload).map_err(|e| Error::CorruptJournalRecord {
+                    block: found.block,
+                    what: e.to_string(),
+                })?;
+            records.push(record);
+        }
+        let restores = restores(&records)?;
+        journal.truncate_after(target)?;
+        restore(
+            inner,
+            &restores,
+            Head {
+                block: target,
+                root,
+            },
+            last,
+        )
+    })?;
+    Ok(root)
+}
+
+/// The value each key had after `target`: the previous value recorded by
+/// the oldest unwound block that wrote it.
+fn restores(records: &[BlockRecord]) -> Result<HashMap<(Domain, Bytes), Option<Bytes>>> {
+    let mut out = HashMap::new();
+    for record in records.iter().rev() {
+        for write in &record.writes {
+            let previous = match &write.previous {
+                Previous::NotKept => {
+                    return Err(Error::MissingUnwindData {
+                        block: record.block,
+                    });
+                }
+                Previous::Absent => None,
+                Previous::Value(value) => Some(value.clone()),
+            };
+            out.insert((write.domain, write.key.clone()), previous);
+        }
+    }
+    Ok(out)
+}
+
+/// One durable redb transaction: the restored values, the unwound roots and
+/// hashes dropped, the head at `head`; then the cache and the snapshot.
+fn restore(
+    inner: &Inner,
+    restores: &HashMap<(Domain, Bytes), Option<Bytes>>,
+    head: Head,
+    last: u64,
+) -> Result<()> {
     let commit = inner.lock_commit();
     // Restored values are tagged with the step of the block being undone
     // (at least the first uncollated step: an earlier unwind may have left
     // the head inside collated steps), so they stay newer than every file
     // and a collation built before the unwind never prunes them.
-    let manifest = &inner.current.load().files.manifest;
+    let manifest = inner.current.load().files.manifest.clone();
     let step_in = |domain: Domain| manifest.db_step(domain, inner.step_of(last));
     let txn = inner.db.begin_write().map_err(db_err("begin write"))?;
-    let mut restored_records = Vec::new();
-    let root = {
-        let mut changes_table = txn.open_table(CHANGES).map_err(db_err("open changes"))?;
-        let mut roots = txn.open_table(ROOTS).map_err(db_err("open roots"))?;
-        let root = match roots.get(target).map_err(db_err("read root"))? {
-            Some(guard) => B256::from_slice(guard.value()),
-            None => return Err(Error::MissingUnwindData { block: target }),
-        };
-        for block in (target + 1..=last).rev() {
-            let start = changes::block_start(block);
-            let end = changes::block_start(block + 1);
-            let mut count = 0usize;
-            let mut restores = Vec::new();
-            for entry in changes_table
-                .range(start.as_slice()..end.as_slice())
-                .map_err(db_err("read unwind data"))?
-            {
-                let (k, v) = entry.map_err(db_err("read unwind data"))?;
-                let change = changes::decode(k.value(), v.value())?;
-                restores.push((
-                    change.domain,
-                    change.key.to_vec(),
-                    change.prev.map(<[u8]>::to_vec),
-                ));
-                count += 1;
-            }
-            if count == 0 {
-                return Err(Error::MissingUnwindData { block });
-            }
-            for (domain, key, prev) in restores {
-                let mut table = txn
-                    .open_table(domain_table(domain))
-                    .map_err(db_err("open table"))?;
-                table
-                    .insert(
-                        key.as_slice(),
-                        value::encode(step_in(domain), prev.as_deref()).as_slice(),
-                    )
-                    .map_err(db_err("restore value"))?;
-                if domain == Domain::Commitment && key.as_slice() != ROOT_RECORD_KEY {
-                    restored_records.push(key);
-                }
-            }
-            changes_table
-                .retain_in(start.as_slice()..end.as_slice(), |_, _| false)
-                .map_err(db_err("drop unwind data"))?;
-            roots.remove(block).map_err(db_err("drop root"))?;
+    {
+        let mut tables = Vec::with_capacity(Domain::ALL.len());
+        for domain in Domain::ALL {
+            tables.push(
+                txn.open_table(domain_table(domain))
+                    .map_err(db_err("open table"))?,
+            );
         }
+        for ((domain, key), previous) in restores {
+            tables[domain.index()]
+                .insert(
+                    key.as_ref(),
+                    value::encode(step_in(*domain), previous.as_deref()).as_slice(),
+                )
+                .map_err(db_err("restore value"))?;
+        }
+        let mut roots = txn.open_table(ROOTS).map_err(db_err("open roots"))?;
+        roots
+            .retain_in(head.block + 1.., |_, _| false)
+            .map_err(db_err("drop unwound roots"))?;
+        let mut hashes = txn
+            .open_table(BLOCK_HASHES)
+            .map_err(db_err("open block hashes"))?;
+        hashes
+            .retain_in(head.block + 1.., |_, _| false)
+            .map_err(db_err("drop unwound block hashes"))?;
         let mut meta_table = txn.open_table(META).map_err(db_err("open meta"))?;
-        meta::write_head(
-            &mut meta_table,
-            Head {
-                block: target,
-                root,
-            },
-        )?;
-        root
-    };
+        meta::write_head(&mut meta_table, head)?;
+        meta::count_unwind(&mut meta_table)?;
+    }
     txn.commit().map_err(db_err("commit unwind"))?;
-    for key in &restored_records {
-        if let Ok(path) = strata_commitment::record_path(key) {
+    for (domain, key) in restores.keys() {
+        if *domain == Domain::Commitment
+            && key.as_ref() != ROOT_RECORD_KEY
+            && let Ok(path) = strata_commitment::record_path(key)
+        {
             inner.cache.remove(&path);
         }
     }
-    publish(
-        inner,
-        &commit,
-        Some(Head {
-            block: target,
-            root,
-        }),
-    )?;
-    Ok(root)
+    inner.ledger.publish(inner, &commit, Change::Reset(head))
 }
 
-/// The oldest block whose root (and so whose state) can still be restored.
-/// Unwind data is kept for the last `unwind_depth` blocks ever committed, so
-/// after an unwind the window does not grow back until new blocks land.
+/// The oldest block whose state can still be restored: the journal holds
+/// the unwind data of every block after it, its root is known, and it is
+/// within the last `unwind_depth` blocks. After an unwind the window does
+/// not grow back until new blocks land.
 pub(crate) fn oldest_retained(inner: &Inner) -> Result<Option<u64>> {
-    let txn = inner.db.begin_read().map_err(db_err("begin read"))?;
-    let roots = txn.open_table(ROOTS).map_err(db_err("open roots"))?;
-    let first = roots.first().map_err(db_err("read roots"))?;
-    Ok(first.map(|(block, _)| block.value()))
+    let Some(last) = inner.current.load().block() else {
+        return Ok(None);
+    };
+    let Some(first_journaled) = inner.ledger.first_journaled() else {
+        return Ok(Some(last));
+    };
+    let first_root = ledger::first_root(inner)?
+        .or_else(|| inner.current.load().memory.blocks().map(|(first, _)| first))
+        .unwrap_or(last);
+    Ok(Some(
+        first_journaled
+            .saturating_sub(1)
+            .max(first_root)
+            .max(last.saturating_sub(inner.options.unwind_depth))
+            .min(last),
+    ))
 }

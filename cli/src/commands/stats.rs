@@ -1,4 +1,5 @@
-//! `strata stats --datadir DIR [--live]`: block, root, per-domain tiers (db
+//! `strata stats --datadir DIR [--live]`: block, root, the memory tier
+//! (unflushed blocks) and the journal, per-domain tiers (memory keys, db
 //! entries, files with step ranges, entries and sizes), branch-cache
 //! counters, and with `--live` the raw bytes of the live state beside the
 //! datadir's bytes on disk.
@@ -28,8 +29,18 @@ pub(super) fn run(args: StatsArgs) -> Result<(), CliError> {
     println!("head {}", head_text(stats.last_block, stats.root));
     println!("step size {} blocks", stats.step_size);
     println!(
-        "{:<11} {:>11} {:>6} {:>12} {:>14}",
-        "domain", "db entries", "files", "file entries", "file bytes"
+        "memory tier: {}, {} bytes of keys and values",
+        blocks_text(stats.memory.blocks),
+        stats.memory.bytes
+    );
+    println!(
+        "journal: {}, {} bytes on disk",
+        blocks_text(stats.journal.blocks),
+        stats.journal.bytes
+    );
+    println!(
+        "{:<11} {:>11} {:>11} {:>6} {:>12} {:>14}",
+        "domain", "memory keys", "db entries", "files", "file entries", "file bytes"
     );
     let (mut total_files, mut total_bytes) = (0usize, 0u64);
     for domain in &stats.domains {
@@ -38,8 +49,9 @@ pub(super) fn run(args: StatsArgs) -> Result<(), CliError> {
         total_files += domain.files.len();
         total_bytes += bytes;
         println!(
-            "{:<11} {:>11} {:>6} {:>12} {:>14}",
+            "{:<11} {:>11} {:>11} {:>6} {:>12} {:>14}",
             domain.domain.name(),
+            domain.memory_entries,
             domain.db_entries,
             domain.files.len(),
             entries,
@@ -76,6 +88,14 @@ pub(super) fn run(args: StatsArgs) -> Result<(), CliError> {
         print_live(&db, &args.datadir)?;
     }
     Ok(())
+}
+
+/// "blocks A..=B" (how many), or "no blocks".
+fn blocks_text(blocks: Option<(u64, u64)>) -> String {
+    match blocks {
+        Some((first, last)) => format!("blocks {first}..={last} ({})", last - first + 1),
+        None => "no blocks".into(),
+    }
 }
 
 /// The live state's raw bytes per domain beside the datadir's bytes on disk.

@@ -8,13 +8,16 @@ use serde::{Deserialize, Serialize};
 use crate::domain::Domain;
 use crate::error::{Error, Result, db_err};
 
-/// The on-disk format version this build reads and writes.
-pub(crate) const FORMAT_VERSION: u32 = 1;
+/// The on-disk format version this build reads and writes. Version 2 keeps
+/// unwind data in the journal (no `changes` table) and redb's head is the
+/// last flushed block: a version-1 build would ignore the journal's blocks.
+pub(crate) const FORMAT_VERSION: u32 = 2;
 
 const KEY_FORMAT: &str = "format_version";
 const KEY_STEP_SIZE: &str = "step_size";
 const KEY_HEAD: &str = "head";
 const KEY_MANIFEST: &str = "manifest";
+const KEY_UNWINDS: &str = "unwinds";
 
 /// The last committed block and its root.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,8 +86,12 @@ fn read<T: ReadableTable<&'static str, &'static [u8]>>(
 #[derive(Clone, Debug)]
 pub(crate) struct Meta {
     pub(crate) step_size: u64,
+    /// The last block flushed to redb.
     pub(crate) head: Option<Head>,
     pub(crate) manifest: Manifest,
+    /// How many unwinds the datadir has seen: a reader that followed the
+    /// journal starts over when it changes (the journal was cut).
+    pub(crate) unwinds: u64,
 }
 
 /// Loads the metadata, or `None` for a database that was never initialised.
@@ -111,6 +118,7 @@ pub(crate) fn load<T: ReadableTable<&'static str, &'static [u8]>>(
                 step_size: 0,
                 head: None,
                 manifest: Manifest::default(),
+                unwinds: 0,
             },
         )));
     }
@@ -138,12 +146,22 @@ pub(crate) fn load<T: ReadableTable<&'static str, &'static [u8]>>(
         })?,
         None => Manifest::default(),
     };
+    let unwinds = match read(table, KEY_UNWINDS)? {
+        Some(raw) => {
+            u64::from_be_bytes(raw.as_slice().try_into().map_err(|_| Error::CorruptMeta {
+                name: KEY_UNWINDS,
+                what: format!("{} bytes, expected 8", raw.len()),
+            })?)
+        }
+        None => 0,
+    };
     Ok(Some((
         format,
         Meta {
             step_size,
             head,
             manifest,
+            unwinds,
         },
     )))
 }
@@ -176,6 +194,18 @@ pub(crate) fn write_head(table: &mut MetaTable<'_>, head: Head) -> Result<()> {
     table
         .insert(KEY_HEAD, raw.as_slice())
         .map_err(db_err("write head"))?;
+    Ok(())
+}
+
+/// Counts one more unwind (see [`Meta::unwinds`]).
+pub(crate) fn count_unwind(table: &mut MetaTable<'_>) -> Result<()> {
+    let unwinds = match read(table, KEY_UNWINDS)? {
+        Some(raw) if raw.len() == 8 => u64::from_be_bytes(raw.try_into().expect("8 bytes")),
+        _ => 0,
+    };
+    table
+        .insert(KEY_UNWINDS, (unwinds + 1).to_be_bytes().as_slice())
+        .map_err(db_err("count unwind"))?;
     Ok(())
 }
 

@@ -20,10 +20,6 @@ pub(crate) const META: TableDefinition<'static, &'static str, &'static [u8]> =
 pub(crate) const ROOTS: TableDefinition<'static, u64, &'static [u8]> =
     TableDefinition::new("roots");
 
-/// `block (u64 BE) ‖ domain (u8) ‖ key` → the value the key had before the block.
-pub(crate) const CHANGES: TableDefinition<'static, &'static [u8], &'static [u8]> =
-    TableDefinition::new("changes");
-
 /// keccak256(code) → bytecode: code by hash in one read (content-addressed,
 /// never collated or unwound: an entry is valid whoever holds the code).
 pub(crate) const CODE_BY_HASH: TableDefinition<'static, &'static [u8], &'static [u8]> =

@@ -375,32 +375,27 @@ impl Journal {
         Ok(())
     }
 
-    /// Deletes the segments that hold only blocks at or below `flushed` (the
-    /// caller made them durable elsewhere). The open segment is kept.
+    /// Deletes the oldest segments that hold only blocks at or below
+    /// `flushed` (the caller made them durable elsewhere), oldest first, each
+    /// removal synced before the next: a power cut leaves a journal without
+    /// a hole. The open segment is kept.
     pub fn release_through(&mut self, flushed: u64) -> JournalResult<()> {
         let active = self.active.as_ref().map(|a| a.index);
-        let mut keep = Vec::with_capacity(self.segments.len());
-        let mut removed = false;
-        for (index, segment) in std::mem::take(&mut self.segments).into_iter().enumerate() {
-            let done = Some(index) != active && segment.last_block.is_some_and(|b| b <= flushed);
-            if done {
-                self.fs
-                    .remove(&segment.path)
-                    .map_err(io_err(&segment.path, "remove a flushed segment"))?;
-                removed = true;
-            } else {
-                keep.push(segment);
+        let releasable = self
+            .segments
+            .iter()
+            .enumerate()
+            .take_while(|(index, segment)| {
+                Some(*index) != active && segment.last_block.is_some_and(|b| b <= flushed)
+            })
+            .count();
+        for _ in 0..releasable {
+            let path = self.segments[0].path.clone();
+            self.remove_durably(&path, "remove a flushed segment")?;
+            self.segments.remove(0);
+            if let Some(active) = self.active.as_mut() {
+                active.index -= 1;
             }
-        }
-        if let Some(active) = self.active.as_mut() {
-            // The open segment is always the newest one, and it is kept.
-            active.index = keep.len() - 1;
-        }
-        self.segments = keep;
-        if removed {
-            self.fs
-                .sync_dir(&self.dir)
-                .map_err(io_err(&self.dir, "sync folder"))?;
         }
         Ok(())
     }
@@ -432,7 +427,7 @@ fn segment_name(first_block: u64) -> String {
 }
 
 /// The first block of a segment named by [`segment_name`].
-fn segment_first_block(name: &str) -> Option<u64> {
+pub(crate) fn segment_first_block(name: &str) -> Option<u64> {
     let digits = name
         .strip_prefix(SEGMENT_PREFIX)?
         .strip_suffix(SEGMENT_SUFFIX)?;

@@ -13,6 +13,7 @@
 //! checksum ([`super::frame`]).
 
 use alloy_primitives::B256;
+use bytes::Bytes;
 
 use crate::domain::Domain;
 
@@ -27,7 +28,7 @@ pub enum Previous {
     /// The key did not exist.
     Absent,
     /// The key held these bytes.
-    Value(Vec<u8>),
+    Value(Bytes),
 }
 
 /// One key a block wrote.
@@ -36,9 +37,9 @@ pub struct RecordWrite {
     /// The domain of the key.
     pub domain: Domain,
     /// The key, as the domain stores it.
-    pub key: Vec<u8>,
+    pub key: Bytes,
     /// The new value; `None` deletes the key.
-    pub value: Option<Vec<u8>>,
+    pub value: Option<Bytes>,
     /// The value before the block.
     pub previous: Previous,
 }
@@ -107,8 +108,10 @@ impl BlockRecord {
         }
     }
 
-    /// Decodes a record written by [`BlockRecord::encode_into`].
-    pub fn decode(bytes: &[u8]) -> Result<BlockRecord, RecordError> {
+    /// Decodes a record written by [`BlockRecord::encode_into`]; keys and
+    /// values share `payload`'s memory.
+    pub fn decode(payload: &Bytes) -> Result<BlockRecord, RecordError> {
+        let bytes: &[u8] = payload;
         let mut reader = Reader { bytes, offset: 0 };
         if reader.u8("version")? != VERSION {
             return Err(reader.error(1, "unknown record version"));
@@ -132,16 +135,16 @@ impl BlockRecord {
                 .get(domain_index)
                 .ok_or_else(|| reader.error(1, "unknown domain"))?;
             let key_len = reader.u16("key length")? as usize;
-            let key = reader.take(key_len, "key")?.to_vec();
+            let key = payload.slice_ref(reader.take(key_len, "key")?);
             let value = match reader.u8("value tag")? {
                 0 => None,
-                1 => Some(reader.bytes("value")?.to_vec()),
+                1 => Some(payload.slice_ref(reader.bytes("value")?)),
                 _ => return Err(reader.error(1, "bad value tag")),
             };
             let previous = match reader.u8("previous tag")? {
                 0 => Previous::NotKept,
                 1 => Previous::Absent,
-                2 => Previous::Value(reader.bytes("previous value")?.to_vec()),
+                2 => Previous::Value(payload.slice_ref(reader.bytes("previous value")?)),
                 _ => return Err(reader.error(1, "bad previous tag")),
             };
             writes.push(RecordWrite {
@@ -236,7 +239,8 @@ mod tests {
         prop_oneof![
             Just(Previous::NotKept),
             Just(Previous::Absent),
-            proptest::collection::vec(any::<u8>(), 0..40).prop_map(Previous::Value),
+            proptest::collection::vec(any::<u8>(), 0..40)
+                .prop_map(|v| Previous::Value(Bytes::from(v))),
         ]
     }
 
@@ -249,8 +253,8 @@ mod tests {
         )
             .prop_map(|(domain, key, value, previous)| RecordWrite {
                 domain: Domain::ALL[domain],
-                key,
-                value,
+                key: Bytes::from(key),
+                value: value.map(Bytes::from),
                 previous,
             })
     }
@@ -275,7 +279,7 @@ mod tests {
         fn records_round_trip(record in record()) {
             let mut bytes = Vec::new();
             record.encode_into(&mut bytes);
-            prop_assert_eq!(BlockRecord::decode(&bytes), Ok(record));
+            prop_assert_eq!(BlockRecord::decode(&Bytes::from(bytes)), Ok(record));
         }
 
         #[test]
@@ -283,7 +287,8 @@ mod tests {
             let mut bytes = Vec::new();
             record.encode_into(&mut bytes);
             for cut in 0..bytes.len() {
-                prop_assert!(BlockRecord::decode(&bytes[..cut]).is_err(), "cut at {}", cut);
+                let cut_bytes = Bytes::copy_from_slice(&bytes[..cut]);
+                prop_assert!(BlockRecord::decode(&cut_bytes).is_err(), "cut at {}", cut);
             }
         }
     }
@@ -296,8 +301,8 @@ mod tests {
             hash: None,
             writes: vec![RecordWrite {
                 domain: Domain::Storage,
-                key: vec![1, 2, 3],
-                value: Some(vec![4]),
+                key: Bytes::from_static(&[1, 2, 3]),
+                value: Some(Bytes::from_static(&[4])),
                 previous: Previous::Absent,
             }],
         };
@@ -306,7 +311,7 @@ mod tests {
         let domain_at = 1 + 8 + 32 + 1 + 4;
         bytes[domain_at] = 9;
         assert_eq!(
-            BlockRecord::decode(&bytes),
+            BlockRecord::decode(&Bytes::from(bytes.clone())),
             Err(RecordError {
                 offset: domain_at,
                 what: "unknown domain"
@@ -315,7 +320,7 @@ mod tests {
         bytes[domain_at] = Domain::Storage.index() as u8;
         bytes.push(0);
         assert_eq!(
-            BlockRecord::decode(&bytes).map_err(|e| e.what),
+            BlockRecord::decode(&Bytes::from(bytes)).map_err(|e| e.what),
             Err("bytes after the last entry")
         );
     }

@@ -219,7 +219,7 @@ impl Journal {
     }
 
     /// Removes `path` and makes the removal durable before returning.
-    fn remove_durably(&self, path: &Path, op: &'static str) -> JournalResult<()> {
+    pub(super) fn remove_durably(&self, path: &Path, op: &'static str) -> JournalResult<()> {
         self.fs.remove(path).map_err(io_err(path, op))?;
         self.fs
             .sync_dir(&self.dir)

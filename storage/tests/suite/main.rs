@@ -5,6 +5,7 @@ mod concurrency;
 mod crash;
 mod damaged;
 mod datadir;
+mod journal;
 mod model;
 mod oracle;
 mod refusal;

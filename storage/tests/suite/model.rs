@@ -1,7 +1,8 @@
 //! Model-based property test: random blocks of writes and deletes (including
-//! deleting accounts that have storage), commits, compaction, reopen and
-//! unwind, compared after every step with an in-memory model and its
-//! HashBuilder root.
+//! deleting accounts that have storage), commits, flushes, compaction,
+//! reopen, a crash after a commit (recovery from the journal) and unwind,
+//! compared after every step with an in-memory model and its HashBuilder
+//! root.
 
 use alloy_primitives::{Address, B256, Bytes, U256};
 use proptest::prelude::*;
@@ -37,7 +38,9 @@ enum Write {
 enum Step {
     Block(Vec<Write>),
     Compact,
+    Flush,
     Reopen,
+    Crash,
     Unwind(u64),
 }
 
@@ -54,7 +57,9 @@ fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
         6 => prop::collection::vec(write(), 0..12).prop_map(Step::Block),
         1 => Just(Step::Compact),
+        1 => Just(Step::Flush),
         1 => Just(Step::Reopen),
+        1 => Just(Step::Crash),
         1 => (1..5u64).prop_map(Step::Unwind),
     ]
 }
@@ -82,6 +87,10 @@ pub(crate) fn small_options() -> Options {
         unwind_depth: 6,
         background_maintenance: false,
         parallel_commitment_threshold: 8,
+        // A few blocks per flush, so blocks sit in every tier.
+        flush_batch_bytes: 2 << 10,
+        memory_budget_bytes: 6 << 10,
+        journal_segment_bytes: 4 << 10,
         ..Options::default()
     }
 }
@@ -176,8 +185,16 @@ fn run(steps: Vec<Step>) {
             Step::Compact => {
                 db.compact().unwrap();
             }
+            Step::Flush => {
+                db.flush().unwrap();
+            }
             Step::Reopen => {
                 drop(db);
+                db = StateDb::open(dir.path(), small_options()).unwrap();
+            }
+            Step::Crash => {
+                // The unflushed blocks exist only in the journal now.
+                db.abandon();
                 db = StateDb::open(dir.path(), small_options()).unwrap();
             }
             Step::Unwind(back) => {

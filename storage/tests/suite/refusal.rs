@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use alloy_primitives::{Address, B256, U256};
 use parking_lot::Mutex;
 use strata_storage::files::MemFileSystem;
+use strata_storage::files::fs::{Fault, FaultyFileSystem};
 use strata_storage::{Account, Durability, Error, Options, Regime, StateDb};
 
 use crate::model::small_options;
@@ -211,8 +212,61 @@ impl redb::StorageBackend for FillingDisk {
 fn after_a_disk_full_commit_every_refusal_names_the_block_and_the_first_cause() {
     let dir = tempfile::tempdir().unwrap();
     let disk = FillingDisk::default();
+    let journal_disk = Arc::new(FaultyFileSystem::new(Arc::new(MemFileSystem::new())));
     let options = Options {
         durability: Durability::EveryBlock,
+        ..options(1)
+    };
+    let db = StateDb::open_with_io(
+        dir.path(),
+        options,
+        journal_disk.clone(),
+        Some(disk.clone()),
+    )
+    .unwrap();
+    block_zero(&db);
+    for n in 1..=2 {
+        let mut writer = db.begin_block(n).unwrap();
+        stage(&mut writer, n, 0);
+        writer.commit().unwrap();
+    }
+    // The block is made durable by the journal's fsync: that is what fails.
+    disk.full.store(true, Ordering::SeqCst);
+    journal_disk.inject(Fault::Sync);
+
+    let mut writer = db.begin_block(3).unwrap();
+    stage(&mut writer, 3, 0);
+    let first = writer.commit().unwrap_err().to_string();
+    assert!(
+        first.contains("block 3") && first.contains(SYNC_FAILED),
+        "the failed commit names the block and the cause: {first}"
+    );
+
+    // The disk has room again, but the store stays poisoned until reopened;
+    // every refusal names the block and the first cause.
+    disk.full.store(false, Ordering::SeqCst);
+    journal_disk.clear();
+    let second = db.begin_block(3).err().unwrap().to_string();
+    assert!(
+        second.contains("block 3") && second.contains(SYNC_FAILED) && second.contains("poisoned"),
+        "{second}"
+    );
+    let third = db.compact().unwrap_err().to_string();
+    assert!(third.contains(SYNC_FAILED), "{third}");
+    assert_eq!(db.last_block(), Some(2));
+}
+
+/// What the journal's injected fsync failure says.
+const SYNC_FAILED: &str = "injected sync failure";
+
+#[test]
+fn a_disk_full_flush_poisons_the_store_and_names_the_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = FillingDisk::default();
+    // Nothing is flushed before the test asks.
+    let options = Options {
+        flush_batch_bytes: u64::MAX,
+        memory_budget_bytes: u64::MAX,
         ..options(1)
     };
     let db = StateDb::open_with_io(
@@ -229,25 +283,14 @@ fn after_a_disk_full_commit_every_refusal_names_the_block_and_the_first_cause() 
         writer.commit().unwrap();
     }
     disk.full.store(true, Ordering::SeqCst);
-
-    let mut writer = db.begin_block(3).unwrap();
-    stage(&mut writer, 3, 0);
-    let first = writer.commit().unwrap_err().to_string();
-    assert!(
-        first.contains("block 3") && first.contains(NO_SPACE),
-        "the failed commit names the block and the cause: {first}"
-    );
-
-    // The disk has room again, but the store stays poisoned until reopened;
-    // every refusal names the block and the first cause, not redb's
-    // "Previous I/O error occurred".
+    let first = db.flush().unwrap_err().to_string();
+    assert!(first.contains(NO_SPACE), "{first}");
     disk.full.store(false, Ordering::SeqCst);
     let second = db.begin_block(3).err().unwrap().to_string();
     assert!(
-        second.contains("block 3") && second.contains(NO_SPACE) && second.contains("poisoned"),
+        second.contains(NO_SPACE) && second.contains("poisoned"),
         "{second}"
     );
-    let third = db.compact().unwrap_err().to_string();
-    assert!(third.contains(NO_SPACE), "{third}");
+    // The committed blocks are still what readers see.
     assert_eq!(db.last_block(), Some(2));
 }

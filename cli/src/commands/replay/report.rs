@@ -44,6 +44,7 @@ pub(super) fn print_run(run: &RunResult) {
         run.genesis.as_secs_f64(),
         run.roots_checked
     );
+    print_commit_breakdown(run);
     let c = &run.cache_stats;
     println!(
         "branch cache: {:.1}% hit rate ({} hits, {} misses), {} entries, {} evictions",
@@ -58,6 +59,33 @@ pub(super) fn print_run(run: &RunResult) {
             figures.print(observer.rate);
         }
     }
+}
+
+/// Where the commit time went: the root, the journal write, flush waits,
+/// and what the background flush did beside the block loop.
+fn print_commit_breakdown(run: &RunResult) {
+    let secs = |d: std::time::Duration| d.as_secs_f64();
+    let ratio = secs(run.commit) / secs(run.commitment).max(1e-9);
+    println!(
+        "commit: {:.3} s = root {:.3} s + journal write {:.3} s ({:.1} MB) + flush waits {:.3} s ({} waits) + other {:.3} s; commit/root {:.2}x",
+        secs(run.commit),
+        secs(run.commitment),
+        secs(run.journal),
+        run.journal_bytes as f64 / 1e6,
+        secs(run.flush_wait),
+        run.flush.waits,
+        (secs(run.commit) - secs(run.commitment) - secs(run.journal) - secs(run.flush_wait))
+            .max(0.0),
+        ratio
+    );
+    println!(
+        "flush (background): {} batches, {} blocks, {} keys, {:.3} s; close (final flush) {:.3} s",
+        run.flush.flushes,
+        run.flush.blocks,
+        run.flush.keys,
+        secs(run.flush.time),
+        secs(run.close)
+    );
 }
 
 /// The table of read latencies per domain × tier × regime.
@@ -151,6 +179,16 @@ pub(super) fn runs_json(runs: &[RunResult]) -> Value {
                 "wall_s": run.wall.as_secs_f64(),
                 "commit_s": run.commit.as_secs_f64(),
                 "commitment_s": run.commitment.as_secs_f64(),
+                "journal_s": run.journal.as_secs_f64(),
+                "journal_bytes": run.journal_bytes,
+                "flush_wait_s": run.flush_wait.as_secs_f64(),
+                "flush_waits": run.flush.waits,
+                "flushes": run.flush.flushes,
+                "flushed_blocks": run.flush.blocks,
+                "flushed_keys": run.flush.keys,
+                "flush_s": run.flush.time.as_secs_f64(),
+                "close_s": run.close.as_secs_f64(),
+                "per_block": run.per_block,
                 "parse_s": run.parse.as_secs_f64(),
                 "genesis_s": run.genesis.as_secs_f64(),
                 "gas": run.gas,

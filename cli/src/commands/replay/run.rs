@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use alloy_primitives::B256;
 use indicatif::{ProgressBar, ProgressStyle};
 use strata_storage::telemetry::MetricsSnapshot;
-use strata_storage::{CacheKind, CacheStats, Durability, Options, Regime, StateDb};
+use strata_storage::{CacheKind, CacheStats, Durability, FlushStats, Options, Regime, StateDb};
 
 use super::ReplayArgs;
 use super::apply::{check_reads, stage_writes};
@@ -38,6 +38,20 @@ pub struct RunResult {
     pub commit: Duration,
     /// Of that, the commitment (root) calculation.
     pub commitment: Duration,
+    /// Of the commit time, making blocks durable (journal record encoded,
+    /// appended and fsynced).
+    pub journal: Duration,
+    /// Bytes appended to the journal.
+    pub journal_bytes: u64,
+    /// Of the commit time, waiting for a flush (memory tier over budget).
+    pub flush_wait: Duration,
+    /// The background flush's counters for the run.
+    pub flush: FlushStats,
+    /// Closing the store after the block loop (the final flush of the
+    /// blocks still in the memory tier).
+    pub close: Duration,
+    /// Per block: its commit, root, journal write and flush wait.
+    pub per_block: Vec<BlockTiming>,
     /// Of the wall time, reading and parsing the trace.
     pub parse: Duration,
     /// Time to write the genesis (zero when resumed).
@@ -58,6 +72,21 @@ pub struct RunResult {
     pub cache_stats: CacheStats,
     /// Observer figures, when `--observer` was given.
     pub observer: Option<ObserverReport>,
+}
+
+/// Where one block's commit time went.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct BlockTiming {
+    /// The block.
+    pub block: u64,
+    /// Its whole `commit()`, in ms.
+    pub commit_ms: f64,
+    /// The root calculation, in ms.
+    pub root_ms: f64,
+    /// The journal write (encode, append, fsync), in ms.
+    pub journal_ms: f64,
+    /// The wait for a flush, in ms.
+    pub flush_wait_ms: f64,
 }
 
 /// Replay the trace once with `warmers` and `cache`.
@@ -175,6 +204,13 @@ pub(super) fn replay_once(
         }
         ObserverReport { rate, observers }
     });
+    let final_block = db.last_block();
+    let final_root = db.root();
+    let cache_stats = db.cache_stats();
+    let flush = db.flush_stats();
+    let close_started = Instant::now();
+    drop(db);
+    let close = close_started.elapsed();
     Ok(RunResult {
         warmers,
         cache,
@@ -182,15 +218,21 @@ pub(super) fn replay_once(
         wall: totals.wall,
         commit: totals.commit,
         commitment: totals.commitment,
+        journal: totals.journal,
+        journal_bytes: totals.journal_bytes,
+        flush_wait: totals.flush_wait,
+        flush,
+        close,
+        per_block: totals.per_block,
         parse: totals.parse,
         genesis,
         gas: totals.gas,
         keys: totals.keys,
         roots_checked: totals.roots_checked,
-        final_block: db.last_block(),
-        final_root: db.root(),
+        final_block,
+        final_root,
         reads,
-        cache_stats: db.cache_stats(),
+        cache_stats,
         observer,
     })
 }
@@ -268,6 +310,10 @@ struct Totals {
     wall: Duration,
     commit: Duration,
     commitment: Duration,
+    journal: Duration,
+    journal_bytes: u64,
+    flush_wait: Duration,
+    per_block: Vec<BlockTiming>,
     parse: Duration,
     gas: Option<u64>,
     keys: u64,
@@ -289,6 +335,10 @@ fn block_loop(
         wall: Duration::ZERO,
         commit: Duration::ZERO,
         commitment: Duration::ZERO,
+        journal: Duration::ZERO,
+        journal_bytes: 0,
+        flush_wait: Duration::ZERO,
+        per_block: Vec::new(),
         parse: Duration::ZERO,
         gas: Some(0),
         keys: 0,
@@ -346,8 +396,20 @@ fn block_loop(
             })),
             other => CliError::storage(datadir)(other),
         })?;
-        totals.commit += commit_started.elapsed();
+        let commit_time = commit_started.elapsed();
+        totals.commit += commit_time;
         totals.commitment += info.commitment_time;
+        totals.journal += info.write_time;
+        totals.journal_bytes += info.journal_bytes;
+        totals.flush_wait += info.flush_wait;
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        totals.per_block.push(BlockTiming {
+            block: info.block,
+            commit_ms: ms(commit_time),
+            root_ms: ms(info.commitment_time),
+            journal_ms: ms(info.write_time),
+            flush_wait_ms: ms(info.flush_wait),
+        });
         totals.commits.push((monotonic_ns(), info.block));
         if block.state_root.is_some() {
             totals.roots_checked += 1;

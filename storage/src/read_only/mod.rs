@@ -27,17 +27,23 @@ use strata_cache::CacheStats;
 
 use crate::db::guard::guarded;
 use crate::db::meta::{self, FORMAT_VERSION, Meta};
-use crate::db::tables::{BLOCK_HASHES, META};
+use crate::db::tables::META;
 use crate::domain::Regime;
 use crate::error::{Error, Result, db_err};
 use crate::files::{FileError, FileSystem, OsFileSystem};
 use crate::fileset::FileSet;
+use crate::journal::{JournalError, segment_first_block};
+use crate::ledger::JOURNAL_DIR;
 use crate::options::Options;
 use crate::reader::StateReader;
 use crate::snapshot::Snapshot;
 use crate::state_db::{DB_FILE, FILES_DIR};
 use crate::stats::DbStats;
 use crate::telemetry::ReadMetrics;
+
+mod followed;
+
+use followed::{Advance, Followed};
 
 /// How many times a refresh starts over when the writer pruned a file
 /// between the read transaction and the file's open.
@@ -69,9 +75,10 @@ struct Follower {
     /// The follower thread could not open the newest commit: readers open
     /// it themselves (and get the error).
     follow_failed: AtomicBool,
-    /// Held by one refresh at a time (the thread's or a caller's), so
-    /// snapshots are published in commit order.
-    refreshing: Mutex<()>,
+    /// The journaled blocks followed so far; held by one refresh at a time
+    /// (the thread's or a caller's), so snapshots are published in commit
+    /// order.
+    refreshing: Mutex<Followed>,
     /// Set to stop the follower thread; notified through `wake`.
     stop: Mutex<bool>,
     wake: Condvar,
@@ -95,7 +102,17 @@ impl ReadOnlyStateDb {
         let files_dir = datadir.join(FILES_DIR);
         let fs: Arc<dyn FileSystem> = Arc::new(OsFileSystem);
         // Fail now, not at the first read, on a datadir that cannot be read.
-        let first = open_newest(&db, &datadir, &files_dir, &fs, &Arc::default())?;
+        let mut followed = Followed::new(&datadir.join(JOURNAL_DIR));
+        let first = newest(
+            &db,
+            &datadir,
+            &files_dir,
+            &fs,
+            &Arc::default(),
+            &mut followed,
+            true,
+        )?
+        .expect("a forced open returns a snapshot");
         let step_size = begin(&db, &datadir)?.1.step_size;
         let follower = Arc::new(Follower {
             step_size,
@@ -105,7 +122,7 @@ impl ReadOnlyStateDb {
             fs,
             latest: ArcSwap::from_pointee(first),
             follow_failed: AtomicBool::new(false),
-            refreshing: Mutex::new(()),
+            refreshing: Mutex::new(followed),
             stop: Mutex::new(false),
             wake: Condvar::new(),
         });
@@ -159,7 +176,28 @@ impl ReadOnlyStateDb {
             self.follower.snapshot()?.as_ref(),
             self.follower.step_size,
             CacheStats::default(),
+            self.journal_stats(),
         )
+    }
+
+    /// The journal's segments on disk: their bytes, and the blocks from the
+    /// oldest segment's first to the head readers see.
+    fn journal_stats(&self) -> crate::stats::JournalStats {
+        let dir = self.follower.datadir.join(JOURNAL_DIR);
+        let (mut first, mut bytes) = (None::<u64>, 0);
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let name = entry.file_name();
+            let Some(block) = segment_first_block(&name.to_string_lossy()) else {
+                continue;
+            };
+            first = Some(first.map_or(block, |f| f.min(block)));
+            bytes += entry.metadata().map_or(0, |m| m.len());
+        }
+        let head = self.follower.latest.load().block();
+        crate::stats::JournalStats {
+            blocks: first.zip(head).filter(|(f, h)| f <= h),
+            bytes,
+        }
     }
 
     /// The live keys and their raw bytes per domain at the block
@@ -205,8 +243,8 @@ impl Follower {
     /// newest commit opened on this thread, so this reader gets the error.
     fn snapshot(&self) -> Result<Arc<Snapshot>> {
         if self.follow_failed.swap(false, Ordering::AcqRel) {
-            let _one_at_a_time = self.refreshing.lock();
-            let fresh = Arc::new(self.open_newest()?);
+            let mut followed = self.refreshing.lock();
+            let fresh = Arc::new(self.newest(&mut followed, true)?.expect("forced"));
             self.latest.store(fresh.clone());
             return Ok(fresh);
         }
@@ -248,43 +286,23 @@ impl Follower {
 
     /// Publishes the newest commit if it differs from the published one.
     fn refresh(&self) -> Result<()> {
-        let _one_at_a_time = self.refreshing.lock();
-        let current = self.latest.load_full();
-        let (txn, meta) = begin(&self.db, &self.datadir)?;
-        if meta.head == current.head && meta.manifest == current.files.manifest {
-            // The same (block, root, files): nothing new, unless a reorg
-            // went to a sibling with the same state root, which still
-            // differs in the block's hash.
-            let Some(head) = meta.head else { return Ok(()) };
-            let hash = guarded(BLOCK_HASHES.name(), || {
-                let hashes = txn
-                    .open_table(BLOCK_HASHES)
-                    .map_err(db_err("open block hashes"))?;
-                Ok(hashes
-                    .get(head.block)
-                    .map_err(db_err("get block hash"))?
-                    .map(|guard| B256::from_slice(guard.value())))
-            })?;
-            if hash == current.block_hash(head.block)? {
-                return Ok(());
-            }
-            let fresh = Snapshot::from_txn(txn, meta.head, current.files.clone())?;
+        let mut followed = self.refreshing.lock();
+        if let Some(fresh) = self.newest(&mut followed, false)? {
             self.latest.store(Arc::new(fresh));
-            return Ok(());
         }
-        drop(txn);
-        self.latest.store(Arc::new(self.open_newest()?));
         Ok(())
     }
 
-    fn open_newest(&self) -> Result<Snapshot> {
+    fn newest(&self, followed: &mut Followed, force: bool) -> Result<Option<Snapshot>> {
         let current = self.latest.load_full();
-        open_newest(
+        newest(
             &self.db,
             &self.datadir,
             &self.files_dir,
             &self.fs,
             &current.files,
+            followed,
+            force,
         )
     }
 }
@@ -395,20 +413,47 @@ fn begin(db: &ReadDb, datadir: &Path) -> Result<(ReadTransaction, Meta)> {
     Ok((txn, meta))
 }
 
-/// A snapshot of the newest commit with the files its manifest lists,
-/// reusing those `previous` holds. A file pruned between the transaction and
-/// its open (the manifest was already superseded) starts over from a newer
-/// commit.
-fn open_newest(
+/// A snapshot of the newest commit: redb's newest transaction, the files
+/// its manifest lists (reusing those `previous` holds) and the blocks the
+/// journal holds after redb's head. `None` when nothing changed since
+/// `followed` was last brought up to date (unless `force`).
+///
+/// Starts over from a newer transaction when the writer got ahead in
+/// between: a file pruned before its open (the manifest was already
+/// superseded), or journal segments released or cut before they were read.
+/// After reading the journal the unwind count is read again, so blocks of
+/// an unwound history are never shown on top of the state before it.
+fn newest(
     db: &ReadDb,
     datadir: &Path,
     files_dir: &Path,
     fs: &Arc<dyn FileSystem>,
     previous: &Arc<FileSet>,
-) -> Result<Snapshot> {
-    let mut last_missing = None;
+    followed: &mut Followed,
+    force: bool,
+) -> Result<Option<Snapshot>> {
+    let mut last_error = None;
     for _ in 0..REFRESH_ATTEMPTS {
         let (txn, meta) = begin(db, datadir)?;
+        let before = (followed.base(), followed.head());
+        if let Advance::Gap { expected, found } = followed.advance(&meta)? {
+            followed.reset();
+            last_error = Some(Error::Journal(JournalError::Gap {
+                path: datadir.join(JOURNAL_DIR),
+                expected,
+                found,
+            }));
+            continue;
+        }
+        if begin(db, datadir)?.1.unwinds != meta.unwinds {
+            followed.reset();
+            continue;
+        }
+        let unchanged =
+            before == (followed.base(), followed.head()) && previous.manifest == meta.manifest;
+        if unchanged && !force {
+            return Ok(None);
+        }
         let files = if previous.manifest == meta.manifest {
             previous.clone()
         } else {
@@ -417,15 +462,17 @@ fn open_newest(
                 Err(Error::File(FileError::Io { file, op, source }))
                     if source.kind() == std::io::ErrorKind::NotFound =>
                 {
-                    last_missing = Some(FileError::Io { file, op, source });
+                    last_error = Some(Error::File(FileError::Io { file, op, source }));
                     continue;
                 }
                 Err(other) => return Err(other),
             }
         };
-        return Snapshot::from_txn(txn, meta.head, files);
+        let head = followed.head();
+        let memory = followed.memory().clone();
+        return Snapshot::from_txn(txn, head, files, memory).map(Some);
     }
-    Err(Error::File(
-        last_missing.expect("a retry follows a missing file"),
-    ))
+    Err(last_error.unwrap_or_else(|| {
+        Error::Maintenance("the writer unwound repeatedly while the journal was read".into())
+    }))
 }

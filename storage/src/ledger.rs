@@ -1,0 +1,633 @@
+//! The one owner of "what makes a block durable".
+//!
+//! A block is durable once its record is in the journal (one sequential,
+//! checksummed append, fsynced per [`crate::Durability`]); it is visible
+//! once the snapshot that holds it in the memory tier is published. The
+//! flush moves batches of journaled blocks into redb in the background:
+//! keys sorted, repeated writes collapsed to the newest, one write
+//! transaction per batch, after which the memory tier forgets them and the
+//! journal keeps them only as unwind data. Genesis, unwind and maintenance
+//! publish through [`Ledger::publish`] too, so every snapshot swap is here.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use alloy_primitives::{B256, keccak256};
+use bytes::Bytes;
+use parking_lot::{Condvar, Mutex, MutexGuard};
+use redb::{ReadableDatabase, ReadableTable};
+
+use crate::db::meta::{self, Head};
+use crate::db::tables::{BLOCK_HASH_WINDOW, BLOCK_HASHES, CODE_BY_HASH, META, ROOTS, domain_table};
+use crate::db::value;
+use crate::domain::Domain;
+use crate::error::{Error, Result, db_err};
+use crate::files::FileSystem;
+use crate::fileset::FileSet;
+use crate::inner::{CommitGuard, Inner};
+use crate::journal::{BlockRecord, Journal, JournalRecord};
+use crate::memory::MemoryTier;
+use crate::snapshot::Snapshot;
+use crate::sources::ROOT_RECORD_KEY;
+
+/// Name of the journal's folder inside the datadir.
+pub const JOURNAL_DIR: &str = "journal";
+
+/// What a publication changes in the current snapshot.
+pub(crate) enum Change<'a> {
+    /// A block committed to the memory tier (same redb view and files).
+    Block(&'a BlockRecord),
+    /// Blocks written to redb by a flush: a new redb view, and the memory
+    /// tier without them.
+    Flushed(&'a [Arc<BlockRecord>]),
+    /// A new file set (maintenance): a new redb view, same memory tier.
+    Files(FileSet),
+    /// redb rewritten under a new head with nothing in memory (genesis, unwind).
+    Reset(Head),
+}
+
+/// Counters of the flush and of the block loop's waits for it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FlushStats {
+    /// Flushes run (each one redb write transaction).
+    pub flushes: u64,
+    /// Blocks flushed.
+    pub blocks: u64,
+    /// Keys written to redb after collapsing repeated writes.
+    pub keys: u64,
+    /// Time spent in flushes.
+    pub time: Duration,
+    /// Commits that waited for a flush because the memory tier was over budget.
+    pub waits: u64,
+    /// Total time those commits waited.
+    pub wait_time: Duration,
+}
+
+/// How long one commit spent in the ledger.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct CommitTimes {
+    /// Encoding and appending (and syncing) the journal record.
+    pub(crate) journal: Duration,
+    /// Bytes appended to the journal.
+    pub(crate) journal_bytes: u64,
+    /// Waiting for a flush (memory tier over budget).
+    pub(crate) flush_wait: Duration,
+}
+
+/// The journal, the blocks not yet flushed and the flush's bookkeeping.
+pub(crate) struct Ledger {
+    journal: Mutex<Journal>,
+    /// Committed blocks not yet in redb, oldest first (the memory tier's
+    /// contents, as records).
+    pending: Mutex<VecDeque<Arc<BlockRecord>>>,
+    /// Held by one flush (or unwind) at a time. After `maintenance_lock`,
+    /// before `commit_lock` in the lock order.
+    flush_lock: Mutex<()>,
+    /// Wakes the flusher; tells waiting commits a flush finished.
+    signal: Signal,
+    encode_buffer: Mutex<Vec<u8>>,
+    flushes: AtomicU64,
+    flushed_blocks: AtomicU64,
+    flushed_keys: AtomicU64,
+    flush_nanos: AtomicU64,
+    waits: AtomicU64,
+    wait_nanos: AtomicU64,
+}
+
+/// The journal opened at startup and the blocks it holds after the
+/// flushed head, decoded and checked.
+pub(crate) struct Recovery {
+    pub(crate) ledger: Ledger,
+    pub(crate) memory: MemoryTier,
+    pub(crate) head: Option<Head>,
+}
+
+impl Ledger {
+    /// Opens the journal in `datadir`, replaying the blocks after `flushed`
+    /// (redb's head) into a memory tier. Each record is checked: its frame's
+    /// checksum (the journal), that it decodes, that blocks follow each
+    /// other, and that its root record carries its block and root.
+    pub(crate) fn open(
+        fs: Arc<dyn FileSystem>,
+        datadir: &Path,
+        flushed: Option<Head>,
+        segment_bytes: u64,
+    ) -> Result<Recovery> {
+        let dir = datadir.join(JOURNAL_DIR);
+        let flushed_block = flushed.map(|h| h.block);
+        let (mut journal, recovered) = Journal::open(fs, dir, flushed_block, segment_bytes)?;
+        if let Some((path, offset, bytes)) = &recovered.torn_tail {
+            tracing::warn!(
+                segment = %path.display(),
+                offset,
+                bytes,
+                "journal: cut a torn tail an interrupted append left"
+            );
+        }
+        if let (Some(flushed), Some((_, last))) = (flushed_block, journal.blocks())
+            && last < flushed
+        {
+            // redb is ahead of every journaled block (an unwind that a
+            // crash interrupted after cutting the journal): the journal
+            // holds nothing to replay and no unwind data that fits.
+            tracing::warn!(
+                flushed,
+                last,
+                "journal ends before the flushed block; starting it anew"
+            );
+            journal.discard_all(flushed + 1)?;
+        }
+        let mut memory = MemoryTier::default();
+        let mut pending = VecDeque::new();
+        let mut head = flushed;
+        for JournalRecord { block, payload } in recovered.records {
+            let record =
+                BlockRecord::decode(&payload).map_err(|e| Error::CorruptJournalRecord {
+                    block,
+                    what: e.to_string(),
+                })?;
+            check_recovered(&record, block, head)?;
+            memory.apply(&record);
+            head = Some(Head {
+                block,
+                root: record.root,
+            });
+            pending.push_back(Arc::new(record));
+        }
+        if !pending.is_empty() {
+            tracing::info!(
+                blocks = pending.len(),
+                head = head.map(|h| h.block),
+                "journal: replayed the blocks after the flushed one"
+            );
+        }
+        let ledger = Ledger {
+            journal: Mutex::new(journal),
+            pending: Mutex::new(pending),
+            flush_lock: Mutex::new(()),
+            signal: Signal::default(),
+            encode_buffer: Mutex::new(Vec::new()),
+            flushes: AtomicU64::new(0),
+            flushed_blocks: AtomicU64::new(0),
+            flushed_keys: AtomicU64::new(0),
+            flush_nanos: AtomicU64::new(0),
+            waits: AtomicU64::new(0),
+            wait_nanos: AtomicU64::new(0),
+        };
+        Ok(Recovery {
+            ledger,
+            memory,
+            head,
+        })
+    }
+
+    /// Makes `record` durable (journal append, fsynced when `durable`),
+    /// then, under `commit_lock`, runs `write_through` (the branch cache)
+    /// and publishes the block. A panic in between poisons the store, as
+    /// an I/O error does.
+    pub(crate) fn commit(
+        &self,
+        inner: &Inner,
+        record: BlockRecord,
+        durable: bool,
+        write_through: impl FnOnce(),
+    ) -> Result<CommitTimes> {
+        let mut times = CommitTimes::default();
+        let started = Instant::now();
+        {
+            let mut buffer = self.encode_buffer.lock();
+            record.encode_into(&mut buffer);
+            times.journal_bytes = self.journal.lock().append(record.block, &buffer, durable)?;
+        }
+        times.journal = started.elapsed();
+        let record = Arc::new(record);
+        let published = catch_unwind(AssertUnwindSafe(|| -> Result<()> {
+            let commit = inner.lock_commit();
+            write_through();
+            self.pending.lock().push_back(record.clone());
+            self.publish(inner, &commit, Change::Block(&record))
+        }));
+        match published {
+            Ok(result) => result?,
+            Err(panic) => {
+                return Err(Error::Panicked {
+                    what: "publishing a block already in the journal",
+                    message: panic_message(&panic),
+                });
+            }
+        }
+        times.flush_wait = self.make_room(inner)?;
+        Ok(times)
+    }
+
+    /// Publishes a new snapshot: the one place the current snapshot changes.
+    pub(crate) fn publish(
+        &self,
+        inner: &Inner,
+        _commit: &CommitGuard<'_>,
+        change: Change<'_>,
+    ) -> Result<()> {
+        let current = inner.current.load_full();
+        let next = match change {
+            Change::Block(record) => {
+                let mut memory = current.memory.clone();
+                memory.apply(record);
+                let head = Head {
+                    block: record.block,
+                    root: record.root,
+                };
+                current.with_memory(Some(head), memory)
+            }
+            Change::Flushed(batch) => {
+                let mut memory = current.memory.clone();
+                memory.remove_flushed(batch.iter().map(Arc::as_ref));
+                Snapshot::open(&inner.db, current.head, current.files.clone(), memory)?
+            }
+            Change::Files(files) => Snapshot::open(
+                &inner.db,
+                current.head,
+                Arc::new(files),
+                current.memory.clone(),
+            )?,
+            Change::Reset(head) => Snapshot::open(
+                &inner.db,
+                Some(head),
+                current.files.clone(),
+                MemoryTier::default(),
+            )?,
+        };
+        inner.current.store(Arc::new(next));
+        Ok(())
+    }
+
+    /// Back-pressure: asks for a flush once the memory tier holds a batch,
+    /// and waits while it is over its budget. Without a background flusher
+    /// the flush runs here. Returns the time waited.
+    fn make_room(&self, inner: &Inner) -> Result<Duration> {
+        let bytes = inner.current.load().memory.bytes();
+        let options = &inner.options;
+        if bytes < options.flush_batch_bytes {
+            return Ok(Duration::ZERO);
+        }
+        if !options.background_maintenance {
+            if bytes < options.memory_budget_bytes {
+                return Ok(Duration::ZERO);
+            }
+            let started = Instant::now();
+            self.flush(inner)?;
+            return Ok(self.count_wait(started));
+        }
+        self.signal.request();
+        if bytes < options.memory_budget_bytes {
+            return Ok(Duration::ZERO);
+        }
+        let started = Instant::now();
+        while inner.current.load().memory.bytes() >= options.memory_budget_bytes {
+            inner.check_poisoned()?;
+            self.signal.request();
+            self.signal.wait_flushed(Duration::from_millis(100));
+        }
+        Ok(self.count_wait(started))
+    }
+
+    fn count_wait(&self, started: Instant) -> Duration {
+        let waited = started.elapsed();
+        self.waits.fetch_add(1, Ordering::Relaxed);
+        self.wait_nanos
+            .fetch_add(waited.as_nanos() as u64, Ordering::Relaxed);
+        waited
+    }
+
+    /// Flushes every block committed so far into redb (one write
+    /// transaction), then lets the memory tier and the journal go of them.
+    /// Returns the blocks flushed.
+    pub(crate) fn flush(&self, inner: &Inner) -> Result<usize> {
+        let serial = self.flush_lock.lock();
+        self.flush_locked(inner, &serial)
+    }
+
+    fn flush_locked(&self, inner: &Inner, _serial: &MutexGuard<'_, ()>) -> Result<usize> {
+        let batch: Vec<Arc<BlockRecord>> = self.pending.lock().iter().cloned().collect();
+        let Some(last) = batch.last() else {
+            return Ok(0);
+        };
+        let started = Instant::now();
+        let head = Head {
+            block: last.block,
+            root: last.root,
+        };
+        // redb must never hold a block the journal could lose.
+        self.journal.lock().sync()?;
+        let keys = write_batch(inner, &batch, head)?;
+        {
+            let commit = inner.lock_commit();
+            self.publish(inner, &commit, Change::Flushed(&batch))?;
+        }
+        self.pending.lock().drain(..batch.len());
+        let newest = inner.current.load().block().unwrap_or(head.block);
+        let release = head
+            .block
+            .min(newest.saturating_sub(inner.options.unwind_depth));
+        self.journal.lock().release_through(release)?;
+        self.flushes.fetch_add(1, Ordering::Relaxed);
+        self.flushed_blocks
+            .fetch_add(batch.len() as u64, Ordering::Relaxed);
+        self.flushed_keys.fetch_add(keys, Ordering::Relaxed);
+        self.flush_nanos
+            .fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        self.signal.flushed();
+        tracing::debug!(
+            blocks = batch.len(),
+            keys,
+            through = head.block,
+            ms = started.elapsed().as_millis() as u64,
+            "flushed"
+        );
+        Ok(batch.len())
+    }
+
+    /// Flushes everything and holds the flush lock for `then` (unwind).
+    pub(crate) fn flushed_and_locked<T>(
+        &self,
+        inner: &Inner,
+        then: impl FnOnce(&mut Journal) -> Result<T>,
+    ) -> Result<T> {
+        let serial = self.flush_lock.lock();
+        self.flush_locked(inner, &serial)?;
+        let mut journal = self.journal.lock();
+        then(&mut journal)
+    }
+
+    /// Holds off flushes while the caller writes redb and publishes
+    /// (maintenance: its redb view and file set must change together).
+    pub(crate) fn hold_flushes(&self) -> MutexGuard<'_, ()> {
+        self.flush_lock.lock()
+    }
+
+    /// The flush's counters.
+    pub(crate) fn stats(&self) -> FlushStats {
+        FlushStats {
+            flushes: self.flushes.load(Ordering::Relaxed),
+            blocks: self.flushed_blocks.load(Ordering::Relaxed),
+            keys: self.flushed_keys.load(Ordering::Relaxed),
+            time: Duration::from_nanos(self.flush_nanos.load(Ordering::Relaxed)),
+            waits: self.waits.load(Ordering::Relaxed),
+            wait_time: Duration::from_nanos(self.wait_nanos.load(Ordering::Relaxed)),
+        }
+    }
+
+    /// The blocks the journal holds (oldest, newest) and its bytes.
+    pub(crate) fn journal_extent(&self) -> (Option<(u64, u64)>, u64) {
+        let journal = self.journal.lock();
+        (journal.blocks(), journal.bytes())
+    }
+
+    /// The first block whose unwind data the journal holds.
+    pub(crate) fn first_journaled(&self) -> Option<u64> {
+        self.journal.lock().blocks().map(|(first, _)| first)
+    }
+}
+
+/// Checks a replayed record against its frame and the block before it.
+pub(crate) fn check_recovered(
+    record: &BlockRecord,
+    block: u64,
+    previous: Option<Head>,
+) -> Result<()> {
+    let corrupt = |what: String| Error::CorruptJournalRecord { block, what };
+    if record.block != block {
+        return Err(corrupt(format!(
+            "the record names block {}, its frame block {block}",
+            record.block
+        )));
+    }
+    let expected = previous.map_or(0, |h| h.block + 1);
+    if block != expected {
+        return Err(corrupt(format!("expected block {expected} next")));
+    }
+    let root_record = record
+        .writes
+        .iter()
+        .find(|w| w.domain == Domain::Commitment && w.key.as_ref() == ROOT_RECORD_KEY);
+    let want = Head {
+        block,
+        root: record.root,
+    }
+    .encode();
+    match root_record.and_then(|w| w.value.as_ref()) {
+        Some(value) if value.as_ref() == want.as_slice() => Ok(()),
+        Some(_) => Err(corrupt(
+            "its root record does not carry its block and root".into(),
+        )),
+        None => Err(corrupt("it has no root record".into())),
+    }
+}
+
+/// The newest write of each key across `batch`, per domain, in key order,
+/// with the block that made it.
+type Collapsed = [BTreeMap<Bytes, (u64, Option<Bytes>)>; 4];
+
+fn collapse(batch: &[Arc<BlockRecord>]) -> Collapsed {
+    let mut out: Collapsed = Default::default();
+    for record in batch {
+        for write in &record.writes {
+            out[write.domain.index()]
+                .insert(write.key.clone(), (record.block, write.value.clone()));
+        }
+    }
+    out
+}
+
+/// One durable redb write transaction holding `batch`: the newest value of
+/// every key (tagged with its block's step), code by hash, roots, block
+/// hashes and the head. Returns the keys written.
+fn write_batch(inner: &Inner, batch: &[Arc<BlockRecord>], head: Head) -> Result<u64> {
+    let collapsed = collapse(batch);
+    let manifest = inner.current.load().files.manifest.clone();
+    let txn = inner.db.begin_write().map_err(db_err("begin write"))?;
+    let mut keys = 0;
+    {
+        for domain in Domain::ALL {
+            let mut table = txn
+                .open_table(domain_table(domain))
+                .map_err(db_err("open table"))?;
+            for (key, (block, new)) in &collapsed[domain.index()] {
+                // Newer than every file, also after an unwind into collated steps.
+                let step = manifest.db_step(domain, inner.step_of(*block));
+                table
+                    .insert(key.as_ref(), value::encode(step, new.as_deref()).as_slice())
+                    .map_err(db_err("write value"))?;
+                keys += 1;
+            }
+        }
+        let mut by_hash = txn
+            .open_table(CODE_BY_HASH)
+            .map_err(db_err("open code by hash"))?;
+        for (_, new) in collapsed[Domain::Code.index()].values() {
+            if let Some(code) = new {
+                by_hash
+                    .insert(keccak256(code).as_slice(), code.as_ref())
+                    .map_err(db_err("write code by hash"))?;
+            }
+        }
+        let mut roots = txn.open_table(ROOTS).map_err(db_err("open roots"))?;
+        let mut hashes = txn
+            .open_table(BLOCK_HASHES)
+            .map_err(db_err("open block hashes"))?;
+        for record in batch {
+            roots
+                .insert(record.block, record.root.as_slice())
+                .map_err(db_err("write root"))?;
+            if let Some(hash) = record.hash {
+                hashes
+                    .insert(record.block, hash.as_slice())
+                    .map_err(db_err("write block hash"))?;
+            }
+        }
+        if let Some(oldest) = head.block.checked_sub(inner.options.unwind_depth) {
+            roots
+                .retain_in(..oldest, |_, _| false)
+                .map_err(db_err("drop old roots"))?;
+        }
+        if let Some(oldest) = head.block.checked_sub(BLOCK_HASH_WINDOW) {
+            hashes
+                .retain_in(..=oldest, |_, _| false)
+                .map_err(db_err("drop old block hashes"))?;
+        }
+        let mut meta_table = txn.open_table(META).map_err(db_err("open meta"))?;
+        meta::write_head(&mut meta_table, head)?;
+    }
+    txn.commit().map_err(db_err("commit flush"))?;
+    Ok(keys)
+}
+
+/// The root of `block` when redb (the roots of the unwind window) or the
+/// memory tier holds it.
+pub(crate) fn root_of(inner: &Inner, block: u64) -> Result<Option<B256>> {
+    if let Some(found) = inner.current.load().memory.block(block) {
+        return Ok(Some(found.root));
+    }
+    let txn = inner.db.begin_read().map_err(db_err("begin read"))?;
+    let roots = txn.open_table(ROOTS).map_err(db_err("open roots"))?;
+    let root = roots.get(block).map_err(db_err("read root"))?;
+    Ok(root.map(|guard| B256::from_slice(guard.value())))
+}
+
+/// The first block redb keeps a root for.
+pub(crate) fn first_root(inner: &Inner) -> Result<Option<u64>> {
+    let txn = inner.db.begin_read().map_err(db_err("begin read"))?;
+    let roots = txn.open_table(ROOTS).map_err(db_err("open roots"))?;
+    let first = roots.first().map_err(db_err("read roots"))?;
+    Ok(first.map(|(block, _)| block.value()))
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    if let Some(text) = panic.downcast_ref::<&str>() {
+        (*text).to_owned()
+    } else if let Some(text) = panic.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "(no message)".to_owned()
+    }
+}
+
+/// Requests to the flusher thread, and news of finished flushes.
+#[derive(Default)]
+pub(crate) struct Signal {
+    state: Mutex<SignalState>,
+    wake: Condvar,
+    done: Condvar,
+}
+
+#[derive(Default)]
+struct SignalState {
+    requested: bool,
+    stop: bool,
+    flushes: u64,
+}
+
+impl Signal {
+    /// Asks for a flush.
+    pub(crate) fn request(&self) {
+        self.state.lock().requested = true;
+        self.wake.notify_one();
+    }
+
+    /// Tells the flusher to stop.
+    pub(crate) fn stop(&self) {
+        self.state.lock().stop = true;
+        self.wake.notify_one();
+    }
+
+    /// Waits for a request; `false` when asked to stop.
+    pub(crate) fn wait_request(&self) -> bool {
+        let mut state = self.state.lock();
+        while !state.requested && !state.stop {
+            self.wake.wait(&mut state);
+        }
+        state.requested = false;
+        !state.stop
+    }
+
+    fn flushed(&self) {
+        self.state.lock().flushes += 1;
+        self.done.notify_all();
+    }
+
+    /// Waits (at most `timeout`) for the next flush to finish.
+    fn wait_flushed(&self, timeout: Duration) {
+        let mut state = self.state.lock();
+        let seen = state.flushes;
+        let deadline = Instant::now() + timeout;
+        while state.flushes == seen {
+            if self.done.wait_until(&mut state, deadline).timed_out() {
+                return;
+            }
+        }
+    }
+}
+
+/// The background thread that flushes when the memory tier holds a batch.
+pub(crate) struct FlushWorker {
+    inner: Arc<Inner>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl FlushWorker {
+    pub(crate) fn start(inner: Arc<Inner>) -> Result<FlushWorker> {
+        let worker = inner.clone();
+        let thread = std::thread::Builder::new()
+            .name("strata-flush".into())
+            .spawn(move || {
+                while worker.ledger.signal.wait_request() {
+                    if worker.check_poisoned().is_err() {
+                        continue;
+                    }
+                    let flushed = worker.ledger.flush(&worker);
+                    // A failure poisons the store (commits then refuse);
+                    // `poison_on_error` is called with no lock held.
+                    if let Ok(blocks) = worker.poison_on_error(flushed)
+                        && blocks > 0
+                    {
+                        worker.maintenance.wake();
+                    }
+                }
+            })
+            .map_err(|e| Error::Maintenance(format!("cannot start the flush thread: {e}")))?;
+        Ok(FlushWorker {
+            inner,
+            thread: Some(thread),
+        })
+    }
+
+    pub(crate) fn stop(mut self) {
+        self.inner.ledger.signal.stop();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}

@@ -1,0 +1,240 @@
+//! The memory tier: every committed block not yet flushed to redb, merged
+//! into one persistent map per domain (newest write of each key wins).
+//!
+//! The maps are `imbl` B-trees: cloning a tier is O(1) and a block's writes
+//! copy only the nodes they touch, so each commit publishes a new tier in a
+//! snapshot while readers of older snapshots keep theirs, untouched and
+//! without a lock.
+
+use alloy_primitives::{Address, B256, keccak256};
+use bytes::Bytes;
+use imbl::OrdMap;
+
+use crate::domain::Domain;
+use crate::journal::BlockRecord;
+use crate::keys::STORAGE_KEY_LEN;
+
+/// A key's newest value in the memory tier and the block that wrote it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct MemValue {
+    /// The block that wrote this value.
+    pub(crate) block: u64,
+    /// The value; `None` is a deletion (it hides older tiers).
+    pub(crate) value: Option<Bytes>,
+}
+
+/// Root and hash of a block held in memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct MemBlock {
+    pub(crate) root: B256,
+    pub(crate) hash: Option<B256>,
+}
+
+/// The committed, unflushed blocks as one view.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct MemoryTier {
+    maps: [OrdMap<Bytes, MemValue>; 4],
+    /// Code stored by these blocks, by hash, with the block that stored it.
+    code_by_hash: OrdMap<B256, (u64, Bytes)>,
+    blocks: OrdMap<u64, MemBlock>,
+    /// Raw bytes of the keys and values held (a write that replaces a key
+    /// counts the new value only).
+    bytes: u64,
+}
+
+fn entry_bytes(key: &[u8], value: &Option<Bytes>) -> u64 {
+    (key.len() + value.as_ref().map_or(0, Bytes::len)) as u64
+}
+
+impl MemoryTier {
+    /// What the tier says about `key`: `Some(None)` for a deletion, `None`
+    /// when no unflushed block wrote it.
+    pub(crate) fn get(&self, domain: Domain, key: &[u8]) -> Option<Option<&Bytes>> {
+        let map = &self.maps[domain.index()];
+        if map.is_empty() {
+            return None;
+        }
+        map.get(key).map(|found| found.value.as_ref())
+    }
+
+    /// Adds a committed block on top.
+    pub(crate) fn apply(&mut self, record: &BlockRecord) {
+        for write in &record.writes {
+            let value = MemValue {
+                block: record.block,
+                value: write.value.clone(),
+            };
+            self.bytes += entry_bytes(&write.key, &write.value);
+            if let Some(old) = self.maps[write.domain.index()].insert(write.key.clone(), value) {
+                self.bytes -= entry_bytes(&write.key, &old.value);
+            }
+            if write.domain == Domain::Code
+                && let Some(code) = &write.value
+            {
+                self.code_by_hash
+                    .insert(keccak256(code), (record.block, code.clone()));
+            }
+        }
+        self.blocks.insert(
+            record.block,
+            MemBlock {
+                root: record.root,
+                hash: record.hash,
+            },
+        );
+    }
+
+    /// Drops what `flushed` (blocks now in redb, oldest first) wrote,
+    /// except keys a newer block wrote again.
+    pub(crate) fn remove_flushed<'a>(
+        &mut self,
+        flushed: impl IntoIterator<Item = &'a BlockRecord>,
+    ) {
+        let mut through = None;
+        for record in flushed {
+            through = Some(record.block);
+            for write in &record.writes {
+                let map = &mut self.maps[write.domain.index()];
+                if map
+                    .get(&write.key)
+                    .is_some_and(|found| found.block <= record.block)
+                    && let Some(old) = map.remove(&write.key)
+                {
+                    self.bytes -= entry_bytes(&write.key, &old.value);
+                }
+            }
+        }
+        if let Some(through) = through {
+            self.blocks = std::mem::take(&mut self.blocks).split(&through).1;
+            let flushed_code: Vec<B256> = self
+                .code_by_hash
+                .iter()
+                .filter(|(_, (block, _))| *block <= through)
+                .map(|(hash, _)| *hash)
+                .collect();
+            for hash in flushed_code {
+                self.code_by_hash.remove(&hash);
+            }
+        }
+    }
+
+    /// Code stored by an unflushed block, by its hash.
+    pub(crate) fn code_by_hash(&self, hash: &B256) -> Option<&Bytes> {
+        self.code_by_hash.get(hash).map(|(_, code)| code)
+    }
+
+    /// Root and hash of an unflushed block.
+    pub(crate) fn block(&self, number: u64) -> Option<&MemBlock> {
+        self.blocks.get(&number)
+    }
+
+    /// The oldest and newest unflushed blocks.
+    pub(crate) fn blocks(&self) -> Option<(u64, u64)> {
+        let (first, _) = self.blocks.get_min()?;
+        let (last, _) = self.blocks.get_max()?;
+        Some((*first, *last))
+    }
+
+    /// Raw bytes of the keys and values held.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Keys held per domain.
+    pub(crate) fn len(&self, domain: Domain) -> usize {
+        self.maps[domain.index()].len()
+    }
+
+    /// Every entry of `domain` in key order (deletions as `None`).
+    pub(crate) fn entries(&self, domain: Domain) -> impl Iterator<Item = (&Bytes, &MemValue)> {
+        self.maps[domain.index()].iter()
+    }
+
+    /// The storage entries of `address` in key order.
+    pub(crate) fn storage_of(
+        &self,
+        address: &Address,
+    ) -> impl Iterator<Item = (&Bytes, &MemValue)> {
+        let mut lo = [0u8; STORAGE_KEY_LEN];
+        lo[..20].copy_from_slice(address.as_slice());
+        let mut hi = [0xffu8; STORAGE_KEY_LEN];
+        hi[..20].copy_from_slice(address.as_slice());
+        self.maps[Domain::Storage.index()]
+            .range(Bytes::copy_from_slice(&lo)..=Bytes::copy_from_slice(&hi))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::journal::{Previous, RecordWrite};
+
+    /// A test write: domain, key, value (`None` deletes).
+    type Write<'a> = (Domain, &'a [u8], Option<&'a [u8]>);
+
+    fn record(block: u64, writes: &[Write<'_>]) -> BlockRecord {
+        BlockRecord {
+            block,
+            root: B256::repeat_byte(block as u8),
+            hash: None,
+            writes: writes
+                .iter()
+                .map(|(domain, key, value)| RecordWrite {
+                    domain: *domain,
+                    key: Bytes::copy_from_slice(key),
+                    value: value.map(Bytes::copy_from_slice),
+                    previous: Previous::Absent,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn the_newest_write_wins_and_a_flush_keeps_what_later_blocks_wrote() {
+        let one = record(
+            1,
+            &[
+                (Domain::Account, b"a", Some(b"1")),
+                (Domain::Account, b"b", Some(b"1")),
+            ],
+        );
+        let two = record(
+            2,
+            &[
+                (Domain::Account, b"a", Some(b"2")),
+                (Domain::Account, b"c", None),
+            ],
+        );
+        let mut tier = MemoryTier::default();
+        tier.apply(&one);
+        let after_one = tier.clone();
+        tier.apply(&two);
+        assert_eq!(
+            tier.get(Domain::Account, b"a"),
+            Some(Some(&Bytes::from_static(b"2")))
+        );
+        assert_eq!(tier.get(Domain::Account, b"c"), Some(None));
+        assert_eq!(tier.get(Domain::Storage, b"a"), None);
+        // An older clone is untouched by later blocks.
+        assert_eq!(
+            after_one.get(Domain::Account, b"a"),
+            Some(Some(&Bytes::from_static(b"1")))
+        );
+        assert_eq!(tier.blocks(), Some((1, 2)));
+
+        tier.remove_flushed([&one]);
+        assert_eq!(
+            tier.get(Domain::Account, b"b"),
+            None,
+            "flushed and not rewritten"
+        );
+        assert_eq!(
+            tier.get(Domain::Account, b"a"),
+            Some(Some(&Bytes::from_static(b"2")))
+        );
+        assert_eq!(tier.blocks(), Some((2, 2)));
+        tier.remove_flushed([&two]);
+        assert_eq!(tier.bytes(), 0);
+        assert_eq!(tier.blocks(), None);
+    }
+}
