@@ -33,8 +33,10 @@ pub struct CommitInfo {
     pub commitment: CommitStats,
     /// Time spent computing the root.
     pub commitment_time: Duration,
-    /// Time spent making the block durable: encoding its journal record and
-    /// appending it (with an fsync when `durable`).
+    /// Time spent making the block durable: gathering its unwind data (the
+    /// previous value of every written key), encoding its journal record and
+    /// appending it (with an fsync when `durable`). The memory tier's update
+    /// runs beside it on another thread.
     pub write_time: Duration,
     /// Bytes the block's journal record took.
     pub journal_bytes: u64,
@@ -137,10 +139,11 @@ pub(crate) fn commit_block(
         block: number,
         root: output.root,
     };
-    let record = block_record(&base, &overlay, &output.writes, head)?;
+    let record = block_record(&overlay, &output.writes, head);
     let keys_written = record.writes.len();
     let durable = inner.next_commit_durable();
-    let times = inner.ledger.commit(inner, record, durable, || {
+    let previous = |record: &BlockRecord| previous_values(&base, record);
+    let times = inner.ledger.commit(inner, record, durable, previous, || {
         for (path, value) in &output.writes {
             match value {
                 Some(value) => inner.cache.insert(path, value.clone()),
@@ -181,7 +184,7 @@ fn expand_storage_wipes(base: &Snapshot, overlay: &mut Overlay) -> Result<()> {
 }
 
 /// The keys the commitment must revisit.
-fn trie_update(overlay: &Overlay) -> TrieUpdate {
+pub(crate) fn trie_update(overlay: &Overlay) -> TrieUpdate {
     let mut accounts: Vec<Address> = overlay
         .entries(Domain::Account)
         .keys()
@@ -201,33 +204,25 @@ fn trie_update(overlay: &Overlay) -> TrieUpdate {
 }
 
 /// The journal record of a block: every key it wrote (commitment records
-/// and the root record included) with the value it had before, for unwind.
+/// and the root record included); the previous values for unwind are
+/// gathered apart ([`previous_values`]).
 fn block_record(
-    base: &Snapshot,
     overlay: &Overlay,
     commitment: &[(Vec<u8>, Option<Bytes>)],
     head: Head,
-) -> Result<BlockRecord> {
-    let keep_unwind_data = head.block > 0;
+) -> BlockRecord {
     let mut writes = Vec::with_capacity(overlay.len() + commitment.len() + 1);
-    let mut push = |domain: Domain, key: Bytes, value: Option<Bytes>| -> Result<()> {
-        let previous = if keep_unwind_data {
-            let (found, _) = base.get(domain, &key)?;
-            found.map_or(Previous::Absent, Previous::Value)
-        } else {
-            Previous::NotKept
-        };
+    let mut push = |domain: Domain, key: Bytes, value: Option<Bytes>| {
         writes.push(RecordWrite {
             domain,
             key,
             value,
-            previous,
+            previous: Previous::NotKept,
         });
-        Ok(())
     };
     for domain in [Domain::Account, Domain::Storage, Domain::Code] {
         for (key, value) in overlay.entries(domain) {
-            push(domain, Bytes::copy_from_slice(key), value.clone())?;
+            push(domain, Bytes::copy_from_slice(key), value.clone());
         }
     }
     for (path, value) in commitment {
@@ -235,17 +230,35 @@ fn block_record(
             Domain::Commitment,
             Bytes::from(strata_commitment::record_key(path)),
             value.clone(),
-        )?;
+        );
     }
     push(
         Domain::Commitment,
         Bytes::from_static(ROOT_RECORD_KEY),
         Some(Bytes::copy_from_slice(&head.encode())),
-    )?;
-    Ok(BlockRecord {
+    );
+    BlockRecord {
         block: head.block,
         root: head.root,
         hash: overlay.block_hash,
         writes,
-    })
+    }
+}
+
+/// The value each state write of `record` replaces, as `base` (the state
+/// before the block) holds it. Commitment records keep none: unwind
+/// recomputes them from the restored state (records are canonical), which
+/// halves the journal. Block 0 keeps none (there is nothing to unwind to).
+fn previous_values(base: &Snapshot, record: &BlockRecord) -> Result<Vec<Previous>> {
+    record
+        .writes
+        .iter()
+        .map(|write| {
+            if record.block == 0 || write.domain == Domain::Commitment {
+                return Ok(Previous::NotKept);
+            }
+            let (found, _) = base.get(write.domain, &write.key)?;
+            Ok(found.map_or(Previous::Absent, Previous::Value))
+        })
+        .collect()
 }

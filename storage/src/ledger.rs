@@ -29,7 +29,7 @@ use crate::error::{Error, Result, db_err};
 use crate::files::FileSystem;
 use crate::fileset::FileSet;
 use crate::inner::{CommitGuard, Inner};
-use crate::journal::{BlockRecord, Journal, JournalRecord};
+use crate::journal::{BlockRecord, Journal, JournalRecord, Previous};
 use crate::memory::MemoryTier;
 use crate::snapshot::Snapshot;
 use crate::sources::ROOT_RECORD_KEY;
@@ -39,8 +39,9 @@ pub const JOURNAL_DIR: &str = "journal";
 
 /// What a publication changes in the current snapshot.
 pub(crate) enum Change<'a> {
-    /// A block committed to the memory tier (same redb view and files).
-    Block(&'a BlockRecord),
+    /// A block committed to the memory tier (same redb view and files),
+    /// with the memory tier that holds it.
+    Block(&'a BlockRecord, MemoryTier),
     /// Blocks written to redb by a flush: a new redb view, and the memory
     /// tier without them.
     Flushed(&'a [Arc<BlockRecord>]),
@@ -185,31 +186,52 @@ impl Ledger {
         })
     }
 
-    /// Makes `record` durable (journal append, fsynced when `durable`),
-    /// then, under `commit_lock`, runs `write_through` (the branch cache)
-    /// and publishes the block. A panic in between poisons the store, as
-    /// an I/O error does.
+    /// Makes `record` durable (its previous values from `previous`, the
+    /// journal append, fsynced when `durable`) while another thread adds it
+    /// to a copy of the memory tier; then, under `commit_lock`, runs
+    /// `write_through` (the branch cache) and publishes the block. A panic
+    /// in between poisons the store, as an I/O error does.
     pub(crate) fn commit(
         &self,
         inner: &Inner,
         record: BlockRecord,
         durable: bool,
+        previous: impl FnOnce(&BlockRecord) -> Result<Vec<Previous>> + Send,
         write_through: impl FnOnce(),
     ) -> Result<CommitTimes> {
         let mut times = CommitTimes::default();
-        let started = Instant::now();
-        {
-            let mut buffer = self.encode_buffer.lock();
-            record.encode_into(&mut buffer);
-            times.journal_bytes = self.journal.lock().append(record.block, &buffer, durable)?;
-        }
-        times.journal = started.elapsed();
+        let base = inner.current.load_full();
+        let (journaled, memory) = rayon::join(
+            || -> Result<(Duration, u64)> {
+                let started = Instant::now();
+                let previous = previous(&record)?;
+                let mut buffer = self.encode_buffer.lock();
+                record.encode_with_previous(&previous, &mut buffer);
+                let bytes = self.journal.lock().append(record.block, &buffer, durable)?;
+                Ok((started.elapsed(), bytes))
+            },
+            || {
+                let mut memory = base.memory.clone();
+                memory.apply(&record);
+                memory
+            },
+        );
+        (times.journal, times.journal_bytes) = journaled?;
         let record = Arc::new(record);
         let published = catch_unwind(AssertUnwindSafe(|| -> Result<()> {
             let commit = inner.lock_commit();
             write_through();
             self.pending.lock().push_back(record.clone());
-            self.publish(inner, &commit, Change::Block(&record))
+            // A flush or maintenance published meanwhile: apply again on
+            // what readers see now.
+            let memory = if Arc::ptr_eq(&inner.current.load_full(), &base) {
+                memory
+            } else {
+                let mut memory = inner.current.load().memory.clone();
+                memory.apply(&record);
+                memory
+            };
+            self.publish(inner, &commit, Change::Block(&record, memory))
         }));
         match published {
             Ok(result) => result?,
@@ -233,9 +255,7 @@ impl Ledger {
     ) -> Result<()> {
         let current = inner.current.load_full();
         let next = match change {
-            Change::Block(record) => {
-                let mut memory = current.memory.clone();
-                memory.apply(record);
+            Change::Block(record, memory) => {
                 let head = Head {
                     block: record.block,
                     root: record.root,

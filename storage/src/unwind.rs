@@ -1,5 +1,8 @@
 //! Unwind: restore the exact state of a recent block from the journal,
-//! whose records carry every written key's previous value.
+//! whose records carry every written state key's previous value; the
+//! commitment records along the touched paths are recomputed from the
+//! restored values (records are canonical) and the root checked against the
+//! one the block had.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -7,22 +10,30 @@ use std::sync::Arc;
 use alloy_primitives::B256;
 use bytes::Bytes;
 
+use crate::commit::trie_update;
 use crate::db::meta::{self, Head};
 use crate::db::tables::{BLOCK_HASHES, META, ROOTS, domain_table};
 use crate::db::value;
 use crate::domain::Domain;
+use crate::domain::Regime;
 use crate::error::{Error, Result, db_err};
 use crate::inner::Inner;
 use crate::journal::{BlockRecord, Previous};
 use crate::ledger::{self, Change};
+use crate::overlay::Overlay;
+use crate::reader::StateReader;
 use crate::sources::ROOT_RECORD_KEY;
+use crate::sources::{CachedBranches, OverlayState};
+use strata_commitment::{ComputeOptions, RecordWrite, compute_root};
 
 /// Rolls the store back to `target`. The caller holds the writer lock.
 ///
 /// Every committed block is flushed first, so the restore is one redb
-/// transaction over the db tier. The journal is cut after `target` before
-/// that transaction commits: a crash in between leaves redb at the old head
-/// with a journal that ends earlier, which the next open starts anew.
+/// transaction over the db tier. The commitment walks the touched paths
+/// over the restored values like a block's commit does, and its root must
+/// be `target`'s. The journal is cut after `target` before the transaction
+/// commits: a crash in between leaves redb at the old head with a journal
+/// that ends earlier, which the next open starts anew.
 pub(crate) fn unwind_to(inner: &Arc<Inner>, target: u64) -> Result<B256> {
     let current = inner.current.load_full();
     let Some(last) = current.block() else {
@@ -55,26 +66,70 @@ pub(crate) fn unwind_to(inner: &Arc<Inner>, target: u64) -> Result<B256> {
             records.push(record);
         }
         let restores = restores(&records)?;
+        let head = Head {
+            block: target,
+            root,
+        };
+        let records = recompute_commitment(inner, &restores, head)?;
         journal.truncate_after(target)?;
-        restore(
-            inner,
-            &restores,
-            Head {
-                block: target,
-                root,
-            },
-            last,
-        )
+        restore(inner, &restores, &records, head, last)
     })?;
     Ok(root)
 }
 
-/// The value each key had after `target`: the previous value recorded by
-/// the oldest unwound block that wrote it.
+/// The commitment records the restored state needs along the paths the
+/// unwound blocks touched, computed over the current records (those of the
+/// last block: untouched siblings are the same at `head`); fails unless
+/// the root is `head`'s.
+fn recompute_commitment(
+    inner: &Inner,
+    restores: &HashMap<(Domain, Bytes), Option<Bytes>>,
+    head: Head,
+) -> Result<Vec<RecordWrite>> {
+    let mut overlay = Overlay::default();
+    for ((domain, key), value) in restores {
+        overlay.put(*domain, key.to_vec(), value.clone());
+    }
+    let overlay = Arc::new(overlay);
+    let update = trie_update(&overlay);
+    let base = inner.current.load_full();
+    let reader = |overlay| {
+        StateReader::new(
+            base.clone(),
+            overlay,
+            Regime::Commitment,
+            inner.metrics.clone(),
+        )
+    };
+    let branches = CachedBranches::for_commitment(reader(None), inner.cache.clone());
+    let state = OverlayState::new(reader(Some(overlay)));
+    let options = ComputeOptions {
+        parallel_threshold: inner.options.parallel_commitment_threshold,
+    };
+    let output =
+        compute_root(&update, &branches, &state, &options).map_err(|source| Error::Commitment {
+            block: head.block,
+            source,
+        })?;
+    if output.root != head.root {
+        return Err(Error::RootMismatch {
+            block: head.block,
+            stored: head.root,
+            computed: output.root,
+        });
+    }
+    Ok(output.writes)
+}
+
+/// The value each state key had after `target`: the previous value
+/// recorded by the oldest unwound block that wrote it.
 fn restores(records: &[BlockRecord]) -> Result<HashMap<(Domain, Bytes), Option<Bytes>>> {
     let mut out = HashMap::new();
     for record in records.iter().rev() {
         for write in &record.writes {
+            if write.domain == Domain::Commitment {
+                continue;
+            }
             let previous = match &write.previous {
                 Previous::NotKept => {
                     return Err(Error::MissingUnwindData {
@@ -90,11 +145,13 @@ fn restores(records: &[BlockRecord]) -> Result<HashMap<(Domain, Bytes), Option<B
     Ok(out)
 }
 
-/// One durable redb transaction: the restored values, the unwound roots and
-/// hashes dropped, the head at `head`; then the cache and the snapshot.
+/// One durable redb transaction: the restored values, the recomputed
+/// commitment records and root record, the unwound roots and hashes
+/// dropped, the head at `head`; then the cache and the snapshot.
 fn restore(
     inner: &Inner,
     restores: &HashMap<(Domain, Bytes), Option<Bytes>>,
+    records: &[RecordWrite],
     head: Head,
     last: u64,
 ) -> Result<()> {
@@ -122,6 +179,23 @@ fn restore(
                 )
                 .map_err(db_err("restore value"))?;
         }
+        let commitment = Domain::Commitment;
+        let root_record = head.encode();
+        let entries = records
+            .iter()
+            .map(|(path, value)| (strata_commitment::record_key(path), value.as_deref()))
+            .chain(std::iter::once((
+                ROOT_RECORD_KEY.to_vec(),
+                Some(root_record.as_slice()),
+            )));
+        for (key, value) in entries {
+            tables[commitment.index()]
+                .insert(
+                    key.as_slice(),
+                    value::encode(step_in(commitment), value).as_slice(),
+                )
+                .map_err(db_err("restore commitment record"))?;
+        }
         let mut roots = txn.open_table(ROOTS).map_err(db_err("open roots"))?;
         roots
             .retain_in(head.block + 1.., |_, _| false)
@@ -137,12 +211,10 @@ fn restore(
         meta::count_unwind(&mut meta_table)?;
     }
     txn.commit().map_err(db_err("commit unwind"))?;
-    for (domain, key) in restores.keys() {
-        if *domain == Domain::Commitment
-            && key.as_ref() != ROOT_RECORD_KEY
-            && let Ok(path) = strata_commitment::record_path(key)
-        {
-            inner.cache.remove(&path);
+    for (path, value) in records {
+        match value {
+            Some(value) => inner.cache.insert(path, value.clone()),
+            None => inner.cache.remove(path),
         }
     }
     inner.ledger.publish(inner, &commit, Change::Reset(head))

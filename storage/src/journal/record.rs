@@ -70,6 +70,23 @@ pub struct RecordError {
 impl BlockRecord {
     /// Encodes the record into `out` (cleared first).
     pub fn encode_into(&self, out: &mut Vec<u8>) {
+        let writes = &self.writes;
+        self.encode_with(|i| &writes[i].previous, out);
+    }
+
+    /// Encodes the record with the previous values `previous` gives (by
+    /// write index) instead of those the writes carry: a committing block
+    /// keeps its previous values apart, since only the journal needs them.
+    pub fn encode_with_previous(&self, previous: &[Previous], out: &mut Vec<u8>) {
+        assert_eq!(
+            previous.len(),
+            self.writes.len(),
+            "one previous value per write"
+        );
+        self.encode_with(|i| &previous[i], out);
+    }
+
+    fn encode_with<'p>(&self, previous: impl Fn(usize) -> &'p Previous, out: &mut Vec<u8>) {
         out.clear();
         out.push(VERSION);
         out.extend_from_slice(&self.block.to_le_bytes());
@@ -82,7 +99,7 @@ impl BlockRecord {
             None => out.push(0),
         }
         out.extend_from_slice(&(self.writes.len() as u32).to_le_bytes());
-        for write in &self.writes {
+        for (index, write) in self.writes.iter().enumerate() {
             debug_assert!(
                 write.key.len() <= u16::MAX as usize,
                 "key too long for a record"
@@ -97,7 +114,7 @@ impl BlockRecord {
                     put_bytes(out, value);
                 }
             }
-            match &write.previous {
+            match previous(index) {
                 Previous::NotKept => out.push(0),
                 Previous::Absent => out.push(1),
                 Previous::Value(value) => {
