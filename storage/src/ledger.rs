@@ -487,12 +487,19 @@ fn write_batch(inner: &Inner, batch: &[Arc<BlockRecord>], head: Head) -> Result<
         let mut by_hash = txn
             .open_table(CODE_BY_HASH)
             .map_err(db_err("open code by hash"))?;
-        for (_, new) in collapsed[Domain::Code.index()].values() {
-            if let Some(code) = new {
-                by_hash
-                    .insert(keccak256(code).as_slice(), code.as_ref())
-                    .map_err(db_err("write code by hash"))?;
-            }
+        // Every code the batch stored, not only the newest per account: an
+        // unwind may bring back code a later block of the batch replaced.
+        let codes = batch.iter().flat_map(|record| {
+            record
+                .writes
+                .iter()
+                .filter(|w| w.domain == Domain::Code)
+                .filter_map(|w| w.value.as_ref())
+        });
+        for code in codes {
+            by_hash
+                .insert(keccak256(code).as_slice(), code.as_ref())
+                .map_err(db_err("write code by hash"))?;
         }
         let mut roots = txn.open_table(ROOTS).map_err(db_err("open roots"))?;
         let mut hashes = txn

@@ -7,12 +7,12 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use alloy_primitives::B256;
+use alloy_primitives::{B256, keccak256};
 use bytes::Bytes;
 
 use crate::commit::trie_update;
 use crate::db::meta::{self, Head};
-use crate::db::tables::{BLOCK_HASHES, META, ROOTS, domain_table};
+use crate::db::tables::{BLOCK_HASHES, CODE_BY_HASH, META, ROOTS, domain_table};
 use crate::db::value;
 use crate::domain::Domain;
 use crate::domain::Regime;
@@ -178,6 +178,18 @@ fn restore(
                     value::encode(step_in(*domain), previous.as_deref()).as_slice(),
                 )
                 .map_err(db_err("restore value"))?;
+        }
+        let mut by_hash = txn
+            .open_table(CODE_BY_HASH)
+            .map_err(db_err("open code by hash"))?;
+        for ((domain, _), previous) in restores {
+            if *domain == Domain::Code
+                && let Some(code) = previous
+            {
+                by_hash
+                    .insert(keccak256(code).as_slice(), code.as_ref())
+                    .map_err(db_err("restore code by hash"))?;
+            }
         }
         let commitment = Domain::Commitment;
         let root_record = head.encode();

@@ -187,3 +187,39 @@ fn unwind_reaches_back_through_memory_redb_and_files() {
     let report = db.verify().unwrap();
     assert!(report.is_ok(), "{:?}", report.problems);
 }
+
+#[test]
+fn code_a_later_block_of_the_same_flush_replaced_is_found_by_hash_after_unwind() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = StateDb::open(dir.path(), unflushed_options()).unwrap();
+    commit(&db, 0);
+    let codes = [
+        alloy_primitives::Bytes::from_static(&[0x60, 0x01]),
+        alloy_primitives::Bytes::from_static(&[0x60, 0x02]),
+    ];
+    for (block, code) in [1u64, 2].into_iter().zip(&codes) {
+        let mut writer = db.begin_block(block).unwrap();
+        let hash = alloy_primitives::keccak256(code);
+        writer.put_account(
+            who(0),
+            &Account {
+                code_hash: hash,
+                ..Account::default()
+            },
+        );
+        writer.put_code(who(0), code.0.clone());
+        writer.commit().unwrap();
+    }
+    // One batch: the newest code per account wins in the domain, but both
+    // codes stay findable by hash.
+    assert_eq!(db.flush().unwrap(), 3);
+    db.unwind_to(1).unwrap();
+    let reader = db.reader(Regime::Exec);
+    let first = alloy_primitives::keccak256(&codes[0]);
+    assert_eq!(
+        reader.code_by_hash(&first).unwrap(),
+        Some(codes[0].0.clone())
+    );
+    let report = db.verify().unwrap();
+    assert!(report.is_ok(), "{:?}", report.problems);
+}
