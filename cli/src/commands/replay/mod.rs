@@ -80,6 +80,16 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "MIB", default_value_t = 256,
           value_parser = clap::value_parser!(u64).range(1..=MAX_CACHE_MIB))]
     pub cache_mib: u64,
+    /// Flush the memory tier to redb in the background once its blocks hold
+    /// this many MiB of keys and values.
+    #[arg(long, value_name = "MIB", default_value_t = strata_storage::Options::default().flush_batch_bytes >> 20,
+          value_parser = clap::value_parser!(u64).range(1..=MAX_CACHE_MIB))]
+    pub flush_mib: u64,
+    /// The memory tier's budget: a commit that finds it fuller waits for
+    /// the flush (at least --flush-mib).
+    #[arg(long, value_name = "MIB", default_value_t = strata_storage::Options::default().memory_budget_bytes >> 20,
+          value_parser = clap::value_parser!(u64).range(1..=MAX_CACHE_MIB))]
+    pub memory_mib: u64,
 }
 
 /// Largest `--step-size`: a step is the unit of collation, and a step of a
@@ -149,6 +159,12 @@ pub(super) fn run(args: ReplayArgs) -> Result<(), CliError> {
                 "observer-process"
             },
             args.sync_every
+        )));
+    }
+    if args.memory_mib < args.flush_mib {
+        return Err(CliError::Usage(format!(
+            "--memory-mib {} is below --flush-mib {}: the memory tier must hold a flush batch",
+            args.memory_mib, args.flush_mib
         )));
     }
     if args.step_size == 0 || args.keep_steps == 0 || args.sync_every == 0 {

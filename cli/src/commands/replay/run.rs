@@ -121,6 +121,8 @@ pub(super) fn replay_once(
             n => Durability::EveryN(n),
         },
         share_with_readers: args.observer_process || args.share,
+        flush_batch_bytes: args.flush_mib << 20,
+        memory_budget_bytes: args.memory_mib << 20,
         ..Options::default()
     };
     let db = StateDb::open(&datadir, options).map_err(CliError::storage(&datadir))?;
