@@ -1,10 +1,18 @@
-//! The memory tier: every committed block not yet flushed to redb, merged
-//! into one persistent map per domain (newest write of each key wins).
+//! The memory tier: every committed block not yet flushed to redb.
 //!
-//! The maps are `imbl` B-trees: cloning a tier is O(1) and a block's writes
-//! copy only the nodes they touch, so each commit publishes a new tier in a
-//! snapshot while readers of older snapshots keep theirs, untouched and
-//! without a lock.
+//! Account, storage and code writes are merged into one persistent map per
+//! domain (newest write of each key wins). The maps are `imbl` B-trees:
+//! cloning a tier is O(1) and a block's writes copy only the nodes they
+//! touch, so each commit publishes a new tier in a snapshot while readers
+//! of older snapshots keep theirs, untouched and without a lock.
+//!
+//! Commitment records — most of a block's writes, rewritten block after
+//! block along the top of the trie — are kept as one small hash index per
+//! block instead, newest first: adding a block is a push, and the records
+//! are read from here only when the branch cache misses.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
 
 use alloy_primitives::{Address, B256, keccak256};
 use bytes::Bytes;
@@ -30,10 +38,20 @@ pub(crate) struct MemBlock {
     pub(crate) hash: Option<B256>,
 }
 
+/// The commitment records one block wrote.
+#[derive(Debug)]
+struct RecordLayer {
+    block: u64,
+    records: HashMap<Bytes, Option<Bytes>>,
+}
+
 /// The committed, unflushed blocks as one view.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct MemoryTier {
+    /// Account, storage and code (the commitment's slot stays empty).
     maps: [OrdMap<Bytes, MemValue>; 4],
+    /// Commitment records per block, oldest first.
+    records: VecDeque<Arc<RecordLayer>>,
     /// Code stored by these blocks, by hash, with the block that stored it.
     code_by_hash: OrdMap<B256, (u64, Bytes)>,
     blocks: OrdMap<u64, MemBlock>,
@@ -50,6 +68,14 @@ impl MemoryTier {
     /// What the tier says about `key`: `Some(None)` for a deletion, `None`
     /// when no unflushed block wrote it.
     pub(crate) fn get(&self, domain: Domain, key: &[u8]) -> Option<Option<&Bytes>> {
+        if domain == Domain::Commitment {
+            return self
+                .records
+                .iter()
+                .rev()
+                .find_map(|layer| layer.records.get(key))
+                .map(Option::as_ref);
+        }
         let map = &self.maps[domain.index()];
         if map.is_empty() {
             return None;
@@ -59,7 +85,13 @@ impl MemoryTier {
 
     /// Adds a committed block on top.
     pub(crate) fn apply(&mut self, record: &BlockRecord) {
+        let mut records = HashMap::new();
         for write in &record.writes {
+            if write.domain == Domain::Commitment {
+                self.bytes += entry_bytes(&write.key, &write.value);
+                records.insert(write.key.clone(), write.value.clone());
+                continue;
+            }
             let value = MemValue {
                 block: record.block,
                 value: write.value.clone(),
@@ -75,6 +107,10 @@ impl MemoryTier {
                     .insert(keccak256(code), (record.block, code.clone()));
             }
         }
+        self.records.push_back(Arc::new(RecordLayer {
+            block: record.block,
+            records,
+        }));
         self.blocks.insert(
             record.block,
             MemBlock {
@@ -94,6 +130,9 @@ impl MemoryTier {
         for record in flushed {
             through = Some(record.block);
             for write in &record.writes {
+                if write.domain == Domain::Commitment {
+                    continue;
+                }
                 let map = &mut self.maps[write.domain.index()];
                 if map
                     .get(&write.key)
@@ -105,6 +144,15 @@ impl MemoryTier {
             }
         }
         if let Some(through) = through {
+            while let Some(layer) = self.records.front().filter(|l| l.block <= through) {
+                let freed: u64 = layer
+                    .records
+                    .iter()
+                    .map(|(key, value)| entry_bytes(key, value))
+                    .sum();
+                self.bytes -= freed;
+                self.records.pop_front();
+            }
             self.blocks = std::mem::take(&mut self.blocks).split(&through).1;
             let flushed_code: Vec<B256> = self
                 .code_by_hash
@@ -135,19 +183,36 @@ impl MemoryTier {
         Some((*first, *last))
     }
 
-    /// Raw bytes of the keys and values held.
+    /// Raw bytes of the keys and values held (every block's commitment
+    /// records counted: each block's version is kept).
     pub(crate) fn bytes(&self) -> u64 {
         self.bytes
     }
 
     /// Keys held per domain.
     pub(crate) fn len(&self, domain: Domain) -> usize {
-        self.maps[domain.index()].len()
+        match domain {
+            Domain::Commitment => self.entries(domain).len(),
+            _ => self.maps[domain.index()].len(),
+        }
     }
 
-    /// Every entry of `domain` in key order (deletions as `None`).
-    pub(crate) fn entries(&self, domain: Domain) -> impl Iterator<Item = (&Bytes, &MemValue)> {
-        self.maps[domain.index()].iter()
+    /// Every entry of `domain` in key order, newest write per key
+    /// (deletions as `None`). A full scan, for verify and stats.
+    pub(crate) fn entries(&self, domain: Domain) -> Vec<(Bytes, Option<Bytes>)> {
+        if domain != Domain::Commitment {
+            return self.maps[domain.index()]
+                .iter()
+                .map(|(key, found)| (key.clone(), found.value.clone()))
+                .collect();
+        }
+        let mut newest = BTreeMap::new();
+        for layer in &self.records {
+            for (key, value) in &layer.records {
+                newest.insert(key.clone(), value.clone());
+            }
+        }
+        newest.into_iter().collect()
     }
 
     /// The storage entries of `address` in key order.
@@ -233,6 +298,40 @@ mod tests {
             Some(Some(&Bytes::from_static(b"2")))
         );
         assert_eq!(tier.blocks(), Some((2, 2)));
+        tier.remove_flushed([&two]);
+        assert_eq!(tier.bytes(), 0);
+        assert_eq!(tier.blocks(), None);
+    }
+
+    #[test]
+    fn commitment_records_are_read_newest_block_first_and_leave_with_their_block() {
+        let one = record(
+            1,
+            &[
+                (Domain::Commitment, b"r", Some(b"1")),
+                (Domain::Commitment, b"s", Some(b"1")),
+            ],
+        );
+        let two = record(2, &[(Domain::Commitment, b"r", None)]);
+        let mut tier = MemoryTier::default();
+        tier.apply(&one);
+        tier.apply(&two);
+        assert_eq!(tier.get(Domain::Commitment, b"r"), Some(None));
+        assert_eq!(
+            tier.get(Domain::Commitment, b"s"),
+            Some(Some(&Bytes::from_static(b"1")))
+        );
+        assert_eq!(tier.len(Domain::Commitment), 2);
+        assert_eq!(
+            tier.entries(Domain::Commitment),
+            vec![
+                (Bytes::from_static(b"r"), None),
+                (Bytes::from_static(b"s"), Some(Bytes::from_static(b"1")))
+            ]
+        );
+        tier.remove_flushed([&one]);
+        assert_eq!(tier.get(Domain::Commitment, b"s"), None);
+        assert_eq!(tier.get(Domain::Commitment, b"r"), Some(None));
         tier.remove_flushed([&two]);
         assert_eq!(tier.bytes(), 0);
         assert_eq!(tier.blocks(), None);

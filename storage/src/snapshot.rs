@@ -344,7 +344,7 @@ impl Snapshot {
             newest.insert(key, found.map(|v| value(Bytes::from(v))));
         }
         for (key, found) in self.memory.entries(domain) {
-            newest.insert(key.to_vec(), found.value.clone().map(&mut value));
+            newest.insert(key.to_vec(), found.map(&mut value));
         }
         Ok(newest
             .into_iter()
