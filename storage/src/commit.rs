@@ -95,7 +95,6 @@ pub(crate) fn commit_block(
         )
     });
 
-    let started = Instant::now();
     let state = OverlayState::new(StateReader::new(
         base.clone(),
         Some(overlay.clone()),
@@ -105,12 +104,21 @@ pub(crate) fn commit_block(
     let options = ComputeOptions {
         parallel_threshold: inner.options.parallel_commitment_threshold,
     };
-    let output =
-        compute_root(&update, &branches, &state, &options).map_err(|source| Error::Commitment {
-            block: number,
-            source,
-        })?;
-    let commitment_time = started.elapsed();
+    // The unwind data (what each written state key held before) is read
+    // beside the root: it depends on the block's keys only.
+    let ((output, commitment_time), previous) = rayon::join(
+        || {
+            let started = Instant::now();
+            let output = compute_root(&update, &branches, &state, &options);
+            (output, started.elapsed())
+        },
+        || previous_values(&base, &overlay, number),
+    );
+    let output = output.map_err(|source| Error::Commitment {
+        block: number,
+        source,
+    })?;
+    let mut previous = previous?;
 
     // Stop this block's warmers before the cache is written through, so that
     // no warmer can put a pre-block branch over a post-block one.
@@ -141,9 +149,10 @@ pub(crate) fn commit_block(
     };
     let record = block_record(&overlay, &output.writes, head);
     let keys_written = record.writes.len();
+    // Commitment records keep no previous value (see `previous_values`).
+    previous.resize(keys_written, Previous::NotKept);
     let durable = inner.next_commit_durable();
-    let previous = |record: &BlockRecord| previous_values(&base, record);
-    let times = inner.ledger.commit(inner, record, durable, previous, || {
+    let times = inner.ledger.commit(inner, record, previous, durable, || {
         for (path, value) in &output.writes {
             match value {
                 Some(value) => inner.cache.insert(path, value.clone()),
@@ -245,20 +254,22 @@ fn block_record(
     }
 }
 
-/// The value each state write of `record` replaces, as `base` (the state
-/// before the block) holds it. Commitment records keep none: unwind
-/// recomputes them from the restored state (records are canonical), which
-/// halves the journal. Block 0 keeps none (there is nothing to unwind to).
-fn previous_values(base: &Snapshot, record: &BlockRecord) -> Result<Vec<Previous>> {
-    record
-        .writes
-        .iter()
-        .map(|write| {
-            if record.block == 0 || write.domain == Domain::Commitment {
-                return Ok(Previous::NotKept);
+/// The value each state write of `overlay` replaces (in the order
+/// [`block_record`] lists them), as `base` (the state before the block)
+/// holds it. Commitment records keep none: unwind recomputes them from the
+/// restored state (records are canonical), which halves the journal.
+/// Block 0 keeps none (there is nothing to unwind to).
+fn previous_values(base: &Snapshot, overlay: &Overlay, block: u64) -> Result<Vec<Previous>> {
+    let mut out = Vec::with_capacity(overlay.len());
+    for domain in [Domain::Account, Domain::Storage, Domain::Code] {
+        for key in overlay.entries(domain).keys() {
+            if block == 0 {
+                out.push(Previous::NotKept);
+                continue;
             }
-            let (found, _) = base.get(write.domain, &write.key)?;
-            Ok(found.map_or(Previous::Absent, Previous::Value))
-        })
-        .collect()
+            let (found, _) = base.get(domain, key)?;
+            out.push(found.map_or(Previous::Absent, Previous::Value));
+        }
+    }
+    Ok(out)
 }

@@ -186,53 +186,57 @@ impl Ledger {
         })
     }
 
-    /// Makes `record` durable (its previous values from `previous`, the
-    /// journal append, fsynced when `durable`) while another thread adds it
-    /// to a copy of the memory tier; then, under `commit_lock`, runs
-    /// `write_through` (the branch cache) and publishes the block. A panic
-    /// in between poisons the store, as an I/O error does.
+    /// Makes `record` durable (with `previous`, the previous value of each
+    /// write, appended to the journal, fsynced when `durable`) while another
+    /// thread adds it to a copy of the memory tier and runs `write_through`
+    /// (the branch cache); then publishes the block under `commit_lock`. A
+    /// failure or panic after the append poisons the store, as an I/O error
+    /// does (a panic is caught and reported as [`Error::Panicked`]).
     pub(crate) fn commit(
         &self,
         inner: &Inner,
         record: BlockRecord,
+        previous: Vec<Previous>,
         durable: bool,
-        previous: impl FnOnce(&BlockRecord) -> Result<Vec<Previous>> + Send,
-        write_through: impl FnOnce(),
+        write_through: impl FnOnce() + Send,
     ) -> Result<CommitTimes> {
         let mut times = CommitTimes::default();
         let base = inner.current.load_full();
         let (journaled, memory) = rayon::join(
             || -> Result<(Duration, u64)> {
                 let started = Instant::now();
-                let previous = previous(&record)?;
                 let mut buffer = self.encode_buffer.lock();
                 record.encode_with_previous(&previous, &mut buffer);
                 let bytes = self.journal.lock().append(record.block, &buffer, durable)?;
                 Ok((started.elapsed(), bytes))
             },
             || {
-                let mut memory = base.memory.clone();
-                memory.apply(&record);
-                memory
+                catch_unwind(AssertUnwindSafe(|| {
+                    let mut memory = base.memory.clone();
+                    memory.apply(&record);
+                    write_through();
+                    memory
+                }))
             },
         );
         (times.journal, times.journal_bytes) = journaled?;
         let record = Arc::new(record);
-        let published = catch_unwind(AssertUnwindSafe(|| -> Result<()> {
-            let commit = inner.lock_commit();
-            write_through();
-            self.pending.lock().push_back(record.clone());
-            // A flush or maintenance published meanwhile: apply again on
-            // what readers see now.
-            let memory = if Arc::ptr_eq(&inner.current.load_full(), &base) {
-                memory
-            } else {
-                let mut memory = inner.current.load().memory.clone();
-                memory.apply(&record);
-                memory
-            };
-            self.publish(inner, &commit, Change::Block(&record, memory))
-        }));
+        let published = memory.and_then(|memory| {
+            catch_unwind(AssertUnwindSafe(|| -> Result<()> {
+                let commit = inner.lock_commit();
+                self.pending.lock().push_back(record.clone());
+                // A flush or maintenance published meanwhile: apply again
+                // on what readers see now.
+                let memory = if Arc::ptr_eq(&inner.current.load_full(), &base) {
+                    memory
+                } else {
+                    let mut memory = inner.current.load().memory.clone();
+                    memory.apply(&record);
+                    memory
+                };
+                self.publish(inner, &commit, Change::Block(&record, memory))
+            }))
+        });
         match published {
             Ok(result) => result?,
             Err(panic) => {
