@@ -47,6 +47,10 @@ pub(crate) enum Change<'a> {
     Flushed(&'a [Arc<BlockRecord>]),
     /// A new file set (maintenance): a new redb view, same memory tier.
     Files(FileSet),
+    /// Part of a flush written to redb: a new redb view, same memory tier
+    /// (which still shadows every key the flush has written so far), so that
+    /// readers let go of the pages the flush replaced.
+    DbView,
     /// redb rewritten under a new head with nothing in memory (genesis, unwind).
     Reset(Head),
 }
@@ -54,7 +58,7 @@ pub(crate) enum Change<'a> {
 /// Counters of the flush and of the block loop's waits for it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FlushStats {
-    /// Flushes run (each one redb write transaction).
+    /// Flushes run.
     pub flushes: u64,
     /// Blocks flushed.
     pub blocks: u64,
@@ -277,6 +281,12 @@ impl Ledger {
                 Arc::new(files),
                 current.memory.clone(),
             )?,
+            Change::DbView => Snapshot::open(
+                &inner.db,
+                current.head,
+                current.files.clone(),
+                current.memory.clone(),
+            )?,
             Change::Reset(head) => Snapshot::open(
                 &inner.db,
                 Some(head),
@@ -326,8 +336,8 @@ impl Ledger {
         waited
     }
 
-    /// Flushes every block committed so far into redb (one write
-    /// transaction), then lets the memory tier and the journal go of them.
+    /// Flushes every block committed so far into redb (transactions of
+    /// `flush_txn_keys` keys, the head in the last), then lets the memory tier and the journal go of them.
     /// Returns the blocks flushed.
     pub(crate) fn flush(&self, inner: &Inner) -> Result<usize> {
         let serial = self.flush_lock.lock();
@@ -346,7 +356,10 @@ impl Ledger {
         };
         // redb must never hold a block the journal could lose.
         self.journal.lock().sync()?;
-        let keys = write_batch(inner, &batch, head)?;
+        let keys = write_batch(inner, &batch, head, || {
+            let commit = inner.lock_commit();
+            self.publish(inner, &commit, Change::DbView)
+        })?;
         {
             let commit = inner.lock_commit();
             self.publish(inner, &commit, Change::Flushed(&batch))?;
@@ -466,74 +479,111 @@ fn collapse(batch: &[Arc<BlockRecord>]) -> Collapsed {
     out
 }
 
-/// One durable redb write transaction holding `batch`: the newest value of
-/// every key (tagged with its block's step), code by hash, roots, block
-/// hashes and the head. Returns the keys written.
-fn write_batch(inner: &Inner, batch: &[Arc<BlockRecord>], head: Head) -> Result<u64> {
+/// Writes `batch` to redb: the newest value of every key (tagged with its
+/// block's step) in durable transactions of `flush_txn_keys` keys (see [`crate::Options`]), calling
+/// `between` after each but the last; the last also holds code by hash,
+/// roots, block hashes and the head. Until that last commit redb's head
+/// stays where it was, and every key written so far belongs to a journaled
+/// block after it, so a crash in between replays those blocks over the same
+/// keys and a reader (this process's memory tier, or a follower that reads
+/// the journal after its redb view) still sees them shadowed. Returns the
+/// keys written.
+fn write_batch(
+    inner: &Inner,
+    batch: &[Arc<BlockRecord>],
+    head: Head,
+    mut between: impl FnMut() -> Result<()>,
+) -> Result<u64> {
     let collapsed = collapse(batch);
     let manifest = inner.current.load().files.manifest.clone();
-    let txn = inner.db.begin_write().map_err(db_err("begin write"))?;
-    let mut keys = 0;
-    {
-        for domain in Domain::ALL {
-            let mut table = txn
-                .open_table(domain_table(domain))
-                .map_err(db_err("open table"))?;
-            for (key, (block, new)) in &collapsed[domain.index()] {
+    let mut entries = Domain::ALL.into_iter().flat_map(|domain| {
+        collapsed[domain.index()]
+            .iter()
+            .map(move |(key, (block, value))| (domain, key, *block, value))
+    });
+    let total: usize = collapsed.iter().map(BTreeMap::len).sum();
+    let mut left = total;
+    loop {
+        let txn = inner.db.begin_write().map_err(db_err("begin write"))?;
+        let take = left.min(inner.options.flush_txn_keys.max(1));
+        left -= take;
+        {
+            let mut tables = Vec::with_capacity(Domain::ALL.len());
+            for domain in Domain::ALL {
+                tables.push(
+                    txn.open_table(domain_table(domain))
+                        .map_err(db_err("open table"))?,
+                );
+            }
+            for (domain, key, block, new) in entries.by_ref().take(take) {
                 // Newer than every file, also after an unwind into collated steps.
-                let step = manifest.db_step(domain, inner.step_of(*block));
-                table
+                let step = manifest.db_step(domain, inner.step_of(block));
+                tables[domain.index()]
                     .insert(key.as_ref(), value::encode(step, new.as_deref()).as_slice())
                     .map_err(db_err("write value"))?;
-                keys += 1;
             }
         }
-        let mut by_hash = txn
-            .open_table(CODE_BY_HASH)
-            .map_err(db_err("open code by hash"))?;
-        // Every code the batch stored, not only the newest per account: an
-        // unwind may bring back code a later block of the batch replaced.
-        let codes = batch.iter().flat_map(|record| {
-            record
-                .writes
-                .iter()
-                .filter(|w| w.domain == Domain::Code)
-                .filter_map(|w| w.value.as_ref())
-        });
-        for code in codes {
-            by_hash
-                .insert(keccak256(code).as_slice(), code.as_ref())
-                .map_err(db_err("write code by hash"))?;
+        if left > 0 {
+            txn.commit().map_err(db_err("commit flush part"))?;
+            between()?;
+            continue;
         }
-        let mut roots = txn.open_table(ROOTS).map_err(db_err("open roots"))?;
-        let mut hashes = txn
-            .open_table(BLOCK_HASHES)
-            .map_err(db_err("open block hashes"))?;
-        for record in batch {
-            roots
-                .insert(record.block, record.root.as_slice())
-                .map_err(db_err("write root"))?;
-            if let Some(hash) = record.hash {
-                hashes
-                    .insert(record.block, hash.as_slice())
-                    .map_err(db_err("write block hash"))?;
-            }
-        }
-        if let Some(oldest) = head.block.checked_sub(inner.options.unwind_depth) {
-            roots
-                .retain_in(..oldest, |_, _| false)
-                .map_err(db_err("drop old roots"))?;
-        }
-        if let Some(oldest) = head.block.checked_sub(BLOCK_HASH_WINDOW) {
-            hashes
-                .retain_in(..=oldest, |_, _| false)
-                .map_err(db_err("drop old block hashes"))?;
-        }
-        let mut meta_table = txn.open_table(META).map_err(db_err("open meta"))?;
-        meta::write_head(&mut meta_table, head)?;
+        write_block_tables(&txn, inner, batch, head)?;
+        txn.commit().map_err(db_err("commit flush"))?;
+        return Ok(total as u64);
     }
-    txn.commit().map_err(db_err("commit flush"))?;
-    Ok(keys)
+}
+
+/// The last part of a flush: code by hash, roots, block hashes and the head.
+fn write_block_tables(
+    txn: &redb::WriteTransaction,
+    inner: &Inner,
+    batch: &[Arc<BlockRecord>],
+    head: Head,
+) -> Result<()> {
+    let mut by_hash = txn
+        .open_table(CODE_BY_HASH)
+        .map_err(db_err("open code by hash"))?;
+    // Every code the batch stored, not only the newest per account: an
+    // unwind may bring back code a later block of the batch replaced.
+    let codes = batch.iter().flat_map(|record| {
+        record
+            .writes
+            .iter()
+            .filter(|w| w.domain == Domain::Code)
+            .filter_map(|w| w.value.as_ref())
+    });
+    for code in codes {
+        by_hash
+            .insert(keccak256(code).as_slice(), code.as_ref())
+            .map_err(db_err("write code by hash"))?;
+    }
+    let mut roots = txn.open_table(ROOTS).map_err(db_err("open roots"))?;
+    let mut hashes = txn
+        .open_table(BLOCK_HASHES)
+        .map_err(db_err("open block hashes"))?;
+    for record in batch {
+        roots
+            .insert(record.block, record.root.as_slice())
+            .map_err(db_err("write root"))?;
+        if let Some(hash) = record.hash {
+            hashes
+                .insert(record.block, hash.as_slice())
+                .map_err(db_err("write block hash"))?;
+        }
+    }
+    if let Some(oldest) = head.block.checked_sub(inner.options.unwind_depth) {
+        roots
+            .retain_in(..oldest, |_, _| false)
+            .map_err(db_err("drop old roots"))?;
+    }
+    if let Some(oldest) = head.block.checked_sub(BLOCK_HASH_WINDOW) {
+        hashes
+            .retain_in(..=oldest, |_, _| false)
+            .map_err(db_err("drop old block hashes"))?;
+    }
+    let mut meta_table = txn.open_table(META).map_err(db_err("open meta"))?;
+    meta::write_head(&mut meta_table, head)
 }
 
 /// The root of `block` when redb (the roots of the unwind window) or the

@@ -60,6 +60,13 @@ pub struct Options {
     pub memory_budget_bytes: u64,
     /// Size at which the journal starts a new segment file.
     pub journal_segment_bytes: u64,
+    /// Keys a flush writes per redb transaction (at least 1). redb copies
+    /// the pages a transaction changes and reuses the old copies only after
+    /// it commits and readers moved on, so one transaction over a large
+    /// batch of scattered keys would rewrite most of a big table and double
+    /// the file; smaller transactions bound that growth at the cost of one
+    /// fsync each.
+    pub flush_txn_keys: usize,
 }
 
 impl Default for Options {
@@ -82,6 +89,7 @@ impl Default for Options {
             flush_batch_bytes: 64 << 20,
             memory_budget_bytes: 256 << 20,
             journal_segment_bytes: 64 << 20,
+            flush_txn_keys: 16_384,
         }
     }
 }

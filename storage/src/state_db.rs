@@ -224,7 +224,8 @@ impl StateDb {
     }
 
     /// Moves every committed block from the memory tier (and journal) into
-    /// redb now, in one write transaction; returns the blocks moved.
+    /// redb now (in transactions of `Options::flush_txn_keys` keys, redb's
+    /// head advancing with the last); returns the blocks moved.
     pub fn flush(&self) -> Result<usize> {
         self.inner.check_poisoned()?;
         let result = self.inner.ledger.flush(&self.inner);

@@ -91,6 +91,8 @@ pub(crate) fn small_options() -> Options {
         flush_batch_bytes: 2 << 10,
         memory_budget_bytes: 6 << 10,
         journal_segment_bytes: 4 << 10,
+        // Several redb transactions per flush.
+        flush_txn_keys: 5,
         ..Options::default()
     }
 }

@@ -156,6 +156,8 @@ fn err_text(db: &StateDb, number: u64, variant: u64, expected: B256) -> String {
 struct FillingDisk {
     bytes: Arc<Mutex<Vec<u8>>>,
     full: Arc<AtomicBool>,
+    /// When set, the disk fills up after this many more successful fsyncs.
+    syncs_left: Arc<Mutex<Option<u64>>>,
 }
 
 const NO_SPACE: &str = "no space left on device (injected)";
@@ -193,7 +195,19 @@ impl redb::StorageBackend for FillingDisk {
     }
 
     fn sync_data(&self) -> io::Result<()> {
-        self.refuse()
+        self.refuse()?;
+        let mut left = self.syncs_left.lock();
+        match *left {
+            Some(0) => {
+                self.full.store(true, Ordering::SeqCst);
+                self.refuse()
+            }
+            Some(n) => {
+                *left = Some(n - 1);
+                Ok(())
+            }
+            None => Ok(()),
+        }
     }
 
     fn write(&self, offset: u64, data: &[u8]) -> io::Result<()> {
@@ -293,4 +307,87 @@ fn a_disk_full_flush_poisons_the_store_and_names_the_cause() {
     );
     // The committed blocks are still what readers see.
     assert_eq!(db.last_block(), Some(2));
+}
+
+/// Every account and the staged slot of every tenth, as `db` reads them.
+fn state_of(db: &StateDb) -> Vec<(Option<Account>, U256)> {
+    let reader = db.reader(Regime::Exec);
+    (0..302u64)
+        .map(|i| {
+            let account = reader.account(&who(i)).unwrap();
+            let slot = reader.storage(&who(i), &B256::with_last_byte(1)).unwrap();
+            (account, slot)
+        })
+        .collect()
+}
+
+#[test]
+fn a_flush_cut_between_its_transactions_loses_nothing() {
+    let reference = {
+        let dir = tempfile::tempdir().unwrap();
+        let db = StateDb::open(dir.path(), options(0)).unwrap();
+        block_zero(&db);
+        for n in 1..=3 {
+            let mut writer = db.begin_block(n).unwrap();
+            stage(&mut writer, n, 0);
+            writer.commit().unwrap();
+        }
+        (db.root(), state_of(&db))
+    };
+    let options = Options {
+        flush_batch_bytes: u64::MAX,
+        memory_budget_bytes: u64::MAX,
+        // Several redb transactions per flush.
+        flush_txn_keys: 16,
+        ..options(0)
+    };
+    let mut cuts = 0;
+    for syncs in 0.. {
+        let dir = tempfile::tempdir().unwrap();
+        let disk = FillingDisk::default();
+        let journal = Arc::new(MemFileSystem::new());
+        let open = || {
+            StateDb::open_with_io(
+                dir.path(),
+                options.clone(),
+                journal.clone(),
+                Some(disk.clone()),
+            )
+            .unwrap()
+        };
+        let db = open();
+        block_zero(&db);
+        db.flush().unwrap();
+        for n in 1..=3 {
+            let mut writer = db.begin_block(n).unwrap();
+            stage(&mut writer, n, 0);
+            writer.commit().unwrap();
+        }
+        *disk.syncs_left.lock() = Some(syncs);
+        match db.flush() {
+            Ok(_) => break,
+            Err(e) => assert!(e.to_string().contains(NO_SPACE), "{e}"),
+        }
+        cuts += 1;
+        db.abandon();
+        *disk.syncs_left.lock() = None;
+        disk.full.store(false, Ordering::SeqCst);
+
+        // Reopened, the store replays the journal over the partly flushed
+        // keys and reads exactly what it committed, before and after a
+        // complete flush.
+        let db = open();
+        assert_eq!(db.last_block(), Some(3), "cut after {syncs} fsyncs");
+        assert_eq!(db.root(), reference.0, "cut after {syncs} fsyncs");
+        assert_eq!(state_of(&db), reference.1, "cut after {syncs} fsyncs");
+        assert!(db.verify().unwrap().is_ok(), "cut after {syncs} fsyncs");
+        db.flush().unwrap();
+        assert_eq!(state_of(&db), reference.1, "cut after {syncs} fsyncs");
+        assert!(db.verify().unwrap().is_ok(), "cut after {syncs} fsyncs");
+        drop(db);
+        let db = open();
+        assert_eq!(state_of(&db), reference.1, "cut after {syncs} fsyncs");
+    }
+    // The flush needed several transactions, and each was cut once.
+    assert!(cuts >= 3, "only {cuts} cut points");
 }
