@@ -505,7 +505,7 @@ fn write_batch(
     let mut left = total;
     loop {
         let txn = inner.db.begin_write().map_err(db_err("begin write"))?;
-        let take = left.min(inner.options.flush_txn_keys.max(1));
+        let take = left.min(inner.options.flush_txn_keys);
         left -= take;
         {
             let mut tables = Vec::with_capacity(Domain::ALL.len());

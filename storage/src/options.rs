@@ -56,7 +56,8 @@ pub struct Options {
     /// Raw bytes the memory tier may hold: a commit that finds it fuller
     /// waits for the flush (back-pressure, counted in
     /// [`crate::FlushStats::waits`]). Sized for mainnet: ~64 blocks of
-    /// ~4 MB of writes and commitment records each.
+    /// ~4 MB of writes and commitment records each. At least 1 and at
+    /// least `flush_batch_bytes` (else open refuses the options).
     pub memory_budget_bytes: u64,
     /// Size at which the journal starts a new segment file.
     pub journal_segment_bytes: u64,

@@ -413,6 +413,17 @@ fn check_options(options: &Options) -> Result<()> {
     if options.step_size == 0 {
         return Err(Error::InvalidOptions("step_size must be at least 1".into()));
     }
+    if options.flush_txn_keys == 0 {
+        return Err(Error::InvalidOptions(
+            "flush_txn_keys must be at least 1".into(),
+        ));
+    }
+    if options.memory_budget_bytes == 0 || options.memory_budget_bytes < options.flush_batch_bytes {
+        return Err(Error::InvalidOptions(format!(
+            "memory_budget_bytes ({}) must be at least 1 and at least flush_batch_bytes ({})",
+            options.memory_budget_bytes, options.flush_batch_bytes
+        )));
+    }
     if let crate::options::Durability::EveryN(n) = options.durability
         && options.share_with_readers
         && n > 1

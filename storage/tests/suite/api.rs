@@ -165,6 +165,39 @@ fn read_only_opens_are_refused_with_the_reason() {
     .err()
     .expect("EveryN with readers");
     assert!(matches!(err, Error::InvalidOptions(_)), "{err}");
+
+    // A memory tier with no room, or less than one flush batch, would make
+    // every commit wait for ever; a flush of zero keys per transaction
+    // would never end.
+    for (options, named) in [
+        (
+            Options {
+                memory_budget_bytes: 0,
+                flush_batch_bytes: 0,
+                ..Options::default()
+            },
+            "memory_budget_bytes",
+        ),
+        (
+            Options {
+                memory_budget_bytes: 1 << 20,
+                flush_batch_bytes: 2 << 20,
+                ..Options::default()
+            },
+            "flush_batch_bytes",
+        ),
+        (
+            Options {
+                flush_txn_keys: 0,
+                ..Options::default()
+            },
+            "flush_txn_keys",
+        ),
+    ] {
+        let err = StateDb::open(dir.path(), options).err().expect(named);
+        assert!(matches!(err, Error::InvalidOptions(_)), "{err}");
+        assert!(err.to_string().contains(named), "{err}");
+    }
 }
 
 #[test]
