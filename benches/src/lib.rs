@@ -86,7 +86,7 @@ pub fn block_writes(
 }
 
 /// Stages `writes` in a block: nonces as accounts, the rest as slots.
-pub fn stage(writer: &mut BlockWriter<'_>, writes: &[BlockWrite]) {
+pub fn stage(writer: &mut BlockWriter, writes: &[BlockWrite]) {
     for (address, slot, value) in writes {
         match slot {
             None => writer.put_account(

@@ -127,6 +127,16 @@ pub enum Error {
         /// What is wrong.
         what: String,
     },
+    /// Another writer (a block, genesis or an unwind) holds the write side.
+    #[error("{}", if *same_thread {
+        "a writer is already open on this thread (a block, genesis or unwind): waiting for it here would deadlock; commit or drop it first"
+    } else {
+        "another writer is open (a block, genesis or unwind)"
+    })]
+    WriterBusy {
+        /// The writer was opened by the calling thread.
+        same_thread: bool,
+    },
     /// A block was written out of sequence.
     #[error("block {found} is out of order: expected block {expected}")]
     BlockOutOfOrder {
@@ -244,6 +254,7 @@ impl Error {
             _ => !matches!(
                 self,
                 Error::BlockOutOfOrder { .. }
+                    | Error::WriterBusy { .. }
                     | Error::GenesisExists { .. }
                     | Error::UnwindOutOfRange { .. }
                     | Error::Poisoned { .. }
@@ -268,6 +279,7 @@ impl Error {
     pub(crate) fn in_block(self, block: u64) -> Error {
         match self {
             Error::BlockOutOfOrder { .. }
+            | Error::WriterBusy { .. }
             | Error::Commitment { .. }
             | Error::BlockRootMismatch { .. }
             | Error::BlockNotCommitted { .. } => self,

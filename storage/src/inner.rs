@@ -17,12 +17,12 @@ use crate::telemetry::ReadMetrics;
 
 /// Everything a `StateDb`, its writers and its maintenance thread share.
 ///
-/// Lock order: `writer_lock` → `maintenance_lock` → the ledger's
+/// Lock order: `writer_slot` → `maintenance_lock` → the ledger's
 /// `flush_lock` → `commit_lock` → `poisoned`; the ledger's journal and
 /// pending-block mutexes are leaves (nothing is taken under them).
 /// A thread holding a later lock never waits for an earlier one: a block's
-/// commit and unwind take `commit_lock` under `writer_lock`; unwind takes
-/// `flush_lock` under `writer_lock`; the flusher takes `commit_lock` under
+/// commit and unwind take `commit_lock` under `writer_slot`; unwind takes
+/// `flush_lock` under `writer_slot`; the flusher takes `commit_lock` under
 /// `flush_lock`; maintenance takes `commit_lock` under `maintenance_lock`;
 /// nothing waits for `maintenance_lock` while holding `flush_lock` or
 /// `commit_lock` (see [`Inner::poison_on_error`]). No redb write
@@ -38,11 +38,11 @@ pub(crate) struct Inner {
     pub(crate) step_size: u64,
     /// The snapshot new readers get; swapped at every commit and file change.
     pub(crate) current: ArcSwap<Snapshot>,
-    /// Held by the one open `BlockWriter`, genesis and unwind: one writer
+    /// Taken by the one open `BlockWriter`, genesis and unwind: one writer
     /// at a time. First in the lock order.
-    pub(crate) writer_lock: Mutex<()>,
+    pub(crate) writer_slot: crate::writer_slot::WriterSlot,
     /// Serialises maintenance runs (background and on demand); a run records
-    /// its failure (poison) before releasing it. After `writer_lock`, before
+    /// its failure (poison) before releasing it. After `writer_slot`, before
     /// `commit_lock`.
     pub(crate) maintenance_lock: Mutex<()>,
     /// Held briefly around each snapshot swap (and maintenance's redb
@@ -82,7 +82,7 @@ impl Inner {
             options,
             step_size,
             current: ArcSwap::from_pointee(snapshot),
-            writer_lock: Mutex::new(()),
+            writer_slot: Default::default(),
             maintenance_lock: Mutex::new(()),
             commit_lock: Mutex::new(()),
             metrics,

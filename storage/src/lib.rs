@@ -52,6 +52,7 @@ pub mod telemetry;
 mod unwind;
 mod verify;
 mod writer;
+mod writer_slot;
 
 pub use account::Account;
 pub use commit::CommitInfo;

@@ -23,6 +23,7 @@ use crate::reader::StateReader;
 use crate::snapshot::Snapshot;
 use crate::telemetry::ReadMetrics;
 use crate::writer::BlockWriter;
+use crate::writer_slot::{Wait, WriterTicket};
 
 pub use crate::stats::{DbStats, DomainStats, FileStats};
 
@@ -176,12 +177,24 @@ impl StateDb {
     }
 
     /// Starts writing block `number`, which must follow the last committed
-    /// block. Waits while another writer is open.
-    pub fn begin_block(&self, number: u64) -> Result<BlockWriter<'_>> {
+    /// block. Waits while a writer open on another thread is alive; on the
+    /// thread that holds one (a writer not yet committed or dropped) it
+    /// fails with [`Error::WriterBusy`] instead of waiting for itself.
+    pub fn begin_block(&self, number: u64) -> Result<BlockWriter> {
+        self.open_writer(number, Wait::Yes)
+    }
+
+    /// Starts writing block `number` like [`StateDb::begin_block`], but
+    /// fails at once with [`Error::WriterBusy`] while any writer is open.
+    pub fn try_begin_block(&self, number: u64) -> Result<BlockWriter> {
+        self.open_writer(number, Wait::No)
+    }
+
+    fn open_writer(&self, number: u64, wait: Wait) -> Result<BlockWriter> {
         self.inner
             .check_poisoned()
             .map_err(|error| error.in_block(number))?;
-        let exclusive = self.inner.writer_lock.lock();
+        let write_side = WriterTicket::take(&self.inner, wait)?;
         let expected = self.last_block().map_or(0, |b| b + 1);
         if number != expected {
             return Err(Error::BlockOutOfOrder {
@@ -189,14 +202,14 @@ impl StateDb {
                 found: number,
             });
         }
-        Ok(BlockWriter::new(&self.inner, exclusive, number))
+        Ok(BlockWriter::new(&self.inner, write_side, number))
     }
 
     /// Writes the initial state `alloc` as block 0 of an empty store and
     /// returns its state root (bulk-built, streaming, in hashed-key order).
     pub fn init_genesis(&self, alloc: &crate::genesis::GenesisAlloc) -> Result<B256> {
         self.inner.check_poisoned()?;
-        let _exclusive = self.inner.writer_lock.lock();
+        let _write_side = WriterTicket::take(&self.inner, Wait::Yes)?;
         let result = crate::genesis_init::init_genesis(&self.inner, alloc);
         self.inner.poison_on_error(result)
     }
@@ -205,7 +218,7 @@ impl StateDb {
     /// committed blocks. Returns its root.
     pub fn unwind_to(&self, block: u64) -> Result<B256> {
         self.inner.check_poisoned()?;
-        let _exclusive = self.inner.writer_lock.lock();
+        let _write_side = WriterTicket::take(&self.inner, Wait::Yes)?;
         let result = crate::unwind::unwind_to(&self.inner, block);
         self.inner.poison_on_error(result)
     }

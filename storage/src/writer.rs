@@ -4,7 +4,6 @@ use std::sync::Arc;
 
 use alloy_primitives::{Address, B256, U256};
 use bytes::Bytes;
-use parking_lot::MutexGuard;
 
 use crate::account::{Account, encode_slot_value};
 use crate::commit::{CommitInfo, commit_block};
@@ -15,25 +14,31 @@ use crate::keys::storage_key;
 use crate::overlay::Overlay;
 use crate::reader::StateReader;
 use crate::snapshot::Snapshot;
+use crate::writer_slot::WriterTicket;
 
 /// Writes block `number`. Nothing of the block is visible to other readers
 /// before [`BlockWriter::commit`]; everything is after. Only one writer is
 /// open at a time; dropping it without committing discards the block.
-pub struct BlockWriter<'db> {
-    inner: &'db Arc<Inner>,
-    _exclusive: MutexGuard<'db, ()>,
+///
+/// The writer owns what it needs (it shares the store's insides), so it is
+/// `Send` and may be kept beside the [`crate::StateDb`] or handed to another
+/// thread (e.g. `spawn_blocking`); it holds the store's write side until it
+/// is committed or dropped.
+pub struct BlockWriter {
+    inner: Arc<Inner>,
+    _write_side: WriterTicket,
     number: u64,
     base: Arc<Snapshot>,
     overlay: Arc<Overlay>,
     expected_root: Option<B256>,
 }
 
-impl<'db> BlockWriter<'db> {
-    pub(crate) fn new(inner: &'db Arc<Inner>, exclusive: MutexGuard<'db, ()>, number: u64) -> Self {
+impl BlockWriter {
+    pub(crate) fn new(inner: &Arc<Inner>, write_side: WriterTicket, number: u64) -> Self {
         let base = inner.current.load_full();
         BlockWriter {
-            inner,
-            _exclusive: exclusive,
+            inner: inner.clone(),
+            _write_side: write_side,
             number,
             base,
             overlay: Arc::default(),
@@ -149,7 +154,7 @@ impl<'db> BlockWriter<'db> {
         let number = self.number;
         let result = self.inner.check_poisoned().and_then(|()| {
             commit_block(
-                self.inner,
+                &self.inner,
                 number,
                 self.base,
                 self.overlay,

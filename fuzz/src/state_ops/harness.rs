@@ -375,9 +375,9 @@ impl Harness {
 
 /// Applies one write to the block and the model; a slot or code write to a
 /// missing account creates it first, as the EVM would.
-fn apply_write(writer: &mut BlockWriter<'_>, model: &mut Model, write: &Write) {
+fn apply_write(writer: &mut BlockWriter, model: &mut Model, write: &Write) {
     fn ensure<'m>(
-        writer: &mut BlockWriter<'_>,
+        writer: &mut BlockWriter,
         model: &'m mut Model,
         who: Address,
     ) -> &'m mut ModelAccount {

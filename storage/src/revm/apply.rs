@@ -48,7 +48,7 @@ pub struct ApplyStats {
 /// bytecode ([`RevmError::MissingCode`]); the writer may then hold part of
 /// the state and the block should be dropped uncommitted.
 pub fn apply_evm_state(
-    writer: &mut BlockWriter<'_>,
+    writer: &mut BlockWriter,
     state: &EvmState,
 ) -> Result<ApplyStats, RevmError> {
     let mut stats = ApplyStats::default();
@@ -59,7 +59,7 @@ pub fn apply_evm_state(
 }
 
 fn apply_account(
-    writer: &mut BlockWriter<'_>,
+    writer: &mut BlockWriter,
     address: Address,
     account: &EvmAccount,
     stats: &mut ApplyStats,
@@ -113,7 +113,7 @@ fn lives_on(account: &EvmAccount) -> bool {
 /// Writes an account whose old storage and code are already wiped: its
 /// info, its code and every non-zero slot.
 fn write_fresh(
-    writer: &mut BlockWriter<'_>,
+    writer: &mut BlockWriter,
     address: Address,
     account: &EvmAccount,
     stats: &mut ApplyStats,
@@ -134,7 +134,7 @@ fn write_fresh(
 }
 
 fn put_code(
-    writer: &mut BlockWriter<'_>,
+    writer: &mut BlockWriter,
     address: Address,
     info: &AccountInfo,
     stats: &mut ApplyStats,

@@ -11,3 +11,4 @@ mod oracle;
 mod refusal;
 mod vectors;
 mod verify;
+mod writer;

@@ -99,8 +99,8 @@ pub(crate) fn small_options() -> Options {
 
 /// Applies one write to the store and the model; storage writes to a missing
 /// account create it first, as the EVM would.
-fn apply(writer: &mut strata_storage::BlockWriter<'_>, model: &mut Model, write: &Write) {
-    let ensure = |writer: &mut strata_storage::BlockWriter<'_>, model: &mut Model, who: Address| {
+fn apply(writer: &mut strata_storage::BlockWriter, model: &mut Model, write: &Write) {
+    let ensure = |writer: &mut strata_storage::BlockWriter, model: &mut Model, who: Address| {
         if let std::collections::btree_map::Entry::Vacant(entry) = model.entry(who) {
             entry.insert(ModelAccount::default());
             writer.put_account(who, &Account::default());

@@ -46,7 +46,7 @@ fn block_zero(db: &StateDb) {
 }
 
 /// The writes of block `number`; `variant` != 0 gives other writes (a bad block).
-fn stage(writer: &mut strata_storage::BlockWriter<'_>, number: u64, variant: u64) {
+fn stage(writer: &mut strata_storage::BlockWriter, number: u64, variant: u64) {
     for i in (number * 7..300).step_by(13) {
         writer.put_account(
             who(i),

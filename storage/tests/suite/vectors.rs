@@ -42,7 +42,7 @@ fn last_block_root(case: &Value) -> B256 {
 
 /// Writes into `writer` whatever turns `pre` into `post`.
 fn apply_difference(
-    writer: &mut strata_storage::BlockWriter<'_>,
+    writer: &mut strata_storage::BlockWriter,
     pre: &GenesisAlloc,
     post: &GenesisAlloc,
 ) {

@@ -99,7 +99,7 @@ pub(super) fn check_reads(
 /// the number of account and slot writes.
 pub(super) fn stage_writes(
     datadir: &Path,
-    writer: &mut BlockWriter<'_>,
+    writer: &mut BlockWriter,
     block: &TraceBlock,
 ) -> Result<usize, CliError> {
     let mut written = 0;
