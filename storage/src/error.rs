@@ -161,6 +161,16 @@ pub enum Error {
         /// Last committed block.
         last: u64,
     },
+    /// A read at a block outside the blocks whose state is retained.
+    #[error("the state after block {block} is not retained: blocks {oldest}..={last} can be read")]
+    StateNotRetained {
+        /// Requested block.
+        block: u64,
+        /// Oldest block that can be read.
+        oldest: u64,
+        /// Last committed block.
+        last: u64,
+    },
     /// The unwind data of a block is missing.
     #[error("unwind data for block {block} is missing")]
     MissingUnwindData {
@@ -257,6 +267,7 @@ impl Error {
                     | Error::WriterBusy { .. }
                     | Error::GenesisExists { .. }
                     | Error::UnwindOutOfRange { .. }
+                    | Error::StateNotRetained { .. }
                     | Error::Poisoned { .. }
                     | Error::InvalidOptions(_)
                     | Error::BlockRootMismatch { .. }

@@ -28,9 +28,11 @@ use crate::domain::Domain;
 use crate::error::{Error, Result, db_err};
 use crate::files::FileSystem;
 use crate::fileset::FileSet;
+use crate::history::{BlockUndo, History};
 use crate::inner::{CommitGuard, Inner};
 use crate::journal::{BlockRecord, Journal, JournalRecord, Previous};
 use crate::memory::MemoryTier;
+use crate::options::Options;
 use crate::snapshot::Snapshot;
 use crate::sources::ROOT_RECORD_KEY;
 
@@ -40,8 +42,9 @@ pub const JOURNAL_DIR: &str = "journal";
 /// What a publication changes in the current snapshot.
 pub(crate) enum Change<'a> {
     /// A block committed to the memory tier (same redb view and files),
-    /// with the memory tier that holds it.
-    Block(&'a BlockRecord, MemoryTier),
+    /// with the memory tier that holds it and its undo data (none for
+    /// block 0).
+    Block(&'a BlockRecord, MemoryTier, Option<Arc<BlockUndo>>),
     /// Blocks written to redb by a flush: a new redb view, and the memory
     /// tier without them.
     Flushed(&'a [Arc<BlockRecord>]),
@@ -109,6 +112,16 @@ pub(crate) struct Recovery {
     pub(crate) ledger: Ledger,
     pub(crate) memory: MemoryTier,
     pub(crate) head: Option<Head>,
+    /// The undo data of the journaled blocks of the unwind window.
+    pub(crate) history: History,
+}
+
+/// Blocks whose undo data the writer keeps in memory: the unwind window
+/// and the block before it.
+pub(crate) fn history_blocks(options: &Options) -> usize {
+    usize::try_from(options.unwind_depth)
+        .unwrap_or(usize::MAX)
+        .saturating_add(1)
 }
 
 impl Ledger {
@@ -120,8 +133,10 @@ impl Ledger {
         fs: Arc<dyn FileSystem>,
         datadir: &Path,
         flushed: Option<Head>,
-        segment_bytes: u64,
+        options: &Options,
     ) -> Result<Recovery> {
+        let segment_bytes = options.journal_segment_bytes;
+        let keep = history_blocks(options);
         let dir = datadir.join(JOURNAL_DIR);
         let flushed_block = flushed.map(|h| h.block);
         let (mut journal, recovered) = Journal::open(fs, dir, flushed_block, segment_bytes)?;
@@ -146,6 +161,12 @@ impl Ledger {
             );
             journal.discard_all(flushed + 1)?;
         }
+        // Damage there is unwind's to report; readers at those blocks are
+        // told they are not retained.
+        let mut history = flushed_history(&journal, flushed, keep).unwrap_or_else(|error| {
+            tracing::warn!(%error, "journal: no reads at the blocks flushed before this open");
+            History::default()
+        });
         let mut memory = MemoryTier::default();
         let mut pending = VecDeque::new();
         let mut head = flushed;
@@ -157,6 +178,9 @@ impl Ledger {
                 })?;
             check_recovered(&record, block, head)?;
             memory.apply(&record);
+            if let Some(undo) = BlockUndo::from_record(&record, |i| &record.writes[i].previous) {
+                history = history.pushed(Arc::new(undo), keep);
+            }
             head = Some(Head {
                 block,
                 root: record.root,
@@ -187,6 +211,7 @@ impl Ledger {
             ledger,
             memory,
             head,
+            history,
         })
     }
 
@@ -219,13 +244,14 @@ impl Ledger {
                     let mut memory = base.memory.clone();
                     memory.apply(&record);
                     write_through();
-                    memory
+                    let undo = BlockUndo::from_record(&record, |i| &previous[i]).map(Arc::new);
+                    (memory, undo)
                 }))
             },
         );
         (times.journal, times.journal_bytes) = journaled?;
         let record = Arc::new(record);
-        let published = memory.and_then(|memory| {
+        let published = memory.and_then(|(memory, undo)| {
             catch_unwind(AssertUnwindSafe(|| -> Result<()> {
                 let commit = inner.lock_commit();
                 self.pending.lock().push_back(record.clone());
@@ -238,7 +264,7 @@ impl Ledger {
                     memory.apply(&record);
                     memory
                 };
-                self.publish(inner, &commit, Change::Block(&record, memory))
+                self.publish(inner, &commit, Change::Block(&record, memory, undo))
             }))
         });
         match published {
@@ -262,8 +288,16 @@ impl Ledger {
         change: Change<'_>,
     ) -> Result<()> {
         let current = inner.current.load_full();
-        let next = match change {
-            Change::Block(record, memory) => {
+        let history = match &change {
+            Change::Block(_, _, Some(undo)) => current
+                .history
+                .pushed(undo.clone(), history_blocks(&inner.options)),
+            // Genesis (nothing kept) or an unwind: the blocks up to the head stay.
+            Change::Reset(head) => current.history.through(head.block),
+            _ => current.history.clone(),
+        };
+        let mut next = match change {
+            Change::Block(record, memory, _) => {
                 let head = Head {
                     block: record.block,
                     root: record.root,
@@ -294,6 +328,7 @@ impl Ledger {
                 MemoryTier::default(),
             )?,
         };
+        next.history = history;
         inner.current.store(Arc::new(next));
         Ok(())
     }
@@ -462,6 +497,30 @@ pub(crate) fn check_recovered(
         )),
         None => Err(corrupt("it has no root record".into())),
     }
+}
+
+/// The undo data of the journaled blocks up to `flushed` (redb's head), at
+/// most the newest `keep`: what a reader at a recent block needs of the
+/// blocks flushed before this open. Read back from the segments.
+fn flushed_history(journal: &Journal, flushed: Option<Head>, keep: usize) -> Result<History> {
+    let (Some(flushed), Some((first, _))) = (flushed, journal.blocks()) else {
+        return Ok(History::default());
+    };
+    let keep_from = flushed
+        .block
+        .saturating_sub(u64::try_from(keep).unwrap_or(u64::MAX));
+    let mut history = History::default();
+    for found in journal.read_blocks(first.max(keep_from), flushed.block)? {
+        let record =
+            BlockRecord::decode(&found.payload).map_err(|e| Error::CorruptJournalRecord {
+                block: found.block,
+                what: e.to_string(),
+            })?;
+        if let Some(undo) = BlockUndo::from_record(&record, |i| &record.writes[i].previous) {
+            history = history.pushed(Arc::new(undo), keep);
+        }
+    }
+    Ok(history)
 }
 
 /// The newest write of each key across `batch`, per domain, in key order,

@@ -32,6 +32,7 @@ pub mod files;
 mod fileset;
 pub mod genesis;
 mod genesis_init;
+mod history;
 mod inner;
 pub mod journal;
 pub mod keys;

@@ -6,6 +6,8 @@ use alloy_primitives::{Address, B256, U256};
 use bytes::Bytes;
 
 use crate::account::{Account, decode_slot_value};
+use crate::db::meta::Head;
+use crate::db::tables::BLOCK_HASH_WINDOW;
 use crate::db::value::hex;
 use crate::domain::{Domain, Regime};
 use crate::error::{Error, Result};
@@ -23,6 +25,9 @@ use crate::telemetry::{ReadMetrics, Tier};
 pub struct StateReader {
     snapshot: Arc<Snapshot>,
     overlay: Option<Arc<Overlay>>,
+    /// For a reader at an older block: that block (the overlay undoes the
+    /// blocks after it).
+    at: Option<Head>,
     regime: Regime,
     metrics: Arc<ReadMetrics>,
 }
@@ -37,8 +42,24 @@ impl StateReader {
         StateReader {
             snapshot,
             overlay,
+            at: None,
             regime,
             metrics,
+        }
+    }
+
+    /// A reader of the state after `at`, an older block than `snapshot`'s
+    /// head: `undo` holds, for every key written after it, its value then.
+    pub(crate) fn at(
+        snapshot: Arc<Snapshot>,
+        undo: Overlay,
+        at: Head,
+        regime: Regime,
+        metrics: Arc<ReadMetrics>,
+    ) -> StateReader {
+        StateReader {
+            at: Some(at),
+            ..StateReader::new(snapshot, Some(Arc::new(undo)), regime, metrics)
         }
     }
 
@@ -55,14 +76,21 @@ impl StateReader {
         self.regime
     }
 
-    /// The last committed block this handle shows (`None` before genesis).
+    /// The committed block this handle shows: the last one, or the one a
+    /// reader at a recent block was opened for (`None` before genesis).
     pub fn block(&self) -> Option<u64> {
-        self.snapshot.block()
+        match self.at {
+            Some(at) => Some(at.block),
+            None => self.snapshot.block(),
+        }
     }
 
     /// The state root of that block.
     pub fn root(&self) -> B256 {
-        self.snapshot.root()
+        match self.at {
+            Some(at) => at.root,
+            None => self.snapshot.root(),
+        }
     }
 
     /// The newest value of `key` in `domain`: memory, then db, then files
@@ -145,9 +173,15 @@ impl StateReader {
         Ok(code)
     }
 
-    /// The hash of block `number`, when it is one of the last 256 blocks
-    /// committed with a hash ([`crate::BlockWriter::set_block_hash`]).
+    /// The hash of block `number`, when it is one of the 256 blocks up to
+    /// this handle's block committed with a hash
+    /// ([`crate::BlockWriter::set_block_hash`]).
     pub fn block_hash(&self, number: u64) -> Result<Option<B256>> {
+        if let Some(at) = self.at
+            && (number > at.block || number.saturating_add(BLOCK_HASH_WINDOW) <= at.block)
+        {
+            return Ok(None);
+        }
         self.snapshot.block_hash(number)
     }
 

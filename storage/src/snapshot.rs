@@ -19,6 +19,7 @@ use crate::db::value;
 use crate::domain::Domain;
 use crate::error::{Result, db_err};
 use crate::fileset::FileSet;
+use crate::history::History;
 use crate::keys::STORAGE_KEY_LEN;
 use crate::memory::MemoryTier;
 
@@ -74,6 +75,9 @@ pub(crate) struct Snapshot {
     pub(crate) memory: MemoryTier,
     db: Arc<DbView>,
     pub(crate) files: Arc<FileSet>,
+    /// The undo data of the last blocks up to `head` (the writer's; empty
+    /// in a read-only handle).
+    pub(crate) history: History,
 }
 
 /// One redb read transaction with the tables reads use, opened once.
@@ -108,6 +112,7 @@ impl Snapshot {
             memory,
             db: self.db.clone(),
             files: self.files.clone(),
+            history: self.history.clone(),
         }
     }
 
@@ -148,6 +153,7 @@ impl Snapshot {
                 _txn: txn,
             }),
             files,
+            history: History::default(),
         })
     }
 

@@ -108,13 +108,9 @@ impl StateDb {
 
         maintenance::remove_orphans(fs.as_ref(), &files_dir, &meta.manifest)?;
         let files = Arc::new(FileSet::open(&fs, &files_dir, meta.manifest.clone())?);
-        let recovery = Ledger::open(
-            fs.clone(),
-            &datadir,
-            meta.head,
-            options.journal_segment_bytes,
-        )?;
-        let snapshot = Snapshot::open(&db, recovery.head, files, recovery.memory)?;
+        let recovery = Ledger::open(fs.clone(), &datadir, meta.head, &options)?;
+        let mut snapshot = Snapshot::open(&db, recovery.head, files, recovery.memory)?;
+        snapshot.history = recovery.history;
         let metrics = Arc::new(if options.mutex_telemetry_baseline {
             ReadMetrics::mutex_baseline(options.read_metrics)
         } else {
@@ -169,6 +165,44 @@ impl StateDb {
     /// The state root of the last committed block (the empty root before genesis).
     pub fn root(&self) -> B256 {
         self.inner.current.load().root()
+    }
+
+    /// A read handle on the state as it was after `block`, one of the last
+    /// `unwind_depth` committed blocks (reth's `history_by_block_number`
+    /// within the window): the current state with the writes of the later
+    /// blocks undone from their unwind data, kept in memory. Fails with
+    /// [`Error::StateNotRetained`] outside the window, or for blocks
+    /// flushed before this open whose journal records could not be read.
+    pub fn reader_at(&self, block: u64, regime: Regime) -> Result<StateReader> {
+        let snapshot = self.inner.current.load_full();
+        let last = snapshot.block();
+        let metrics = self.inner.metrics.clone();
+        if last == Some(block) {
+            return Ok(StateReader::new(snapshot, None, regime, metrics));
+        }
+        let last = last.unwrap_or(0);
+        let oldest = snapshot
+            .history
+            .oldest_reachable()
+            .unwrap_or(last)
+            .max(last.saturating_sub(self.inner.options.unwind_depth));
+        let not_retained = Error::StateNotRetained {
+            block,
+            oldest,
+            last,
+        };
+        if block < oldest || block >= last {
+            return Err(not_retained);
+        }
+        let Some(undo) = snapshot.history.undo_to(block, last) else {
+            return Err(not_retained);
+        };
+        let root = match snapshot.history.root_of(block) {
+            Some(root) => root,
+            None => crate::ledger::root_of(&self.inner, block)?.ok_or(not_retained)?,
+        };
+        let at = meta::Head { block, root };
+        Ok(StateReader::at(snapshot, undo, at, regime, metrics))
     }
 
     /// The root of `block` if it is still retained for unwind.

@@ -34,6 +34,11 @@ pub struct MemoryStats {
     pub blocks: Option<(u64, u64)>,
     /// Raw bytes of the keys and values it holds.
     pub bytes: u64,
+    /// Blocks whose undo data is kept for reads at recent blocks
+    /// ([`crate::StateDb::reader_at`]).
+    pub history_blocks: usize,
+    /// Raw bytes of that undo data's keys and values.
+    pub history_bytes: u64,
 }
 
 /// The journal: each committed block's record, kept until flushed and out
@@ -113,6 +118,8 @@ pub(crate) fn collect(
         memory: MemoryStats {
             blocks: snapshot.memory.blocks(),
             bytes: snapshot.memory.bytes(),
+            history_blocks: snapshot.history.len(),
+            history_bytes: snapshot.history.bytes() as u64,
         },
         journal,
     })

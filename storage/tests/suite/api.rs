@@ -356,3 +356,56 @@ fn a_read_only_handle_sees_a_same_root_sibling_block() {
     assert_eq!(follower.refresh().unwrap(), Some(1));
     assert_eq!(hash_seen(), Some(B256::repeat_byte(0xb2)));
 }
+
+/// A reader at a recent block shows that block: its state, its root, only
+/// the block hashes up to it; outside the window the error names the
+/// blocks that can be read.
+#[test]
+fn a_reader_at_a_recent_block_sees_that_block_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options {
+        unwind_depth: 3,
+        ..small_options()
+    };
+    let db = StateDb::open(dir.path(), options.clone()).unwrap();
+    let who = Address::with_last_byte(9);
+    let mut roots = Vec::new();
+    for number in 0..=6u64 {
+        let mut writer = db.begin_block(number).unwrap();
+        writer.put_account(
+            who,
+            &Account {
+                nonce: number,
+                ..Account::default()
+            },
+        );
+        writer.set_block_hash(B256::with_last_byte(number as u8 + 1));
+        roots.push(writer.commit().unwrap().root);
+        if number == 4 {
+            db.flush().unwrap();
+        }
+    }
+    for block in 3..=6u64 {
+        let reader = db.reader_at(block, Regime::Exec).unwrap();
+        assert_eq!(reader.block(), Some(block));
+        assert_eq!(reader.root(), roots[block as usize]);
+        assert_eq!(reader.account(&who).unwrap().unwrap().nonce, block);
+        assert_eq!(
+            reader.block_hash(block).unwrap(),
+            Some(B256::with_last_byte(block as u8 + 1))
+        );
+        assert_eq!(reader.block_hash(block + 1).unwrap(), None, "a later hash");
+    }
+    for block in [2, 7] {
+        let err = db.reader_at(block, Regime::Exec).err().unwrap();
+        assert!(matches!(err, Error::StateNotRetained { .. }), "{err}");
+        assert!(err.to_string().contains("blocks 3..=6"), "{err}");
+    }
+    // After a reopen the window is read back from the journal.
+    drop(db);
+    let db = StateDb::open(dir.path(), options).unwrap();
+    let reader = db.reader_at(3, Regime::Exec).unwrap();
+    assert_eq!(reader.account(&who).unwrap().unwrap().nonce, 3);
+    assert_eq!(reader.root(), roots[3]);
+    assert_eq!(db.stats().unwrap().memory.history_blocks, 4);
+}

@@ -6,7 +6,7 @@
 
 use alloy_primitives::{Address, B256, Bytes, U256};
 use proptest::prelude::*;
-use strata_storage::{Account, Options, Regime, StateDb};
+use strata_storage::{Account, Error, Options, Regime, StateDb};
 
 use crate::oracle::{Model, ModelAccount, assert_reads_match, code_hash, model_root};
 
@@ -42,6 +42,8 @@ enum Step {
     Reopen,
     Crash,
     Unwind(u64),
+    /// A reader at this many blocks before the last.
+    ReadAt(u64),
 }
 
 fn write() -> impl Strategy<Value = Write> {
@@ -61,6 +63,7 @@ fn step() -> impl Strategy<Value = Step> {
         1 => Just(Step::Reopen),
         1 => Just(Step::Crash),
         1 => (1..5u64).prop_map(Step::Unwind),
+        2 => (0..9u64).prop_map(Step::ReadAt),
     ]
 }
 
@@ -212,6 +215,26 @@ fn run(steps: Vec<Step>) {
                 model = history.last().unwrap().clone();
                 assert_eq!(root, model_root(&model), "{context}: unwind root");
                 assert_eq!(db.root_at(target).unwrap(), Some(root));
+            }
+            Step::ReadAt(back) => {
+                let last = db.last_block().unwrap();
+                let target = last.saturating_sub(back);
+                let oldest = db.oldest_unwindable().unwrap().unwrap();
+                match db.reader_at(target, Regime::Exec) {
+                    Ok(reader) => {
+                        let then = &history[target as usize];
+                        let context = format!("{context}: at block {target}");
+                        assert_eq!(reader.block(), Some(target), "{context}");
+                        assert_eq!(reader.root(), model_root(then), "{context}: root");
+                        let addresses: Vec<Address> = (0..ADDRESSES).map(address).collect();
+                        let slots: Vec<B256> = (0..SLOTS).map(slot).collect();
+                        assert_reads_match(&reader, then, &addresses, &slots, &context);
+                    }
+                    Err(Error::StateNotRetained { .. }) if target < oldest => {}
+                    Err(other) => {
+                        panic!("{context}: block {target} of {oldest}..={last}: {other}")
+                    }
+                }
             }
         }
         check(&db, &model, &context);
