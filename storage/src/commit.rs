@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use alloy_primitives::{Address, B256};
 use bytes::Bytes;
-use strata_commitment::{CommitStats, ComputeOptions, TrieUpdate, compute_root};
+use strata_commitment::{CommitOutput, CommitStats, ComputeOptions, TrieUpdate, compute_root};
 
 use crate::db::meta::Head;
 use crate::domain::{Domain, Regime};
@@ -49,18 +49,36 @@ pub struct CommitInfo {
     pub durable: bool,
 }
 
-/// Commits `overlay` as block `number` on top of `base`. With
-/// `expected_root`, a block whose root differs is refused before anything
-/// is written: no redb transaction, no branch written through to the cache
-/// (the cache then holds only records of committed blocks, loaded by the
-/// walk and the warmers from `base`), no new snapshot.
-pub(crate) fn commit_block(
+/// A block whose root is computed and whose unwind data is gathered, not
+/// yet durable or visible: nothing of it was written anywhere (no journal
+/// record, no branch in the cache, no snapshot), so it can be committed
+/// ([`persist_block`]) or dropped.
+pub(crate) struct PreparedBlock {
+    number: u64,
+    /// The block's writes, storage wipes expanded into deletions.
+    overlay: Arc<Overlay>,
+    output: CommitOutput,
+    /// The previous value of every written state key, in record order.
+    previous: Vec<Previous>,
+    commitment_time: Duration,
+    warmed: u64,
+}
+
+impl PreparedBlock {
+    /// The block's state root.
+    pub(crate) fn root(&self) -> B256 {
+        self.output.root
+    }
+}
+
+/// Computes the root of `overlay` as block `number` on top of `base` and
+/// gathers its unwind data, writing nothing.
+pub(crate) fn prepare_block(
     inner: &Arc<Inner>,
     number: u64,
-    base: Arc<Snapshot>,
+    base: &Arc<Snapshot>,
     overlay: Arc<Overlay>,
-    expected_root: Option<B256>,
-) -> Result<CommitInfo> {
+) -> Result<PreparedBlock> {
     let expected = base.block().map_or(0, |b| b + 1);
     if number != expected {
         return Err(Error::BlockOutOfOrder {
@@ -69,7 +87,7 @@ pub(crate) fn commit_block(
         });
     }
     let mut overlay = Arc::unwrap_or_clone(overlay);
-    expand_storage_wipes(&base, &mut overlay)?;
+    expand_storage_wipes(base, &mut overlay)?;
     let overlay = Arc::new(overlay);
     let update = trie_update(&overlay);
 
@@ -112,13 +130,13 @@ pub(crate) fn commit_block(
             let output = compute_root(&update, &branches, &state, &options);
             (output, started.elapsed())
         },
-        || previous_values(&base, &overlay, number),
+        || previous_values(base, &overlay, number),
     );
     let output = output.map_err(|source| Error::Commitment {
         block: number,
         source,
     })?;
-    let mut previous = previous?;
+    let previous = previous?;
 
     // Stop this block's warmers before the cache is written through, so that
     // no warmer can put a pre-block branch over a post-block one.
@@ -132,6 +150,34 @@ pub(crate) fn commit_block(
         }
     }
 
+    Ok(PreparedBlock {
+        number,
+        overlay,
+        output,
+        previous,
+        commitment_time,
+        warmed: warmed as u64,
+    })
+}
+
+/// Makes a prepared block durable and visible. With `expected_root`, a
+/// block whose root differs is refused before anything is written: no
+/// journal record, no branch written through to the cache (the cache then
+/// holds only records of committed blocks, loaded by the walk and the
+/// warmers from the base), no new snapshot.
+pub(crate) fn persist_block(
+    inner: &Arc<Inner>,
+    prepared: PreparedBlock,
+    expected_root: Option<B256>,
+) -> Result<CommitInfo> {
+    let PreparedBlock {
+        number,
+        overlay,
+        output,
+        mut previous,
+        commitment_time,
+        warmed,
+    } = prepared;
     if let Some(expected) = expected_root
         && expected != output.root
     {
@@ -142,7 +188,6 @@ pub(crate) fn commit_block(
             computed: output.root,
         });
     }
-
     let head = Head {
         block: number,
         root: output.root,
@@ -170,7 +215,7 @@ pub(crate) fn commit_block(
         write_time: times.journal,
         journal_bytes: times.journal_bytes,
         flush_wait: times.flush_wait,
-        warmed: warmed as u64,
+        warmed,
         durable,
     })
 }

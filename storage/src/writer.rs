@@ -6,7 +6,7 @@ use alloy_primitives::{Address, B256, U256};
 use bytes::Bytes;
 
 use crate::account::{Account, encode_slot_value};
-use crate::commit::{CommitInfo, commit_block};
+use crate::commit::{CommitInfo, PreparedBlock, persist_block, prepare_block};
 use crate::domain::{Domain, Regime};
 use crate::error::Result;
 use crate::inner::Inner;
@@ -31,6 +31,9 @@ pub struct BlockWriter {
     base: Arc<Snapshot>,
     overlay: Arc<Overlay>,
     expected_root: Option<B256>,
+    /// The root and records [`BlockWriter::state_root`] computed, until
+    /// the next write.
+    prepared: Option<PreparedBlock>,
 }
 
 impl BlockWriter {
@@ -43,7 +46,14 @@ impl BlockWriter {
             base,
             overlay: Arc::default(),
             expected_root: None,
+            prepared: None,
         }
+    }
+
+    /// The block's writes, for a write: a root computed before is stale.
+    fn overlay_mut(&mut self) -> &mut Overlay {
+        self.prepared = None;
+        Arc::make_mut(&mut self.overlay)
     }
 
     /// The block being written.
@@ -53,7 +63,7 @@ impl BlockWriter {
 
     /// Sets an account's nonce, balance and code hash.
     pub fn put_account(&mut self, address: Address, account: &Account) {
-        Arc::make_mut(&mut self.overlay).put(
+        self.overlay_mut().put(
             Domain::Account,
             address.to_vec(),
             Some(Bytes::from(account.encode())),
@@ -63,23 +73,25 @@ impl BlockWriter {
     /// Deletes an account together with its code and all of its storage, as
     /// selfdestruct does. Writes after this in the same block re-create it.
     pub fn delete_account(&mut self, address: Address) {
-        Arc::make_mut(&mut self.overlay).put(Domain::Account, address.to_vec(), None);
-        Arc::make_mut(&mut self.overlay).put(Domain::Code, address.to_vec(), None);
-        Arc::make_mut(&mut self.overlay).wipe_storage(address);
+        self.overlay_mut()
+            .put(Domain::Account, address.to_vec(), None);
+        self.overlay_mut().put(Domain::Code, address.to_vec(), None);
+        self.overlay_mut().wipe_storage(address);
     }
 
     /// Sets a storage slot; zero deletes it.
     pub fn put_storage(&mut self, address: Address, slot: B256, value: U256) {
         let key = storage_key(&address, &slot).to_vec();
         let value = (!value.is_zero()).then(|| Bytes::from(encode_slot_value(value)));
-        Arc::make_mut(&mut self.overlay).put(Domain::Storage, key, value);
+        self.overlay_mut().put(Domain::Storage, key, value);
     }
 
     /// Sets an account's bytecode; empty code deletes it. The account's
     /// `code_hash` is the caller's to keep in step (`put_account`).
     pub fn put_code(&mut self, address: Address, code: Bytes) {
         let value = (!code.is_empty()).then_some(code);
-        Arc::make_mut(&mut self.overlay).put(Domain::Code, address.to_vec(), value);
+        self.overlay_mut()
+            .put(Domain::Code, address.to_vec(), value);
     }
 
     /// Raw write of a domain key (`None` deletes). The commitment domain is
@@ -90,14 +102,14 @@ impl BlockWriter {
                 "the commitment domain is written by the commitment only".into(),
             ));
         }
-        Arc::make_mut(&mut self.overlay).put(domain, key.to_vec(), value);
+        self.overlay_mut().put(domain, key.to_vec(), value);
         Ok(())
     }
 
     /// Records the block's hash, served by `block_hash` lookups (the last
     /// 256 are kept, as the EVM's BLOCKHASH needs).
     pub fn set_block_hash(&mut self, hash: B256) {
-        Arc::make_mut(&mut self.overlay).block_hash = Some(hash);
+        self.overlay_mut().block_hash = Some(hash);
     }
 
     /// A read handle over the last committed block plus this block's writes
@@ -143,8 +155,32 @@ impl BlockWriter {
         self.expected_root = Some(root);
     }
 
-    /// Computes the state root, persists the block in one redb write
-    /// transaction with its root and unwind data, and makes it visible.
+    /// Computes the block's state root over its writes so far without
+    /// committing anything (reth's `state_root_with_updates`): a client can
+    /// check it against a payload and then [`BlockWriter::commit`] — which
+    /// reuses the computed root and commitment records unless the block is
+    /// written to again — or drop the writer, which leaves no trace.
+    pub fn state_root(&mut self) -> Result<B256> {
+        if let Some(prepared) = &self.prepared {
+            return Ok(prepared.root());
+        }
+        let number = self.number;
+        let result = self
+            .inner
+            .check_poisoned()
+            .and_then(|()| prepare_block(&self.inner, number, &self.base, self.overlay.clone()));
+        let prepared = self
+            .inner
+            .poison_on_error(result)
+            .map_err(|error| error.in_block(number))?;
+        let root = prepared.root();
+        self.prepared = Some(prepared);
+        Ok(root)
+    }
+
+    /// Computes the state root (unless [`BlockWriter::state_root`] already
+    /// did for these writes), makes the block durable through the journal
+    /// with its root and unwind data, and makes it visible.
     ///
     /// With [`BlockWriter::expect_root`] set, a different root refuses the
     /// block with [`crate::Error::BlockRootMismatch`]: nothing is written,
@@ -152,16 +188,15 @@ impl BlockWriter {
     /// names the block.
     pub fn commit(self) -> Result<CommitInfo> {
         let number = self.number;
-        let result = self.inner.check_poisoned().and_then(|()| {
-            commit_block(
-                &self.inner,
-                number,
-                self.base,
-                self.overlay,
-                self.expected_root,
-            )
+        let inner = self.inner.clone();
+        let result = inner.check_poisoned().and_then(|()| {
+            let prepared = match self.prepared {
+                Some(prepared) => prepared,
+                None => prepare_block(&self.inner, number, &self.base, self.overlay)?,
+            };
+            persist_block(&self.inner, prepared, self.expected_root)
         });
-        self.inner
+        inner
             .poison_on_error(result)
             .map_err(|error| error.in_block(number))
     }

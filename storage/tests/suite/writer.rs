@@ -121,3 +121,97 @@ fn another_thread_waits_for_the_writer_or_is_told_busy() {
         assert_eq!(waiter.join().unwrap().unwrap(), 1);
     });
 }
+
+/// Commitment-regime reads so far (the root's and the warmers' reads).
+fn commitment_reads(db: &StateDb) -> u64 {
+    db.metrics()
+        .snapshot()
+        .cells
+        .iter()
+        .filter(|cell| cell.regime == Regime::Commitment)
+        .map(|cell| cell.count)
+        .sum()
+}
+
+#[test]
+fn a_root_computed_before_deciding_is_reused_or_dropped_without_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = StateDb::open(dir.path(), small_options()).unwrap();
+    let mut genesis = db.begin_block(0).unwrap();
+    for n in 1..40 {
+        genesis.put_account(
+            who(n),
+            &Account {
+                nonce: 1,
+                ..Account::default()
+            },
+        );
+    }
+    let genesis_root = genesis.commit().unwrap().root;
+
+    // Computed, then dropped: nothing of the block is anywhere.
+    let mut writer = db.begin_block(1).unwrap();
+    stage(&mut writer, 5);
+    let computed = writer.state_root().unwrap();
+    assert_ne!(computed, genesis_root);
+    drop(writer);
+    assert_eq!((db.last_block(), db.root()), (Some(0), genesis_root));
+    let reader = db.reader(Regime::Exec);
+    assert_eq!(reader.account(&who(1)).unwrap().unwrap().nonce, 1);
+
+    // Computed, then committed: the same root, not computed again.
+    let mut writer = db.begin_block(1).unwrap();
+    stage(&mut writer, 5);
+    assert_eq!(writer.state_root().unwrap(), computed);
+    assert_eq!(writer.state_root().unwrap(), computed, "asked twice");
+    let reads = commitment_reads(&db);
+    let info = writer.commit().unwrap();
+    assert_eq!(info.root, computed);
+    assert_eq!(
+        commitment_reads(&db),
+        reads,
+        "commit computed the root again"
+    );
+    assert_eq!(db.root(), computed);
+
+    // Written to after the root was computed: the commit computes anew, and
+    // gets what a block with only the final writes gets.
+    let mut writer = db.begin_block(2).unwrap();
+    stage(&mut writer, 6);
+    let stale = writer.state_root().unwrap();
+    stage(&mut writer, 7);
+    let mut expected = writer
+        .reader(Regime::Exec)
+        .account(&who(1))
+        .unwrap()
+        .unwrap();
+    assert_eq!(expected.nonce, 7);
+    let info = writer.commit().unwrap();
+    assert_ne!(info.root, stale);
+    let reference = tempfile::tempdir().unwrap();
+    let other = StateDb::open(reference.path(), small_options()).unwrap();
+    for (number, nonce) in [(0u64, None), (1, Some(5)), (2, Some(7))] {
+        let mut writer = other.begin_block(number).unwrap();
+        match nonce {
+            None => {
+                for n in 1..40 {
+                    writer.put_account(
+                        who(n),
+                        &Account {
+                            nonce: 1,
+                            ..Account::default()
+                        },
+                    );
+                }
+            }
+            Some(nonce) => stage(&mut writer, nonce),
+        }
+        writer.commit().unwrap();
+    }
+    assert_eq!(other.root(), info.root);
+    expected.nonce = 7;
+    assert_eq!(
+        db.reader(Regime::Exec).account(&who(1)).unwrap(),
+        Some(expected)
+    );
+}
