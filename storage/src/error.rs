@@ -145,6 +145,9 @@ pub enum Error {
         /// The block number that was given.
         found: u64,
     },
+    /// A genesis whose block header cannot be built; nothing was written.
+    #[error("genesis refused, nothing written: {0}")]
+    GenesisHeader(String),
     /// Genesis was requested on a datadir that already holds blocks.
     #[error("genesis already initialised: the datadir holds blocks up to {last}")]
     GenesisExists {
@@ -266,6 +269,7 @@ impl Error {
                 Error::BlockOutOfOrder { .. }
                     | Error::WriterBusy { .. }
                     | Error::GenesisExists { .. }
+                    | Error::GenesisHeader(_)
                     | Error::UnwindOutOfRange { .. }
                     | Error::StateNotRetained { .. }
                     | Error::Poisoned { .. }

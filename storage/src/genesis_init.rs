@@ -9,7 +9,7 @@ use strata_commitment::{AccountLeaf, SortedAccount, build_from_sorted};
 
 use crate::account::{Account, encode_slot_value};
 use crate::db::meta::{self, Head};
-use crate::db::tables::{CODE_BY_HASH, META, ROOTS, domain_table};
+use crate::db::tables::{BLOCK_HASHES, CODE_BY_HASH, META, ROOTS, domain_table};
 use crate::db::value;
 use crate::domain::Domain;
 use crate::error::{Error, Result, db_err};
@@ -32,7 +32,14 @@ fn code_hash(code: &[u8]) -> B256 {
 }
 
 /// Writes `alloc` as block 0 of an empty store and returns its root.
-pub(crate) fn init_genesis(inner: &Arc<Inner>, alloc: &GenesisAlloc) -> Result<B256> {
+/// Writes `alloc` as block 0; `hash_of` gives block 0's hash from its state
+/// root (`None`: no hash stored) before anything is written. Returns the
+/// root and that hash.
+pub(crate) fn init_genesis(
+    inner: &Arc<Inner>,
+    alloc: &GenesisAlloc,
+    hash_of: impl FnOnce(B256) -> Result<Option<B256>>,
+) -> Result<(B256, Option<B256>)> {
     if let Some(last) = inner.current.load().block() {
         return Err(Error::GenesisExists { last });
     }
@@ -66,6 +73,7 @@ pub(crate) fn init_genesis(inner: &Arc<Inner>, alloc: &GenesisAlloc) -> Result<B
         records.push((path, record))
     })
     .map_err(|source| Error::Commitment { block: 0, source })?;
+    let hash = hash_of(root)?;
 
     let head = Head { block: 0, root };
     let commit = inner.lock_commit();
@@ -122,6 +130,12 @@ pub(crate) fn init_genesis(inner: &Arc<Inner>, alloc: &GenesisAlloc) -> Result<B
         roots
             .insert(0, root.as_slice())
             .map_err(db_err("write root"))?;
+        if let Some(hash) = hash {
+            txn.open_table(BLOCK_HASHES)
+                .map_err(db_err("open block hashes"))?
+                .insert(0, hash.as_slice())
+                .map_err(db_err("write block hash"))?;
+        }
         let mut meta_table = txn.open_table(META).map_err(db_err("open meta"))?;
         meta::write_head(&mut meta_table, head)?;
     }
@@ -131,5 +145,5 @@ pub(crate) fn init_genesis(inner: &Arc<Inner>, alloc: &GenesisAlloc) -> Result<B
     }
     inner.ledger.publish(inner, &commit, Change::Reset(head))?;
     inner.maintenance.wake();
-    Ok(root)
+    Ok((root, hash))
 }

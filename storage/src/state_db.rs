@@ -241,10 +241,46 @@ impl StateDb {
 
     /// Writes the initial state `alloc` as block 0 of an empty store and
     /// returns its state root (bulk-built, streaming, in hashed-key order).
+    /// No block hash is stored for block 0; see
+    /// [`StateDb::init_genesis_with_hash`].
     pub fn init_genesis(&self, alloc: &crate::genesis::GenesisAlloc) -> Result<B256> {
+        Ok(self.write_genesis(alloc, |_| Ok(None))?.0)
+    }
+
+    /// Like [`StateDb::init_genesis`], and stores `hash` as block 0's hash,
+    /// which BLOCKHASH(0) serves in the blocks after it.
+    pub fn init_genesis_with_hash(
+        &self,
+        alloc: &crate::genesis::GenesisAlloc,
+        hash: B256,
+    ) -> Result<B256> {
+        Ok(self.write_genesis(alloc, |_| Ok(Some(hash)))?.0)
+    }
+
+    /// Writes `genesis` — a genesis as clients hold it, e.g. from reth's
+    /// chain spec — as block 0 with its block hash (the genesis header's,
+    /// built as the chain's configuration shapes it; see
+    /// [`crate::genesis::chain`]). Returns the state root and block hash.
+    #[cfg(feature = "alloy-genesis")]
+    pub fn init_chain_genesis(&self, genesis: &alloy_genesis::Genesis) -> Result<(B256, B256)> {
+        use crate::genesis::chain;
+        let alloc = chain::alloc_of(genesis);
+        let (root, hash) = self.write_genesis(&alloc, |root| {
+            let header = chain::genesis_header(genesis, root)
+                .map_err(|error| Error::GenesisHeader(error.to_string()))?;
+            Ok(Some(header.hash_slow()))
+        })?;
+        Ok((root, hash.expect("a hash was given")))
+    }
+
+    fn write_genesis(
+        &self,
+        alloc: &crate::genesis::GenesisAlloc,
+        hash_of: impl FnOnce(B256) -> Result<Option<B256>>,
+    ) -> Result<(B256, Option<B256>)> {
         self.inner.check_poisoned()?;
         let _write_side = WriterTicket::take(&self.inner, Wait::Yes)?;
-        let result = crate::genesis_init::init_genesis(&self.inner, alloc);
+        let result = crate::genesis_init::init_genesis(&self.inner, alloc, hash_of);
         self.inner.poison_on_error(result)
     }
 

@@ -15,15 +15,19 @@
 //! as a number, a repeated field, the same address twice (in any letter
 //! case), the same slot twice (`0x1` and `0x01`), two `alloc` keys.
 //!
-//! `alloy-genesis` is not used: its maps keep the last of two equal keys and
-//! do not see two spellings of one address or slot, which must be errors
-//! here, and it would pull `alloy-eips` into the storage crate.
+//! `alloy-genesis` is not used to parse: its maps keep the last of two equal
+//! keys and do not see two spellings of one address or slot, which must be
+//! errors here. A client that already holds an `alloy_genesis::Genesis`
+//! (reth's chain spec carries one) hands it to
+//! [`crate::StateDb::init_chain_genesis`] (feature `alloy-genesis`; [`chain`]).
 //!
 //! The value parsers ([`parse_word`], [`Scalar::u64`], ...) are public so
 //! that other formats (the CLI's block traces, geth tracer output) read
 //! numbers and hex exactly the same way.
 
 mod account;
+#[cfg(feature = "alloy-genesis")]
+pub mod chain;
 mod entries;
 mod scalar;
 mod value;

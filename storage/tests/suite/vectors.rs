@@ -146,3 +146,108 @@ fn blockchain_tests_pre_and_post_roots() {
     }
     assert!(cases >= 8, "only {cases} cases ran");
 }
+
+/// The hex quantity at `field` of a header.
+#[cfg(feature = "alloy-genesis")]
+fn quantity(header: &Value, field: &str) -> u128 {
+    let text = header[field].as_str().unwrap_or_else(|| panic!("{field}"));
+    u128::from_str_radix(text.trim_start_matches("0x"), 16).unwrap()
+}
+
+/// The header field at `field`, parsed.
+#[cfg(feature = "alloy-genesis")]
+fn field<T: std::str::FromStr>(header: &Value, field: &str) -> T
+where
+    T::Err: std::fmt::Debug,
+{
+    header[field].as_str().unwrap().parse().unwrap()
+}
+
+/// The chain configuration a BlockchainTests `network` names at genesis.
+#[cfg(feature = "alloy-genesis")]
+fn chain_config(network: &str) -> alloy_genesis::ChainConfig {
+    let mut config = alloy_genesis::ChainConfig {
+        berlin_block: Some(0),
+        ..Default::default()
+    };
+    match network {
+        "Cancun" => {
+            config.london_block = Some(0);
+            config.shanghai_time = Some(0);
+            config.cancun_time = Some(0);
+        }
+        "BerlinToLondonAt5" => config.london_block = Some(5),
+        other => panic!("map the network {other} to its forks"),
+    }
+    config
+}
+
+/// `init_chain_genesis` builds each fixture's genesis header from an
+/// `alloy_genesis::Genesis` (its alloc, header fields and forks): the root
+/// and the block hash are the fixture's, and BLOCKHASH(0) serves the hash.
+#[cfg(feature = "alloy-genesis")]
+#[test]
+fn blockchain_tests_genesis_block_hashes() {
+    use alloy_genesis::{Genesis, GenesisAccount};
+    let Some(dir) = vectors_dir() else { return };
+    let mut files = Vec::new();
+    json_files(&dir.join("blockchain_tests"), &mut files);
+    files.sort();
+    let mut cases = 0;
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let all: serde_json::Map<String, Value> = serde_json::from_str(&text).unwrap();
+        for (name, case) in &all {
+            let context = format!("{} / {name}", file.display());
+            let header = &case["genesisBlockHeader"];
+            let pre = alloc_from_value(&case["pre"]).unwrap();
+            let alloc = pre
+                .iter()
+                .map(|(address, account)| {
+                    let storage = account
+                        .storage
+                        .iter()
+                        .map(|(slot, value)| (*slot, B256::from(value.to_be_bytes::<32>())))
+                        .collect();
+                    let account = GenesisAccount {
+                        nonce: Some(account.nonce),
+                        balance: account.balance,
+                        code: (!account.code.is_empty()).then(|| account.code.clone()),
+                        storage: Some(storage),
+                        private_key: None,
+                    };
+                    (*address, account)
+                })
+                .collect();
+            let mut genesis = Genesis {
+                config: chain_config(case["network"].as_str().unwrap()),
+                nonce: quantity(header, "nonce") as u64,
+                timestamp: quantity(header, "timestamp") as u64,
+                extra_data: field(header, "extraData"),
+                gas_limit: quantity(header, "gasLimit") as u64,
+                difficulty: field(header, "difficulty"),
+                mix_hash: field(header, "mixHash"),
+                coinbase: field(header, "coinbase"),
+                alloc,
+                ..Default::default()
+            };
+            if header.get("baseFeePerGas").is_some() {
+                genesis.base_fee_per_gas = Some(quantity(header, "baseFeePerGas"));
+            }
+            if header.get("blobGasUsed").is_some() {
+                genesis.blob_gas_used = Some(quantity(header, "blobGasUsed") as u64);
+                genesis.excess_blob_gas = Some(quantity(header, "excessBlobGas") as u64);
+            }
+
+            let dir = tempfile::tempdir().unwrap();
+            let db = StateDb::open(dir.path(), crate::model::small_options()).unwrap();
+            let (root, hash) = db.init_chain_genesis(&genesis).unwrap();
+            assert_eq!(root, field::<B256>(header, "stateRoot"), "{context}: root");
+            assert_eq!(hash, field::<B256>(header, "hash"), "{context}: hash");
+            let reader = db.reader(Regime::Exec);
+            assert_eq!(reader.block_hash(0).unwrap(), Some(hash), "{context}");
+            cases += 1;
+        }
+    }
+    assert!(cases >= 8, "only {cases} cases");
+}
