@@ -49,12 +49,14 @@
 //! ```
 
 mod apply;
+mod bundle;
 mod database;
 mod error;
 #[cfg(test)]
 mod tests;
 
 pub use apply::{ApplyStats, apply_evm_state};
+pub use bundle::apply_bundle_state;
 pub use database::exec_database;
 pub use error::RevmError;
 pub use revm_database_interface::{DatabaseRef, WrapDatabaseRef};

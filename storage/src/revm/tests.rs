@@ -20,7 +20,9 @@ use revm::database::{CacheDB, EmptyDB};
 use revm::primitives::hardfork::SpecId;
 use revm::{Context, ExecuteCommitEvm, ExecuteEvm, MainBuilder, MainContext};
 
-use super::{DatabaseRef, RevmError, WrapDatabaseRef, apply_evm_state, exec_database};
+use super::{
+    DatabaseRef, RevmError, WrapDatabaseRef, apply_bundle_state, apply_evm_state, exec_database,
+};
 use crate::{Domain, Options, Regime, StateDb, StateReader};
 use fixtures::*;
 
@@ -134,6 +136,56 @@ fn run_blocks(spec: SpecId, blocks: Vec<Vec<TxEnv>>) -> (tempfile::TempDir, Stat
         assert_same_state(&db, &oracle, &context);
     }
     (dir, db)
+}
+
+/// Executes `blocks` as reth does: one EVM per block over revm's `State`
+/// (with bundle updates) over a strata reader, every transaction committed
+/// into that state, the block's [`revm::database::BundleState`] written with
+/// [`apply_bundle_state`]; the root and the state checked against the
+/// oracle after every block.
+fn run_blocks_as_bundles(spec: SpecId, blocks: Vec<Vec<TxEnv>>) -> (tempfile::TempDir, StateDb) {
+    use revm::database::{State, states::bundle_state::BundleRetention};
+    let dir = tempfile::tempdir().unwrap();
+    let db = StateDb::open(dir.path(), Options::default()).unwrap();
+    let alloc = genesis();
+    let mut oracle = oracle::seeded(&alloc);
+    db.init_genesis(&alloc).unwrap();
+    for (index, txs) in blocks.into_iter().enumerate() {
+        let number = index as u64 + 1;
+        let mut state = State::builder()
+            .with_database_ref(db.reader(Regime::Exec))
+            .with_bundle_update()
+            .build();
+        let mut evm = Context::mainnet()
+            .with_db(&mut state)
+            .modify_cfg_chained(|cfg| cfg.set_spec_and_mainnet_gas_params(spec))
+            .with_block(block_env(number))
+            .build_mainnet();
+        for (i, tx) in txs.into_iter().enumerate() {
+            let ours = evm.transact_commit(tx.clone()).unwrap();
+            let theirs = oracle_transact(&mut oracle, spec, number, tx);
+            assert_eq!(ours, theirs, "{spec:?} block {number} tx {i}");
+        }
+        drop(evm);
+        state.merge_transitions(BundleRetention::Reverts);
+        let bundle = state.take_bundle();
+        let mut writer = db.begin_block(number).unwrap();
+        apply_bundle_state(&mut writer, &bundle).unwrap();
+        writer.set_block_hash(block_hash(number));
+        let root = writer.commit().unwrap().root;
+        let context = format!("{spec:?} bundle of block {number}");
+        assert_eq!(root, oracle::state_root(&oracle), "{context}: state root");
+        assert_same_state(&db, &oracle, &context);
+    }
+    (dir, db)
+}
+
+#[test]
+fn bundles_of_whole_blocks_match_revm_under_shanghai_and_cancun() {
+    for spec in [SpecId::SHANGHAI, SpecId::CANCUN] {
+        let (_dir, db) = run_blocks_as_bundles(spec, blocks());
+        assert_common(&db);
+    }
 }
 
 /// Checks both specs share: the deployed contract, its storage, EIP-161,
