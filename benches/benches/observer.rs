@@ -105,7 +105,7 @@ fn main() {
     let db = StateDb::open(dir.path(), options(sizes.warmers)).expect("open");
     db.init_genesis(&alloc).expect("genesis");
     drop(alloc);
-    let follower = ReadOnlyStateDb::open(dir.path(), &Options::default()).expect("read-only open");
+    let follower = ReadOnlyStateDb::open(dir.path(), Options::default()).expect("read-only open");
     let blocks: Vec<_> = (0..sizes.blocks)
         .map(|_| block_writes(&addresses, &contracts, 2000, 6000, &mut rng))
         .collect();

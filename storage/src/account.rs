@@ -50,20 +50,20 @@ impl Account {
     }
 
     /// Decodes an account; the error says which field is malformed.
-    pub fn decode(bytes: &[u8]) -> Result<Account, String> {
+    pub fn decode(bytes: &[u8]) -> Result<Account, DecodeError> {
         let mut rest = bytes;
         let nonce = take_field(&mut rest, 8, "nonce")?;
         let balance = take_field(&mut rest, 32, "balance")?;
         let code_hash = take_field(&mut rest, 32, "code hash")?;
         if !rest.is_empty() {
-            return Err(format!("{} trailing bytes after the code hash", rest.len()));
+            return Err(DecodeError::TrailingBytes(rest.len()));
         }
         let mut nonce_bytes = [0u8; 8];
         nonce_bytes[8 - nonce.len()..].copy_from_slice(nonce);
         let code_hash = match code_hash.len() {
             0 => KECCAK256_EMPTY,
             32 => B256::from_slice(code_hash),
-            n => return Err(format!("code hash is {n} bytes, expected 0 or 32")),
+            n => return Err(DecodeError::CodeHashLength(n)),
         };
         Ok(Account {
             nonce: u64::from_be_bytes(nonce_bytes),
@@ -79,16 +79,64 @@ fn push_trimmed(out: &mut Vec<u8>, bytes: &[u8]) {
     out.extend_from_slice(&bytes[start..]);
 }
 
-fn take_field<'a>(rest: &mut &'a [u8], max: usize, name: &str) -> Result<&'a [u8], String> {
+/// Why stored account or slot bytes do not decode.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    /// The value ends before a field's length byte.
+    #[error("missing length byte of {field}")]
+    MissingLength {
+        /// The field.
+        field: &'static str,
+    },
+    /// A field's length is over its maximum.
+    #[error("{field} length {len} exceeds {max}")]
+    TooLong {
+        /// The field.
+        field: &'static str,
+        /// Its stated length.
+        len: usize,
+        /// The most it may have.
+        max: usize,
+    },
+    /// A field's bytes run past the end.
+    #[error("{field} needs {need} bytes, {left} left")]
+    Truncated {
+        /// The field.
+        field: &'static str,
+        /// Bytes it needs.
+        need: usize,
+        /// Bytes left.
+        left: usize,
+    },
+    /// Bytes after the last field.
+    #[error("{0} trailing bytes after the code hash")]
+    TrailingBytes(usize),
+    /// A code hash that is neither absent nor 32 bytes.
+    #[error("code hash is {0} bytes, expected 0 or 32")]
+    CodeHashLength(usize),
+    /// A storage value longer than a word.
+    #[error("storage value is {0} bytes, at most 32 allowed")]
+    SlotTooLong(usize),
+}
+
+fn take_field<'a>(
+    rest: &mut &'a [u8],
+    max: usize,
+    field: &'static str,
+) -> Result<&'a [u8], DecodeError> {
     let (&len, tail) = rest
         .split_first()
-        .ok_or_else(|| format!("missing length byte of {name}"))?;
+        .ok_or(DecodeError::MissingLength { field })?;
     let len = len as usize;
     if len > max {
-        return Err(format!("{name} length {len} exceeds {max}"));
+        return Err(DecodeError::TooLong { field, len, max });
     }
     if tail.len() < len {
-        return Err(format!("{name} needs {len} bytes, {} left", tail.len()));
+        return Err(DecodeError::Truncated {
+            field,
+            need: len,
+            left: tail.len(),
+        });
     }
     let (field, tail) = tail.split_at(len);
     *rest = tail;
@@ -103,12 +151,9 @@ pub fn encode_slot_value(value: U256) -> Vec<u8> {
 }
 
 /// Decodes a trimmed big-endian storage value.
-pub fn decode_slot_value(bytes: &[u8]) -> Result<U256, String> {
+pub fn decode_slot_value(bytes: &[u8]) -> Result<U256, DecodeError> {
     if bytes.len() > 32 {
-        return Err(format!(
-            "storage value is {} bytes, at most 32 allowed",
-            bytes.len()
-        ));
+        return Err(DecodeError::SlotTooLong(bytes.len()));
     }
     Ok(U256::from_be_slice(bytes))
 }
@@ -126,17 +171,34 @@ mod tests {
 
     #[test]
     fn malformed_accounts_name_the_field() {
-        assert!(Account::decode(&[]).unwrap_err().contains("nonce"));
-        assert!(Account::decode(&[9]).unwrap_err().contains("nonce length"));
-        assert!(Account::decode(&[0, 2, 1]).unwrap_err().contains("balance"));
+        assert!(
+            Account::decode(&[])
+                .unwrap_err()
+                .to_string()
+                .contains("nonce")
+        );
+        assert!(
+            Account::decode(&[9])
+                .unwrap_err()
+                .to_string()
+                .contains("nonce length")
+        );
+        assert!(
+            Account::decode(&[0, 2, 1])
+                .unwrap_err()
+                .to_string()
+                .contains("balance")
+        );
         assert!(
             Account::decode(&[0, 0, 5, 1, 2, 3, 4, 5])
                 .unwrap_err()
+                .to_string()
                 .contains("code hash")
         );
         assert!(
             Account::decode(&[0, 0, 0, 7])
                 .unwrap_err()
+                .to_string()
                 .contains("trailing")
         );
     }

@@ -72,7 +72,7 @@ pub enum Error {
         path: PathBuf,
         /// redb's error.
         #[source]
-        source: redb::Error,
+        source: DbError,
     },
     /// A damaged database page made redb fail while reading a table.
     #[error("corrupt database: table {table}: {what}")]
@@ -104,7 +104,7 @@ pub enum Error {
         op: &'static str,
         /// redb's error.
         #[source]
-        source: redb::Error,
+        source: DbError,
     },
     /// An immutable file is unreadable or corrupt.
     #[error(transparent)]
@@ -283,7 +283,7 @@ impl Error {
     /// an earlier I/O failure, which it does not name.
     pub(crate) fn is_previous_io(&self) -> bool {
         match self {
-            Error::Db { source, .. } => matches!(source, redb::Error::PreviousIo),
+            Error::Db { source, .. } => matches!(source.0, redb::Error::PreviousIo),
             Error::BlockNotCommitted { source, .. } => source.is_previous_io(),
             _ => false,
         }
@@ -313,6 +313,38 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub(crate) fn db_err<E: Into<redb::Error>>(op: &'static str) -> impl FnOnce(E) -> Error {
     move |e| Error::Db {
         op,
-        source: e.into(),
+        source: DbError(e.into()),
+    }
+}
+
+/// An error of the embedded database (redb), kept opaque so that callers do
+/// not depend on redb's version; its message and [`std::error::Error::source`]
+/// chain say what happened.
+#[derive(Debug)]
+pub struct DbError(pub(crate) redb::Error);
+
+impl DbError {
+    /// Whether the database failed on an I/O error of its file (disk full,
+    /// device error, ...) rather than on its contents or its use.
+    pub fn is_io(&self) -> bool {
+        matches!(self.0, redb::Error::Io(_) | redb::Error::PreviousIo)
+    }
+}
+
+impl std::fmt::Display for DbError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for DbError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+impl From<redb::DatabaseError> for DbError {
+    fn from(error: redb::DatabaseError) -> DbError {
+        DbError(error.into())
     }
 }

@@ -58,7 +58,7 @@ mod writer_slot;
 pub use account::Account;
 pub use commit::CommitInfo;
 pub use domain::{Domain, Regime};
-pub use error::{Error, Result};
+pub use error::{DbError, Error, Result};
 pub use ledger::{FlushStats, JOURNAL_DIR};
 pub use maintenance::MaintenanceReport;
 pub use options::{Durability, Options};

@@ -138,7 +138,7 @@ impl StateReader {
         .map_err(|what| Error::CorruptRecord {
             domain: Domain::Account,
             key: hex(address.as_slice()),
-            what,
+            what: what.to_string(),
         })
     }
 
@@ -153,7 +153,7 @@ impl StateReader {
             Some(decoded) => decoded.map_err(|what| Error::CorruptRecord {
                 domain: Domain::Storage,
                 key: hex(&key),
-                what,
+                what: what.to_string(),
             }),
         }
     }

@@ -147,6 +147,13 @@ impl StateDb {
         })
     }
 
+    /// A read handle on the last committed block, its reads timed as EVM
+    /// execution ([`Regime::Exec`]): what a client serving RPC or executing
+    /// transactions wants without naming a regime.
+    pub fn latest(&self) -> StateReader {
+        self.reader(Regime::Exec)
+    }
+
     /// A read handle on the last committed block for `regime`.
     pub fn reader(&self, regime: Regime) -> StateReader {
         StateReader::new(

@@ -56,5 +56,5 @@ pub(crate) fn open_for_reading(dir: &Path) -> Result<ReadOnlyStateDb, CliError> 
             file: DB_FILE,
         });
     }
-    ReadOnlyStateDb::open(dir, &inspect_options()).map_err(CliError::storage(dir))
+    ReadOnlyStateDb::open(dir, inspect_options()).map_err(CliError::storage(dir))
 }

@@ -65,8 +65,8 @@ pub(super) fn run(args: ObserveArgs) -> Result<(), CliError> {
         db_cache_bytes: 256 << 20,
         ..Options::default()
     };
-    let db =
-        ReadOnlyStateDb::open(&args.datadir, &options).map_err(CliError::storage(&args.datadir))?;
+    let db = ReadOnlyStateDb::open(&args.datadir, options.clone())
+        .map_err(CliError::storage(&args.datadir))?;
     let deadline = args
         .duration
         .map(|secs| Instant::now() + Duration::from_secs_f64(secs))

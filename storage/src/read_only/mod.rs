@@ -95,7 +95,8 @@ impl ReadOnlyStateDb {
     /// where there is no strata database, [`Error::DatabaseEmpty`] for a
     /// zero-length one. A database whose last writer was killed is recovered
     /// in memory (a copy-on-write view of the file), never on disk.
-    pub fn open(datadir: impl AsRef<Path>, options: &Options) -> Result<ReadOnlyStateDb> {
+    pub fn open(datadir: impl AsRef<Path>, options: Options) -> Result<ReadOnlyStateDb> {
+        let options = &options;
         let datadir = datadir.as_ref().to_path_buf();
         let db_path = datadir.join(DB_FILE);
         let db = open_database(&datadir, &db_path, options)?;

@@ -26,7 +26,7 @@ pub(super) struct Opened {
 /// lists is opened and verified (block and whole-file checksums, and the
 /// manifest's checksum).
 pub(super) fn open(datadir: &Path, options: &Options) -> Result<Opened> {
-    let db = ReadOnlyStateDb::open(datadir, options)?;
+    let db = ReadOnlyStateDb::open(datadir, options.clone())?;
     let snapshot = db.snapshot()?;
     Ok(Opened {
         snapshot,

@@ -138,7 +138,7 @@ fn read_only_opens_are_refused_with_the_reason() {
     // No datadir at all.
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("nothing-here");
-    let err = ReadOnlyStateDb::open(&missing, &Options::default())
+    let err = ReadOnlyStateDb::open(&missing, Options::default())
         .err()
         .expect("no datadir");
     assert!(matches!(err, Error::NotADatadir { .. }), "{err}");
@@ -146,7 +146,7 @@ fn read_only_opens_are_refused_with_the_reason() {
 
     // A writer that keeps the datadir to itself.
     let exclusive = StateDb::open(dir.path(), Options::default()).unwrap();
-    let err = ReadOnlyStateDb::open(dir.path(), &Options::default())
+    let err = ReadOnlyStateDb::open(dir.path(), Options::default())
         .err()
         .expect("exclusive writer");
     assert!(matches!(err, Error::NotShared { .. }), "{err}");
@@ -214,7 +214,7 @@ fn a_read_only_handle_opens_a_closed_datadir_and_sees_reopened_writers() {
     drop(db);
 
     // No writer: the committed state is readable.
-    let follower = ReadOnlyStateDb::open(dir.path(), &Options::default()).unwrap();
+    let follower = ReadOnlyStateDb::open(dir.path(), Options::default()).unwrap();
     assert_eq!(follower.last_block().unwrap(), Some(0));
     // A writer comes back while the handle stays open; its commits show.
     let db = StateDb::open(dir.path(), shared).unwrap();
@@ -260,7 +260,7 @@ fn a_read_only_handle_reports_a_damaged_new_file() {
         follow_interval: std::time::Duration::from_secs(3600),
         ..Options::default()
     };
-    let follower = ReadOnlyStateDb::open(dir.path(), &manual).unwrap();
+    let follower = ReadOnlyStateDb::open(dir.path(), manual.clone()).unwrap();
     assert_eq!(follower.last_block().unwrap(), Some(3));
     let files_dir = dir.path().join(strata_storage::FILES_DIR);
     let listed = |dir: &std::path::Path| -> std::collections::BTreeSet<std::path::PathBuf> {
@@ -340,7 +340,7 @@ fn a_read_only_handle_sees_a_same_root_sibling_block() {
         follow_interval: std::time::Duration::from_secs(3600),
         ..Options::default()
     };
-    let follower = ReadOnlyStateDb::open(dir.path(), &manual).unwrap();
+    let follower = ReadOnlyStateDb::open(dir.path(), manual.clone()).unwrap();
     let hash_seen = || {
         follower
             .reader(Regime::Exec)

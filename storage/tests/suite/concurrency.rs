@@ -49,7 +49,7 @@ fn readers_see_whole_blocks_during_commits_and_merges() {
 fn read_only_handles_follow_commits_with_whole_blocks() {
     let dir = tempfile::tempdir().unwrap();
     let db = Arc::new(StateDb::open(dir.path(), workload_options(true)).unwrap());
-    let follower = Arc::new(ReadOnlyStateDb::open(dir.path(), &Options::default()).unwrap());
+    let follower = Arc::new(ReadOnlyStateDb::open(dir.path(), Options::default()).unwrap());
     assert_eq!(follower.last_block().unwrap(), None);
     let handle = follower.clone();
     let open: OpenReader = Arc::new(move |regime| handle.reader(regime).unwrap());

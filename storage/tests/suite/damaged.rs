@@ -39,7 +39,7 @@ fn datadir(dir: &Path) {
 
 /// Every read `root`, `get` and `stats` make, through a read-only handle.
 fn read_everything(dir: &Path) -> strata_storage::Result<()> {
-    let db = ReadOnlyStateDb::open(dir, &Options::default())?;
+    let db = ReadOnlyStateDb::open(dir, Options::default())?;
     db.root()?;
     db.stats()?;
     let reader = db.reader(Regime::Exec)?;

@@ -52,7 +52,7 @@ fn a_zero_length_database_is_refused_and_nothing_is_deleted() {
     assert!(matches!(err, Error::DatabaseEmpty { .. }), "{err}");
     assert!(err.to_string().contains(DB_FILE), "{err}");
     assert!(err.to_string().contains("empty"), "{err}");
-    let err = ReadOnlyStateDb::open(dir.path(), &Options::default())
+    let err = ReadOnlyStateDb::open(dir.path(), Options::default())
         .err()
         .unwrap();
     assert!(matches!(err, Error::DatabaseEmpty { .. }), "{err}");
@@ -188,7 +188,7 @@ fn live_sizes_count_each_live_key_once_across_the_tiers() {
         }
         assert!(strata_files(dir.path()) > 0, "compaction made files");
     }
-    let db = ReadOnlyStateDb::open(dir.path(), &Options::default()).unwrap();
+    let db = ReadOnlyStateDb::open(dir.path(), Options::default()).unwrap();
     let sizes = db.live_sizes().unwrap();
     let of = |domain: strata_storage::Domain| *sizes.iter().find(|s| s.domain == domain).unwrap();
     let accounts = of(strata_storage::Domain::Account);

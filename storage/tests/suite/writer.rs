@@ -215,3 +215,16 @@ fn a_root_computed_before_deciding_is_reused_or_dropped_without_trace() {
         Some(expected)
     );
 }
+
+#[test]
+fn latest_reads_the_last_block_as_execution() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = StateDb::open(dir.path(), small_options()).unwrap();
+    let mut writer = db.begin_block(0).unwrap();
+    stage(&mut writer, 3);
+    writer.commit().unwrap();
+    let latest = db.latest();
+    assert_eq!(latest.regime(), Regime::Exec);
+    assert_eq!(latest.block(), Some(0));
+    assert_eq!(latest.account(&who(1)).unwrap().unwrap().nonce, 3);
+}
