@@ -8,6 +8,7 @@ mod datadir;
 mod journal;
 mod model;
 mod oracle;
+mod readme;
 mod refusal;
 mod vectors;
 mod verify;
