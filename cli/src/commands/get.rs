@@ -1,5 +1,6 @@
-//! `strata get --datadir DIR account ADDR | storage ADDR SLOT | code ADDR`:
-//! read one value of the last committed block.
+//! `strata get --datadir DIR [--block N] account ADDR | storage ADDR SLOT |
+//! code ADDR`: read one value of the last committed block, or of one of the
+//! last 128 blocks.
 
 use std::path::PathBuf;
 
@@ -19,6 +20,10 @@ pub struct GetArgs {
     /// The data directory.
     #[arg(long, value_name = "DIR")]
     pub datadir: PathBuf,
+    /// Read the state as it was after this block (one of the last 128,
+    /// from the journal); default: the last committed block.
+    #[arg(long, value_name = "N")]
+    pub block: Option<u64>,
     /// What to read.
     #[command(subcommand)]
     pub what: GetWhat,
@@ -60,9 +65,11 @@ fn slot_arg(text: &str) -> Result<B256, String> {
 
 pub(super) fn run(args: GetArgs) -> Result<(), CliError> {
     let access = open_for_reading(&args.datadir)?;
-    let reader = access
-        .reader(Regime::Exec)
-        .map_err(CliError::storage(&args.datadir))?;
+    let reader = match args.block {
+        Some(block) => access.reader_at(block, Regime::Exec),
+        None => access.reader(Regime::Exec),
+    }
+    .map_err(CliError::storage(&args.datadir))?;
     let failed = CliError::storage(&args.datadir);
     match args.what {
         GetWhat::Account { address } => match reader.account(&address).map_err(failed)? {

@@ -368,3 +368,47 @@ fn a_datadir_of_another_format_version_is_refused() {
     assert!(meta.get("head").unwrap().is_none());
     assert_eq!(redb::ReadableTableMetadata::len(&meta).unwrap(), 2);
 }
+
+/// `get --block N` reads the state after block N: each account a later
+/// block's trace says it read (its prestate, the state after the block
+/// before) is what `get --block` prints; outside the window the error names
+/// the blocks that can be read.
+#[test]
+fn get_at_a_recent_block_reads_what_the_next_block_found() {
+    use strata_cli::trace::{TraceLine, TraceReader};
+    let dir = tempfile::tempdir().unwrap();
+    let datadir = dir.path().join("db");
+    let db = datadir.to_str().unwrap();
+    let small = testdata().join("small.jsonl");
+    strata_ok(&["replay", small.to_str().unwrap(), "--datadir", db]);
+    let file = std::io::BufReader::new(std::fs::File::open(&small).unwrap());
+    let mut checked = 0;
+    for line in TraceReader::new(file) {
+        let TraceLine::Block(block) = line.unwrap() else {
+            continue;
+        };
+        let before = (block.number - 1).to_string();
+        for (address, read) in block.reads.iter().take(3) {
+            let address = address.to_string();
+            let shown = strata_ok(&[
+                "get",
+                "--datadir",
+                db,
+                "--block",
+                &before,
+                "account",
+                &address,
+            ]);
+            assert!(
+                shown.contains(&format!("nonce {}\nbalance {}\n", read.nonce, read.balance)),
+                "block {before}, {address}: {shown}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 30, "only {checked} reads checked");
+    let too_old = strata(&["get", "--datadir", db, "--block", "31", "account", ADDR_EOA]);
+    assert!(!too_old.status.success());
+    let stderr = String::from_utf8_lossy(&too_old.stderr);
+    assert!(stderr.contains("is not retained"), "{stderr}");
+}

@@ -11,6 +11,7 @@
 //! never wait: not on redb's header lock while the writer commits, not on
 //! the verification of a new file.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,12 +28,13 @@ use strata_cache::CacheStats;
 
 use crate::db::guard::guarded;
 use crate::db::meta::{self, FORMAT_VERSION, Meta};
-use crate::db::tables::META;
+use crate::db::tables::{META, ROOTS};
 use crate::domain::Regime;
 use crate::error::{Error, Result, db_err};
 use crate::files::{FileError, FileSystem, OsFileSystem};
 use crate::fileset::FileSet;
-use crate::journal::{JournalError, segment_first_block};
+use crate::history::{BlockUndo, History};
+use crate::journal::{BlockRecord, JournalError, JournalTail, segment_first_block};
 use crate::ledger::JOURNAL_DIR;
 use crate::options::Options;
 use crate::reader::StateReader;
@@ -60,6 +62,8 @@ pub struct ReadOnlyStateDb {
     follower: Arc<Follower>,
     thread: Option<JoinHandle<()>>,
     metrics: Arc<ReadMetrics>,
+    /// The blocks [`ReadOnlyStateDb::reader_at`] reads back (`Options::unwind_depth`).
+    unwind_depth: u64,
 }
 
 /// What the handle and its follower thread share.
@@ -137,6 +141,7 @@ impl ReadOnlyStateDb {
             follower,
             thread: Some(thread),
             metrics: Arc::new(ReadMetrics::from_env(options.read_metrics)),
+            unwind_depth: options.unwind_depth,
         })
     }
 
@@ -149,6 +154,83 @@ impl ReadOnlyStateDb {
             regime,
             self.metrics.clone(),
         ))
+    }
+
+    /// A read handle on the state after `block`, one of the blocks the
+    /// writer's journal still holds within `Options::unwind_depth` of the
+    /// newest (the unwind window): the newest
+    /// snapshot with the later blocks undone from their journal records,
+    /// read back from the journal on each call (cost: the journal's bytes
+    /// after `block`). Fails with [`Error::StateNotRetained`] for a block
+    /// outside the window.
+    pub fn reader_at(&self, block: u64, regime: Regime) -> Result<StateReader> {
+        let snapshot = self.follower.snapshot()?;
+        let metrics = self.metrics.clone();
+        let last = snapshot.block().unwrap_or(0);
+        if snapshot.block() == Some(block) {
+            return Ok(StateReader::new(snapshot, None, regime, metrics));
+        }
+        let (history, roots) = self.journal_history(block, last)?;
+        let oldest = history
+            .oldest_reachable()
+            .unwrap_or(last)
+            .max(last.saturating_sub(self.unwind_depth))
+            .min(last);
+        let not_retained = Error::StateNotRetained {
+            block,
+            oldest,
+            last,
+        };
+        // The journal read must continue the snapshot: the same newest root.
+        if block < oldest || block >= last || roots.get(&last) != Some(&snapshot.root()) {
+            return Err(not_retained);
+        }
+        let root = match roots.get(&block) {
+            Some(&root) => Some(root),
+            // Not journaled (genesis): the roots redb keeps for unwind.
+            None => self.stored_root(block)?,
+        };
+        let (Some(undo), Some(root)) = (history.undo_to(block, last), root) else {
+            return Err(not_retained);
+        };
+        let at = crate::db::meta::Head { block, root };
+        Ok(StateReader::at(snapshot, undo, at, regime, metrics))
+    }
+
+    /// The root redb keeps for `block` (the unwind window's flushed blocks).
+    fn stored_root(&self, block: u64) -> Result<Option<B256>> {
+        let txn = guarded("(database header)", || {
+            self.follower.db.begin_read().map_err(db_err("begin read"))
+        })?;
+        guarded(ROOTS.name(), || {
+            let roots = txn.open_table(ROOTS).map_err(db_err("open roots"))?;
+            let root = roots.get(block).map_err(db_err("read root"))?;
+            Ok(root.map(|guard| B256::from_slice(guard.value())))
+        })
+    }
+
+    /// The undo data and roots of the journaled blocks `from..=last`, read
+    /// back now.
+    fn journal_history(&self, from: u64, last: u64) -> Result<(History, BTreeMap<u64, B256>)> {
+        let mut tail = JournalTail::new(self.follower.datadir.join(JOURNAL_DIR));
+        let mut history = History::default();
+        let mut roots = BTreeMap::new();
+        for found in tail.read_after(from.checked_sub(1))? {
+            if found.block > last {
+                break;
+            }
+            let record =
+                BlockRecord::decode(&found.payload).map_err(|e| Error::CorruptJournalRecord {
+                    block: found.block,
+                    what: e.to_string(),
+                })?;
+            roots.insert(record.block, record.root);
+            // Block 0 keeps no unwind data (nothing is before it).
+            if let Some(undo) = BlockUndo::from_record(&record, |i| &record.writes[i].previous) {
+                history = history.pushed(Arc::new(undo), usize::MAX);
+            }
+        }
+        Ok((history, roots))
     }
 
     /// Looks for a new commit now, without waiting for the follower

@@ -403,9 +403,21 @@ fn a_reader_at_a_recent_block_sees_that_block_whole() {
     }
     // After a reopen the window is read back from the journal.
     drop(db);
-    let db = StateDb::open(dir.path(), options).unwrap();
+    let db = StateDb::open(dir.path(), options.clone()).unwrap();
     let reader = db.reader_at(3, Regime::Exec).unwrap();
     assert_eq!(reader.account(&who).unwrap().unwrap().nonce, 3);
     assert_eq!(reader.root(), roots[3]);
     assert_eq!(db.stats().unwrap().memory.history_blocks, 4);
+
+    // A read-only handle reads the same blocks back from the journal.
+    drop(db);
+    let follower = ReadOnlyStateDb::open(dir.path(), options).unwrap();
+    for block in 3..=6u64 {
+        let reader = follower.reader_at(block, Regime::Exec).unwrap();
+        assert_eq!(reader.account(&who).unwrap().unwrap().nonce, block);
+        assert_eq!(reader.root(), roots[block as usize]);
+    }
+    let err = follower.reader_at(2, Regime::Exec).err().unwrap();
+    assert!(err.to_string().contains("blocks 3..=6"), "{err}");
+    assert!(matches!(err, Error::StateNotRetained { .. }), "{err}");
 }

@@ -23,7 +23,12 @@ fn the_readme_library_example_is_the_example_that_ci_builds() {
     let example = std::fs::read_to_string(root.join("examples/readme.rs")).unwrap();
     let library = between(&readme, "## The library\n", "\n## ", "README.md");
     let shown = between(library, "```rust\n", "```\n", "README.md, The library");
-    let built = between(&example, "// README:begin\n", "// README:end\n", "examples/readme.rs");
+    let built = between(
+        &example,
+        "// README:begin\n",
+        "// README:end\n",
+        "examples/readme.rs",
+    );
     assert_eq!(
         shown, built,
         "README.md's library example differs from storage/examples/readme.rs; copy the example's lines between its README markers into the README"
