@@ -4,5 +4,6 @@ mod bulk;
 mod common;
 mod differential;
 mod encoding;
+mod proof;
 mod reads;
 mod vectors;
