@@ -106,23 +106,30 @@ pub fn prove(
         let proof = if storage_root == EMPTY_ROOT {
             Vec::new()
         } else {
-            prove_path(branches, &sub_trie, &keccak256(slot), &mut |kind| match kind {
-                LeafKind::Slot { slot: leaf_slot } => {
-                    let value = read_slot(state, address, &leaf_slot)?;
-                    if value.is_zero() {
-                        return Err(corrupted(
-                            &sub_trie,
-                            format!("slot leaf {leaf_slot} is in the trie but zero in the state"),
-                        ));
+            prove_path(
+                branches,
+                &sub_trie,
+                &keccak256(slot),
+                &mut |kind| match kind {
+                    LeafKind::Slot { slot: leaf_slot } => {
+                        let value = read_slot(state, address, &leaf_slot)?;
+                        if value.is_zero() {
+                            return Err(corrupted(
+                                &sub_trie,
+                                format!(
+                                    "slot leaf {leaf_slot} is in the trie but zero in the state"
+                                ),
+                            ));
+                        }
+                        let mut out = Vec::with_capacity(33);
+                        encode_storage_value(&value, &mut out);
+                        Ok(out)
                     }
-                    let mut out = Vec::with_capacity(33);
-                    encode_storage_value(&value, &mut out);
-                    Ok(out)
-                }
-                LeafKind::Account { .. } => {
-                    Err(corrupted(&sub_trie, "an account leaf in a storage trie"))
-                }
-            })?
+                    LeafKind::Account { .. } => {
+                        Err(corrupted(&sub_trie, "an account leaf in a storage trie"))
+                    }
+                },
+            )?
         };
         storage.push(SlotProof {
             slot: *slot,
@@ -151,7 +158,11 @@ fn read_account(
         })
 }
 
-fn read_slot(state: &dyn StateSource, address: &Address, slot: &B256) -> Result<U256, CommitmentError> {
+fn read_slot(
+    state: &dyn StateSource,
+    address: &Address,
+    slot: &B256,
+) -> Result<U256, CommitmentError> {
     let value = state
         .storage(address, slot)
         .map_err(|source| CommitmentError::State {

@@ -174,6 +174,9 @@ pub enum Error {
         /// Last committed block.
         last: u64,
     },
+    /// A proof asked of a reader that cannot serve one.
+    #[error("no proof here: {0}")]
+    ProofUnavailable(&'static str),
     /// The unwind data of a block is missing.
     #[error("unwind data for block {block} is missing")]
     MissingUnwindData {
@@ -272,6 +275,7 @@ impl Error {
                     | Error::GenesisHeader(_)
                     | Error::UnwindOutOfRange { .. }
                     | Error::StateNotRetained { .. }
+                    | Error::ProofUnavailable(_)
                     | Error::Poisoned { .. }
                     | Error::InvalidOptions(_)
                     | Error::BlockRootMismatch { .. }

@@ -67,5 +67,6 @@ pub use reader::StateReader;
 pub use state_db::{DB_FILE, DbStats, DomainStats, FILES_DIR, FileStats, StateDb};
 pub use stats::{JournalStats, LiveSize, MemoryStats};
 pub use strata_cache::{CacheKind, CacheStats, MAX_WARMERS};
+pub use strata_commitment::{AccountProof, SlotProof};
 pub use verify::{IntegrityTiming, VerifyReport, verify_datadir};
 pub use writer::BlockWriter;

@@ -14,7 +14,9 @@ use crate::error::{Error, Result};
 use crate::keys::storage_key;
 use crate::overlay::Overlay;
 use crate::snapshot::{Found, Snapshot, ValueRef};
+use crate::sources::{OverlayState, ReaderBranches};
 use crate::telemetry::{ReadMetrics, Tier};
+use strata_commitment::AccountProof;
 
 /// A consistent view of the last committed block (plus, for a block's own
 /// writer, its uncommitted writes), opened for one [`Regime`].
@@ -188,6 +190,33 @@ impl StateReader {
     /// The bytecode of `address`, or `None` when it has none.
     pub fn code(&self, address: &Address) -> Result<Option<Bytes>> {
         self.get_latest(Domain::Code, address.as_slice())
+    }
+
+    /// The Merkle proof of `address` and of each of `slots` in its storage
+    /// against this block's state root (`eth_getProof`): the RLP of every
+    /// node on each key's path, built from the stored commitment records,
+    /// for present and absent keys alike. Served for the last committed
+    /// block: a reader at an older block or a block writer's reader (its
+    /// records are not computed yet) gets [`Error::ProofUnavailable`].
+    pub fn proof(&self, address: &Address, slots: &[B256]) -> Result<AccountProof> {
+        if self.at.is_some() {
+            return Err(Error::ProofUnavailable(
+                "proofs are served at the last committed block only, not at an older one",
+            ));
+        }
+        if self.overlay.is_some() {
+            return Err(Error::ProofUnavailable(
+                "a block writer's reader has no commitment records for its writes yet",
+            ));
+        }
+        let branches = ReaderBranches::new(self.clone());
+        let state = OverlayState::new(self.clone());
+        strata_commitment::prove(&branches, &state, address, slots).map_err(|source| {
+            Error::Commitment {
+                block: self.block().unwrap_or(0),
+                source,
+            }
+        })
     }
 
     pub(crate) fn metrics(&self) -> &Arc<ReadMetrics> {

@@ -79,6 +79,25 @@ impl BranchSource for CachedBranches {
     }
 }
 
+/// The commitment records of a committed snapshot, read through a reader
+/// (no cache: what proofs read).
+pub(crate) struct ReaderBranches {
+    reader: StateReader,
+}
+
+impl ReaderBranches {
+    pub(crate) fn new(reader: StateReader) -> Self {
+        ReaderBranches { reader }
+    }
+}
+
+impl BranchSource for ReaderBranches {
+    fn branch(&self, path: &[u8]) -> Result<Option<Bytes>, SourceError> {
+        let key = strata_commitment::record_key(path);
+        Ok(self.reader.get_latest(Domain::Commitment, &key)?)
+    }
+}
+
 /// Account and storage leaves as the block being committed leaves them.
 pub(crate) struct OverlayState {
     reader: StateReader,

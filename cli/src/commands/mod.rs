@@ -1,6 +1,6 @@
 //! The `strata` subcommands: argument definitions (clap) and their runners.
 //! `gen-trace`, `import-geth` and `check-trace` work without the storage engine;
-//! `init`, `replay`, `get`, `root`, `stats`, `compact`, `verify` and `unwind` drive
+//! `init`, `replay`, `get`, `root`, `proof`, `stats`, `compact`, `verify` and `unwind` drive
 //! strata-storage's `StateDb`.
 
 mod check_trace;
@@ -11,6 +11,7 @@ mod get;
 mod import_geth;
 mod init;
 mod observe;
+mod proof;
 mod replay;
 mod root;
 mod stats;
@@ -28,6 +29,7 @@ pub use get::{GetArgs, GetWhat};
 pub use import_geth::ImportGethArgs;
 pub use init::InitArgs;
 pub use observe::ObserveArgs;
+pub use proof::{ProofArgs, response as proof_response};
 pub use replay::{ReplayArgs, RunResult, WarmerList};
 pub use root::RootArgs;
 pub use stats::StatsArgs;
@@ -56,6 +58,8 @@ pub enum Command {
     Observe(ObserveArgs),
     /// Print the state root and block of a data directory.
     Root(RootArgs),
+    /// Print the Merkle proof of an account and slots (eth_getProof JSON).
+    Proof(ProofArgs),
     /// Print domain, tier and file statistics of a data directory.
     Stats(StatsArgs),
     /// Collate, merge and prune a data directory's files.
@@ -80,6 +84,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Get(args) => get::run(args),
         Command::Observe(args) => observe::run(args),
         Command::Root(args) => root::run(args),
+        Command::Proof(args) => proof::run(args),
         Command::Stats(args) => stats::run(args),
         Command::Compact(args) => compact::run(args),
         Command::Verify(args) => verify::run(args),

@@ -412,3 +412,85 @@ fn get_at_a_recent_block_reads_what_the_next_block_found() {
     let stderr = String::from_utf8_lossy(&too_old.stderr);
     assert!(stderr.contains("is not retained"), "{stderr}");
 }
+
+/// `strata proof` prints eth_getProof JSON whose account and storage proofs
+/// alloy-trie verifies against the datadir's root, for present and absent
+/// accounts and slots.
+#[test]
+fn proof_prints_eth_get_proof_json_that_verifies() {
+    use alloy_primitives::{B256, Bytes, U256, keccak256};
+    use alloy_rlp::Encodable;
+    use alloy_trie::Nibbles;
+    use alloy_trie::proof::verify_proof;
+    let dir = tempfile::tempdir().unwrap();
+    let genesis = write_genesis(dir.path());
+    let datadir = dir.path().join("db");
+    let db = datadir.to_str().unwrap();
+    strata_ok(&[
+        "init",
+        "--genesis",
+        genesis.to_str().unwrap(),
+        "--datadir",
+        db,
+    ]);
+    let root: B256 = strata_ok(&["root", "--datadir", db])
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let absent = "0x00000000000000000000000000000000000000cc";
+    for (address, exists) in [(ADDR_CONTRACT, true), (ADDR_EOA, true), (absent, false)] {
+        let text = strata_ok(&["proof", "--datadir", db, address, "0x01", "0x02"]);
+        let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let nodes = |value: &serde_json::Value| -> Vec<Bytes> {
+            value
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|n| n.as_str().unwrap().parse().unwrap())
+                .collect()
+        };
+        let quantity =
+            |value: &serde_json::Value| -> U256 { value.as_str().unwrap().parse().unwrap() };
+        let hash = |value: &serde_json::Value| -> B256 { value.as_str().unwrap().parse().unwrap() };
+        assert_eq!(json["address"], address);
+        let storage_hash = hash(&json["storageHash"]);
+        let account = exists.then(|| {
+            let mut payload = Vec::new();
+            quantity(&json["nonce"]).to::<u64>().encode(&mut payload);
+            quantity(&json["balance"]).encode(&mut payload);
+            storage_hash.encode(&mut payload);
+            hash(&json["codeHash"]).encode(&mut payload);
+            let mut rlp = Vec::new();
+            alloy_rlp::Header {
+                list: true,
+                payload_length: payload.len(),
+            }
+            .encode(&mut rlp);
+            rlp.extend(payload);
+            rlp
+        });
+        let address: alloy_primitives::Address = address.parse().unwrap();
+        verify_proof(
+            root,
+            Nibbles::unpack(keccak256(address)),
+            account,
+            &nodes(&json["accountProof"]),
+        )
+        .unwrap_or_else(|e| panic!("{address}: {e}\n{text}"));
+        for slot in json["storageProof"].as_array().unwrap() {
+            let value = quantity(&slot["value"]);
+            let expected = (!value.is_zero()).then(|| alloy_rlp::encode(value));
+            verify_proof(
+                storage_hash,
+                Nibbles::unpack(keccak256(hash(&slot["key"]))),
+                expected,
+                &nodes(&slot["proof"]),
+            )
+            .unwrap_or_else(|e| panic!("{address} {}: {e}", slot["key"]));
+        }
+    }
+    let text = strata_ok(&["proof", "--datadir", db, ADDR_CONTRACT, "0x01"]);
+    assert!(text.contains("\"value\": \"0x2a\""), "{text}");
+}

@@ -49,7 +49,13 @@ fn account_rlp(state: &MemoryState, address: &Address) -> Option<Vec<u8>> {
 
 /// Proves `addresses` (with `slots` each) from `store` and checks every
 /// proof against the oracle's nodes and `verify_proof`.
-fn check_proofs(store: &MemoryBranchStore, state: &MemoryState, root: B256, addresses: &[Address], slots: &[B256]) -> usize {
+fn check_proofs(
+    store: &MemoryBranchStore,
+    state: &MemoryState,
+    root: B256,
+    addresses: &[Address],
+    slots: &[B256],
+) -> usize {
     let mut leaves: Vec<(B256, Vec<u8>)> = state
         .accounts()
         .map(|(a, _)| (keccak256(a), account_rlp(state, a).unwrap()))
@@ -63,12 +69,20 @@ fn check_proofs(store: &MemoryBranchStore, state: &MemoryState, root: B256, addr
         let value = account_rlp(state, address);
         assert_eq!(proof.account.is_some(), value.is_some(), "{address}");
         assert_eq!(&proof.proof, expected, "account proof of {address}");
-        verify_proof(root, Nibbles::unpack(keccak256(address)), value, &proof.proof)
-            .unwrap_or_else(|e| panic!("account proof of {address}: {e}"));
+        verify_proof(
+            root,
+            Nibbles::unpack(keccak256(address)),
+            value,
+            &proof.proof,
+        )
+        .unwrap_or_else(|e| panic!("account proof of {address}: {e}"));
         nodes += proof.proof.len();
 
         let storage_root = oracle_storage_root(state, address);
-        assert_eq!(proof.storage_root, storage_root, "storage root of {address}");
+        assert_eq!(
+            proof.storage_root, storage_root,
+            "storage root of {address}"
+        );
         let mut slot_leaves: Vec<(B256, Vec<u8>)> = state
             .slots(address)
             .map(|(s, v)| (keccak256(s), oracle_slot_rlp(v)))
@@ -83,13 +97,22 @@ fn check_proofs(store: &MemoryBranchStore, state: &MemoryState, root: B256, addr
                 .unwrap_or_default();
             assert_eq!(slot_proof.value, value);
             if storage_root != alloy_trie::EMPTY_ROOT_HASH {
-                assert_eq!(&slot_proof.proof, expected, "slot {} of {address}", slot_proof.slot);
+                assert_eq!(
+                    &slot_proof.proof, expected,
+                    "slot {} of {address}",
+                    slot_proof.slot
+                );
             } else {
                 assert!(slot_proof.proof.is_empty());
             }
             let expected_value = (!value.is_zero()).then(|| oracle_slot_rlp(&value));
-            verify_proof(storage_root, Nibbles::unpack(keccak256(slot_proof.slot)), expected_value, &slot_proof.proof)
-                .unwrap_or_else(|e| panic!("slot {} of {address}: {e}", slot_proof.slot));
+            verify_proof(
+                storage_root,
+                Nibbles::unpack(keccak256(slot_proof.slot)),
+                expected_value,
+                &slot_proof.proof,
+            )
+            .unwrap_or_else(|e| panic!("slot {} of {address}: {e}", slot_proof.slot));
             nodes += slot_proof.proof.len();
         }
     }
@@ -98,7 +121,9 @@ fn check_proofs(store: &MemoryBranchStore, state: &MemoryState, root: B256, addr
 
 /// Present and absent accounts, each with a present and an absent slot.
 fn targets(rng: &mut StdRng, state: &MemoryState, universe: u64) -> (Vec<Address>, Vec<B256>) {
-    let mut addresses: Vec<Address> = (0..24).map(|_| address(rng.random_range(0..universe * 2))).collect();
+    let mut addresses: Vec<Address> = (0..24)
+        .map(|_| address(rng.random_range(0..universe * 2)))
+        .collect();
     // Accounts with storage, so storage proofs reach leaves.
     addresses.extend(
         state
@@ -107,7 +132,11 @@ fn targets(rng: &mut StdRng, state: &MemoryState, universe: u64) -> (Vec<Address
             .filter(|a| state.slots(a).next().is_some())
             .take(8),
     );
-    let slots = vec![slot(rng.random_range(0..8)), slot(rng.random_range(0..16)), slot(1_000_000)];
+    let slots = vec![
+        slot(rng.random_range(0..8)),
+        slot(rng.random_range(0..16)),
+        slot(1_000_000),
+    ];
     (addresses, slots)
 }
 
@@ -145,5 +174,11 @@ fn an_empty_trie_proves_absence_with_no_nodes() {
     let proof = prove(&store, &state, &address(7), &[slot(1)]).unwrap();
     assert!(proof.proof.is_empty() && proof.account.is_none());
     assert_eq!(proof.storage[0].value, U256::ZERO);
-    verify_proof(alloy_trie::EMPTY_ROOT_HASH, Nibbles::unpack(keccak256(address(7))), None, &proof.proof).unwrap();
+    verify_proof(
+        alloy_trie::EMPTY_ROOT_HASH,
+        Nibbles::unpack(keccak256(address(7))),
+        None,
+        &proof.proof,
+    )
+    .unwrap();
 }

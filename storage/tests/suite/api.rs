@@ -401,6 +401,12 @@ fn a_reader_at_a_recent_block_sees_that_block_whole() {
         assert!(matches!(err, Error::StateNotRetained { .. }), "{err}");
         assert!(err.to_string().contains("blocks 3..=6"), "{err}");
     }
+    // Proofs: at the last block, not at an older one.
+    let reader = db.reader_at(4, Regime::Exec).unwrap();
+    let err = reader.proof(&who, &[]).err().unwrap();
+    assert!(matches!(err, Error::ProofUnavailable(_)), "{err}");
+    assert!(db.latest().proof(&who, &[]).unwrap().account.is_some());
+
     // After a reopen the window is read back from the journal.
     drop(db);
     let db = StateDb::open(dir.path(), options.clone()).unwrap();

@@ -8,7 +8,9 @@ use alloy_primitives::{Address, B256, Bytes, U256};
 use proptest::prelude::*;
 use strata_storage::{Account, Error, Options, Regime, StateDb};
 
-use crate::oracle::{Model, ModelAccount, assert_reads_match, code_hash, model_root};
+use crate::oracle::{
+    Model, ModelAccount, assert_proofs_match, assert_reads_match, code_hash, model_root,
+};
 
 const ADDRESSES: usize = 8;
 const SLOTS: usize = 6;
@@ -161,6 +163,7 @@ fn check(db: &StateDb, model: &Model, context: &str) {
     let reader = db.reader(Regime::Exec);
     assert_reads_match(&reader, model, &addresses, &slots, context);
     assert_eq!(db.root(), model_root(model), "{context}: root");
+    assert_proofs_match(&reader, model, &addresses, &slots, context);
 }
 
 fn run(steps: Vec<Step>) {

@@ -109,3 +109,52 @@ pub(crate) fn code_hash(code: &[u8]) -> B256 {
         keccak256(code)
     }
 }
+
+/// Every one of `addresses` and `slots` proven by `reader` against
+/// `model`'s root and values with alloy-trie's `verify_proof`, whichever
+/// tier holds the records.
+pub(crate) fn assert_proofs_match(
+    reader: &StateReader,
+    model: &Model,
+    addresses: &[Address],
+    slots: &[B256],
+    context: &str,
+) {
+    use alloy_trie::proof::verify_proof;
+    let root = model_root(model);
+    for address in addresses {
+        let proof = reader.proof(address, slots).unwrap();
+        let entry = model.get(address);
+        let storage_root = entry.map_or(EMPTY_ROOT_HASH, |e| storage_root(&e.storage));
+        assert_eq!(proof.storage_root, storage_root, "{context}: {address}");
+        let expected = entry.map(|entry| {
+            alloy_rlp::encode(AccountRlp {
+                nonce: entry.account.nonce,
+                balance: entry.account.balance,
+                storage_root,
+                code_hash: entry.account.code_hash,
+            })
+        });
+        verify_proof(
+            root,
+            Nibbles::unpack(keccak256(address)),
+            expected,
+            &proof.proof,
+        )
+        .unwrap_or_else(|e| panic!("{context}: proof of {address}: {e}"));
+        for slot in &proof.storage {
+            let value = entry
+                .and_then(|e| e.storage.get(&slot.slot).copied())
+                .unwrap_or_default();
+            assert_eq!(slot.value, value, "{context}: {address} {}", slot.slot);
+            let expected = (!value.is_zero()).then(|| alloy_rlp::encode(value));
+            verify_proof(
+                storage_root,
+                Nibbles::unpack(keccak256(slot.slot)),
+                expected,
+                &slot.proof,
+            )
+            .unwrap_or_else(|e| panic!("{context}: proof of {address} {}: {e}", slot.slot));
+        }
+    }
+}
