@@ -19,6 +19,7 @@ use crate::overlay::Overlay;
 use crate::reader::StateReader;
 use crate::snapshot::Snapshot;
 use crate::sources::{CachedBranches, OverlayState, ROOT_RECORD_KEY, hashed_paths};
+use crate::telemetry::CommitFigures;
 
 /// What a block's commit did and how long it took.
 #[derive(Clone, Debug)]
@@ -61,6 +62,7 @@ pub(crate) fn commit_block(
     overlay: Arc<Overlay>,
     expected_root: Option<B256>,
 ) -> Result<CommitInfo> {
+    let started = Instant::now();
     let expected = base.block().map_or(0, |b| b + 1);
     if number != expected {
         return Err(Error::BlockOutOfOrder {
@@ -161,7 +163,7 @@ pub(crate) fn commit_block(
         }
     })?;
     inner.maintenance.wake();
-    Ok(CommitInfo {
+    let info = CommitInfo {
         block: number,
         root: output.root,
         keys_written,
@@ -172,7 +174,35 @@ pub(crate) fn commit_block(
         flush_wait: times.flush_wait,
         warmed: warmed as u64,
         durable,
-    })
+    };
+    record_commit(inner, &info, started.elapsed());
+    Ok(info)
+}
+
+/// Adds a committed block to the store's figures and logs them.
+fn record_commit(inner: &Inner, info: &CommitInfo, total: Duration) {
+    inner.store_metrics.record_commit(CommitFigures {
+        total,
+        root: info.commitment_time,
+        journal_write: info.write_time,
+        keys_written: info.keys_written as u64,
+        journal_bytes: info.journal_bytes,
+        warmer_loads: info.warmed,
+    });
+    tracing::debug!(
+        target: "strata::commit",
+        block = info.block,
+        root = %info.root,
+        keys = info.keys_written,
+        commit_ms = total.as_secs_f64() * 1e3,
+        root_ms = info.commitment_time.as_secs_f64() * 1e3,
+        journal_ms = info.write_time.as_secs_f64() * 1e3,
+        journal_bytes = info.journal_bytes,
+        flush_wait_ms = info.flush_wait.as_secs_f64() * 1e3,
+        warmed = info.warmed,
+        durable = info.durable,
+        "block committed"
+    );
 }
 
 /// Turns each storage wipe into explicit deletions of the slots that exist
