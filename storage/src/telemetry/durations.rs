@@ -94,7 +94,7 @@ mod tests {
         assert_eq!(counts.buckets[1], (0.0002, 1));
         assert_eq!(counts.buckets[5], (0.0032, 1));
         assert_eq!(counts.buckets[20], (f64::INFINITY, 1));
-        assert!((counts.sum_seconds - 3600.003_200_001).abs() < 1e-6);
+        assert!((counts.sum_seconds - 3_600.003_200_001).abs() < 1e-6);
         assert_eq!(
             counts.buckets.iter().map(|(_, n)| n).sum::<u64>(),
             counts.count
