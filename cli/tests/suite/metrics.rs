@@ -45,17 +45,14 @@ const FAMILIES: &[&str] = &[
     "strata_poisoned",
 ];
 
-/// A blocking `GET path` over HTTP/1.1: (status, body).
+/// A blocking `GET path`: (status, body). HTTP/1.0, so the body comes
+/// whole up to the close (an HTTP/1.1 answer of this size is chunked).
 fn http_get(addr: &str, path: &str) -> (u16, String) {
     let mut stream = TcpStream::connect(addr).expect("connect to the metrics endpoint");
     stream
         .set_read_timeout(Some(Duration::from_secs(30)))
         .expect("timeout");
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .expect("send the request");
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").expect("send the request");
     let mut response = String::new();
     stream
         .read_to_string(&mut response)
