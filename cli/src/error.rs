@@ -119,6 +119,14 @@ pub enum CliError {
         /// What went wrong, with the child's own error output.
         what: String,
     },
+    /// The `--metrics` endpoint could not be started.
+    #[error("metrics endpoint {addr}: {message}")]
+    Metrics {
+        /// The address asked for.
+        addr: std::net::SocketAddr,
+        /// Why (the bind error).
+        message: String,
+    },
     /// The runs of a sweep ended at different roots.
     #[error("the sweep's runs disagree on the final root: {0}")]
     SweepDisagrees(String),

@@ -8,6 +8,8 @@ pub mod commands;
 pub mod error;
 pub mod generator;
 pub mod geth;
+pub mod logging;
+pub mod metrics_server;
 pub mod model;
 pub mod observer;
 pub mod trace;

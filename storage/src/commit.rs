@@ -19,6 +19,7 @@ use crate::overlay::Overlay;
 use crate::reader::StateReader;
 use crate::snapshot::Snapshot;
 use crate::sources::{CachedBranches, OverlayState, ROOT_RECORD_KEY, hashed_paths};
+use crate::telemetry::CommitFigures;
 
 /// What a block's commit did and how long it took.
 #[derive(Clone, Debug)]
@@ -62,6 +63,9 @@ pub(crate) struct PreparedBlock {
     previous: Vec<Previous>,
     commitment_time: Duration,
     warmed: u64,
+    /// How long preparing it took (a commit's time excludes the caller's
+    /// between `state_root` and `commit`).
+    prepare_time: Duration,
 }
 
 impl PreparedBlock {
@@ -79,6 +83,7 @@ pub(crate) fn prepare_block(
     base: &Arc<Snapshot>,
     overlay: Arc<Overlay>,
 ) -> Result<PreparedBlock> {
+    let started = Instant::now();
     let expected = base.block().map_or(0, |b| b + 1);
     if number != expected {
         return Err(Error::BlockOutOfOrder {
@@ -157,6 +162,7 @@ pub(crate) fn prepare_block(
         previous,
         commitment_time,
         warmed: warmed as u64,
+        prepare_time: started.elapsed(),
     })
 }
 
@@ -170,6 +176,7 @@ pub(crate) fn persist_block(
     prepared: PreparedBlock,
     expected_root: Option<B256>,
 ) -> Result<CommitInfo> {
+    let started = Instant::now();
     let PreparedBlock {
         number,
         overlay,
@@ -177,6 +184,7 @@ pub(crate) fn persist_block(
         mut previous,
         commitment_time,
         warmed,
+        prepare_time,
     } = prepared;
     if let Some(expected) = expected_root
         && expected != output.root
@@ -206,7 +214,7 @@ pub(crate) fn persist_block(
         }
     })?;
     inner.maintenance.wake();
-    Ok(CommitInfo {
+    let info = CommitInfo {
         block: number,
         root: output.root,
         keys_written,
@@ -217,7 +225,35 @@ pub(crate) fn persist_block(
         flush_wait: times.flush_wait,
         warmed,
         durable,
-    })
+    };
+    record_commit(inner, &info, prepare_time + started.elapsed());
+    Ok(info)
+}
+
+/// Adds a committed block to the store's figures and logs them.
+fn record_commit(inner: &Inner, info: &CommitInfo, total: Duration) {
+    inner.store_metrics.record_commit(CommitFigures {
+        total,
+        root: info.commitment_time,
+        journal_write: info.write_time,
+        keys_written: info.keys_written as u64,
+        journal_bytes: info.journal_bytes,
+        warmer_loads: info.warmed,
+    });
+    tracing::debug!(
+        target: "strata::commit",
+        block = info.block,
+        root = %info.root,
+        keys = info.keys_written,
+        commit_ms = total.as_secs_f64() * 1e3,
+        root_ms = info.commitment_time.as_secs_f64() * 1e3,
+        journal_ms = info.write_time.as_secs_f64() * 1e3,
+        journal_bytes = info.journal_bytes,
+        flush_wait_ms = info.flush_wait.as_secs_f64() * 1e3,
+        warmed = info.warmed,
+        durable = info.durable,
+        "block committed"
+    );
 }
 
 /// Turns each storage wipe into explicit deletions of the slots that exist

@@ -13,7 +13,7 @@ use crate::files::FileSystem;
 use crate::ledger::Ledger;
 use crate::options::Options;
 use crate::snapshot::Snapshot;
-use crate::telemetry::ReadMetrics;
+use crate::telemetry::{ReadMetrics, StoreMetrics};
 
 /// Everything a `StateDb`, its writers and its maintenance thread share.
 ///
@@ -49,6 +49,8 @@ pub(crate) struct Inner {
     /// transactions); taken through [`Inner::lock_commit`]. Last of the locks.
     commit_lock: Mutex<()>,
     pub(crate) metrics: Arc<ReadMetrics>,
+    /// Durations and totals of commits, flushes and maintenance.
+    pub(crate) store_metrics: StoreMetrics,
     pub(crate) cache: Arc<dyn PrefixCache>,
     pub(crate) warmup: WarmupPool,
     /// The first failure that poisoned the store (innermost lock).
@@ -86,6 +88,7 @@ impl Inner {
             maintenance_lock: Mutex::new(()),
             commit_lock: Mutex::new(()),
             metrics,
+            store_metrics: StoreMetrics::default(),
             cache,
             warmup,
             poisoned: Mutex::new(None),

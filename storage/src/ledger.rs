@@ -412,7 +412,9 @@ impl Ledger {
         self.flush_nanos
             .fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
         self.signal.flushed();
-        tracing::debug!(
+        inner.store_metrics.record_flush(started.elapsed());
+        tracing::info!(
+            target: "strata::flush",
             blocks = batch.len(),
             keys,
             through = head.block,

@@ -7,6 +7,7 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex};
 use redb::ReadableTable;
@@ -45,8 +46,44 @@ pub(crate) fn run(inner: &Arc<Inner>) -> Result<MaintenanceReport> {
 fn run_all(inner: &Arc<Inner>) -> Result<MaintenanceReport> {
     let mut report = MaintenanceReport::default();
     for domain in Domain::ALL {
+        let started = Instant::now();
+        let (files_before, pruned_before) = (report.collated.len(), report.pruned);
         collate(inner, domain, &mut report)?;
-        while merge_once(inner, domain, &mut report)? {}
+        let pruned = report.pruned - pruned_before;
+        if report.collated.len() > files_before || pruned > 0 {
+            let elapsed = started.elapsed();
+            inner.store_metrics.record_collate(elapsed, pruned);
+            let file = report.collated.get(files_before);
+            tracing::info!(
+                target: "strata::maintenance",
+                domain = domain.name(),
+                from_step = file.map(|f| f.1),
+                to_step = file.map(|f| f.2),
+                entries = file.map_or(0, |f| f.3),
+                pruned,
+                ms = elapsed.as_secs_f64() * 1e3,
+                "collated"
+            );
+        }
+        loop {
+            let started = Instant::now();
+            if !merge_once(inner, domain, &mut report)? {
+                break;
+            }
+            let elapsed = started.elapsed();
+            inner.store_metrics.record_merge(elapsed);
+            if let Some(&(_, from_step, to_step, entries)) = report.merged.last() {
+                tracing::info!(
+                    target: "strata::maintenance",
+                    domain = domain.name(),
+                    from_step,
+                    to_step,
+                    entries,
+                    ms = elapsed.as_secs_f64() * 1e3,
+                    "merged"
+                );
+            }
+        }
     }
     Ok(report)
 }

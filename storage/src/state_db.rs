@@ -374,6 +374,17 @@ impl StateDb {
     pub fn options(&self) -> &Options {
         &self.inner.options
     }
+
+    /// Durations and totals of this store's commits, flushes and maintenance.
+    pub fn store_metrics(&self) -> &crate::telemetry::StoreMetrics {
+        &self.inner.store_metrics
+    }
+
+    /// What the store's handles share (exporters read it at scrape time).
+    #[cfg(feature = "prometheus")]
+    pub(crate) fn inner(&self) -> &Arc<Inner> {
+        &self.inner
+    }
 }
 
 impl Drop for StateDb {

@@ -21,6 +21,7 @@ mod verify;
 use clap::{Parser, Subcommand};
 
 use crate::CliError;
+use crate::logging::LogFormat;
 
 pub use check_trace::CheckTraceArgs;
 pub use compact::CompactArgs;
@@ -40,6 +41,9 @@ pub use verify::VerifyArgs;
 #[derive(Debug, Parser)]
 #[command(name = "strata", version, about)]
 pub struct Cli {
+    /// How log lines (stderr; filtered by RUST_LOG, default "info") are written.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
     /// The command to run.
     #[command(subcommand)]
     pub command: Command,

@@ -6,6 +6,7 @@ mod common;
 mod generator;
 mod import_geth;
 mod kill;
+mod metrics;
 mod model_vectors;
 mod parser;
 mod read_only;

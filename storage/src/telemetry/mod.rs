@@ -24,15 +24,22 @@
 
 mod buckets;
 mod cell;
+mod durations;
 mod mutex_metrics;
+#[cfg(feature = "prometheus")]
+pub mod prometheus;
 mod read_metrics;
 mod snapshot;
+mod store_metrics;
 mod tier;
 
 pub use buckets::{BUCKETS, MAX_TRACKED_NS};
+pub use durations::{DurationCounts, DurationHistogram};
 pub use mutex_metrics::MutexReadMetrics;
 pub use read_metrics::{ENV_SWITCH, ReadMetrics, STRIPES, parse_switch};
 pub use snapshot::{CellSummary, MetricsSnapshot, format_ns};
+pub(crate) use store_metrics::CommitFigures;
+pub use store_metrics::StoreMetrics;
 pub use tier::{MAX_FILE_LEVELS, TIER_COUNT, Tier};
 
 use crate::{Domain, Regime};

@@ -215,6 +215,34 @@ impl ReadMetrics {
         read64: impl Fn(&AtomicU64) -> u64,
     ) -> MetricsSnapshot {
         let mut cells = Vec::new();
+        self.for_each_cell(read32, read64, |domain, tier, regime, histogram| {
+            if let Some(summary) = CellSummary::from_histogram(domain, tier, regime, histogram) {
+                cells.push(summary);
+            }
+        });
+        MetricsSnapshot { cells }
+    }
+
+    /// Calls `visit` with every cell's merged counts (all stripes and the
+    /// spill), leaving the counters as they are; for exporters that need the
+    /// buckets rather than a summary. Empty with the mutex baseline.
+    #[cfg(feature = "prometheus")]
+    pub(crate) fn visit_cells(&self, visit: impl FnMut(Domain, Tier, Regime, &Histogram)) {
+        if self.baseline.is_none() {
+            self.for_each_cell(
+                |a| a.load(Ordering::Relaxed),
+                |a| a.load(Ordering::Relaxed),
+                visit,
+            );
+        }
+    }
+
+    fn for_each_cell(
+        &self,
+        read32: impl Fn(&AtomicU32) -> u32,
+        read64: impl Fn(&AtomicU64) -> u64,
+        mut visit: impl FnMut(Domain, Tier, Regime, &Histogram),
+    ) {
         let mut histogram = Histogram::new();
         for (cell, domain, tier, regime) in all_cells() {
             histogram.counts.fill(0);
@@ -232,11 +260,8 @@ impl ReadMetrics {
             for (total, wrapped) in histogram.counts.iter_mut().zip(spill) {
                 *total += read64(wrapped);
             }
-            if let Some(summary) = CellSummary::from_histogram(domain, tier, regime, &histogram) {
-                cells.push(summary);
-            }
+            visit(domain, tier, regime, &histogram);
         }
-        MetricsSnapshot { cells }
     }
 }
 

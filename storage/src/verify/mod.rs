@@ -95,6 +95,8 @@ pub fn verify_datadir(datadir: impl AsRef<Path>, options: &Options) -> Result<Ve
             what: "no state.redb: not a strata datadir",
         });
     }
+    let _span = tracing::info_span!("verify", datadir = %datadir.display()).entered();
+    let started = std::time::Instant::now();
     let mut report = VerifyReport::default();
     let opened = std::panic::catch_unwind(|| open::open(datadir, options));
     match opened {
@@ -112,16 +114,38 @@ pub fn verify_datadir(datadir: impl AsRef<Path>, options: &Options) -> Result<Ve
     let (timing, problem) = integrity::check_copy(&db_path);
     report.integrity = timing;
     report.problems.extend(problem);
+    log_report(&report, started.elapsed());
     Ok(report)
 }
 
 /// Verifies the current snapshot of an open store (files re-read from disk;
 /// no redb integrity check, which needs the database to itself).
 pub(crate) fn verify(inner: &Arc<Inner>) -> Result<VerifyReport> {
+    let _span = tracing::info_span!("verify").entered();
+    let started = std::time::Instant::now();
     let snapshot = inner.current.load_full();
     let mut report = VerifyReport::default();
     check_snapshot(&snapshot, inner.fs.as_ref(), true, &mut report);
+    log_report(&report, started.elapsed());
     Ok(report)
+}
+
+/// One log event with what a verification checked and found.
+fn log_report(report: &VerifyReport, elapsed: std::time::Duration) {
+    let ms = elapsed.as_secs_f64() * 1e3;
+    let (block, files, accounts, slots, records) = (
+        report.block,
+        report.files_checked,
+        report.accounts,
+        report.slots,
+        report.records_checked,
+    );
+    if report.is_ok() {
+        tracing::info!(target: "strata::verify", block, files, accounts, slots, records, ms, "verified");
+    } else {
+        let problems = report.problems.len();
+        tracing::warn!(target: "strata::verify", block, files, accounts, slots, records, problems, ms, "verify found problems");
+    }
 }
 
 /// Runs every check on `snapshot`, adding what it finds to `report`. With

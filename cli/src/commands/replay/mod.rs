@@ -5,12 +5,15 @@
 //! observer that measures reads of a second thread while the replay runs.
 
 mod apply;
+mod metrics;
 mod plot;
 mod report;
 mod run;
 mod source;
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use clap::Args;
 use strata_storage::CacheKind;
@@ -90,6 +93,11 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "MIB", default_value_t = strata_storage::Options::default().memory_budget_bytes >> 20,
           value_parser = clap::value_parser!(u64).range(1..=MAX_CACHE_MIB))]
     pub memory_mib: u64,
+    /// Serve Prometheus metrics of the running store over HTTP at
+    /// ADDR/metrics (e.g. 127.0.0.1:9001; port 0 picks a free port; the
+    /// bound address is printed to stderr).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<SocketAddr>,
 }
 
 /// Largest `--step-size`: a step is the unit of collation, and a step of a
@@ -172,6 +180,11 @@ pub(super) fn run(args: ReplayArgs) -> Result<(), CliError> {
             "--step-size, --keep-steps and --sync-every must be at least 1".into(),
         ));
     }
+    let current = Arc::new(metrics::CurrentStore::default());
+    let _server = args
+        .metrics
+        .map(|addr| metrics::serve(addr, &current))
+        .transpose()?;
     let mut results = Vec::new();
     for (index, &(warmers, cache)) in combos.iter().enumerate() {
         if combos.len() > 1 {
@@ -181,7 +194,7 @@ pub(super) fn run(args: ReplayArgs) -> Result<(), CliError> {
                 combos.len()
             );
         }
-        let result = run::replay_once(&args, warmers, cache)?;
+        let result = run::replay_once(&args, warmers, cache, &current)?;
         report::print_run(&result);
         results.push(result);
     }

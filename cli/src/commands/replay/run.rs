@@ -13,6 +13,7 @@ use strata_storage::{CacheKind, CacheStats, Durability, FlushStats, Options, Reg
 
 use super::ReplayArgs;
 use super::apply::{check_reads, stage_writes};
+use super::metrics::CurrentStore;
 use super::source::{Start, TraceSource};
 use crate::CliError;
 use crate::observer::{
@@ -94,6 +95,7 @@ pub(super) fn replay_once(
     args: &ReplayArgs,
     warmers: usize,
     cache: CacheKind,
+    current: &CurrentStore,
 ) -> Result<RunResult, CliError> {
     // Parse the first line before the store is created or opened.
     let (mut source, start) = TraceSource::open(&args.trace, args.genesis.as_deref())?;
@@ -126,6 +128,7 @@ pub(super) fn replay_once(
         ..Options::default()
     };
     let db = StateDb::open(&datadir, options).map_err(CliError::storage(&datadir))?;
+    let published = current.publish(&db);
     let was_empty = db.last_block().is_none();
     let genesis_started = Instant::now();
     let resumed_at = prepare(&db, &datadir, &mut source, &start)?;
@@ -210,6 +213,7 @@ pub(super) fn replay_once(
     let final_root = db.root();
     let cache_stats = db.cache_stats();
     let flush = db.flush_stats();
+    drop(published);
     let close_started = Instant::now();
     drop(db);
     let close = close_started.elapsed();
