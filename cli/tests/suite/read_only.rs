@@ -270,7 +270,7 @@ fn zero_page(file: &Path, offset: u64) {
 fn read_commands_after_a_killed_writer_answer_and_change_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let datadir = dir.path().join("db");
-    let trace = gen_trace(dir.path(), "t.jsonl", 600, 120, 5);
+    let trace = gen_trace(dir.path(), "t.jsonl", 600, 1_500, 5);
     let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
         .arg("replay")
         .arg(&trace)
