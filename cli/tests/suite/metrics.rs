@@ -145,7 +145,7 @@ fn metrics_endpoint_serves_every_family_while_blocks_commit() {
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("trace.jsonl");
     let trace_arg = trace.to_str().unwrap();
-    // Long enough (a few seconds in a debug build) to scrape between commits.
+    // Long enough to scrape between commits (several seconds of replay).
     strata_ok(&[
         "gen-trace",
         "--accounts",
@@ -153,7 +153,7 @@ fn metrics_endpoint_serves_every_family_while_blocks_commit() {
         "--contracts",
         "30",
         "--blocks",
-        "200",
+        "300",
         "--seed",
         "11",
         "--out",
