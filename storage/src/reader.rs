@@ -201,7 +201,8 @@ impl StateReader {
     pub fn proof(&self, address: &Address, slots: &[B256]) -> Result<AccountProof> {
         if self.at.is_some() {
             return Err(Error::ProofUnavailable(
-                "proofs are served at the last committed block only, not at an older one",
+                "a reader at an older block has no commitment records of its own; \
+                 StateDb::proof_at computes them",
             ));
         }
         if self.overlay.is_some() {
@@ -217,6 +218,12 @@ impl StateReader {
                 source,
             }
         })
+    }
+
+    /// For a reader at an older block: its snapshot, the overlay undoing
+    /// the later blocks, and the block.
+    pub(crate) fn undone(&self) -> Option<(Arc<Snapshot>, Arc<Overlay>, Head)> {
+        Some((self.snapshot.clone(), self.overlay.clone()?, self.at?))
     }
 
     pub(crate) fn metrics(&self) -> &Arc<ReadMetrics> {

@@ -98,6 +98,31 @@ impl BranchSource for ReaderBranches {
     }
 }
 
+/// Records computed for an older block (`at`: path → record, `None` where
+/// the block has none) over the records of the snapshot `below`.
+pub(crate) struct RecordsOver {
+    at: std::collections::HashMap<Vec<u8>, Option<Bytes>>,
+    below: ReaderBranches,
+}
+
+impl RecordsOver {
+    pub(crate) fn new(writes: Vec<(Vec<u8>, Option<Bytes>)>, below: StateReader) -> Self {
+        RecordsOver {
+            at: writes.into_iter().collect(),
+            below: ReaderBranches::new(below),
+        }
+    }
+}
+
+impl BranchSource for RecordsOver {
+    fn branch(&self, path: &[u8]) -> Result<Option<Bytes>, SourceError> {
+        match self.at.get(path) {
+            Some(record) => Ok(record.clone()),
+            None => self.below.branch(path),
+        }
+    }
+}
+
 /// Account and storage leaves as the block being committed leaves them.
 pub(crate) struct OverlayState {
     reader: StateReader,

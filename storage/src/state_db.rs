@@ -212,6 +212,30 @@ impl StateDb {
         Ok(StateReader::at(snapshot, undo, at, regime, metrics))
     }
 
+    /// The Merkle proof of `address` and `slots` after `block`, one of the
+    /// last `unwind_depth` blocks (`eth_getProof` with a block number). For
+    /// an older block than the last, the commitment records along the paths
+    /// the later blocks touched are recomputed over the state as it was
+    /// (the root checked against the block's), nothing written; the cost
+    /// grows with the keys written since.
+    pub fn proof_at(
+        &self,
+        block: u64,
+        address: &alloy_primitives::Address,
+        slots: &[B256],
+    ) -> Result<crate::AccountProof> {
+        let reader = self.reader_at(block, Regime::Exec)?;
+        let Some((snapshot, undo, at)) = reader.undone() else {
+            return reader.proof(address, slots);
+        };
+        let writes = crate::unwind::commitment_at(&self.inner, snapshot.clone(), undo, at)?;
+        let head = StateReader::new(snapshot, None, Regime::Exec, self.inner.metrics.clone());
+        let branches = crate::sources::RecordsOver::new(writes, head);
+        let state = crate::sources::OverlayState::new(reader);
+        strata_commitment::prove(&branches, &state, address, slots)
+            .map_err(|source| Error::Commitment { block, source })
+    }
+
     /// The root of `block` if it is still retained for unwind.
     pub fn root_at(&self, block: u64) -> Result<Option<B256>> {
         crate::ledger::root_of(&self.inner, block)

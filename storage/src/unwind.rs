@@ -90,9 +90,18 @@ fn recompute_commitment(
     for ((domain, key), value) in restores {
         overlay.put(*domain, key.to_vec(), value.clone());
     }
-    let overlay = Arc::new(overlay);
-    let update = trie_update(&overlay);
-    let base = inner.current.load_full();
+    commitment_at(inner, inner.current.load_full(), Arc::new(overlay), head)
+}
+
+/// The commitment records that differ between `base` and the state `undo`
+/// takes it back to (block `head`), along the paths `undo` touches;
+/// fails unless the root is `head`'s. Nothing is written.
+pub(crate) fn commitment_at(
+    inner: &Inner,
+    base: Arc<crate::snapshot::Snapshot>,
+    undo: Arc<Overlay>,
+    head: Head,
+) -> Result<Vec<RecordWrite>> {
     let reader = |overlay| {
         StateReader::new(
             base.clone(),
@@ -102,12 +111,26 @@ fn recompute_commitment(
         )
     };
     let branches = CachedBranches::for_commitment(reader(None), inner.cache.clone());
-    let state = OverlayState::new(reader(Some(overlay)));
-    let options = ComputeOptions {
-        parallel_threshold: inner.options.parallel_commitment_threshold,
-    };
+    let state = reader(Some(undo.clone()));
+    let parallel = inner.options.parallel_commitment_threshold;
+    records_at(&branches, state, &undo, head, parallel)
+}
+
+/// [`commitment_at`] over any record source: the records of the state
+/// `state` reads (a snapshot with `undo` over it) along the paths `undo`
+/// touches, computed over `branches` (the snapshot's records).
+pub(crate) fn records_at(
+    branches: &dyn strata_commitment::BranchSource,
+    state: StateReader,
+    undo: &Overlay,
+    head: Head,
+    parallel_threshold: usize,
+) -> Result<Vec<RecordWrite>> {
+    let update = trie_update(undo);
+    let state = OverlayState::new(state);
+    let options = ComputeOptions { parallel_threshold };
     let output =
-        compute_root(&update, &branches, &state, &options).map_err(|source| Error::Commitment {
+        compute_root(&update, branches, &state, &options).map_err(|source| Error::Commitment {
             block: head.block,
             source,
         })?;

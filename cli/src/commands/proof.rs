@@ -1,6 +1,7 @@
-//! `strata proof --datadir DIR ADDRESS [SLOT…]`: the Merkle proof of an
-//! account and of slots of its storage at the last committed block, printed
-//! as JSON exactly as an `eth_getProof` response carries it.
+//! `strata proof --datadir DIR [--block N] ADDRESS [SLOT…]`: the Merkle
+//! proof of an account and of slots of its storage at the last committed
+//! block (or one of the last 128), printed as JSON exactly as an
+//! `eth_getProof` response carries it.
 
 use std::path::PathBuf;
 
@@ -20,6 +21,10 @@ pub struct ProofArgs {
     /// The data directory.
     #[arg(long, value_name = "DIR")]
     pub datadir: PathBuf,
+    /// Prove the state after this block (one of the last 128); default:
+    /// the last committed block.
+    #[arg(long, value_name = "N")]
+    pub block: Option<u64>,
     /// The account's address (0x + 40 hex digits).
     #[arg(value_parser = address_arg)]
     pub address: Address,
@@ -39,10 +44,13 @@ fn slot_arg(text: &str) -> Result<B256, String> {
 pub(super) fn run(args: ProofArgs) -> Result<(), CliError> {
     let access = open_for_reading(&args.datadir)?;
     let failed = CliError::storage(&args.datadir);
-    let reader = access.reader(Regime::Exec).map_err(failed)?;
-    let proof = reader
-        .proof(&args.address, &args.slots)
-        .map_err(CliError::storage(&args.datadir))?;
+    let proof = match args.block {
+        Some(block) => access.proof_at(block, &args.address, &args.slots),
+        None => access
+            .reader(Regime::Exec)
+            .and_then(|reader| reader.proof(&args.address, &args.slots)),
+    }
+    .map_err(failed)?;
     let text = serde_json::to_string_pretty(&response(&proof)).expect("JSON values serialize");
     println!("{text}");
     Ok(())

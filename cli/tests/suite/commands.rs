@@ -413,15 +413,66 @@ fn get_at_a_recent_block_reads_what_the_next_block_found() {
     assert!(stderr.contains("is not retained"), "{stderr}");
 }
 
+/// Checks an `eth_getProof` JSON answer against `root` with alloy-trie:
+/// the account (present or not) and every storage proof.
+fn verify_proof_json(text: &str, root: alloy_primitives::B256, exists: bool) {
+    use alloy_primitives::{B256, Bytes, U256, keccak256};
+    use alloy_rlp::Encodable;
+    use alloy_trie::Nibbles;
+    use alloy_trie::proof::verify_proof;
+    let json: serde_json::Value = serde_json::from_str(text).unwrap();
+    let nodes = |value: &serde_json::Value| -> Vec<Bytes> {
+        value
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_str().unwrap().parse().unwrap())
+            .collect()
+    };
+    let quantity = |value: &serde_json::Value| -> U256 { value.as_str().unwrap().parse().unwrap() };
+    let hash = |value: &serde_json::Value| -> B256 { value.as_str().unwrap().parse().unwrap() };
+    let storage_hash = hash(&json["storageHash"]);
+    let account = exists.then(|| {
+        let mut payload = Vec::new();
+        quantity(&json["nonce"]).to::<u64>().encode(&mut payload);
+        quantity(&json["balance"]).encode(&mut payload);
+        storage_hash.encode(&mut payload);
+        hash(&json["codeHash"]).encode(&mut payload);
+        let mut rlp = Vec::new();
+        alloy_rlp::Header {
+            list: true,
+            payload_length: payload.len(),
+        }
+        .encode(&mut rlp);
+        rlp.extend(payload);
+        rlp
+    });
+    let address: alloy_primitives::Address = json["address"].as_str().unwrap().parse().unwrap();
+    verify_proof(
+        root,
+        Nibbles::unpack(keccak256(address)),
+        account,
+        &nodes(&json["accountProof"]),
+    )
+    .unwrap_or_else(|e| panic!("{address}: {e}\n{text}"));
+    for slot in json["storageProof"].as_array().unwrap() {
+        let value = quantity(&slot["value"]);
+        let expected = (!value.is_zero()).then(|| alloy_rlp::encode(value));
+        verify_proof(
+            storage_hash,
+            Nibbles::unpack(keccak256(hash(&slot["key"]))),
+            expected,
+            &nodes(&slot["proof"]),
+        )
+        .unwrap_or_else(|e| panic!("{address} {}: {e}", slot["key"]));
+    }
+}
+
 /// `strata proof` prints eth_getProof JSON whose account and storage proofs
 /// alloy-trie verifies against the datadir's root, for present and absent
 /// accounts and slots.
 #[test]
 fn proof_prints_eth_get_proof_json_that_verifies() {
-    use alloy_primitives::{B256, Bytes, U256, keccak256};
-    use alloy_rlp::Encodable;
-    use alloy_trie::Nibbles;
-    use alloy_trie::proof::verify_proof;
     let dir = tempfile::tempdir().unwrap();
     let genesis = write_genesis(dir.path());
     let datadir = dir.path().join("db");
@@ -433,7 +484,7 @@ fn proof_prints_eth_get_proof_json_that_verifies() {
         "--datadir",
         db,
     ]);
-    let root: B256 = strata_ok(&["root", "--datadir", db])
+    let root = strata_ok(&["root", "--datadir", db])
         .split_whitespace()
         .nth(1)
         .unwrap()
@@ -442,55 +493,53 @@ fn proof_prints_eth_get_proof_json_that_verifies() {
     let absent = "0x00000000000000000000000000000000000000cc";
     for (address, exists) in [(ADDR_CONTRACT, true), (ADDR_EOA, true), (absent, false)] {
         let text = strata_ok(&["proof", "--datadir", db, address, "0x01", "0x02"]);
-        let json: serde_json::Value = serde_json::from_str(&text).unwrap();
-        let nodes = |value: &serde_json::Value| -> Vec<Bytes> {
-            value
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|n| n.as_str().unwrap().parse().unwrap())
-                .collect()
-        };
-        let quantity =
-            |value: &serde_json::Value| -> U256 { value.as_str().unwrap().parse().unwrap() };
-        let hash = |value: &serde_json::Value| -> B256 { value.as_str().unwrap().parse().unwrap() };
-        assert_eq!(json["address"], address);
-        let storage_hash = hash(&json["storageHash"]);
-        let account = exists.then(|| {
-            let mut payload = Vec::new();
-            quantity(&json["nonce"]).to::<u64>().encode(&mut payload);
-            quantity(&json["balance"]).encode(&mut payload);
-            storage_hash.encode(&mut payload);
-            hash(&json["codeHash"]).encode(&mut payload);
-            let mut rlp = Vec::new();
-            alloy_rlp::Header {
-                list: true,
-                payload_length: payload.len(),
-            }
-            .encode(&mut rlp);
-            rlp.extend(payload);
-            rlp
-        });
-        let address: alloy_primitives::Address = address.parse().unwrap();
-        verify_proof(
-            root,
-            Nibbles::unpack(keccak256(address)),
-            account,
-            &nodes(&json["accountProof"]),
-        )
-        .unwrap_or_else(|e| panic!("{address}: {e}\n{text}"));
-        for slot in json["storageProof"].as_array().unwrap() {
-            let value = quantity(&slot["value"]);
-            let expected = (!value.is_zero()).then(|| alloy_rlp::encode(value));
-            verify_proof(
-                storage_hash,
-                Nibbles::unpack(keccak256(hash(&slot["key"]))),
-                expected,
-                &nodes(&slot["proof"]),
-            )
-            .unwrap_or_else(|e| panic!("{address} {}: {e}", slot["key"]));
-        }
+        assert!(
+            text.contains(&format!("\"address\": \"{address}\"")),
+            "{text}"
+        );
+        verify_proof_json(&text, root, exists);
     }
     let text = strata_ok(&["proof", "--datadir", db, ADDR_CONTRACT, "0x01"]);
     assert!(text.contains("\"value\": \"0x2a\""), "{text}");
+}
+
+/// `strata proof --block N` after a replay verifies against the trace's
+/// root of block N, for accounts the next block read (their fields the
+/// trace's prestate).
+#[test]
+fn proof_at_a_recent_block_verifies_against_that_blocks_root() {
+    use strata_cli::trace::{TraceLine, TraceReader};
+    let dir = tempfile::tempdir().unwrap();
+    let datadir = dir.path().join("db");
+    let db = datadir.to_str().unwrap();
+    let small = testdata().join("small.jsonl");
+    strata_ok(&["replay", small.to_str().unwrap(), "--datadir", db]);
+    let (_, roots) = trace_roots(&small);
+    let file = std::io::BufReader::new(std::fs::File::open(&small).unwrap());
+    let mut checked = 0;
+    for line in TraceReader::new(file) {
+        let TraceLine::Block(block) = line.unwrap() else {
+            continue;
+        };
+        let before = block.number - 1;
+        let Some(root) = roots.get(&before) else {
+            continue;
+        };
+        for (address, read) in block.reads.iter().take(2) {
+            let slots: Vec<String> = read.storage.keys().take(2).map(|s| s.to_string()).collect();
+            let mut args = vec!["proof", "--datadir", db, "--block"];
+            let before_text = before.to_string();
+            let address_text = address.to_string();
+            args.extend([before_text.as_str(), address_text.as_str()]);
+            args.extend(slots.iter().map(String::as_str));
+            let text = strata_ok(&args);
+            assert!(
+                text.contains(&format!("\"balance\": \"{:#x}\"", read.balance)),
+                "{text}"
+            );
+            verify_proof_json(&text, *root, true);
+            checked += 1;
+        }
+    }
+    assert!(checked >= 20, "only {checked} proofs checked");
 }

@@ -197,6 +197,30 @@ impl ReadOnlyStateDb {
         Ok(StateReader::at(snapshot, undo, at, regime, metrics))
     }
 
+    /// The Merkle proof of `address` and `slots` after `block`, one of the
+    /// blocks [`ReadOnlyStateDb::reader_at`] reads: at the newest block from
+    /// the stored records, at an older one from records recomputed along
+    /// the paths the later blocks touched (root checked, nothing written).
+    pub fn proof_at(
+        &self,
+        block: u64,
+        address: &alloy_primitives::Address,
+        slots: &[B256],
+    ) -> Result<crate::AccountProof> {
+        let reader = self.reader_at(block, Regime::Exec)?;
+        let Some((snapshot, undo, at)) = reader.undone() else {
+            return reader.proof(address, slots);
+        };
+        let head = StateReader::new(snapshot, None, Regime::Commitment, self.metrics.clone());
+        let stored = crate::sources::ReaderBranches::new(head.clone());
+        let state = reader.with_regime(Regime::Commitment);
+        let writes = crate::unwind::records_at(&stored, state, &undo, at, usize::MAX)?;
+        let branches = crate::sources::RecordsOver::new(writes, head);
+        let state = crate::sources::OverlayState::new(reader);
+        strata_commitment::prove(&branches, &state, address, slots)
+            .map_err(|source| Error::Commitment { block, source })
+    }
+
     /// The root redb keeps for `block` (the unwind window's flushed blocks).
     fn stored_root(&self, block: u64) -> Result<Option<B256>> {
         let txn = guarded("(database header)", || {

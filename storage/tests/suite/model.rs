@@ -163,7 +163,13 @@ fn check(db: &StateDb, model: &Model, context: &str) {
     let reader = db.reader(Regime::Exec);
     assert_reads_match(&reader, model, &addresses, &slots, context);
     assert_eq!(db.root(), model_root(model), "{context}: root");
-    assert_proofs_match(&reader, model, &addresses, &slots, context);
+    assert_proofs_match(
+        &|a, s| reader.proof(a, s),
+        model,
+        &addresses,
+        &slots,
+        context,
+    );
 }
 
 fn run(steps: Vec<Step>) {
@@ -232,6 +238,8 @@ fn run(steps: Vec<Step>) {
                         let addresses: Vec<Address> = (0..ADDRESSES).map(address).collect();
                         let slots: Vec<B256> = (0..SLOTS).map(slot).collect();
                         assert_reads_match(&reader, then, &addresses, &slots, &context);
+                        let prove = |a: &Address, s: &[B256]| db.proof_at(target, a, s);
+                        assert_proofs_match(&prove, then, &addresses, &slots, &context);
                     }
                     Err(Error::StateNotRetained { .. }) if target < oldest => {}
                     Err(other) => {

@@ -110,11 +110,11 @@ pub(crate) fn code_hash(code: &[u8]) -> B256 {
     }
 }
 
-/// Every one of `addresses` and `slots` proven by `reader` against
+/// Every one of `addresses` and `slots` proven by `prove` against
 /// `model`'s root and values with alloy-trie's `verify_proof`, whichever
 /// tier holds the records.
 pub(crate) fn assert_proofs_match(
-    reader: &StateReader,
+    prove: &dyn Fn(&Address, &[B256]) -> strata_storage::Result<strata_storage::AccountProof>,
     model: &Model,
     addresses: &[Address],
     slots: &[B256],
@@ -123,7 +123,7 @@ pub(crate) fn assert_proofs_match(
     use alloy_trie::proof::verify_proof;
     let root = model_root(model);
     for address in addresses {
-        let proof = reader.proof(address, slots).unwrap();
+        let proof = prove(address, slots).unwrap_or_else(|e| panic!("{context}: {address}: {e}"));
         let entry = model.get(address);
         let storage_root = entry.map_or(EMPTY_ROOT_HASH, |e| storage_root(&e.storage));
         assert_eq!(proof.storage_root, storage_root, "{context}: {address}");
