@@ -39,7 +39,8 @@ pub struct Options {
     pub db_cache_bytes: usize,
     /// Record read latencies under one mutex per cell instead of the
     /// lock-free striped histograms: the baseline configuration, for
-    /// benchmarks only.
+    /// benchmarks only. Feature `test-utils`.
+    #[cfg(feature = "test-utils")]
     pub mutex_telemetry_baseline: bool,
     /// Let other processes open the datadir read-only
     /// ([`crate::ReadOnlyStateDb`]) and follow the commits while this one
@@ -70,6 +71,17 @@ pub struct Options {
     pub flush_txn_keys: usize,
 }
 
+impl Options {
+    /// Whether reads record under the mutex baseline (only with feature
+    /// `test-utils`).
+    pub(crate) fn mutex_telemetry_baseline(&self) -> bool {
+        #[cfg(feature = "test-utils")]
+        return self.mutex_telemetry_baseline;
+        #[cfg(not(feature = "test-utils"))]
+        return false;
+    }
+}
+
 impl Default for Options {
     fn default() -> Self {
         Options {
@@ -84,6 +96,7 @@ impl Default for Options {
             background_maintenance: true,
             parallel_commitment_threshold: 1024,
             db_cache_bytes: 1 << 30,
+            #[cfg(feature = "test-utils")]
             mutex_telemetry_baseline: false,
             share_with_readers: false,
             follow_interval: std::time::Duration::from_millis(1),

@@ -47,23 +47,40 @@ impl StateDb {
     /// strata files, an empty or unreadable one is an error that names it;
     /// nothing is created or deleted then.
     pub fn open(datadir: impl AsRef<Path>, options: Options) -> Result<StateDb> {
-        Self::open_with_fs(datadir, options, Arc::new(OsFileSystem))
+        Self::open_through::<redb::backends::FileBackend>(
+            datadir,
+            options,
+            Arc::new(OsFileSystem),
+            None,
+        )
     }
 
-    /// Opens the datadir with immutable-file I/O going through `fs` (tests
-    /// inject failures here).
+    /// Opens the datadir with immutable-file and journal I/O going through
+    /// `fs` (tests inject failures here). Feature `test-utils`.
+    #[cfg(feature = "test-utils")]
     pub fn open_with_fs(
         datadir: impl AsRef<Path>,
         options: Options,
         fs: Arc<dyn FileSystem>,
     ) -> Result<StateDb> {
-        Self::open_with_io::<redb::backends::FileBackend>(datadir, options, fs, None)
+        Self::open_through::<redb::backends::FileBackend>(datadir, options, fs, None)
     }
 
     /// Opens the datadir with immutable-file I/O through `fs` and, when
     /// given, redb's storage through `db_backend` instead of the datadir's
     /// `state.redb` (crash tests rebuild power-cut images through both).
+    /// Feature `test-utils`.
+    #[cfg(feature = "test-utils")]
     pub fn open_with_io<B: redb::StorageBackend>(
+        datadir: impl AsRef<Path>,
+        options: Options,
+        fs: Arc<dyn FileSystem>,
+        db_backend: Option<B>,
+    ) -> Result<StateDb> {
+        Self::open_through(datadir, options, fs, db_backend)
+    }
+
+    fn open_through<B: redb::StorageBackend>(
         datadir: impl AsRef<Path>,
         options: Options,
         fs: Arc<dyn FileSystem>,
@@ -111,7 +128,7 @@ impl StateDb {
         let recovery = Ledger::open(fs.clone(), &datadir, meta.head, &options)?;
         let mut snapshot = Snapshot::open(&db, recovery.head, files, recovery.memory)?;
         snapshot.history = recovery.history;
-        let metrics = Arc::new(if options.mutex_telemetry_baseline {
+        let metrics = Arc::new(if options.mutex_telemetry_baseline() {
             ReadMetrics::mutex_baseline(options.read_metrics)
         } else {
             ReadMetrics::from_env(options.read_metrics)
@@ -382,8 +399,8 @@ impl StateDb {
     /// Closes the store as a crash would after the last commit returned:
     /// the background threads stop and nothing more is written, so the
     /// blocks not yet flushed exist only in the journal. For tests of
-    /// recovery.
-    #[doc(hidden)]
+    /// recovery. Feature `test-utils`.
+    #[cfg(feature = "test-utils")]
     pub fn abandon(mut self) {
         if let Some(flusher) = self.flusher.take() {
             flusher.stop();

@@ -109,6 +109,8 @@ impl MemFileSystem {
 
     /// The file system a power cut now would leave: only directory entries
     /// made durable by `sync_dir`, each with the content of its last sync.
+    /// Feature `test-utils`.
+    #[cfg(any(test, feature = "test-utils"))]
     pub fn power_cut_image(&self) -> MemFileSystem {
         let state = self.state.lock();
         let mut image = State::default();

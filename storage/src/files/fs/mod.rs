@@ -6,6 +6,7 @@
 //! [`MemFileSystem`] (in memory, with a power-cut model) and
 //! [`FaultyFileSystem`] (a decorator that fails chosen operations).
 
+#[cfg(any(test, feature = "test-utils"))]
 mod faulty;
 mod mem;
 mod os;
@@ -16,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 
+#[cfg(any(test, feature = "test-utils"))]
 pub use faulty::{Fault, FaultyFileSystem};
 pub use mem::MemFileSystem;
 pub use os::OsFileSystem;
