@@ -53,6 +53,11 @@ pub enum RevmError {
         /// The code hash it was given.
         code_hash: B256,
     },
+    /// An earlier transaction's state could not be written into the block
+    /// (a [`WriterDatabase`](super::WriterDatabase) commit failed): every
+    /// later read refuses, so no transaction runs on a partial state.
+    #[error("an earlier transaction's changes were not written into the block: {0}")]
+    CommitFailed(String),
 }
 
 impl DBErrorMarker for RevmError {}

@@ -54,9 +54,11 @@ mod database;
 mod error;
 #[cfg(test)]
 mod tests;
+mod writer_database;
 
 pub use apply::{ApplyStats, apply_evm_state};
 pub use bundle::apply_bundle_state;
 pub use database::exec_database;
 pub use error::RevmError;
 pub use revm_database_interface::{DatabaseRef, WrapDatabaseRef};
+pub use writer_database::{WriterDatabase, writer_database};

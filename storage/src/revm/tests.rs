@@ -22,6 +22,7 @@ use revm::{Context, ExecuteCommitEvm, ExecuteEvm, MainBuilder, MainContext};
 
 use super::{
     DatabaseRef, RevmError, WrapDatabaseRef, apply_bundle_state, apply_evm_state, exec_database,
+    writer_database,
 };
 use crate::{Domain, Options, Regime, StateDb, StateReader};
 use fixtures::*;
@@ -178,6 +179,48 @@ fn run_blocks_as_bundles(spec: SpecId, blocks: Vec<Vec<TxEnv>>) -> (tempfile::Te
         assert_same_state(&db, &oracle, &context);
     }
     (dir, db)
+}
+
+/// Executes `blocks` with one EVM per block over the writer itself
+/// ([`writer_database`]: each transaction reads the earlier ones and
+/// `transact_commit` writes its changes into the block); the root and the
+/// state checked against the oracle after every block.
+fn run_blocks_in_one_evm(spec: SpecId, blocks: Vec<Vec<TxEnv>>) -> (tempfile::TempDir, StateDb) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = StateDb::open(dir.path(), Options::default()).unwrap();
+    let alloc = genesis();
+    let mut oracle = oracle::seeded(&alloc);
+    db.init_genesis(&alloc).unwrap();
+    for (index, txs) in blocks.into_iter().enumerate() {
+        let number = index as u64 + 1;
+        let mut writer = db.begin_block(number).unwrap();
+        let mut evm = Context::mainnet()
+            .with_db(writer_database(&mut writer))
+            .modify_cfg_chained(|cfg| cfg.set_spec_and_mainnet_gas_params(spec))
+            .with_block(block_env(number))
+            .build_mainnet();
+        for (i, tx) in txs.into_iter().enumerate() {
+            let ours = evm.transact_commit(tx.clone()).unwrap();
+            let theirs = oracle_transact(&mut oracle, spec, number, tx);
+            assert_eq!(ours, theirs, "{spec:?} block {number} tx {i}");
+        }
+        let database = evm.ctx.journaled_state.database;
+        database.finish().unwrap();
+        writer.set_block_hash(block_hash(number));
+        let root = writer.commit().unwrap().root;
+        let context = format!("{spec:?} one EVM for block {number}");
+        assert_eq!(root, oracle::state_root(&oracle), "{context}: state root");
+        assert_same_state(&db, &oracle, &context);
+    }
+    (dir, db)
+}
+
+#[test]
+fn one_evm_per_block_over_the_writer_matches_revm() {
+    for spec in [SpecId::SHANGHAI, SpecId::CANCUN] {
+        let (_dir, db) = run_blocks_in_one_evm(spec, blocks());
+        assert_common(&db);
+    }
 }
 
 #[test]
