@@ -300,8 +300,9 @@ use workload::Workload;
 fn cache_gets(c: &mut Criterion, run: &Run) {
     let workload = Workload::new();
     let caches: Vec<_> = CacheKind::ALL
-        .map(|kind| (kind, workload.filled(kind)))
-        .into();
+        .iter()
+        .map(|&kind| (kind, workload.filled(kind)))
+        .collect();
     let mut group = c.benchmark_group("cache_get");
     configure(&mut group);
     for threads in THREADS {

@@ -11,27 +11,35 @@ pub enum CacheKind {
     /// [`BranchCache`](crate::BranchCache): quick_cache shards plus lock-free
     /// pinned top levels. The engine's default.
     Sharded,
-    /// [`MutexLruCache`](crate::MutexLruCache): one mutex around one LRU
-    /// (the baseline Erigon's BranchCache started from).
+    /// `MutexLruCache`: one mutex around one LRU (the baseline Erigon's
+    /// BranchCache started from). Feature `baselines`.
+    #[cfg(feature = "baselines")]
     MutexLru,
-    /// [`ShardedLruCache`](crate::ShardedLruCache): LRU shards, each behind
-    /// its own cache-padded mutex.
+    /// `ShardedLruCache`: LRU shards, each behind its own cache-padded
+    /// mutex. Feature `baselines`.
+    #[cfg(feature = "baselines")]
     ShardedLru,
 }
 
 impl CacheKind {
-    /// Every kind, ours first.
-    pub const ALL: [CacheKind; 3] = [
+    /// Every kind built in, ours first.
+    #[cfg(feature = "baselines")]
+    pub const ALL: &'static [CacheKind] = &[
         CacheKind::Sharded,
         CacheKind::MutexLru,
         CacheKind::ShardedLru,
     ];
+    /// Every kind built in (the baselines need feature `baselines`).
+    #[cfg(not(feature = "baselines"))]
+    pub const ALL: &'static [CacheKind] = &[CacheKind::Sharded];
 
     /// The name used on the command line and in reports.
     pub const fn name(self) -> &'static str {
         match self {
             CacheKind::Sharded => "sharded",
+            #[cfg(feature = "baselines")]
             CacheKind::MutexLru => "mutex-lru",
+            #[cfg(feature = "baselines")]
             CacheKind::ShardedLru => "sharded-lru",
         }
     }
@@ -48,11 +56,16 @@ impl FromStr for CacheKind {
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         CacheKind::ALL
-            .into_iter()
+            .iter()
+            .copied()
             .find(|kind| kind.name() == s)
             .ok_or_else(|| CacheError::UnknownKind {
                 found: s.to_owned(),
-                expected: CacheKind::ALL.map(CacheKind::name).join(", "),
+                expected: CacheKind::ALL
+                    .iter()
+                    .map(|kind| kind.name())
+                    .collect::<Vec<_>>()
+                    .join(", "),
             })
     }
 }

@@ -37,9 +37,12 @@ mod branch;
 mod error;
 mod key;
 mod kind;
+#[cfg(feature = "baselines")]
 mod lru_core;
+#[cfg(feature = "baselines")]
 mod mutex_lru;
 mod pinned;
+#[cfg(feature = "baselines")]
 mod sharded_lru;
 mod single_flight;
 mod stats;
@@ -53,8 +56,10 @@ use bytes::Bytes;
 pub use branch::BranchCache;
 pub use error::CacheError;
 pub use kind::CacheKind;
+#[cfg(feature = "baselines")]
 pub use mutex_lru::MutexLruCache;
 pub use pinned::{PINNED_DEPTH, PINNED_SLOTS};
+#[cfg(feature = "baselines")]
 pub use sharded_lru::ShardedLruCache;
 pub use stats::CacheStats;
 pub use warmup::{MAX_WARMERS, WarmupFailure, WarmupJob, WarmupPool, WarmupReport, WarmupTicket};
@@ -130,7 +135,9 @@ pub trait PrefixCache: Send + Sync {
 pub fn build_cache(kind: CacheKind, capacity_bytes: u64) -> Arc<dyn PrefixCache> {
     match kind {
         CacheKind::Sharded => Arc::new(BranchCache::new(capacity_bytes)),
+        #[cfg(feature = "baselines")]
         CacheKind::MutexLru => Arc::new(MutexLruCache::new(capacity_bytes)),
+        #[cfg(feature = "baselines")]
         CacheKind::ShardedLru => Arc::new(ShardedLruCache::new(
             capacity_bytes,
             ShardedLruCache::DEFAULT_SHARDS,

@@ -10,7 +10,7 @@ use crate::{tail_key, value};
 
 #[test]
 fn insert_get_remove_clear_for_every_kind() {
-    for kind in CacheKind::ALL {
+    for &kind in CacheKind::ALL {
         let cache = build_cache(kind, 1 << 20);
         assert_eq!(cache.kind(), kind);
         for key in [&[][..], &[7], &[15, 0], &[1, 2, 3], &[0x20], &[0xff, 0xff]] {
@@ -47,7 +47,7 @@ fn insert_get_remove_clear_for_every_kind() {
 
 #[test]
 fn stats_count_hits_misses_inserts_and_weight() {
-    for kind in CacheKind::ALL {
+    for &kind in CacheKind::ALL {
         let cache = build_cache(kind, 1 << 20);
         cache.insert(&[1, 2, 3], value(1, 100));
         cache.insert(&[4], value(2, 50));
@@ -72,7 +72,7 @@ fn stats_count_hits_misses_inserts_and_weight() {
 #[test]
 fn eviction_keeps_weight_within_capacity() {
     let capacity = 64 * 1024;
-    for kind in CacheKind::ALL {
+    for &kind in CacheKind::ALL {
         let cache = build_cache(kind, capacity);
         let n = 1000;
         for i in 0..n {
@@ -102,7 +102,7 @@ fn eviction_keeps_weight_within_capacity() {
 
 #[test]
 fn overwrites_and_removes_are_not_evictions() {
-    for kind in CacheKind::ALL {
+    for &kind in CacheKind::ALL {
         let cache = build_cache(kind, 1 << 20);
         for round in 0..3 {
             for i in 0..200 {
@@ -124,7 +124,7 @@ fn overwrites_and_removes_are_not_evictions() {
 
 #[test]
 fn oversized_entry_is_rejected_and_counted() {
-    for kind in CacheKind::ALL {
+    for &kind in CacheKind::ALL {
         let cache = build_cache(kind, 4096);
         cache.insert(&[1, 2, 3], value(1, 100));
         cache.insert(&[1, 2, 3], value(2, 10_000));
@@ -175,7 +175,7 @@ fn pinned_writes_are_visible_to_other_threads() {
 
 #[test]
 fn kind_names_round_trip_and_unknown_names_are_explained() {
-    for kind in CacheKind::ALL {
+    for &kind in CacheKind::ALL {
         assert_eq!(kind.to_string().parse::<CacheKind>().ok(), Some(kind));
     }
     let names: Vec<_> = CacheKind::ALL.iter().map(ToString::to_string).collect();

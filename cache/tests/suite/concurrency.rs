@@ -48,7 +48,7 @@ fn stampede(
 
 #[test]
 fn concurrent_misses_run_the_loader_once() {
-    for kind in CacheKind::ALL {
+    for &kind in CacheKind::ALL {
         for key in [tail_key(77), vec![9], vec![]] {
             let cache = build_cache(kind, 1 << 20);
             let (results, calls) = stampede(&cache, &key, |_| Ok(Some(value(77, 300))));
@@ -77,7 +77,7 @@ fn concurrent_misses_run_the_loader_once() {
 
 #[test]
 fn an_absent_result_is_shared_but_not_cached() {
-    for kind in CacheKind::ALL {
+    for &kind in CacheKind::ALL {
         for key in [tail_key(5), vec![1, 2]] {
             let cache = build_cache(kind, 1 << 20);
             let (results, calls) = stampede(&cache, &key, |_| Ok(None));
@@ -109,7 +109,7 @@ fn an_absent_result_is_shared_but_not_cached() {
 
 #[test]
 fn a_failed_load_is_reported_and_retried_by_one_waiter() {
-    for kind in CacheKind::ALL {
+    for &kind in CacheKind::ALL {
         for key in [tail_key(6), vec![4]] {
             let cache = build_cache(kind, 1 << 20);
             let (results, calls) = stampede(&cache, &key, |call| {
@@ -130,7 +130,7 @@ fn a_failed_load_is_reported_and_retried_by_one_waiter() {
 #[test]
 fn concurrent_gets_and_inserts_lose_no_counts() {
     const PER_THREAD: u32 = 5_000;
-    for kind in CacheKind::ALL {
+    for &kind in CacheKind::ALL {
         let cache = build_cache(kind, 64 << 20);
         for i in 0..100 {
             cache.insert(&tail_key(i), value(i, 64));

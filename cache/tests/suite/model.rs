@@ -43,7 +43,7 @@ proptest! {
 
     #[test]
     fn caches_behave_like_a_map(ops in proptest::collection::vec(op(), 1..120)) {
-        for kind in CacheKind::ALL {
+        for &kind in CacheKind::ALL {
             let cache = build_cache(kind, 64 << 20);
             let mut model: HashMap<Vec<u8>, Bytes> = HashMap::new();
             for op in &ops {
