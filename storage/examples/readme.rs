@@ -60,11 +60,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     apply_evm_state(&mut block, &out.state)?; // or apply_bundle_state(&mut block, &bundle)
     block.set_block_hash(B256::repeat_byte(0x02)); // served to BLOCKHASH for 256 blocks
     let root = block.state_root()?; // the root before deciding: nothing written yet
-    let committed = block.commit()?; // reuses that root (dropping `block` leaves no trace)
-    assert_eq!(committed.root, root);
+    // The writer is owned and Send: commit it on another thread if need be.
+    let committed = std::thread::spawn(move || block.commit()).join().unwrap()?;
+    assert_eq!(committed.root, root); // the commit reused the root (a dropped writer leaves no trace)
 
     let balance = db.latest().account(&bob)?.map(|account| account.balance);
     assert_eq!(balance, Some(U256::from(1_000)));
+    let proof = db.latest().proof(&bob, &[B256::ZERO])?; // eth_getProof nodes from the stored records
+    assert!(proof.account.is_some() && !proof.proof.is_empty());
     let then = db.reader_at(0, Regime::Exec)?; // the state after any of the last 128 blocks
     assert_eq!(then.account(&bob)?, None);
     db.unwind_to(0)?; // a reorg: back to any of the last 128 blocks
