@@ -14,9 +14,9 @@ use crate::error::{Error, Result};
 use crate::keys::storage_key;
 use crate::overlay::Overlay;
 use crate::snapshot::{Found, Snapshot, ValueRef};
-use crate::sources::{OverlayState, ReaderBranches};
+use crate::sources::{OverlayState, ReaderBranches, RecordsOver};
 use crate::telemetry::{ReadMetrics, Tier};
-use strata_commitment::AccountProof;
+use strata_commitment::{AccountProof, BranchSource};
 
 /// A consistent view of the last committed block (plus, for a block's own
 /// writer, its uncommitted writes), opened for one [`Regime`].
@@ -220,10 +220,44 @@ impl StateReader {
         })
     }
 
-    /// For a reader at an older block: its snapshot, the overlay undoing
-    /// the later blocks, and the block.
-    pub(crate) fn undone(&self) -> Option<(Arc<Snapshot>, Arc<Overlay>, Head)> {
-        Some((self.snapshot.clone(), self.overlay.clone()?, self.at?))
+    /// The proof of `address` and `slots` at this reader's block: [`proof`]
+    /// at the last block; for a reader at an older block, over the records
+    /// recomputed along the paths the later blocks touched (root checked,
+    /// nothing written) from the head's records, which `head_branches`
+    /// serves from a reader of the head.
+    ///
+    /// [`proof`]: StateReader::proof
+    pub(crate) fn proof_recomputed<B: BranchSource>(
+        &self,
+        address: &Address,
+        slots: &[B256],
+        head_branches: impl FnOnce(StateReader) -> B,
+        parallel_threshold: usize,
+    ) -> Result<AccountProof> {
+        let (Some(at), Some(undo)) = (self.at, self.overlay.as_deref()) else {
+            return self.proof(address, slots);
+        };
+        let head = StateReader::new(
+            self.snapshot.clone(),
+            None,
+            Regime::Commitment,
+            self.metrics.clone(),
+        );
+        let writes = crate::unwind::records_at(
+            &head_branches(head.clone()),
+            self.with_regime(Regime::Commitment),
+            undo,
+            at,
+            parallel_threshold,
+        )?;
+        let branches = RecordsOver::new(writes, head);
+        let state = OverlayState::new(self.clone());
+        strata_commitment::prove(&branches, &state, address, slots).map_err(|source| {
+            Error::Commitment {
+                block: at.block,
+                source,
+            }
+        })
     }
 
     pub(crate) fn metrics(&self) -> &Arc<ReadMetrics> {

@@ -241,16 +241,13 @@ impl StateDb {
         address: &alloy_primitives::Address,
         slots: &[B256],
     ) -> Result<crate::AccountProof> {
-        let reader = self.reader_at(block, Regime::Exec)?;
-        let Some((snapshot, undo, at)) = reader.undone() else {
-            return reader.proof(address, slots);
-        };
-        let writes = crate::unwind::commitment_at(&self.inner, snapshot.clone(), undo, at)?;
-        let head = StateReader::new(snapshot, None, Regime::Exec, self.inner.metrics.clone());
-        let branches = crate::sources::RecordsOver::new(writes, head);
-        let state = crate::sources::OverlayState::new(reader);
-        strata_commitment::prove(&branches, &state, address, slots)
-            .map_err(|source| Error::Commitment { block, source })
+        let cache = self.inner.cache.clone();
+        self.reader_at(block, Regime::Exec)?.proof_recomputed(
+            address,
+            slots,
+            |head| crate::sources::CachedBranches::for_commitment(head, cache),
+            self.inner.options.parallel_commitment_threshold,
+        )
     }
 
     /// The root of `block` if it is still retained for unwind.

@@ -90,18 +90,8 @@ fn recompute_commitment(
     for ((domain, key), value) in restores {
         overlay.put(*domain, key.to_vec(), value.clone());
     }
-    commitment_at(inner, inner.current.load_full(), Arc::new(overlay), head)
-}
-
-/// The commitment records that differ between `base` and the state `undo`
-/// takes it back to (block `head`), along the paths `undo` touches;
-/// fails unless the root is `head`'s. Nothing is written.
-pub(crate) fn commitment_at(
-    inner: &Inner,
-    base: Arc<crate::snapshot::Snapshot>,
-    undo: Arc<Overlay>,
-    head: Head,
-) -> Result<Vec<RecordWrite>> {
+    let overlay = Arc::new(overlay);
+    let base = inner.current.load_full();
     let reader = |overlay| {
         StateReader::new(
             base.clone(),
@@ -111,14 +101,15 @@ pub(crate) fn commitment_at(
         )
     };
     let branches = CachedBranches::for_commitment(reader(None), inner.cache.clone());
-    let state = reader(Some(undo.clone()));
+    let state = reader(Some(overlay.clone()));
     let parallel = inner.options.parallel_commitment_threshold;
-    records_at(&branches, state, &undo, head, parallel)
+    records_at(&branches, state, &overlay, head, parallel)
 }
 
-/// [`commitment_at`] over any record source: the records of the state
-/// `state` reads (a snapshot with `undo` over it) along the paths `undo`
-/// touches, computed over `branches` (the snapshot's records).
+/// The commitment records that differ between a snapshot and the state
+/// `state` reads (the snapshot with `undo` over it, at block `head`) along
+/// the paths `undo` touches, computed over `branches` (the snapshot's
+/// records); fails unless the root is `head`'s. Nothing is written.
 pub(crate) fn records_at(
     branches: &dyn strata_commitment::BranchSource,
     state: StateReader,

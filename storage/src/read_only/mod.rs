@@ -207,18 +207,12 @@ impl ReadOnlyStateDb {
         address: &alloy_primitives::Address,
         slots: &[B256],
     ) -> Result<crate::AccountProof> {
-        let reader = self.reader_at(block, Regime::Exec)?;
-        let Some((snapshot, undo, at)) = reader.undone() else {
-            return reader.proof(address, slots);
-        };
-        let head = StateReader::new(snapshot, None, Regime::Commitment, self.metrics.clone());
-        let stored = crate::sources::ReaderBranches::new(head.clone());
-        let state = reader.with_regime(Regime::Commitment);
-        let writes = crate::unwind::records_at(&stored, state, &undo, at, usize::MAX)?;
-        let branches = crate::sources::RecordsOver::new(writes, head);
-        let state = crate::sources::OverlayState::new(reader);
-        strata_commitment::prove(&branches, &state, address, slots)
-            .map_err(|source| Error::Commitment { block, source })
+        self.reader_at(block, Regime::Exec)?.proof_recomputed(
+            address,
+            slots,
+            crate::sources::ReaderBranches::new,
+            usize::MAX,
+        )
     }
 
     /// The root redb keeps for `block` (the unwind window's flushed blocks).
