@@ -255,60 +255,42 @@ fn blockchain_tests_genesis_block_hashes() {
 }
 
 /// Every account of `alloc` (every slot, and one it does not have) and one
-/// absent account proven against the store's root by alloy-trie's
-/// `verify_proof`.
+/// absent account proven against `alloc`'s root by alloy-trie's
+/// `verify_proof` (the oracle's check, over `alloc` as its model).
 fn assert_proofs(db: &StateDb, alloc: &GenesisAlloc, context: &str) {
-    use alloy_trie::proof::verify_proof;
-    use alloy_trie::{Nibbles, TrieAccount};
-    let root = db.root();
-    let reader = db.latest();
-    let absent_slot = B256::repeat_byte(0xee);
+    use crate::oracle::{Model, ModelAccount, assert_proofs_match, code_hash};
+    let model: Model = alloc
+        .iter()
+        .map(|(address, genesis)| {
+            let account = ModelAccount {
+                account: Account {
+                    nonce: genesis.nonce,
+                    balance: genesis.balance,
+                    code_hash: code_hash(&genesis.code),
+                },
+                code: (!genesis.code.is_empty()).then(|| genesis.code.clone()),
+                storage: genesis.storage.clone(),
+            };
+            (*address, account)
+        })
+        .collect();
     let absent_account = alloy_primitives::Address::repeat_byte(0xee);
     assert!(!alloc.contains_key(&absent_account));
-    let mut accounts: Vec<_> = alloc.iter().map(|(a, g)| (*a, Some(g))).collect();
-    accounts.push((absent_account, None));
-    for (address, genesis) in accounts {
-        let mut slots: Vec<B256> =
-            genesis.map_or(Vec::new(), |g| g.storage.keys().copied().collect());
-        slots.push(absent_slot);
-        let proof = reader.proof(&address, &slots).unwrap();
-        let expected = proof.account.map(|account| {
-            alloy_rlp::encode(TrieAccount {
-                nonce: account.nonce,
-                balance: account.balance,
-                storage_root: proof.storage_root,
-                code_hash: account.code_hash,
-            })
-        });
-        assert_eq!(
-            expected.is_some(),
-            genesis.is_some(),
-            "{context}: {address}"
-        );
-        verify_proof(
-            root,
-            Nibbles::unpack(keccak256(address)),
-            expected,
-            &proof.proof,
-        )
-        .unwrap_or_else(|e| panic!("{context}: proof of {address}: {e}"));
-        for slot_proof in &proof.storage {
-            let want = genesis
-                .and_then(|g| g.storage.get(&slot_proof.slot).copied())
-                .unwrap_or_default();
-            assert_eq!(
-                slot_proof.value, want,
-                "{context}: {address} {}",
-                slot_proof.slot
-            );
-            let expected = (!want.is_zero()).then(|| alloy_rlp::encode(want));
-            verify_proof(
-                proof.storage_root,
-                Nibbles::unpack(keccak256(slot_proof.slot)),
-                expected,
-                &slot_proof.proof,
-            )
-            .unwrap_or_else(|e| panic!("{context}: proof of {address} {}: {e}", slot_proof.slot));
-        }
-    }
+    let mut addresses: Vec<_> = alloc.keys().copied().collect();
+    addresses.push(absent_account);
+    let mut slots: Vec<B256> = alloc
+        .values()
+        .flat_map(|g| g.storage.keys().copied())
+        .collect();
+    slots.sort();
+    slots.dedup();
+    slots.push(B256::repeat_byte(0xee));
+    let reader = db.latest();
+    assert_proofs_match(
+        &|a, s| reader.proof(a, s),
+        &model,
+        &addresses,
+        &slots,
+        context,
+    );
 }
