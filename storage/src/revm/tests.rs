@@ -24,7 +24,7 @@ use super::{
     DatabaseRef, RevmError, WrapDatabaseRef, apply_bundle_state, apply_evm_state, exec_database,
     writer_database,
 };
-use crate::{Domain, Options, Regime, StateDb, StateReader};
+use crate::{BlockWriter, Domain, Options, Regime, StateDb, StateReader};
 use fixtures::*;
 
 fn strata_evm(
@@ -99,9 +99,15 @@ fn run_scenario(spec: SpecId) -> (tempfile::TempDir, StateDb) {
     run_blocks(spec, blocks())
 }
 
-/// Executes `blocks` over [`genesis`] on strata and on the oracle, checking
-/// the root and the state after every block.
-fn run_blocks(spec: SpecId, blocks: Vec<Vec<TxEnv>>) -> (tempfile::TempDir, StateDb) {
+/// Executes `blocks` over [`genesis`] on strata and on the oracle, each
+/// block's transactions written into its writer by `fill` (which runs them
+/// on the oracle too), checking the root and the state after every block.
+fn run_blocks_with(
+    spec: SpecId,
+    blocks: Vec<Vec<TxEnv>>,
+    way: &str,
+    mut fill: impl FnMut(&StateDb, &mut BlockWriter, &mut CacheDB<EmptyDB>, u64, Vec<TxEnv>),
+) -> (tempfile::TempDir, StateDb) {
     let dir = tempfile::tempdir().unwrap();
     let db = StateDb::open(dir.path(), Options::default()).unwrap();
     let alloc = genesis();
@@ -112,47 +118,44 @@ fn run_blocks(spec: SpecId, blocks: Vec<Vec<TxEnv>>) -> (tempfile::TempDir, Stat
         oracle::state_root(&oracle),
         "{spec:?}: genesis root"
     );
-
     for (index, txs) in blocks.into_iter().enumerate() {
         let number = index as u64 + 1;
         let mut writer = db.begin_block(number).unwrap();
-        for (i, tx) in txs.into_iter().enumerate() {
-            // Each transaction sees the block's earlier ones through the
-            // writer's reader.
-            let mut evm = strata_evm(writer.reader(Regime::Exec), spec, number);
-            let ours = evm.transact(tx.clone()).unwrap();
-            drop(evm);
-            let theirs = oracle_transact(&mut oracle, spec, number, tx);
-            assert!(
-                theirs.is_success(),
-                "{spec:?} block {number} tx {i}: {theirs:?}"
-            );
-            assert_eq!(ours.result, theirs, "{spec:?} block {number} tx {i}");
-            apply_evm_state(&mut writer, &ours.state).unwrap();
-        }
+        fill(&db, &mut writer, &mut oracle, number, txs);
         writer.set_block_hash(block_hash(number));
         let root = writer.commit().unwrap().root;
-        let context = format!("{spec:?} block {number}");
+        let context = format!("{spec:?} {way} block {number}");
         assert_eq!(root, oracle::state_root(&oracle), "{context}: state root");
         assert_same_state(&db, &oracle, &context);
     }
     (dir, db)
 }
 
-/// Executes `blocks` as reth does: one EVM per block over revm's `State`
-/// (with bundle updates) over a strata reader, every transaction committed
-/// into that state, the block's [`revm::database::BundleState`] written with
-/// [`apply_bundle_state`]; the root and the state checked against the
-/// oracle after every block.
+/// One EVM per transaction over the writer's reader (it sees the block's
+/// earlier transactions), [`apply_evm_state`] after each.
+fn run_blocks(spec: SpecId, blocks: Vec<Vec<TxEnv>>) -> (tempfile::TempDir, StateDb) {
+    run_blocks_with(spec, blocks, "per-tx", |_, writer, oracle, number, txs| {
+        for (i, tx) in txs.into_iter().enumerate() {
+            let mut evm = strata_evm(writer.reader(Regime::Exec), spec, number);
+            let ours = evm.transact(tx.clone()).unwrap();
+            drop(evm);
+            let theirs = oracle_transact(oracle, spec, number, tx);
+            assert!(
+                theirs.is_success(),
+                "{spec:?} block {number} tx {i}: {theirs:?}"
+            );
+            assert_eq!(ours.result, theirs, "{spec:?} block {number} tx {i}");
+            apply_evm_state(writer, &ours.state).unwrap();
+        }
+    })
+}
+
+/// As reth does: one EVM per block over revm's `State` (with bundle
+/// updates) over a strata reader of the last block, the block's
+/// [`revm::database::BundleState`] written with [`apply_bundle_state`].
 fn run_blocks_as_bundles(spec: SpecId, blocks: Vec<Vec<TxEnv>>) -> (tempfile::TempDir, StateDb) {
     use revm::database::{State, states::bundle_state::BundleRetention};
-    let dir = tempfile::tempdir().unwrap();
-    let db = StateDb::open(dir.path(), Options::default()).unwrap();
-    let alloc = genesis();
-    let mut oracle = oracle::seeded(&alloc);
-    db.init_genesis(&alloc).unwrap();
-    for (index, txs) in blocks.into_iter().enumerate() {
-        let number = index as u64 + 1;
+    run_blocks_with(spec, blocks, "bundle", |db, writer, oracle, number, txs| {
         let mut state = State::builder()
             .with_database_ref(db.reader(Regime::Exec))
             .with_bundle_update()
@@ -164,55 +167,32 @@ fn run_blocks_as_bundles(spec: SpecId, blocks: Vec<Vec<TxEnv>>) -> (tempfile::Te
             .build_mainnet();
         for (i, tx) in txs.into_iter().enumerate() {
             let ours = evm.transact_commit(tx.clone()).unwrap();
-            let theirs = oracle_transact(&mut oracle, spec, number, tx);
+            let theirs = oracle_transact(oracle, spec, number, tx);
             assert_eq!(ours, theirs, "{spec:?} block {number} tx {i}");
         }
         drop(evm);
         state.merge_transitions(BundleRetention::Reverts);
-        let bundle = state.take_bundle();
-        let mut writer = db.begin_block(number).unwrap();
-        apply_bundle_state(&mut writer, &bundle).unwrap();
-        writer.set_block_hash(block_hash(number));
-        let root = writer.commit().unwrap().root;
-        let context = format!("{spec:?} bundle of block {number}");
-        assert_eq!(root, oracle::state_root(&oracle), "{context}: state root");
-        assert_same_state(&db, &oracle, &context);
-    }
-    (dir, db)
+        apply_bundle_state(writer, &state.take_bundle()).unwrap();
+    })
 }
 
-/// Executes `blocks` with one EVM per block over the writer itself
-/// ([`writer_database`]: each transaction reads the earlier ones and
-/// `transact_commit` writes its changes into the block); the root and the
-/// state checked against the oracle after every block.
+/// One EVM per block over the writer itself ([`writer_database`]: each
+/// transaction reads the earlier ones and `transact_commit` writes its
+/// changes into the block).
 fn run_blocks_in_one_evm(spec: SpecId, blocks: Vec<Vec<TxEnv>>) -> (tempfile::TempDir, StateDb) {
-    let dir = tempfile::tempdir().unwrap();
-    let db = StateDb::open(dir.path(), Options::default()).unwrap();
-    let alloc = genesis();
-    let mut oracle = oracle::seeded(&alloc);
-    db.init_genesis(&alloc).unwrap();
-    for (index, txs) in blocks.into_iter().enumerate() {
-        let number = index as u64 + 1;
-        let mut writer = db.begin_block(number).unwrap();
+    run_blocks_with(spec, blocks, "one-EVM", |_, writer, oracle, number, txs| {
         let mut evm = Context::mainnet()
-            .with_db(writer_database(&mut writer))
+            .with_db(writer_database(writer))
             .modify_cfg_chained(|cfg| cfg.set_spec_and_mainnet_gas_params(spec))
             .with_block(block_env(number))
             .build_mainnet();
         for (i, tx) in txs.into_iter().enumerate() {
             let ours = evm.transact_commit(tx.clone()).unwrap();
-            let theirs = oracle_transact(&mut oracle, spec, number, tx);
+            let theirs = oracle_transact(oracle, spec, number, tx);
             assert_eq!(ours, theirs, "{spec:?} block {number} tx {i}");
         }
-        let database = evm.ctx.journaled_state.database;
-        database.finish().unwrap();
-        writer.set_block_hash(block_hash(number));
-        let root = writer.commit().unwrap().root;
-        let context = format!("{spec:?} one EVM for block {number}");
-        assert_eq!(root, oracle::state_root(&oracle), "{context}: state root");
-        assert_same_state(&db, &oracle, &context);
-    }
-    (dir, db)
+        evm.ctx.journaled_state.database.finish().unwrap();
+    })
 }
 
 #[test]
