@@ -37,9 +37,17 @@ pub use stats::StatsArgs;
 pub use unwind::UnwindArgs;
 pub use verify::VerifyArgs;
 
+/// The version `--version` prints: the crate version and the git commit built.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("STRATA_GIT_COMMIT"),
+    ")"
+);
+
 /// strata: a state-storage engine for Ethereum execution clients.
 #[derive(Debug, Parser)]
-#[command(name = "strata", version, about)]
+#[command(name = "strata", version = VERSION, about)]
 pub struct Cli {
     /// How log lines (stderr; filtered by RUST_LOG, default "info") are written.
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
