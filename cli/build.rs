@@ -27,10 +27,10 @@ fn main() {
             println!("cargo:rerun-if-changed={file}");
         }
     }
-    if let Some(reference) = git(&["symbolic-ref", "-q", "HEAD"]) {
-        if let Some(file) = git(&["rev-parse", "--git-path", &reference]) {
-            println!("cargo:rerun-if-changed={file}");
-        }
+    if let Some(reference) = git(&["symbolic-ref", "-q", "HEAD"])
+        && let Some(file) = git(&["rev-parse", "--git-path", &reference])
+    {
+        println!("cargo:rerun-if-changed={file}");
     }
     println!("cargo:rerun-if-changed=build.rs");
 }
