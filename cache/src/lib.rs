@@ -1,5 +1,6 @@
 //! strata-cache: the sharded branch cache, the baseline caches it is measured
-//! against, and the rayon warmup pool that fills it ahead of the commitment.
+//! against, the state value cache ([`ValueCache`]), and the rayon warmup pool
+//! that fills them ahead of the commitment and of execution.
 //!
 //! Every cache implements [`PrefixCache`]: keys are byte strings (nibble
 //! paths, one nibble per byte), values are [`bytes::Bytes`] (cheap clones),
@@ -47,6 +48,7 @@ mod sharded_lru;
 mod single_flight;
 mod stats;
 pub mod stripe;
+mod value;
 mod warmup;
 
 use std::sync::Arc;
@@ -62,6 +64,7 @@ pub use pinned::{PINNED_DEPTH, PINNED_SLOTS};
 #[cfg(feature = "baselines")]
 pub use sharded_lru::ShardedLruCache;
 pub use stats::CacheStats;
+pub use value::{ValueCache, ValueLookup, ValueSource};
 pub use warmup::{MAX_WARMERS, WarmupFailure, WarmupJob, WarmupPool, WarmupReport, WarmupTicket};
 
 /// The error a loader (or a warmup job) returns: whatever the storage layer

@@ -16,7 +16,6 @@ use crate::inner::Inner;
 use crate::journal::{BlockRecord, Previous, RecordWrite};
 use crate::keys::split_storage_key;
 use crate::overlay::Overlay;
-use crate::reader::StateReader;
 use crate::snapshot::Snapshot;
 use crate::sources::{CachedBranches, OverlayState, ROOT_RECORD_KEY, hashed_paths};
 use crate::telemetry::CommitFigures;
@@ -48,6 +47,15 @@ pub struct CommitInfo {
     pub warmed: u64,
     /// Whether the commit was fsynced.
     pub durable: bool,
+    /// Items (accounts, slots, commitment paths) the block's
+    /// [`prefetch`](crate::BlockWriter::prefetch) loaded before the commit
+    /// stopped it.
+    pub prefetched: u64,
+    /// For a root computed alongside execution
+    /// ([`root_alongside`](crate::BlockWriter::root_alongside)): how long
+    /// the commit waited for it (`commitment_time` minus this ran while
+    /// the caller executed). `None` when the commit computed the root.
+    pub root_wait: Option<Duration>,
 }
 
 /// A block whose root is computed and whose unwind data is gathered, not
@@ -98,12 +106,7 @@ pub(crate) fn prepare_block(
 
     // Warm the branches along the touched paths; the commitment reads
     // through the same cache and never waits for the warmers.
-    let base_reader = StateReader::new(
-        base.clone(),
-        None,
-        Regime::Commitment,
-        inner.metrics.clone(),
-    );
+    let base_reader = inner.reader(base.clone(), None, Regime::Commitment);
     let branches = CachedBranches::for_commitment(base_reader.clone(), inner.cache.clone());
     let ticket = (inner.warmup.warmers() > 0).then(|| {
         let source = Arc::new(CachedBranches::for_warmers(
@@ -118,12 +121,8 @@ pub(crate) fn prepare_block(
         )
     });
 
-    let state = OverlayState::new(StateReader::new(
-        base.clone(),
-        Some(overlay.clone()),
-        Regime::Commitment,
-        inner.metrics.clone(),
-    ));
+    let state =
+        OverlayState::new(inner.reader(base.clone(), Some(overlay.clone()), Regime::Commitment));
     let options = ComputeOptions {
         parallel_threshold: inner.options.parallel_commitment_threshold,
     };
@@ -205,6 +204,9 @@ pub(crate) fn persist_block(
     // Commitment records keep no previous value (see `previous_values`).
     previous.resize(keys_written, Previous::NotKept);
     let durable = inner.next_commit_durable();
+    // The writer slot keeps the head where the block was prepared on.
+    let parent = inner.current.load().head;
+    let value_writes = crate::value_keys::value_writes(&overlay);
     let times = inner.ledger.commit(inner, record, previous, durable, || {
         for (path, value) in &output.writes {
             match value {
@@ -212,6 +214,7 @@ pub(crate) fn persist_block(
                 None => inner.cache.remove(path),
             }
         }
+        inner.values.advance(parent, head, value_writes);
     })?;
     inner.maintenance.wake();
     let info = CommitInfo {
@@ -225,6 +228,8 @@ pub(crate) fn persist_block(
         flush_wait: times.flush_wait,
         warmed,
         durable,
+        prefetched: 0,
+        root_wait: None,
     };
     record_commit(inner, &info, prepare_time + started.elapsed());
     Ok(info)

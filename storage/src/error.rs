@@ -227,6 +227,23 @@ pub enum Error {
         /// The root the block's writes lead to.
         computed: B256,
     },
+    /// A block committed with a root computed alongside execution wrote
+    /// other values than its access list said; nothing was committed.
+    #[error(
+        "block {block}: its writes differ from its access list at {domain} key {key}: the list says {listed}, the block wrote {written}"
+    )]
+    AccessListMismatch {
+        /// The refused block.
+        block: u64,
+        /// The domain of the first differing key.
+        domain: Domain,
+        /// The first differing key (hex; an address for a storage wipe).
+        key: String,
+        /// What the list says about it.
+        listed: String,
+        /// What the block wrote.
+        written: String,
+    },
     /// The block journal failed or holds damage (segment and offset named).
     #[error(transparent)]
     Journal(#[from] crate::journal::JournalError),
@@ -248,6 +265,14 @@ pub enum Error {
         what: &'static str,
         /// The panic's message.
         message: String,
+    },
+    /// A thread the store needs could not be started (nothing was written).
+    #[error("cannot {what}: {source}")]
+    Thread {
+        /// What the thread was for.
+        what: &'static str,
+        /// The operating system's refusal.
+        source: std::io::Error,
     },
     /// Block `block` could not be begun or committed.
     #[error("block {block} not committed: {source}")]
@@ -279,6 +304,8 @@ impl Error {
                     | Error::Poisoned { .. }
                     | Error::InvalidOptions(_)
                     | Error::BlockRootMismatch { .. }
+                    | Error::AccessListMismatch { .. }
+                    | Error::Thread { .. }
             ),
         }
     }
@@ -301,6 +328,7 @@ impl Error {
             | Error::WriterBusy { .. }
             | Error::Commitment { .. }
             | Error::BlockRootMismatch { .. }
+            | Error::AccessListMismatch { .. }
             | Error::BlockNotCommitted { .. } => self,
             other => Error::BlockNotCommitted {
                 block,

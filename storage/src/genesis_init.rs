@@ -143,6 +143,7 @@ pub(crate) fn init_genesis(
     for (path, record) in records {
         inner.cache.insert(&path, record);
     }
+    inner.values.reset(Some(head));
     inner.ledger.publish(inner, &commit, Change::Reset(head))?;
     inner.maintenance.wake();
     Ok((root, hash))

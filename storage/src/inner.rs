@@ -6,12 +6,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use arc_swap::ArcSwap;
 use parking_lot::{Mutex, MutexGuard};
-use strata_cache::{PrefixCache, WarmupPool};
+use strata_cache::{PrefixCache, ValueCache, WarmupPool};
 
+use crate::db::meta::Head;
+use crate::domain::Regime;
 use crate::error::{Error, Result};
 use crate::files::FileSystem;
 use crate::ledger::Ledger;
 use crate::options::Options;
+use crate::overlay::Overlay;
+use crate::reader::StateReader;
 use crate::snapshot::Snapshot;
 use crate::telemetry::{ReadMetrics, StoreMetrics};
 
@@ -52,6 +56,9 @@ pub(crate) struct Inner {
     /// Durations and totals of commits, flushes and maintenance.
     pub(crate) store_metrics: StoreMetrics,
     pub(crate) cache: Arc<dyn PrefixCache>,
+    /// The state value cache, valid for one head at a time (moved on by
+    /// every commit, reset by unwind and genesis).
+    pub(crate) values: Arc<ValueCache<Head>>,
     pub(crate) warmup: WarmupPool,
     /// The first failure that poisoned the store (innermost lock).
     poisoned: Mutex<Option<String>>,
@@ -77,6 +84,11 @@ impl Inner {
         warmup: WarmupPool,
         ledger: Ledger,
     ) -> Inner {
+        let values = Arc::new(ValueCache::new(options.value_cache_bytes));
+        // An empty cache is valid for any state: serve the head at once.
+        if let Some(head) = snapshot.head {
+            values.reset(Some(head));
+        }
         Inner {
             files_dir,
             db,
@@ -90,12 +102,26 @@ impl Inner {
             metrics,
             store_metrics: StoreMetrics::default(),
             cache,
+            values,
             warmup,
             poisoned: Mutex::new(None),
             commits_since_sync: AtomicU64::new(0),
             maintenance: Default::default(),
             ledger,
         }
+    }
+
+    /// A read handle on `snapshot` (with a block's uncommitted `overlay`)
+    /// that records into the store's telemetry and reads through the value
+    /// cache.
+    pub(crate) fn reader(
+        &self,
+        snapshot: Arc<Snapshot>,
+        overlay: Option<Arc<Overlay>>,
+        regime: Regime,
+    ) -> StateReader {
+        StateReader::new(snapshot, overlay, regime, self.metrics.clone())
+            .with_values(self.values.clone())
     }
 
     /// The step a block's writes belong to.

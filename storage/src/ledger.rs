@@ -667,7 +667,7 @@ pub(crate) fn first_root(inner: &Inner) -> Result<Option<u64>> {
     Ok(first.map(|(block, _)| block.value()))
 }
 
-fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     if let Some(text) = panic.downcast_ref::<&str>() {
         (*text).to_owned()
     } else if let Some(text) = panic.downcast_ref::<String>() {

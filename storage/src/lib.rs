@@ -23,6 +23,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod access_list;
 pub mod account;
 mod commit;
 mod db;
@@ -51,10 +52,12 @@ mod state_db;
 mod stats;
 pub mod telemetry;
 mod unwind;
+mod value_keys;
 mod verify;
 mod writer;
 mod writer_slot;
 
+pub use access_list::{AccountAccess, BlockAccessList};
 pub use account::Account;
 pub use commit::CommitInfo;
 pub use domain::{Domain, Regime};

@@ -27,6 +27,11 @@ pub struct Options {
     pub cache_kind: CacheKind,
     /// Capacity of the branch cache in bytes.
     pub cache_bytes: u64,
+    /// Capacity in bytes of the state value cache: account, storage and
+    /// code values (and known absences) read, prefetched or written by a
+    /// commit, served before the memory tier, redb and the files. 0 turns
+    /// it off.
+    pub value_cache_bytes: u64,
     /// Number of warmers prefetching branches ahead of the commitment (0: none).
     pub warmers: usize,
     /// Whether reads record their latency (overridden by `STRATA_READ_METRICS`).
@@ -91,6 +96,7 @@ impl Default for Options {
             durability: Durability::EveryBlock,
             cache_kind: CacheKind::Sharded,
             cache_bytes: 256 << 20,
+            value_cache_bytes: 128 << 20,
             warmers: 0,
             read_metrics: true,
             background_maintenance: true,

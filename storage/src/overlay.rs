@@ -2,11 +2,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use alloy_primitives::Address;
+use alloy_primitives::{Address, B256, U256};
 use bytes::Bytes;
 
+use crate::account::{Account, encode_slot_value};
 use crate::domain::Domain;
-use crate::keys::STORAGE_KEY_LEN;
+use crate::keys::{STORAGE_KEY_LEN, storage_key};
 
 /// The uncommitted writes of one block. `None` values are deletions.
 #[derive(Clone, Debug, Default)]
@@ -46,6 +47,35 @@ impl Overlay {
     /// Records a write (`None` deletes).
     pub(crate) fn put(&mut self, domain: Domain, key: Vec<u8>, value: Option<Bytes>) {
         self.maps[domain.index()].insert(key, value);
+    }
+
+    /// Sets an account's nonce, balance and code hash.
+    pub(crate) fn put_account(&mut self, address: Address, account: &Account) {
+        self.put(
+            Domain::Account,
+            address.to_vec(),
+            Some(Bytes::from(account.encode())),
+        );
+    }
+
+    /// Deletes an account with its code and all of its storage.
+    pub(crate) fn delete_account(&mut self, address: Address) {
+        self.put(Domain::Account, address.to_vec(), None);
+        self.put(Domain::Code, address.to_vec(), None);
+        self.wipe_storage(address);
+    }
+
+    /// Sets a storage slot; zero deletes it.
+    pub(crate) fn put_storage(&mut self, address: Address, slot: B256, value: U256) {
+        let key = storage_key(&address, &slot).to_vec();
+        let value = (!value.is_zero()).then(|| Bytes::from(encode_slot_value(value)));
+        self.put(Domain::Storage, key, value);
+    }
+
+    /// Sets an account's bytecode; empty code deletes it.
+    pub(crate) fn put_code(&mut self, address: Address, code: Bytes) {
+        let value = (!code.is_empty()).then_some(code);
+        self.put(Domain::Code, address.to_vec(), value);
     }
 
     /// Deletes all of `address`'s storage, including what this block wrote.

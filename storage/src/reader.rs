@@ -16,6 +16,8 @@ use crate::overlay::Overlay;
 use crate::snapshot::{Found, Snapshot, ValueRef};
 use crate::sources::{OverlayState, ReaderBranches, RecordsOver};
 use crate::telemetry::{ReadMetrics, Tier};
+use crate::value_keys::{code_hash_key, value_key};
+use strata_cache::{ValueCache, ValueSource};
 use strata_commitment::{AccountProof, BranchSource};
 
 /// A consistent view of the last committed block (plus, for a block's own
@@ -32,6 +34,10 @@ pub struct StateReader {
     at: Option<Head>,
     regime: Regime,
     metrics: Arc<ReadMetrics>,
+    /// The store's value cache (none for a read-only store).
+    values: Option<Arc<ValueCache<Head>>>,
+    /// Whether reads are timed (a prefetch's loads are not).
+    timed: bool,
 }
 
 impl StateReader {
@@ -47,7 +53,44 @@ impl StateReader {
             at: None,
             regime,
             metrics,
+            values: None,
+            timed: true,
         }
+    }
+
+    /// The same handle without timing its reads (a prefetch's loads).
+    pub(crate) fn untimed(self) -> StateReader {
+        StateReader {
+            timed: false,
+            ..self
+        }
+    }
+
+    /// Starts timing a read unless this handle is untimed.
+    #[inline]
+    fn start(&self) -> Option<std::time::Instant> {
+        if self.timed {
+            self.metrics.start()
+        } else {
+            None
+        }
+    }
+
+    /// The same handle reading through `values` for the account, storage
+    /// and code domains (when it serves this handle's snapshot).
+    pub(crate) fn with_values(self, values: Arc<ValueCache<Head>>) -> StateReader {
+        StateReader {
+            values: Some(values),
+            ..self
+        }
+    }
+
+    /// The value cache and the head it must serve for this handle's reads
+    /// of `domain` to go through it.
+    fn value_cache(&self, domain: Domain) -> Option<(&ValueCache<Head>, Head)> {
+        let values = self.values.as_deref()?;
+        let head = self.snapshot.head?;
+        (domain != Domain::Commitment && values.is_enabled()).then_some((values, head))
     }
 
     /// A reader of the state after `at`, an older block than `snapshot`'s
@@ -101,33 +144,40 @@ impl StateReader {
         self.read_with(domain, key, |value| value.map(|v| v.to_bytes()))
     }
 
-    /// Hands the newest value of `key` (memory, db, files) to `read` without
-    /// copying it; the read is timed, `read` included.
+    /// Hands the newest value of `key` (the block's own writes, the value
+    /// cache, memory, db, files) to `read` without copying it where no
+    /// cache is filled; the read is timed, `read` included.
     fn read_with<T>(
         &self,
         domain: Domain,
         key: &[u8],
         read: impl FnOnce(Option<ValueRef<'_>>) -> T,
     ) -> Result<T> {
-        let started = self.metrics.start();
+        let started = self.start();
         if let Some(value) = self.overlay.as_ref().and_then(|o| o.get(domain, key)) {
             let value = read(value.map(ValueRef::Shared));
             self.metrics
                 .finish(started, domain, Tier::Memory, self.regime);
             return Ok(value);
         }
+        if let Some((values, head)) = self.value_cache(domain) {
+            let mut found = Found::Nowhere;
+            let lookup = values.get_or_load(head, &value_key(domain, key), || {
+                let (value, tier) = self.snapshot.get(domain, key)?;
+                found = tier;
+                Ok::<_, Error>(value)
+            })?;
+            let tier = match lookup.source {
+                ValueSource::Cache => Tier::ValueCache,
+                ValueSource::Loaded => tier_of(found),
+            };
+            let value = read(lookup.value.as_ref().map(ValueRef::Shared));
+            self.metrics.finish(started, domain, tier, self.regime);
+            return Ok(value);
+        }
         let (value, found) = self.snapshot.get_with(domain, key, read)?;
-        let tier = match found {
-            Found::Memory => Tier::Memory,
-            Found::Db => Tier::Db,
-            Found::File(level) => Tier::File(level.min(u8::MAX as usize) as u8),
-            // A miss paid for every tier; it is charged to the deepest one probed.
-            Found::Nowhere => match self.snapshot.files.files(domain).len() {
-                0 => Tier::Db,
-                n => Tier::File((n - 1).min(u8::MAX as usize) as u8),
-            },
-        };
-        self.metrics.finish(started, domain, tier, self.regime);
+        self.metrics
+            .finish(started, domain, tier_of(found), self.regime);
         Ok(value)
     }
 
@@ -168,10 +218,23 @@ impl StateReader {
         {
             return Ok(Some(code.clone()));
         }
-        let started = self.metrics.start();
-        let code = self.snapshot.code_by_hash(hash)?;
+        let started = self.start();
+        let (code, tier) = match self.value_cache(Domain::Code) {
+            Some((values, head)) => {
+                let lookup = values.get_or_load(head, &code_hash_key(hash), || {
+                    self.snapshot.code_by_hash(hash)
+                })?;
+                let tier = match lookup.source {
+                    ValueSource::Cache => Tier::ValueCache,
+                    ValueSource::Loaded => Tier::Db,
+                };
+                (lookup.value, tier)
+            }
+            None => (self.snapshot.code_by_hash(hash)?, Tier::Db),
+        };
+        let tier = if code.is_none() { Tier::Absent } else { tier };
         self.metrics
-            .finish(started, Domain::Code, Tier::Db, self.regime);
+            .finish(started, Domain::Code, tier, self.regime);
         Ok(code)
     }
 
@@ -237,12 +300,12 @@ impl StateReader {
         let (Some(at), Some(undo)) = (self.at, self.overlay.as_deref()) else {
             return self.proof(address, slots);
         };
-        let head = StateReader::new(
-            self.snapshot.clone(),
-            None,
-            Regime::Commitment,
-            self.metrics.clone(),
-        );
+        let head = StateReader {
+            overlay: None,
+            at: None,
+            regime: Regime::Commitment,
+            ..self.clone()
+        };
         let writes = crate::unwind::records_at(
             &head_branches(head.clone()),
             self.with_regime(Regime::Commitment),
@@ -272,5 +335,15 @@ impl std::fmt::Debug for StateReader {
             .field("regime", &self.regime)
             .field("uncommitted", &self.overlay.as_ref().map(|o| o.len()))
             .finish()
+    }
+}
+
+/// The telemetry tier of a value found (or not) in the snapshot's tiers.
+fn tier_of(found: Found) -> Tier {
+    match found {
+        Found::Memory => Tier::Memory,
+        Found::Db => Tier::Db,
+        Found::File(level) => Tier::File(level.min(u8::MAX as usize) as u8),
+        Found::Nowhere => Tier::Absent,
     }
 }

@@ -61,7 +61,7 @@ impl BranchSource for CachedBranches {
         let regime = self.reader.regime();
         if !self.coalesce {
             if let Some(value) = self.cache.get(path) {
-                metrics.finish(started, Domain::Commitment, Tier::Cache, regime);
+                metrics.finish(started, Domain::Commitment, Tier::BranchCache, regime);
                 return Ok(Some(value));
             }
             // The load records its own tier (db or file).
@@ -73,7 +73,7 @@ impl BranchSource for CachedBranches {
         }
         let lookup = self.cache.get_or_load(path, &mut || self.load(path))?;
         if lookup.hit {
-            metrics.finish(started, Domain::Commitment, Tier::Cache, regime);
+            metrics.finish(started, Domain::Commitment, Tier::BranchCache, regime);
         }
         Ok(lookup.value)
     }
@@ -163,6 +163,7 @@ pub(crate) fn hashed_paths(update: &TrieUpdate) -> Vec<Vec<u8>> {
     paths
 }
 
-fn nibbles(bytes: &[u8]) -> Vec<u8> {
+/// One nibble per byte, high nibble first.
+pub(crate) fn nibbles(bytes: &[u8]) -> Vec<u8> {
     bytes.iter().flat_map(|b| [b >> 4, b & 0x0f]).collect()
 }

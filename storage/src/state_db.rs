@@ -173,12 +173,8 @@ impl StateDb {
 
     /// A read handle on the last committed block for `regime`.
     pub fn reader(&self, regime: Regime) -> StateReader {
-        StateReader::new(
-            self.inner.current.load_full(),
-            None,
-            regime,
-            self.inner.metrics.clone(),
-        )
+        self.inner
+            .reader(self.inner.current.load_full(), None, regime)
     }
 
     /// The last committed block, or `None` for an empty datadir.
@@ -202,7 +198,7 @@ impl StateDb {
         let last = snapshot.block();
         let metrics = self.inner.metrics.clone();
         if last == Some(block) {
-            return Ok(StateReader::new(snapshot, None, regime, metrics));
+            return Ok(self.inner.reader(snapshot, None, regime));
         }
         let last = last.unwrap_or(0);
         let oldest = snapshot
@@ -226,7 +222,8 @@ impl StateDb {
             None => crate::ledger::root_of(&self.inner, block)?.ok_or(not_retained)?,
         };
         let at = meta::Head { block, root };
-        Ok(StateReader::at(snapshot, undo, at, regime, metrics))
+        Ok(StateReader::at(snapshot, undo, at, regime, metrics)
+            .with_values(self.inner.values.clone()))
     }
 
     /// The Merkle proof of `address` and `slots` after `block`, one of the
@@ -375,6 +372,12 @@ impl StateDb {
     /// The read-latency telemetry of this store.
     pub fn metrics(&self) -> &Arc<ReadMetrics> {
         &self.inner.metrics
+    }
+
+    /// The state value cache's counters (hits, misses, inserts,
+    /// evictions, bytes held).
+    pub fn value_cache_stats(&self) -> CacheStats {
+        self.inner.values.stats()
     }
 
     /// The branch cache's counters.

@@ -92,14 +92,7 @@ fn recompute_commitment(
     }
     let overlay = Arc::new(overlay);
     let base = inner.current.load_full();
-    let reader = |overlay| {
-        StateReader::new(
-            base.clone(),
-            overlay,
-            Regime::Commitment,
-            inner.metrics.clone(),
-        )
-    };
+    let reader = |overlay| inner.reader(base.clone(), overlay, Regime::Commitment);
     let branches = CachedBranches::for_commitment(reader(None), inner.cache.clone());
     let state = reader(Some(overlay.clone()));
     let parallel = inner.options.parallel_commitment_threshold;
@@ -243,6 +236,9 @@ fn restore(
             None => inner.cache.remove(path),
         }
     }
+    // The cache's values may be those of the unwound blocks: start empty
+    // at the restored head (readers of the old head bypass it).
+    inner.values.reset(Some(head));
     inner.ledger.publish(inner, &commit, Change::Reset(head))
 }
 

@@ -1,16 +1,19 @@
 //! The writer of one block: collects its writes in memory until `commit()`.
 
 use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use alloy_primitives::{Address, B256, U256};
 use bytes::Bytes;
+use strata_cache::WarmupTicket;
 
-use crate::account::{Account, encode_slot_value};
+use crate::access_list::{self, BlockAccessList};
+use crate::account::Account;
 use crate::commit::{CommitInfo, PreparedBlock, persist_block, prepare_block};
 use crate::domain::{Domain, Regime};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::inner::Inner;
-use crate::keys::storage_key;
 use crate::overlay::Overlay;
 use crate::reader::StateReader;
 use crate::snapshot::Snapshot;
@@ -34,6 +37,18 @@ pub struct BlockWriter {
     /// The root and records [`BlockWriter::state_root`] computed, until
     /// the next write.
     prepared: Option<PreparedBlock>,
+    /// The warmers' loads of a [`BlockWriter::prefetch`], stopped before
+    /// the block is written through to the caches (or dropped).
+    prefetch: Option<WarmupTicket>,
+    /// The root computed from an access list on a thread of its own.
+    alongside: Option<JoinHandle<Result<Alongside>>>,
+}
+
+/// What a root computed alongside execution left for the commit.
+struct Alongside {
+    /// The writes the access list describes.
+    listed: Arc<Overlay>,
+    prepared: PreparedBlock,
 }
 
 impl BlockWriter {
@@ -47,6 +62,8 @@ impl BlockWriter {
             overlay: Arc::default(),
             expected_root: None,
             prepared: None,
+            prefetch: None,
+            alongside: None,
         }
     }
 
@@ -63,35 +80,134 @@ impl BlockWriter {
 
     /// Sets an account's nonce, balance and code hash.
     pub fn put_account(&mut self, address: Address, account: &Account) {
-        self.overlay_mut().put(
-            Domain::Account,
-            address.to_vec(),
-            Some(Bytes::from(account.encode())),
-        );
+        self.overlay_mut().put_account(address, account);
     }
 
     /// Deletes an account together with its code and all of its storage, as
     /// selfdestruct does. Writes after this in the same block re-create it.
     pub fn delete_account(&mut self, address: Address) {
-        self.overlay_mut()
-            .put(Domain::Account, address.to_vec(), None);
-        self.overlay_mut().put(Domain::Code, address.to_vec(), None);
-        self.overlay_mut().wipe_storage(address);
+        self.overlay_mut().delete_account(address);
     }
 
     /// Sets a storage slot; zero deletes it.
     pub fn put_storage(&mut self, address: Address, slot: B256, value: U256) {
-        let key = storage_key(&address, &slot).to_vec();
-        let value = (!value.is_zero()).then(|| Bytes::from(encode_slot_value(value)));
-        self.overlay_mut().put(Domain::Storage, key, value);
+        self.overlay_mut().put_storage(address, slot, value);
     }
 
     /// Sets an account's bytecode; empty code deletes it. The account's
     /// `code_hash` is the caller's to keep in step (`put_account`).
     pub fn put_code(&mut self, address: Address, code: Bytes) {
-        let value = (!code.is_empty()).then_some(code);
-        self.overlay_mut()
-            .put(Domain::Code, address.to_vec(), value);
+        self.overlay_mut().put_code(address, code);
+    }
+
+    /// Writes what `list` says the block leaves behind: each listed
+    /// account's destruction, balance, nonce and code (its code hash kept
+    /// in step) over the account as this block sees it now, and its slots.
+    /// Returns the number of account and slot writes.
+    pub fn apply_access_list(&mut self, list: &BlockAccessList) -> Result<usize> {
+        let base = self.inner.reader(self.base.clone(), None, Regime::Exec);
+        access_list::stage(list, self.overlay_mut(), |overlay, address| {
+            read_account(overlay, &base, address)
+        })
+    }
+
+    /// Starts loading everything `list` names while the caller executes the
+    /// block: the warmers read each listed account (and its bytecode), each
+    /// listed slot, into the value cache and each commitment path of the
+    /// listed writes into the branch cache. Returns at once; a read that
+    /// arrives before its key is loaded reads the tiers itself, or waits for
+    /// a load of the same key already in flight. Does nothing without
+    /// warmers ([`crate::Options::warmers`] = 0). Loads are not timed as
+    /// reads (the reads they serve are, as value-cache hits).
+    pub fn prefetch(&mut self, list: &BlockAccessList) {
+        if self.inner.warmup.warmers() == 0 {
+            return;
+        }
+        let values = self
+            .inner
+            .reader(self.base.clone(), None, Regime::Exec)
+            .untimed();
+        let branches = crate::sources::CachedBranches::for_warmers(
+            self.inner
+                .reader(self.base.clone(), None, Regime::Commitment)
+                .untimed(),
+            self.inner.cache.clone(),
+        );
+        let ticket = self.inner.warmup.warm(
+            access_list::prefetch_items(list),
+            Arc::new(move |item: &access_list::PrefetchItem| {
+                access_list::prefetch_one(&values, &branches, item)
+            }),
+        );
+        if let Some(previous) = self.prefetch.replace(ticket) {
+            previous.cancel();
+        }
+    }
+
+    /// Computes the block's state root from `list` on a thread of its own
+    /// while the caller executes the block (and [`prefetch`]es it):
+    /// `list` must carry the block's post-state. [`BlockWriter::commit`]
+    /// (or [`BlockWriter::state_root`]) then waits for that root and checks
+    /// that the block wrote exactly what `list` says — any difference
+    /// refuses the block with [`Error::AccessListMismatch`], naming the
+    /// first differing key, writing nothing and leaving the store usable.
+    ///
+    /// [`prefetch`]: BlockWriter::prefetch
+    pub fn root_alongside(&mut self, list: Arc<BlockAccessList>) -> Result<()> {
+        self.inner.check_poisoned()?;
+        let (inner, base, number) = (self.inner.clone(), self.base.clone(), self.number);
+        let handle = std::thread::Builder::new()
+            .name(format!("strata-root-{number}"))
+            .spawn(move || {
+                let reader = inner.reader(base.clone(), None, Regime::Commitment);
+                let mut listed = Overlay::default();
+                access_list::stage(&list, &mut listed, |overlay, address| {
+                    read_account(overlay, &reader, address)
+                })?;
+                let listed = Arc::new(listed);
+                let prepared = prepare_block(&inner, number, &base, listed.clone())?;
+                Ok(Alongside { listed, prepared })
+            })
+            .map_err(|source| Error::Thread {
+                what: "start the root thread",
+                source,
+            })?;
+        if let Some(previous) = self.alongside.replace(handle) {
+            // A second list replaces the first; its root is of no use.
+            let _ = previous.join();
+        }
+        self.prepared = None;
+        Ok(())
+    }
+
+    /// Waits for a root computed alongside and checks the block's writes
+    /// against its list: the prepared block, with the time waited.
+    fn join_alongside(&mut self) -> Result<Option<(PreparedBlock, Duration)>> {
+        let Some(handle) = self.alongside.take() else {
+            return Ok(None);
+        };
+        let waited = Instant::now();
+        let alongside = handle.join().map_err(|panic| Error::Panicked {
+            what: "computing a root alongside execution",
+            message: crate::ledger::panic_message(&panic),
+        })??;
+        let waited = waited.elapsed();
+        access_list::check_writes(self.number, &alongside.listed, &self.overlay)?;
+        Ok(Some((alongside.prepared, waited)))
+    }
+
+    /// Stops the prefetch's warmers and waits for the ones still loading,
+    /// so that none puts a pre-block branch over a written-through one.
+    fn stop_prefetch(&mut self) -> u64 {
+        let Some(ticket) = self.prefetch.take() else {
+            return 0;
+        };
+        ticket.cancel();
+        let report = ticket.wait();
+        for error in &report.errors {
+            tracing::warn!(block = self.number, %error, "prefetch read failed");
+        }
+        report.items_done as u64
     }
 
     /// Raw write of a domain key (`None` deletes). The commitment domain is
@@ -115,12 +231,8 @@ impl BlockWriter {
     /// A read handle over the last committed block plus this block's writes
     /// so far; later writes of the block are not visible through it.
     pub fn reader(&self, regime: Regime) -> StateReader {
-        StateReader::new(
-            self.base.clone(),
-            Some(self.overlay.clone()),
-            regime,
-            self.inner.metrics.clone(),
-        )
+        self.inner
+            .reader(self.base.clone(), Some(self.overlay.clone()), regime)
     }
 
     /// Reads `key` as this block sees it now (Exec regime).
@@ -141,12 +253,8 @@ impl BlockWriter {
     fn view(&self) -> StateReader {
         // Shares the overlay; the next write copies it only if this handle is
         // still alive (it is dropped at the end of each read call).
-        StateReader::new(
-            self.base.clone(),
-            Some(self.overlay.clone()),
-            Regime::Exec,
-            self.inner.metrics.clone(),
-        )
+        self.inner
+            .reader(self.base.clone(), Some(self.overlay.clone()), Regime::Exec)
     }
 
     /// Makes [`BlockWriter::commit`] refuse the block, writing nothing,
@@ -168,7 +276,10 @@ impl BlockWriter {
         let result = self
             .inner
             .check_poisoned()
-            .and_then(|()| prepare_block(&self.inner, number, &self.base, self.overlay.clone()));
+            .and_then(|()| match self.join_alongside()? {
+                Some((prepared, _)) => Ok(prepared),
+                None => prepare_block(&self.inner, number, &self.base, self.overlay.clone()),
+            });
         let prepared = self
             .inner
             .poison_on_error(result)
@@ -186,18 +297,60 @@ impl BlockWriter {
     /// block with [`crate::Error::BlockRootMismatch`]: nothing is written,
     /// the store stays usable and the block can be begun again. Every error
     /// names the block.
-    pub fn commit(self) -> Result<CommitInfo> {
+    pub fn commit(mut self) -> Result<CommitInfo> {
         let number = self.number;
         let inner = self.inner.clone();
         let result = inner.check_poisoned().and_then(|()| {
-            let prepared = match self.prepared {
-                Some(prepared) => prepared,
-                None => prepare_block(&self.inner, number, &self.base, self.overlay)?,
+            let (prepared, root_wait) = match self.prepared.take() {
+                Some(prepared) => (prepared, None),
+                None => match self.join_alongside()? {
+                    Some((prepared, waited)) => (prepared, Some(waited)),
+                    None => (
+                        prepare_block(&self.inner, number, &self.base, self.overlay.clone())?,
+                        None,
+                    ),
+                },
             };
-            persist_block(&self.inner, prepared, self.expected_root)
+            let prefetched = self.stop_prefetch();
+            let mut info = persist_block(&self.inner, prepared, self.expected_root)?;
+            info.prefetched = prefetched;
+            info.root_wait = root_wait;
+            Ok(info)
         });
         inner
             .poison_on_error(result)
             .map_err(|error| error.in_block(number))
+    }
+}
+
+impl Drop for BlockWriter {
+    /// A dropped block leaves no loads behind: its prefetch and its root
+    /// thread read the state before the block and fill the caches, so they
+    /// end before the writer slot passes to the next block.
+    fn drop(&mut self) {
+        self.stop_prefetch();
+        if let Some(handle) = self.alongside.take() {
+            let _ = handle.join();
+        }
+    }
+}
+
+/// The account as a block sees it: its own write in `overlay`, else what
+/// `base` holds.
+fn read_account(
+    overlay: &Overlay,
+    base: &StateReader,
+    address: &Address,
+) -> Result<Option<Account>> {
+    match overlay.get(Domain::Account, address.as_slice()) {
+        Some(None) => Ok(None),
+        Some(Some(raw)) => Account::decode(raw)
+            .map(Some)
+            .map_err(|what| Error::CorruptRecord {
+                domain: Domain::Account,
+                key: crate::db::value::hex(address.as_slice()),
+                what: what.to_string(),
+            }),
+        None => base.account(address),
     }
 }

@@ -3,7 +3,7 @@
 use super::tier::{TIER_COUNT, Tier};
 use crate::{Domain, Regime};
 
-/// Number of histograms: 4 domains × 11 tiers × 2 regimes.
+/// Number of histograms: 4 domains × 13 tiers × 2 regimes.
 pub(crate) const CELLS: usize = Domain::ALL.len() * TIER_COUNT * Regime::ALL.len();
 
 #[inline]

@@ -255,49 +255,57 @@ fn encode_blocks(e: &mut DescriptorEncoder, inner: &Inner) -> fmt::Result {
 }
 
 fn encode_cache(e: &mut DescriptorEncoder, inner: &Inner) -> fmt::Result {
-    let stats = inner.cache.stats();
+    encode_cache_stats(e, "branch_cache", "branches", inner.cache.stats())?;
+    encode_cache_stats(e, "value_cache", "state values", inner.values.stats())
+}
+
+/// The counters and occupancy of one cache as `{cache}_…` families.
+fn encode_cache_stats(
+    e: &mut DescriptorEncoder,
+    cache: &str,
+    what: &str,
+    stats: strata_cache::CacheStats,
+) -> fmt::Result {
     for (name, help, value) in [
+        ("hits", "Lookups answered without a load", stats.hits),
         (
-            "branch_cache_hits",
-            "Branch cache lookups answered without a load.",
-            stats.hits,
-        ),
-        (
-            "branch_cache_misses",
-            "Branch cache lookups that found nothing or loaded.",
+            "misses",
+            "Lookups that found nothing or loaded",
             stats.misses,
         ),
         (
-            "branch_cache_inserts",
-            "Branches stored in the cache (write-through and loads).",
+            "inserts",
+            "Entries stored (write-through and loads)",
             stats.inserts,
         ),
         (
-            "branch_cache_evictions",
-            "Branches dropped to stay within capacity.",
+            "evictions",
+            "Entries dropped to stay within capacity",
             stats.evictions,
         ),
     ] {
-        counter(e, name, help, value)?;
+        counter(
+            e,
+            &format!("{cache}_{name}"),
+            &format!("{help} ({what})."),
+            value,
+        )?;
     }
     for (name, help, value) in [
+        ("bytes", "Bytes held", stats.weight_bytes),
+        ("entries", "Entries held", stats.entries),
         (
-            "branch_cache_bytes",
-            "Bytes the branch cache holds.",
-            stats.weight_bytes,
-        ),
-        (
-            "branch_cache_entries",
-            "Branches the cache holds.",
-            stats.entries,
-        ),
-        (
-            "branch_cache_capacity_bytes",
-            "The branch cache's configured capacity.",
+            "capacity_bytes",
+            "Configured capacity",
             stats.capacity_bytes,
         ),
     ] {
-        gauge(e, name, help, value)?;
+        gauge(
+            e,
+            &format!("{cache}_{name}"),
+            &format!("{help} ({what})."),
+            value,
+        )?;
     }
     Ok(())
 }

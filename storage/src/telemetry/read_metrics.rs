@@ -43,9 +43,9 @@ impl StripeCell {
 /// Read-latency histograms per (domain × tier × regime), recorded without
 /// locks, allocation or channels.
 ///
-/// All memory is allocated by the constructor: [`STRIPES`] × 88 cells ×
+/// All memory is allocated by the constructor: [`STRIPES`] × 104 cells ×
 /// [`BUCKETS`] u32 counts plus a sum and a max per cell and stripe, each
-/// cell cache-padded (≈ 5.5 MB in total, see [`memory_bytes`](Self::memory_bytes)).
+/// cell cache-padded (≈ 6.4 MB in total, see [`memory_bytes`](Self::memory_bytes)).
 /// A record is one bucket `fetch_add`, one sum `fetch_add` and a max load
 /// (a `fetch_max` only when the maximum grows), all `Relaxed` and on the
 /// recording thread's own stripe.
@@ -411,6 +411,6 @@ mod tests {
     #[test]
     fn memory_stays_within_a_few_megabytes() {
         let bytes = ReadMetrics::new(true).memory_bytes();
-        assert!(bytes < 6 << 20, "{bytes} bytes");
+        assert!(bytes < 7 << 20, "{bytes} bytes");
     }
 }

@@ -1,5 +1,6 @@
 //! strata-storage integration tests: one binary, one module per concern.
 
+mod access_list;
 mod api;
 mod concurrency;
 mod crash;

@@ -98,6 +98,8 @@ pub(crate) fn small_options() -> Options {
         journal_segment_bytes: 4 << 10,
         // Several redb transactions per flush.
         flush_txn_keys: 5,
+        // A value cache that evicts.
+        value_cache_bytes: 16 << 10,
         ..Options::default()
     }
 }
