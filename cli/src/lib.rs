@@ -4,6 +4,7 @@
 //! command implementations.
 #![deny(missing_docs)]
 
+pub mod cold;
 pub mod commands;
 pub mod error;
 pub mod generator;

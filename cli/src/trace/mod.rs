@@ -4,6 +4,7 @@
 //! `cli/TRACE_FORMAT.md` is the specification; this module is its typed form,
 //! a streaming [`TraceReader`] and a [`TraceWriter`].
 
+mod access_list;
 mod error;
 mod parse;
 mod reader;
