@@ -24,7 +24,9 @@
 //! 7`); `STRATA_BENCH_BEFORE` blocks (default 20, at most the trace's
 //! blocks − 1) are committed first and the next one is measured;
 //! `STRATA_BENCH_WARMERS` (16), `STRATA_BENCH_RUNS` (5 rounds). `--test`
-//! runs a small version. The datadir lives under `TMPDIR`.
+//! runs a small version. The datadir lives under `TMPDIR`, or in
+//! `STRATA_BENCH_DATADIR`, which is built once and reused by later runs
+//! whose head is the same block (nothing is committed to it).
 
 use std::fs::File;
 use std::io::BufReader;
@@ -98,9 +100,15 @@ fn main() {
         .min(blocks.len().saturating_sub(1) as u64) as usize;
     let warmers = env_u64("STRATA_BENCH_WARMERS", 16) as usize;
     let rounds = env_u64("STRATA_BENCH_RUNS", if quick { 1 } else { 5 });
-    let datadir = work.path().join("datadir");
+    let datadir = std::env::var_os("STRATA_BENCH_DATADIR")
+        .map_or_else(|| work.path().join("datadir"), PathBuf::from);
     let started = Instant::now();
-    build_datadir(&datadir, genesis, &blocks[..before]);
+    if head_of(&datadir) != Some(before as u64) {
+        if datadir.exists() {
+            std::fs::remove_dir_all(&datadir).expect("remove the stale datadir");
+        }
+        build_datadir(&datadir, genesis, &blocks[..before]);
+    }
     let block = &blocks[before];
     let list = Arc::new(block.access_list());
     let size = dir_bytes(&datadir);
@@ -225,6 +233,17 @@ fn read_trace(path: &Path) -> (strata_storage::genesis::GenesisAlloc, Vec<TraceB
         path.display()
     );
     (genesis, blocks)
+}
+
+/// The last block of an existing datadir (`None` when there is none).
+fn head_of(datadir: &Path) -> Option<u64> {
+    if !datadir.join(strata_storage::DB_FILE).exists() {
+        return None;
+    }
+    strata_storage::ReadOnlyStateDb::open(datadir, Options::default())
+        .ok()?
+        .last_block()
+        .ok()?
 }
 
 /// The store after `blocks`, flushed into redb and closed.

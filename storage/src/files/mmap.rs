@@ -18,9 +18,14 @@ pub(crate) fn map_read_only(file: &File) -> io::Result<Bytes> {
     // or modify the file while it is mapped, which would change bytes behind
     // a shared reference (or fault on access after truncation). strata maps
     // only immutable sorted files: they are written under a temp name, made
-    // durable and renamed into place, and never opened for writing again;
-    // they are removed (unlinked) only after readers drop them, and unlinking
-    // keeps the mapped pages valid. The map is read-only, so this process
+    // durable and renamed into place, and never opened for writing again.
+    // A file a merge or collation replaced is unlinked as soon as the
+    // manifest stops listing it, possibly while a snapshot still maps it:
+    // unlinking removes only the name, the inode and its pages live until
+    // the last map is dropped, so the mapped bytes stay valid and unchanged
+    // (strata never truncates or rewrites a file in place; another process
+    // doing so to a datadir it does not own is outside what any mapped
+    // store can defend against). The map is read-only, so this process
     // cannot write through it either. Bytes read from it are still
     // bounds-checked and checksummed by the reader, which never assumes a
     // byte pattern for memory safety.
