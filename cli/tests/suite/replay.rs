@@ -98,10 +98,23 @@ fn sweep_gives_one_table_identical_roots_and_documented_json() {
         serde_json::json!(["sharded", "mutex-lru"])
     );
     let svg = std::fs::read_to_string(&svg).unwrap();
-    assert!(
-        svg.starts_with("<svg") && svg.contains("mutex-lru"),
-        "{svg:.200}"
-    );
+    assert!(svg.starts_with("<svg"), "{svg:.200}");
+    for text in [
+        "read latency vs warmers",
+        "mean block time vs warmers",
+        "block time per block",
+        "root time per block",
+        "sharded p50",
+        "mutex-lru p99",
+        "0 warmers, sharded",
+        "0 warmers, mutex-lru",
+        "2 warmers, sharded",
+        "2 warmers, mutex-lru",
+    ] {
+        assert!(svg.contains(text), "no {text:?} in the plot");
+    }
+    // Each run's line in each of the two per-block charts.
+    assert_eq!(long_polylines(&svg, 8), 2 * 4);
 }
 
 #[test]
@@ -355,6 +368,21 @@ struct BlockEntry {
     gas_used: Option<u64>,
 }
 
+/// Polylines of an SVG with at least `points` points (a series, not a dash).
+fn long_polylines(svg: &str, points: usize) -> usize {
+    svg.split("<polyline")
+        .skip(1)
+        .filter(|element| {
+            let Some(start) = element.find("points=\"") else {
+                return false;
+            };
+            let list = &element[start + 8..];
+            let list = &list[..list.find('"').unwrap_or(list.len())];
+            list.split_whitespace().count() >= points
+        })
+        .count()
+}
+
 #[test]
 fn the_replay_report_carries_config_host_build_and_a_series_per_block() {
     let small = testdata().join("small.jsonl");
@@ -492,5 +520,24 @@ fn the_replay_report_carries_config_host_build_and_a_series_per_block() {
     let walls: f64 = blocks.iter().map(|b| b.wall_ms).sum();
     assert!(walls <= run["wall_s"].as_f64().unwrap() * 1e3, "{walls} ms");
 
+    // The plot of a single run: both per-block charts, the run's line in
+    // each, its p99 level told apart in the legend.
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    assert!(svg.starts_with("<svg"), "{svg:.200}");
+    for text in [
+        "block time per block",
+        "root time per block",
+        "2 warmers, sharded",
+        "p99 ",
+        "ms (log scale)",
+    ] {
+        assert!(svg.contains(text), "no {text:?} in the plot");
+    }
+    assert!(
+        !svg.contains("vs warmers"),
+        "a single run has no sweep chart"
+    );
+    assert_eq!(long_polylines(&svg, 30), 2, "one line per chart");
+    assert!(svg.matches("<circle").count() >= 60, "a marker per point");
     assert!(stdout.contains("peak RSS "), "{stdout}");
 }
