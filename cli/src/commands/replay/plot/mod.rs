@@ -177,8 +177,9 @@ fn log_ticks(range: &Range<f64>) -> (Vec<f64>, Vec<f64>) {
     (bold, light)
 }
 
-/// A log-axis range holding every value of `values` (≥ [`LOG_FLOOR`]),
-/// with headroom; one decade around a single value; 1 to 10 for none.
+/// A log-axis range holding every value of `values` (≥ [`LOG_FLOOR`])
+/// with some headroom, at least a decade wide, its ends at 1, 2 or 5 ×
+/// 10^k (so both ends are labelled); 1 to 10 for no values.
 fn log_range(values: impl IntoIterator<Item = f64>) -> Range<f64> {
     let (mut low, mut high) = (f64::INFINITY, 0.0_f64);
     for v in values.into_iter().filter(|v| v.is_finite()) {
@@ -189,12 +190,34 @@ fn log_range(values: impl IntoIterator<Item = f64>) -> Range<f64> {
     if high == 0.0 {
         return 1.0..10.0;
     }
+    let (mut low, mut high) = (low / 1.15, high * 1.15);
     if high / low < 10.0 {
         let middle = (low * high).sqrt();
-        let (low_d, high_d) = (middle / 10f64.sqrt(), middle * 10f64.sqrt());
-        return low_d.min(low / 1.3).max(LOG_FLOOR)..high_d.max(high * 1.3);
+        low = low.min(middle / 10f64.sqrt());
+        high = high.max(middle * 10f64.sqrt());
     }
-    (low / 1.5).max(LOG_FLOOR)..high * 1.5
+    nice(low, false).max(LOG_FLOOR)..nice(high, true)
+}
+
+/// The nearest value of 1, 2 or 5 × 10^k below `value` (above it when
+/// `up`).
+fn nice(value: f64, up: bool) -> f64 {
+    let power = 10f64.powf(value.log10().floor());
+    let mantissa = value / power;
+    let candidates = [1.0, 2.0, 5.0, 10.0];
+    let pick = if up {
+        candidates
+            .into_iter()
+            .find(|&m| m >= mantissa * (1.0 - 1e-9))
+            .unwrap_or(10.0)
+    } else {
+        candidates
+            .into_iter()
+            .rev()
+            .find(|&m| m <= mantissa * (1.0 + 1e-9))
+            .unwrap_or(1.0)
+    };
+    pick * power
 }
 
 /// A latency tick label: "0.02", "0.5", "3", "40", "1500".
@@ -238,12 +261,14 @@ fn draw_line(
 ) -> Result<(), String> {
     let points: Vec<(f64, f64)> = points.iter().map(|&(x, y)| (x, y.max(LOG_FLOOR))).collect();
     let error = |e: DrawingAreaErrorKind<_>| e.to_string();
+    // Long series thinner, so that several runs stay apart.
+    let width = if points.len() > 100 { 1 } else { 2 };
     match stroke {
         Stroke::Points => {
             chart
                 .draw_series(LineSeries::new(
                     points.iter().copied(),
-                    color.stroke_width(2),
+                    color.stroke_width(width),
                 ))
                 .map_err(error)?;
         }
@@ -374,6 +399,16 @@ mod tests {
         assert!(light.contains(&3.0) && light.contains(&0.4) && !light.contains(&1.0));
         let (bold, _) = log_ticks(&(0.01..1000.0));
         assert_eq!(bold.len(), 6, "{bold:?}");
+    }
+
+    #[test]
+    fn nice_values_are_1_2_5() {
+        assert_eq!(nice(0.23, false), 0.2);
+        assert_eq!(nice(0.23, true), 0.5);
+        assert_eq!(nice(7.0, true), 10.0);
+        assert_eq!(nice(2.0, false), 2.0);
+        assert_eq!(nice(2.0, true), 2.0);
+        assert_eq!(nice(1234.0, false), 1000.0);
     }
 
     #[test]
