@@ -3,6 +3,7 @@
 mod args;
 mod commands;
 mod common;
+mod dashboard;
 mod generator;
 mod import_geth;
 mod kill;

@@ -1,6 +1,6 @@
-//! `replay --metrics ADDR`: the endpoint serves every family while blocks
-//! commit and no counter goes back between scrapes; a taken port is a clear
-//! error. Logs: stderr only, text or JSON, filtered by RUST_LOG.
+//! `replay --metrics ADDR`: the endpoint serves every family (and every
+//! metric the Grafana dashboard queries) while blocks commit and no counter
+//! goes back between scrapes; a taken port is a clear error. Logs: stderr only, text or JSON, filtered by RUST_LOG.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -212,6 +212,8 @@ fn metrics_endpoint_serves_every_family_while_blocks_commit() {
         assert_eq!(value(scrape, "strata_poisoned"), Some(0.0));
         assert_eq!(value(scrape, "strata_warmers"), Some(2.0));
     }
+    // Every metric the Grafana dashboard queries is served.
+    crate::dashboard::assert_dashboard_metrics_served(&second);
     let exec_account_reads = second.samples.iter().find(|s| {
         s.metric == "strata_read_duration_seconds"
             && s.labels.get("domain") == Some("account")

@@ -92,11 +92,29 @@ fn sweep_gives_one_table_identical_roots_and_documented_json() {
             "no commitment-regime reads in {run}"
         );
     }
-    let svg = std::fs::read_to_string(&svg).unwrap();
-    assert!(
-        svg.starts_with("<svg") && svg.contains("mutex-lru"),
-        "{svg:.200}"
+    assert_eq!(doc["config"]["warmers"], serde_json::json!([0, 2]));
+    assert_eq!(
+        doc["config"]["caches"],
+        serde_json::json!(["sharded", "mutex-lru"])
     );
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    assert!(svg.starts_with("<svg"), "{svg:.200}");
+    for text in [
+        "read latency vs warmers",
+        "mean block time vs warmers",
+        "block time per block",
+        "root time per block",
+        "sharded p50",
+        "mutex-lru p99",
+        "0 warmers, sharded",
+        "0 warmers, mutex-lru",
+        "2 warmers, sharded",
+        "2 warmers, mutex-lru",
+    ] {
+        assert!(svg.contains(text), "no {text:?} in the plot");
+    }
+    // Each run's line in each of the two per-block charts.
+    assert_eq!(long_polylines(&svg, 8), 2 * 4);
 }
 
 #[test]
@@ -327,4 +345,199 @@ fn a_second_process_follows_the_replay_read_only() {
         stderr.contains("--share needs every commit durable"),
         "{stderr}"
     );
+}
+
+/// One entry of the report's per-block series (every field required).
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BlockEntry {
+    block: u64,
+    wall_ms: f64,
+    parse_ms: f64,
+    exec_read_ms: f64,
+    stage_ms: f64,
+    commit_ms: f64,
+    root_ms: f64,
+    journal_ms: f64,
+    flush_wait_ms: f64,
+    keys_written: u64,
+    trace_keys: u64,
+    journal_bytes: u64,
+    warmed: u64,
+    durable: bool,
+    gas_used: Option<u64>,
+}
+
+/// Polylines of an SVG with at least `points` points (a series, not a dash).
+fn long_polylines(svg: &str, points: usize) -> usize {
+    svg.split("<polyline")
+        .skip(1)
+        .filter(|element| {
+            let Some(start) = element.find("points=\"") else {
+                return false;
+            };
+            let list = &element[start + 8..];
+            let list = &list[..list.find('"').unwrap_or(list.len())];
+            list.split_whitespace().count() >= points
+        })
+        .count()
+}
+
+#[test]
+fn the_replay_report_carries_config_host_build_and_a_series_per_block() {
+    let small = testdata().join("small.jsonl");
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("report.json");
+    let svg = dir.path().join("report.svg");
+    let args = [
+        "replay",
+        small.to_str().unwrap(),
+        "--warmers",
+        "2",
+        "--step-size",
+        "8",
+        "--keep-steps",
+        "1",
+        "--sync-every",
+        "3",
+        "--cache-mib",
+        "32",
+        "--flush-mib",
+        "2",
+        "--memory-mib",
+        "8",
+        "--json",
+        json.to_str().unwrap(),
+        "--plot",
+        svg.to_str().unwrap(),
+    ];
+    let stdout = strata_ok(&args);
+    let (_, roots) = trace_roots(&small);
+    let doc = crate::common::read_json(&json);
+
+    assert_eq!(doc["schema_version"], 1);
+    assert_eq!(doc["strata"]["version"], env!("CARGO_PKG_VERSION"));
+    let commit = doc["strata"]["git_commit"].as_str().unwrap();
+    assert!(!commit.is_empty());
+    let version = strata_ok(&["--version"]);
+    assert!(version.contains(commit), "{version} vs {commit}");
+
+    let config = &doc["config"];
+    assert_eq!(config["trace"], small.to_str().unwrap());
+    assert_eq!(config["warmers"], serde_json::json!([2]));
+    assert_eq!(config["caches"], serde_json::json!(["sharded"]));
+    for (field, value) in [
+        ("step_size", 8),
+        ("keep_steps", 1),
+        ("sync_every", 3),
+        ("cache_mib", 32),
+        ("flush_mib", 2),
+        ("memory_mib", 8),
+    ] {
+        assert_eq!(config[field], value, "config.{field} in {config}");
+    }
+    assert_eq!(config["json"], json.to_str().unwrap());
+    assert_eq!(config["plot"], svg.to_str().unwrap());
+    assert!(config["datadir"].is_null() && config["metrics"].is_null());
+    assert_eq!(config["share"], false);
+
+    let host = &doc["host"];
+    assert_eq!(host["os"], std::env::consts::OS);
+    if cfg!(target_os = "linux") {
+        assert!(host["cores"].as_u64().unwrap() >= 1, "{host}");
+        assert!(host["memory_bytes"].as_u64().unwrap() > 1 << 20, "{host}");
+        let load = host["load_average"].as_array().unwrap();
+        assert_eq!(load.len(), 3, "{host}");
+        assert!(load.iter().all(|v| v.as_f64().unwrap() >= 0.0), "{host}");
+        assert!(doc["peak_rss_bytes"].as_u64().unwrap() > 1 << 20);
+    }
+
+    let runs = doc["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1);
+    let run = &runs[0];
+    assert_eq!(run["final_root"], roots[&30].to_string().as_str());
+    let options = &run["options"];
+    for (field, value) in [
+        ("step_size", 8),
+        ("keep_steps_in_db", 1),
+        ("fsync_every_blocks", 3),
+        ("cache_bytes", 32 << 20),
+        ("warmers", 2),
+        ("flush_batch_bytes", 2 << 20),
+        ("memory_budget_bytes", 8 << 20),
+    ] {
+        assert_eq!(options[field], value, "options.{field} in {options}");
+    }
+    assert_eq!(options["cache_kind"], "sharded");
+    let cache = &run["cache_stats"];
+    let lookups = cache["hits"].as_u64().unwrap() + cache["misses"].as_u64().unwrap();
+    assert!(lookups > 0, "{cache}");
+    let hit_rate = cache["hit_rate"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&hit_rate), "{cache}");
+    assert!(cache["bytes"].as_u64().unwrap() > 0, "{cache}");
+    assert_eq!(cache["capacity_bytes"], 32 << 20);
+
+    let blocks: Vec<BlockEntry> = serde_json::from_value(run["per_block"].clone()).unwrap();
+    assert_eq!(blocks.len(), 30);
+    assert_eq!(run["blocks"], 30);
+    for (entry, number) in blocks.iter().zip(1..) {
+        assert_eq!(entry.block, number);
+        for (name, ms) in [
+            ("wall_ms", entry.wall_ms),
+            ("exec_read_ms", entry.exec_read_ms),
+            ("stage_ms", entry.stage_ms),
+            ("commit_ms", entry.commit_ms),
+            ("root_ms", entry.root_ms),
+            ("journal_ms", entry.journal_ms),
+        ] {
+            assert!(ms > 0.0, "{name} of {entry:?}");
+        }
+        assert!(
+            entry.parse_ms >= 0.0 && entry.flush_wait_ms >= 0.0,
+            "{entry:?}"
+        );
+        assert!(entry.commit_ms >= entry.root_ms, "{entry:?}");
+        assert!(
+            entry.wall_ms >= entry.commit_ms + entry.exec_read_ms,
+            "{entry:?}"
+        );
+        assert!(entry.keys_written > 0 && entry.trace_keys > 0, "{entry:?}");
+        assert!(entry.journal_bytes > 0, "{entry:?}");
+    }
+    let gas: u64 = blocks.iter().map(|b| b.gas_used.unwrap()).sum();
+    assert_eq!(run["gas"], gas);
+    let keys: u64 = blocks.iter().map(|b| b.trace_keys).sum();
+    assert_eq!(run["keys"], keys);
+    // --sync-every 3: every third commit is fsynced.
+    let durable: Vec<u64> = blocks
+        .iter()
+        .filter(|b| b.durable)
+        .map(|b| b.block)
+        .collect();
+    assert_eq!(durable, (1..=10).map(|i| 3 * i).collect::<Vec<_>>());
+    let warmed: u64 = blocks.iter().map(|b| b.warmed).sum();
+    assert_eq!(run["warmer_loads"], warmed);
+    let walls: f64 = blocks.iter().map(|b| b.wall_ms).sum();
+    assert!(walls <= run["wall_s"].as_f64().unwrap() * 1e3, "{walls} ms");
+
+    // The plot of a single run: both per-block charts, the run's line in
+    // each, its p99 level told apart in the legend.
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    assert!(svg.starts_with("<svg"), "{svg:.200}");
+    for text in [
+        "block time per block",
+        "root time per block",
+        "2 warmers, sharded",
+        "p99 ",
+        "ms (log scale)",
+    ] {
+        assert!(svg.contains(text), "no {text:?} in the plot");
+    }
+    assert!(
+        !svg.contains("vs warmers"),
+        "a single run has no sweep chart"
+    );
+    assert_eq!(long_polylines(&svg, 30), 2, "one line per chart");
+    assert!(svg.matches("<circle").count() >= 60, "a marker per point");
+    assert!(stdout.contains("peak RSS "), "{stdout}");
 }

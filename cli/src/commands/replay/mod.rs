@@ -5,6 +5,8 @@
 //! observer that measures reads of a second thread while the replay runs.
 
 mod apply;
+mod host;
+mod json;
 mod metrics;
 mod plot;
 mod report;
@@ -180,6 +182,7 @@ pub(super) fn run(args: ReplayArgs) -> Result<(), CliError> {
             "--step-size, --keep-steps and --sync-every must be at least 1".into(),
         ));
     }
+    let context = json::Context::now();
     let current = Arc::new(metrics::CurrentStore::default());
     let _server = args
         .metrics
@@ -202,7 +205,7 @@ pub(super) fn run(args: ReplayArgs) -> Result<(), CliError> {
         report::print_sweep(&results);
     }
     if let Some(path) = &args.json {
-        report::write_json(path, &results)?;
+        json::write(path, &args, &context, &results, host::peak_rss_bytes())?;
     }
     if let Some(path) = &args.plot {
         plot::draw(path, &results)?;
@@ -214,7 +217,7 @@ pub(super) fn run(args: ReplayArgs) -> Result<(), CliError> {
             results[0].warmers, results[0].cache, other.warmers, other.cache, other.final_root
         )));
     }
-    println!("peak RSS {}", report::peak_rss());
+    println!("peak RSS {}", host::format_bytes(host::peak_rss_bytes()));
     let last = results.last().expect("at least one run");
     println!(
         "final root {} at block {}",

@@ -1,16 +1,11 @@
 //! Printing a replay's results: the read-latency table per domain × tier ×
-//! regime, throughput, the observer table, the sweep comparison table, the
-//! JSON file and the peak RSS.
+//! regime, throughput, the observer table and the sweep comparison table.
 
 use std::collections::BTreeSet;
-use std::path::Path;
-
-use serde_json::{Value, json};
 use strata_storage::Regime;
 use strata_storage::telemetry::{MetricsSnapshot, Tier};
 
 use super::run::RunResult;
-use crate::CliError;
 use crate::observer::format_ns as ns;
 
 /// Blocks per second of a run.
@@ -164,61 +159,4 @@ pub(super) fn print_sweep(runs: &[RunResult]) {
         println!("{line}");
     }
     println!("(commitment-regime reads; per tier the domain with the most reads)");
-}
-
-/// The runs as the documented JSON document.
-pub(super) fn runs_json(runs: &[RunResult]) -> Value {
-    let runs: Vec<Value> = runs
-        .iter()
-        .map(|run| {
-            let reads: Vec<Value> = run.reads.cells.iter().map(|c| c.to_json()).collect();
-            json!({
-                "warmers": run.warmers,
-                "cache": run.cache.name(),
-                "blocks": run.blocks,
-                "wall_s": run.wall.as_secs_f64(),
-                "commit_s": run.commit.as_secs_f64(),
-                "commitment_s": run.commitment.as_secs_f64(),
-                "journal_s": run.journal.as_secs_f64(),
-                "journal_bytes": run.journal_bytes,
-                "flush_wait_s": run.flush_wait.as_secs_f64(),
-                "flush_waits": run.flush.waits,
-                "flushes": run.flush.flushes,
-                "flushed_blocks": run.flush.blocks,
-                "flushed_keys": run.flush.keys,
-                "flush_s": run.flush.time.as_secs_f64(),
-                "close_s": run.close.as_secs_f64(),
-                "per_block": run.per_block,
-                "parse_s": run.parse.as_secs_f64(),
-                "genesis_s": run.genesis.as_secs_f64(),
-                "gas": run.gas,
-                "keys": run.keys,
-                "final_block": run.final_block,
-                "final_root": run.final_root.to_string(),
-                "reads": reads,
-                "observer": run.observer,
-            })
-        })
-        .collect();
-    json!({ "runs": runs })
-}
-
-/// Write the JSON document to `path`.
-pub(super) fn write_json(path: &Path, runs: &[RunResult]) -> Result<(), CliError> {
-    let text = serde_json::to_string_pretty(&runs_json(runs))
-        .map_err(|e| CliError::file(path)(std::io::Error::other(e)))?;
-    std::fs::write(path, text + "\n").map_err(CliError::file(path))
-}
-
-/// The process's peak resident set (VmHWM), or "unknown" off Linux.
-pub(super) fn peak_rss() -> String {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .map(|l| l["VmHWM:".len()..].trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown".into())
 }

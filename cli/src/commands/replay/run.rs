@@ -71,15 +71,32 @@ pub struct RunResult {
     pub reads: MetricsSnapshot,
     /// Branch cache counters at the end.
     pub cache_stats: CacheStats,
+    /// Branch prefixes the warmers loaded over the run.
+    pub warmer_loads: u64,
+    /// Collations, merges and prunes over the run.
+    pub maintenance: MaintenanceTotals,
+    /// The options the store was opened with.
+    pub options: Options,
     /// Observer figures, when `--observer` was given.
     pub observer: Option<ObserverReport>,
 }
 
-/// Where one block's commit time went.
+/// One block of the replay: where its wall time went and what it wrote.
+/// The times are milliseconds; `wall_ms` covers the whole iteration of the
+/// block loop (parse, read check, staging, commit), so the blocks' walls add
+/// up to the run's `wall`.
 #[derive(Clone, Copy, Debug, serde::Serialize)]
 pub struct BlockTiming {
     /// The block.
     pub block: u64,
+    /// The block's whole turn of the loop, in ms.
+    pub wall_ms: f64,
+    /// Reading and parsing its trace line, in ms.
+    pub parse_ms: f64,
+    /// Checking its `reads` against the store (Exec regime), in ms.
+    pub exec_read_ms: f64,
+    /// Staging its `writes` in the block writer, in ms.
+    pub stage_ms: f64,
     /// Its whole `commit()`, in ms.
     pub commit_ms: f64,
     /// The root calculation, in ms.
@@ -88,6 +105,33 @@ pub struct BlockTiming {
     pub journal_ms: f64,
     /// The wait for a flush, in ms.
     pub flush_wait_ms: f64,
+    /// Keys the commit wrote across all domains (commitment records included).
+    pub keys_written: u64,
+    /// Reads checked plus writes staged from the trace.
+    pub trace_keys: u64,
+    /// Bytes of its journal record.
+    pub journal_bytes: u64,
+    /// Branch prefixes the warmers loaded for it.
+    pub warmed: u64,
+    /// Whether its commit was fsynced.
+    pub durable: bool,
+    /// Gas the trace states for it, if any.
+    pub gas_used: Option<u64>,
+}
+
+/// What the store's maintenance did during a run.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct MaintenanceTotals {
+    /// Collations (db steps into a file).
+    pub collates: u64,
+    /// Their total time, in s.
+    pub collate_s: f64,
+    /// Merges of adjacent files.
+    pub merges: u64,
+    /// Their total time, in s.
+    pub merge_s: f64,
+    /// Db entries pruned because a file now holds them.
+    pub pruned_entries: u64,
 }
 
 /// Replay the trace once with `warmers` and `cache`.
@@ -213,6 +257,17 @@ pub(super) fn replay_once(
     let final_root = db.root();
     let cache_stats = db.cache_stats();
     let flush = db.flush_stats();
+    let store = db.store_metrics();
+    let (collate, merge) = (store.collate().counts(), store.merge().counts());
+    let maintenance = MaintenanceTotals {
+        collates: collate.count,
+        collate_s: collate.sum_seconds,
+        merges: merge.count,
+        merge_s: merge.sum_seconds,
+        pruned_entries: store.pruned(),
+    };
+    let warmer_loads = store.warmer_loads();
+    let options = db.options().clone();
     drop(published);
     let close_started = Instant::now();
     drop(db);
@@ -239,6 +294,9 @@ pub(super) fn replay_once(
         final_root,
         reads,
         cache_stats,
+        warmer_loads,
+        maintenance,
+        options,
         observer,
     })
 }
@@ -353,10 +411,12 @@ fn block_loop(
     };
     let mut progress = Progress::new();
     let mut expected_next = resumed_at.map_or(0, |b| b + 1);
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
     loop {
-        let parse_started = Instant::now();
+        let block_started = Instant::now();
         let next = source.next_block()?;
-        totals.parse += parse_started.elapsed();
+        let parse = block_started.elapsed();
+        totals.parse += parse;
         let Some(block) = next else { break };
         if let Some(last) = resumed_at
             && block.number <= last
@@ -377,13 +437,18 @@ fn block_loop(
                 block.number
             )));
         }
+        let reads_started = Instant::now();
         let reader = db.reader(Regime::Exec);
-        totals.keys += check_reads(&trace, datadir, &reader, &block)? as u64;
+        let reads = check_reads(&trace, datadir, &reader, &block)? as u64;
         drop(reader);
+        let stage_started = Instant::now();
+        let exec_read = stage_started - reads_started;
         let mut writer = db
             .begin_block(block.number)
             .map_err(CliError::storage(datadir))?;
-        totals.keys += stage_writes(datadir, &mut writer, &block)? as u64;
+        let writes = stage_writes(datadir, &mut writer, &block)? as u64;
+        let stage = stage_started.elapsed();
+        totals.keys += reads + writes;
         // A block that does not reach the trace's root is refused, not committed.
         if let Some(expected) = block.state_root {
             writer.expect_root(expected);
@@ -408,13 +473,22 @@ fn block_loop(
         totals.journal += info.write_time;
         totals.journal_bytes += info.journal_bytes;
         totals.flush_wait += info.flush_wait;
-        let ms = |d: Duration| d.as_secs_f64() * 1e3;
         totals.per_block.push(BlockTiming {
             block: info.block,
+            wall_ms: ms(block_started.elapsed()),
+            parse_ms: ms(parse),
+            exec_read_ms: ms(exec_read),
+            stage_ms: ms(stage),
             commit_ms: ms(commit_time),
             root_ms: ms(info.commitment_time),
             journal_ms: ms(info.write_time),
             flush_wait_ms: ms(info.flush_wait),
+            keys_written: info.keys_written as u64,
+            trace_keys: reads + writes,
+            journal_bytes: info.journal_bytes,
+            warmed: info.warmed,
+            durable: info.durable,
+            gas_used: block.gas_used,
         });
         totals.commits.push((monotonic_ns(), info.block));
         if block.state_root.is_some() {
