@@ -299,7 +299,7 @@ fn bad_datadirs_and_files_are_refused_without_changes() {
     ]);
     assert!(stderr.contains("/nonexistent/g.json"), "{stderr}");
     assert!(!missing.exists());
-    // A sweep cannot share one datadir.
+    // A sweep replays copies of a datadir: it must hold a store.
     let stderr = strata_err(&[
         "replay",
         small.to_str().unwrap(),
@@ -308,7 +308,10 @@ fn bad_datadirs_and_files_are_refused_without_changes() {
         "--datadir",
         m,
     ]);
-    assert!(stderr.contains("--datadir resumes one store"), "{stderr}");
+    assert!(
+        stderr.contains("a sweep with --datadir starts every run from a copy"),
+        "{stderr}"
+    );
     assert!(!missing.exists());
 }
 

@@ -10,6 +10,7 @@ mod kill;
 mod metrics;
 mod model_vectors;
 mod parser;
+mod prefetch;
 mod read_only;
 mod replay;
 mod resume;

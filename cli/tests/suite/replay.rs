@@ -364,6 +364,8 @@ struct BlockEntry {
     trace_keys: u64,
     journal_bytes: u64,
     warmed: u64,
+    prefetched: u64,
+    root_wait_ms: Option<f64>,
     durable: bool,
     gas_used: Option<u64>,
 }
@@ -515,6 +517,12 @@ fn the_replay_report_carries_config_host_build_and_a_series_per_block() {
         .map(|b| b.block)
         .collect();
     assert_eq!(durable, (1..=10).map(|i| 3 * i).collect::<Vec<_>>());
+    // Without --prefetch: nothing prefetched, every root computed in the commit.
+    assert!(
+        blocks
+            .iter()
+            .all(|b| b.prefetched == 0 && b.root_wait_ms.is_none())
+    );
     let warmed: u64 = blocks.iter().map(|b| b.warmed).sum();
     assert_eq!(run["warmer_loads"], warmed);
     let walls: f64 = blocks.iter().map(|b| b.wall_ms).sum();

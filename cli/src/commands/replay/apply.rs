@@ -1,11 +1,11 @@
 //! One block of a replay against the store: check the block's `reads`
-//! (Exec regime, the state before the block) and stage its `writes` in a
-//! [`BlockWriter`], keeping each account's `code_hash` in step with its code.
+//! (Exec regime, the state before the block). Its `writes` are staged as
+//! its access list ([`strata_storage::BlockWriter::apply_access_list`]).
 
 use std::path::Path;
 
 use alloy_primitives::{B256, KECCAK256_EMPTY, hex, keccak256};
-use strata_storage::{Account, BlockWriter, StateReader};
+use strata_storage::StateReader;
 
 use crate::CliError;
 use crate::trace::TraceBlock;
@@ -63,8 +63,9 @@ pub(super) fn check_reads(
             ));
         }
         if let Some(code) = &read.code {
+            // By hash, as an EVM loads it.
             let stored = reader
-                .code(address)
+                .code_by_hash(&account.code_hash)
                 .map_err(CliError::storage(datadir))?
                 .unwrap_or_default();
             if stored.as_ref() != code.as_ref() {
@@ -92,51 +93,6 @@ pub(super) fn check_reads(
         }
     }
     Ok(checked)
-}
-
-/// Stage `block.writes` in `writer`: deletion first, then the given fields
-/// over the account as the block sees it (unchanged fields kept). Returns
-/// the number of account and slot writes.
-pub(super) fn stage_writes(
-    datadir: &Path,
-    writer: &mut BlockWriter,
-    block: &TraceBlock,
-) -> Result<usize, CliError> {
-    let mut written = 0;
-    for (address, write) in &block.writes {
-        if write.deleted {
-            writer.delete_account(*address);
-            written += 1;
-        }
-        if !write.has_fields() {
-            continue;
-        }
-        let mut account = if write.deleted {
-            Account::default()
-        } else {
-            writer
-                .account(address)
-                .map_err(CliError::storage(datadir))?
-                .unwrap_or_default()
-        };
-        if let Some(balance) = write.balance {
-            account.balance = balance;
-        }
-        if let Some(nonce) = write.nonce {
-            account.nonce = nonce;
-        }
-        if let Some(code) = &write.code {
-            account.code_hash = code_hash(code);
-            writer.put_code(*address, code.clone().0);
-        }
-        writer.put_account(*address, &account);
-        written += 1;
-        for (slot, value) in &write.storage {
-            writer.put_storage(*address, *slot, *value);
-            written += 1;
-        }
-    }
-    Ok(written)
 }
 
 fn code_hash(code: &[u8]) -> B256 {

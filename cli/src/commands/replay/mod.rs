@@ -95,6 +95,22 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "MIB", default_value_t = strata_storage::Options::default().memory_budget_bytes >> 20,
           value_parser = clap::value_parser!(u64).range(1..=MAX_CACHE_MIB))]
     pub memory_mib: u64,
+    /// State value cache capacity in MiB (0 turns it off).
+    #[arg(long, value_name = "MIB", default_value_t = strata_storage::Options::default().value_cache_bytes >> 20,
+          value_parser = clap::value_parser!(u64).range(0..=MAX_CACHE_MIB))]
+    pub value_cache_mib: u64,
+    /// Use each block's reads and writes as its access list (EIP-7928):
+    /// the warmers prefetch every listed value and trie path while the
+    /// reads are checked, and the root is computed from the listed writes
+    /// alongside them. "off,on" sweeps both; `--prefetch` alone means on.
+    #[arg(long, value_name = "off|on", num_args = 0..=1, default_value = "off",
+          default_missing_value = "on", value_delimiter = ',', value_parser = on_off)]
+    pub prefetch: Vec<bool>,
+    /// Start every run cold: the datadir's files are evicted from the page
+    /// cache (posix_fadvise) after the genesis or resume, and the store is
+    /// reopened with empty caches before the first block.
+    #[arg(long)]
+    pub cold: bool,
     /// Serve Prometheus metrics of the running store over HTTP at
     /// ADDR/metrics (e.g. 127.0.0.1:9001; port 0 picks a free port; the
     /// bound address is printed to stderr).
@@ -112,6 +128,18 @@ const MAX_SYNC_EVERY: u64 = 1_000_000;
 /// Largest `--cache-mib` (1 TiB): `MIB << 20` must fit in 64 bits, and a
 /// branch cache larger than the machine's memory is a typo.
 const MAX_CACHE_MIB: u64 = 1 << 20;
+
+/// One run of a sweep: its warmers, branch cache and whether it prefetches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Combo {
+    /// Warmer threads.
+    pub(crate) warmers: usize,
+    /// Branch cache kind.
+    pub(crate) cache: CacheKind,
+    /// Whether blocks are prefetched from their access lists (and their
+    /// roots computed alongside the read check).
+    pub(crate) prefetch: bool,
+}
 
 /// The list of warmer counts to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -134,6 +162,16 @@ fn warmer_list(text: &str) -> Result<WarmerList, String> {
     Ok(WarmerList(counts))
 }
 
+fn on_off(text: &str) -> Result<bool, String> {
+    match text.trim() {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        other => Err(format!(
+            "invalid value {other:?} (expected on, off or off,on)"
+        )),
+    }
+}
+
 fn cache_kind(text: &str) -> Result<CacheKind, String> {
     text.trim().parse::<CacheKind>().map_err(|e| e.to_string())
 }
@@ -148,16 +186,25 @@ pub(crate) fn observer_rate(text: &str) -> Result<f64, String> {
 }
 
 pub(super) fn run(args: ReplayArgs) -> Result<(), CliError> {
-    let combos: Vec<(usize, CacheKind)> = args
-        .warmers
-        .0
-        .iter()
-        .flat_map(|&w| args.cache.iter().map(move |&c| (w, c)))
-        .collect();
-    if combos.len() > 1 && args.datadir.is_some() {
+    let mut combos = Vec::new();
+    for &warmers in &args.warmers.0 {
+        for &cache in &args.cache {
+            for &prefetch in &args.prefetch {
+                combos.push(Combo {
+                    warmers,
+                    cache,
+                    prefetch,
+                });
+            }
+        }
+    }
+    if combos.len() > 1
+        && let Some(datadir) = &args.datadir
+        && !datadir.join(strata_storage::DB_FILE).exists()
+    {
         return Err(CliError::Usage(format!(
-            "--datadir resumes one store; a sweep of {} warmers × cache combinations runs each in a fresh temporary datadir (drop --datadir or pass one warmer count and one cache)",
-            combos.len()
+            "a sweep with --datadir starts every run from a copy of {}, which holds no store (replay once with that --datadir to build it, or drop --datadir for fresh temporary ones)",
+            datadir.display()
         )));
     }
     if (args.observer_process || args.share) && args.sync_every > 1 {
@@ -189,15 +236,18 @@ pub(super) fn run(args: ReplayArgs) -> Result<(), CliError> {
         .map(|addr| metrics::serve(addr, &current))
         .transpose()?;
     let mut results = Vec::new();
-    for (index, &(warmers, cache)) in combos.iter().enumerate() {
+    for (index, combo) in combos.iter().enumerate() {
         if combos.len() > 1 {
             eprintln!(
-                "run {}/{}: warmers {warmers}, cache {cache}",
+                "run {}/{}: warmers {}, cache {}, prefetch {}",
                 index + 1,
-                combos.len()
+                combos.len(),
+                combo.warmers,
+                combo.cache,
+                if combo.prefetch { "on" } else { "off" }
             );
         }
-        let result = run::replay_once(&args, warmers, cache, &current)?;
+        let result = run::replay_once(&args, *combo, combos.len() > 1, &current)?;
         report::print_run(&result);
         results.push(result);
     }

@@ -16,8 +16,12 @@ pub(super) fn blocks_per_s(run: &RunResult) -> f64 {
 /// The read table, throughput and observer figures of one run.
 pub(super) fn print_run(run: &RunResult) {
     println!(
-        "== replay: warmers {}, cache {}: {} blocks ==",
-        run.warmers, run.cache, run.blocks
+        "== replay: warmers {}, cache {}, prefetch {}{}: {} blocks ==",
+        run.warmers,
+        run.cache,
+        on_off(run.prefetch),
+        if run.cold { ", cold start" } else { "" },
+        run.blocks
     );
     print_reads(&run.reads);
     let secs = run.wall.as_secs_f64().max(1e-9);
@@ -40,20 +44,54 @@ pub(super) fn print_run(run: &RunResult) {
         run.roots_checked
     );
     print_commit_breakdown(run);
-    let c = &run.cache_stats;
-    println!(
-        "branch cache: {:.1}% hit rate ({} hits, {} misses), {} entries, {} evictions",
-        c.hit_rate() * 100.0,
-        c.hits,
-        c.misses,
-        c.entries,
-        c.evictions
-    );
+    for (name, c) in [
+        ("branch cache", &run.cache_stats),
+        ("value cache", &run.value_cache_stats),
+    ] {
+        println!(
+            "{name}: {:.1}% hit rate ({} hits, {} misses), {} entries, {} evictions",
+            c.hit_rate() * 100.0,
+            c.hits,
+            c.misses,
+            c.entries,
+            c.evictions
+        );
+    }
+    print_alongside(run);
     if let Some(observer) = &run.observer {
         for figures in &observer.observers {
             figures.print(observer.rate);
         }
     }
+}
+
+fn on_off(on: bool) -> &'static str {
+    if on { "on" } else { "off" }
+}
+
+/// With prefetch: how the blocks' reads and roots overlapped.
+fn print_alongside(run: &RunResult) {
+    let alongside: Vec<_> = run
+        .per_block
+        .iter()
+        .filter_map(|b| b.root_wait_ms.map(|wait| (b, wait)))
+        .collect();
+    if alongside.is_empty() {
+        return;
+    }
+    let sum = |f: &dyn Fn(&super::run::BlockTiming, f64) -> f64| {
+        alongside.iter().map(|(b, w)| f(b, *w)).sum::<f64>()
+    };
+    let root = sum(&|b, _| b.root_ms);
+    let waited = sum(&|_, w| w);
+    println!(
+        "prefetch: {} loads; roots computed alongside the reads: root {:.3} s, exec reads {:.3} s, commit waited {:.3} s for them ({:.0}% of the root overlapped reads and staging)",
+        run.per_block.iter().map(|b| b.prefetched).sum::<u64>(),
+        root / 1e3,
+        sum(&|b, _| b.exec_read_ms) / 1e3,
+        waited / 1e3,
+        (1.0 - waited / root.max(1e-9)).clamp(0.0, 1.0) * 100.0
+    );
 }
 
 /// Where the commit time went: the root, the journal write, flush waits,
@@ -86,12 +124,12 @@ fn print_commit_breakdown(run: &RunResult) {
 /// The table of read latencies per domain × tier × regime.
 pub(super) fn print_reads(reads: &MetricsSnapshot) {
     println!(
-        "{:<11} {:<7} {:<11} {:>10} {:>9} {:>9} {:>9} {:>9}",
+        "{:<11} {:<12} {:<11} {:>10} {:>9} {:>9} {:>9} {:>9}",
         "domain", "tier", "regime", "count", "mean", "p50", "p99", "max"
     );
     for cell in &reads.cells {
         println!(
-            "{:<11} {:<7} {:<11} {:>10} {:>9} {:>9} {:>9} {:>9}",
+            "{:<11} {:<12} {:<11} {:>10} {:>9} {:>9} {:>9} {:>9}",
             cell.domain.name(),
             cell.tier.name(),
             cell.regime.name(),
@@ -131,8 +169,8 @@ pub(super) fn print_sweep(runs: &[RunResult]) {
     let tiers = commitment_tiers(runs);
     println!("== sweep: {} runs ==", runs.len());
     let mut header = format!(
-        "{:>7} {:<11} {:>9} {:>9} {:>11}",
-        "warmers", "cache", "blocks/s", "commit s", "commit/blk"
+        "{:>7} {:<11} {:>8} {:>9} {:>9} {:>11}",
+        "warmers", "cache", "prefetch", "blocks/s", "commit s", "commit/blk"
     );
     for tier in &tiers {
         header += &format!(" {:>19}", format!("{} p50/p99", tier.name()));
@@ -142,9 +180,10 @@ pub(super) fn print_sweep(runs: &[RunResult]) {
     for run in runs {
         let per_block = run.commit.as_secs_f64() * 1e3 / (run.blocks.max(1) as f64);
         let mut line = format!(
-            "{:>7} {:<11} {:>9.1} {:>9.3} {:>9.2}ms",
+            "{:>7} {:<11} {:>8} {:>9.1} {:>9.3} {:>9.2}ms",
             run.warmers,
             run.cache.name(),
+            on_off(run.prefetch),
             blocks_per_s(run),
             run.commit.as_secs_f64(),
             per_block

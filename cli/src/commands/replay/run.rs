@@ -3,6 +3,7 @@
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -11,10 +12,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 use strata_storage::telemetry::MetricsSnapshot;
 use strata_storage::{CacheKind, CacheStats, Durability, FlushStats, Options, Regime, StateDb};
 
-use super::ReplayArgs;
-use super::apply::{check_reads, stage_writes};
+use super::apply::check_reads;
 use super::metrics::CurrentStore;
 use super::source::{Start, TraceSource};
+use super::{Combo, ReplayArgs};
 use crate::CliError;
 use crate::observer::{
     KeyPool, OBSERVER_REGIME, ObserverFigures, ObserverProcess, ObserverReport, Window,
@@ -31,6 +32,11 @@ pub struct RunResult {
     pub warmers: usize,
     /// Branch cache of the run.
     pub cache: CacheKind,
+    /// Whether blocks were prefetched from their access lists, their roots
+    /// computed alongside the read check.
+    pub prefetch: bool,
+    /// Whether the run started cold (page cache evicted, store reopened).
+    pub cold: bool,
     /// Blocks applied (resumed blocks excluded).
     pub blocks: u64,
     /// Wall time of the block loop.
@@ -71,6 +77,8 @@ pub struct RunResult {
     pub reads: MetricsSnapshot,
     /// Branch cache counters at the end.
     pub cache_stats: CacheStats,
+    /// Value cache counters at the end.
+    pub value_cache_stats: CacheStats,
     /// Branch prefixes the warmers loaded over the run.
     pub warmer_loads: u64,
     /// Collations, merges and prunes over the run.
@@ -113,6 +121,12 @@ pub struct BlockTiming {
     pub journal_bytes: u64,
     /// Branch prefixes the warmers loaded for it.
     pub warmed: u64,
+    /// Accounts, slots and trie paths its prefetch loaded (0 without).
+    pub prefetched: u64,
+    /// With the root computed alongside the read check: how long the
+    /// commit waited for it, in ms (`root_ms` minus this overlapped the
+    /// reads and staging); `None` when the commit computed the root.
+    pub root_wait_ms: Option<f64>,
     /// Whether its commit was fsynced.
     pub durable: bool,
     /// Gas the trace states for it, if any.
@@ -134,17 +148,28 @@ pub struct MaintenanceTotals {
     pub pruned_entries: u64,
 }
 
-/// Replay the trace once with `warmers` and `cache`.
+/// Replay the trace once as `combo` says. In a sweep (`sweep`), a given
+/// datadir is copied and the copy replayed, so every run starts from the
+/// same state.
 pub(super) fn replay_once(
     args: &ReplayArgs,
-    warmers: usize,
-    cache: CacheKind,
+    combo: Combo,
+    sweep: bool,
     current: &CurrentStore,
 ) -> Result<RunResult, CliError> {
+    let Combo {
+        warmers,
+        cache,
+        prefetch,
+    } = combo;
     // Parse the first line before the store is created or opened.
     let (mut source, start) = TraceSource::open(&args.trace, args.genesis.as_deref())?;
     let temp;
     let datadir: PathBuf = match &args.datadir {
+        Some(dir) if sweep => {
+            temp = copy_datadir(dir)?;
+            temp.path().to_owned()
+        }
         Some(dir) => dir.clone(),
         None => {
             temp = tempfile::Builder::new()
@@ -169,10 +194,11 @@ pub(super) fn replay_once(
         share_with_readers: args.observer_process || args.share,
         flush_batch_bytes: args.flush_mib << 20,
         memory_budget_bytes: args.memory_mib << 20,
+        value_cache_bytes: args.value_cache_mib << 20,
         ..Options::default()
     };
-    let db = StateDb::open(&datadir, options).map_err(CliError::storage(&datadir))?;
-    let published = current.publish(&db);
+    let mut db = StateDb::open(&datadir, options.clone()).map_err(CliError::storage(&datadir))?;
+    let mut published = current.publish(&db);
     let was_empty = db.last_block().is_none();
     let genesis_started = Instant::now();
     let resumed_at = prepare(&db, &datadir, &mut source, &start)?;
@@ -181,6 +207,23 @@ pub(super) fn replay_once(
     } else {
         Duration::ZERO
     };
+    if args.cold {
+        // Closed first: the close flushes, and no cache survives it.
+        drop(published);
+        drop(db);
+        let evicted = crate::cold::evict_page_cache(&datadir).map_err(|e| {
+            let what = format!("evict from the page cache ({}): {}", e.what, e.source);
+            CliError::file(e.path)(std::io::Error::new(e.source.kind(), what))
+        })?;
+        eprintln!(
+            "cold start: {} files ({:.1} MB) of {} evicted from the page cache",
+            evicted.files,
+            evicted.bytes as f64 / 1e6,
+            datadir.display()
+        );
+        db = StateDb::open(&datadir, options).map_err(CliError::storage(&datadir))?;
+        published = current.publish(&db);
+    }
     let committed_before = db.last_block();
     let keys = match args.observer {
         Some(_) => Some(KeyPool::collect(
@@ -220,7 +263,7 @@ pub(super) fn replay_once(
         };
         // The block loop's reads only (the idle observations are not).
         db.metrics().snapshot_and_reset();
-        let outcome = block_loop(&db, &datadir, &mut source, resumed_at);
+        let outcome = block_loop(&db, &datadir, &mut source, resumed_at, prefetch);
         let load = Window {
             start_ns: idle.end_ns,
             end_ns: monotonic_ns(),
@@ -256,6 +299,7 @@ pub(super) fn replay_once(
     let final_block = db.last_block();
     let final_root = db.root();
     let cache_stats = db.cache_stats();
+    let value_cache_stats = db.value_cache_stats();
     let flush = db.flush_stats();
     let store = db.store_metrics();
     let (collate, merge) = (store.collate().counts(), store.merge().counts());
@@ -275,6 +319,8 @@ pub(super) fn replay_once(
     Ok(RunResult {
         warmers,
         cache,
+        prefetch,
+        cold: args.cold,
         blocks: totals.blocks,
         wall: totals.wall,
         commit: totals.commit,
@@ -294,6 +340,7 @@ pub(super) fn replay_once(
         final_root,
         reads,
         cache_stats,
+        value_cache_stats,
         warmer_loads,
         maintenance,
         options,
@@ -391,6 +438,7 @@ fn block_loop(
     datadir: &Path,
     source: &mut TraceSource,
     resumed_at: Option<u64>,
+    prefetch: bool,
 ) -> Result<Totals, CliError> {
     let trace = source.path().to_owned();
     let started = Instant::now();
@@ -438,15 +486,24 @@ fn block_loop(
             )));
         }
         let reads_started = Instant::now();
+        let list = Arc::new(block.access_list());
+        let mut writer = db
+            .begin_block(block.number)
+            .map_err(CliError::storage(datadir))?;
+        if prefetch {
+            writer.prefetch(&list);
+            writer
+                .root_alongside(list.clone())
+                .map_err(CliError::storage(datadir))?;
+        }
         let reader = db.reader(Regime::Exec);
         let reads = check_reads(&trace, datadir, &reader, &block)? as u64;
         drop(reader);
         let stage_started = Instant::now();
         let exec_read = stage_started - reads_started;
-        let mut writer = db
-            .begin_block(block.number)
-            .map_err(CliError::storage(datadir))?;
-        let writes = stage_writes(datadir, &mut writer, &block)? as u64;
+        let writes = writer
+            .apply_access_list(&list)
+            .map_err(CliError::storage(datadir))? as u64;
         let stage = stage_started.elapsed();
         totals.keys += reads + writes;
         // A block that does not reach the trace's root is refused, not committed.
@@ -487,6 +544,8 @@ fn block_loop(
             trace_keys: reads + writes,
             journal_bytes: info.journal_bytes,
             warmed: info.warmed,
+            prefetched: info.prefetched,
+            root_wait_ms: info.root_wait.map(ms),
             durable: info.durable,
             gas_used: block.gas_used,
         });
@@ -574,4 +633,30 @@ impl Progress {
             keys as f64 / secs
         );
     }
+}
+
+/// A copy of `datadir` beside it (same file system), removed when dropped:
+/// what one run of a sweep replays.
+fn copy_datadir(datadir: &Path) -> Result<tempfile::TempDir, CliError> {
+    let parent = datadir.parent().unwrap_or_else(|| Path::new("."));
+    let copy = tempfile::Builder::new()
+        .prefix(".strata-sweep-")
+        .tempdir_in(parent)
+        .map_err(CliError::file(parent))?;
+    copy_tree(datadir, copy.path())?;
+    Ok(copy)
+}
+
+fn copy_tree(from: &Path, to: &Path) -> Result<(), CliError> {
+    for entry in std::fs::read_dir(from).map_err(CliError::file(from))? {
+        let entry = entry.map_err(CliError::file(from))?;
+        let (source, target) = (entry.path(), to.join(entry.file_name()));
+        if entry.file_type().map_err(CliError::file(&source))?.is_dir() {
+            std::fs::create_dir(&target).map_err(CliError::file(&target))?;
+            copy_tree(&source, &target)?;
+        } else {
+            std::fs::copy(&source, &target).map_err(CliError::file(&source))?;
+        }
+    }
+    Ok(())
 }
