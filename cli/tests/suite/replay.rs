@@ -235,7 +235,12 @@ fn broken_first_line_leaves_no_datadir() {
 }
 
 /// The (idle n, load n) of each row of observer `name`'s table, checking
-/// that it reported no stale observation and no error.
+/// that it reported no read error and — for the thread, which reads the
+/// snapshot the writer publishes, so that it cannot fall behind whatever
+/// the scheduler does — no stale observation. The second process follows
+/// the journal by polling: how far it lags depends on when it gets a CPU,
+/// so its count is reported, not asserted (that it catches up is checked
+/// by reading the finished datadir).
 fn observer_table(stdout: &str, name: &str) -> Vec<(u64, u64)> {
     let header = format!("observer ({name}) at 400 reads/s");
     let table: Vec<&str> = stdout
@@ -244,11 +249,10 @@ fn observer_table(stdout: &str, name: &str) -> Vec<(u64, u64)> {
         .take(6)
         .collect();
     assert_eq!(table.len(), 6, "no {name} observer table in\n{stdout}");
-    assert!(
-        table[5].contains(": 0 of ") && table[5].ends_with("; 0 read errors"),
-        "{}",
-        table[5]
-    );
+    assert!(table[5].ends_with("; 0 read errors"), "{}", table[5]);
+    if name == "thread" {
+        assert!(table[5].contains(": 0 of "), "{}", table[5]);
+    }
     ["head", "account", "storage"]
         .iter()
         .zip(&table[2..5])
