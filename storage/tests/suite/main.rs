@@ -10,6 +10,7 @@ mod model;
 mod oracle;
 mod readme;
 mod refusal;
+mod sample;
 mod vectors;
 mod verify;
 mod writer;
