@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use strata_cli::commands::{Cli, run};
+use strata_cli::output::is_closed_output;
 
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
@@ -18,6 +19,9 @@ fn main() -> ExitCode {
     }
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
+        // A closed stdout (`strata … | head`): the reader wanted no more,
+        // which is no failure.
+        Err(error) if is_closed_output(&error) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("strata: error: {error}");
             ExitCode::FAILURE

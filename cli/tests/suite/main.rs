@@ -5,6 +5,7 @@ mod commands;
 mod common;
 mod generator;
 mod import_geth;
+mod json;
 mod kill;
 mod metrics;
 mod model_vectors;
