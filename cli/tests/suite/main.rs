@@ -9,6 +9,7 @@ mod json;
 mod kill;
 mod metrics;
 mod model_vectors;
+mod observe;
 mod parser;
 mod read_only;
 mod replay;
