@@ -1,10 +1,14 @@
 //! The command line as a user meets it: a closed pipe ends `strata`
-//! quietly.
+//! quietly, and completions and man pages come from the same definitions
+//! as the parser.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, ExitStatus, Stdio};
 
-use crate::common::{replay_small_steps, testdata};
+use clap::CommandFactory;
+use strata_cli::commands::Cli;
+
+use crate::common::{replay_small_steps, strata, strata_err, strata_ok, testdata};
 
 /// Runs `strata args` with stdout piped, reads `lines` lines of it, closes
 /// the pipe and waits; returns the exit status and stderr.
@@ -58,7 +62,7 @@ fn a_closed_stdout_ends_any_command_quietly() {
     let small = small.to_str().unwrap();
     let fresh = dir.path().join("fresh");
     let address = "0x0185a7de884625d5e347d9054c17a45b0c9de6ca";
-    let cases: [(&[&str], usize); 7] = [
+    let cases: [(&[&str], usize); 9] = [
         // Megabytes of trace: the reader goes away mid-write.
         (
             &[
@@ -73,11 +77,13 @@ fn a_closed_stdout_ends_any_command_quietly() {
             1,
         ),
         // Reports written after the reader has gone: through the checked
-        // writer (stats, verify) and through `println!`
+        // writer (stats, verify, completions, man) and through `println!`
         // (replay's report, check-trace, proof), which SIGPIPE ends.
         (&["stats", "--datadir", db, "--live"], 0),
         (&["stats", "--datadir", db, "--json"], 0),
         (&["verify", "--datadir", db], 0),
+        (&["completions", "bash"], 1),
+        (&["man"], 1),
         (&["replay", small, "--datadir", fresh.to_str().unwrap()], 0),
         (&["check-trace", small], 0),
         (&["proof", "--datadir", db, address], 0),
@@ -91,4 +97,94 @@ fn a_closed_stdout_ends_any_command_quietly() {
         assert!(!stderr.contains("panicked"), "strata {args:?}: {stderr}");
         assert!(!stderr.contains("error"), "strata {args:?}: {stderr}");
     }
+}
+
+#[test]
+fn completions_cover_every_subcommand() {
+    let bash = strata_ok(&["completions", "bash"]);
+    let names: Vec<String> = Cli::command()
+        .get_subcommands()
+        .map(|c| c.get_name().to_owned())
+        .collect();
+    assert!(names.len() >= 15, "{names:?}");
+    // The top level offers every subcommand, and each has its own case.
+    let top = bash
+        .lines()
+        .find(|l| l.trim_start().starts_with("opts=\"-h -V"))
+        .expect("the top-level options line");
+    for name in &names {
+        assert!(
+            top.split(['"', ' ']).any(|word| word == name),
+            "bash offers no {name}: {top}"
+        );
+        assert!(
+            bash.contains(&format!("strata,{name})")),
+            "bash: no case for {name}"
+        );
+    }
+    assert!(
+        bash.contains("complete -F _strata"),
+        "a bash completion script"
+    );
+    for shell in ["zsh", "fish", "elvish", "powershell"] {
+        let script = strata_ok(&["completions", shell]);
+        assert!(script.contains("import-geth"), "{shell}:\n{script}");
+    }
+    assert!(strata_err(&["completions", "tcsh"]).contains("invalid value 'tcsh'"));
+}
+
+#[test]
+fn man_pages_render_for_strata_and_each_command() {
+    let page = strata_ok(&["man"]);
+    // clap_mangen puts two lines of roff setup before the title.
+    let title = page.lines().position(|l| l.starts_with(".TH strata 1 "));
+    let name = page.lines().position(|l| l == ".SH NAME");
+    assert!(
+        title.is_some_and(|title| title < 3 && name.is_some_and(|name| title < name)),
+        "{}",
+        &page[..page.len().min(300)]
+    );
+    assert!(page.contains(&format!("\"strata {}\"", strata_cli::commands::VERSION)));
+    for command in ["replay", "observe", "completions", "import\\-geth"] {
+        assert!(
+            page.contains(command),
+            "strata.1 does not mention {command}"
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("man1");
+    let stderr =
+        String::from_utf8(strata(&["man", "--out", out.to_str().unwrap()]).stderr).unwrap();
+    let mut pages: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    pages.sort();
+    for expected in [
+        "strata.1",
+        "strata-replay.1",
+        "strata-get-account.1",
+        "strata-man.1",
+    ] {
+        assert!(
+            pages.iter().any(|p| p == expected),
+            "{expected} in {pages:?}"
+        );
+    }
+    assert!(
+        stderr.contains(&format!("wrote {} pages", pages.len())),
+        "{stderr}"
+    );
+    for name in &pages {
+        let text = std::fs::read_to_string(out.join(name)).unwrap();
+        assert!(
+            text.lines().take(3).any(|l| l.starts_with(".TH ")),
+            "{name}"
+        );
+    }
+    let replay = std::fs::read_to_string(out.join("strata-replay.1")).unwrap();
+    assert!(
+        replay.contains("\\-\\-warmers"),
+        "the replay page lists its options"
+    );
 }
