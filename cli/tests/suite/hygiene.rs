@@ -1,6 +1,7 @@
 //! The command line as a user meets it: a closed pipe ends `strata`
-//! quietly, and completions and man pages come from the same definitions
-//! as the parser.
+//! quietly, `gen-trace` tells what it wrote in a sentence, `--help` marks
+//! what is required, completions and man pages come from the same
+//! definitions, and `--version` names the commit.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, ExitStatus, Stdio};
@@ -8,7 +9,7 @@ use std::process::{Command, ExitStatus, Stdio};
 use clap::CommandFactory;
 use strata_cli::commands::Cli;
 
-use crate::common::{replay_small_steps, strata, strata_err, strata_ok, testdata};
+use crate::common::{replay_small_steps, strata, strata_err, strata_ok, testdata, trace_roots};
 
 /// Runs `strata args` with stdout piped, reads `lines` lines of it, closes
 /// the pipe and waits; returns the exit status and stderr.
@@ -100,6 +101,64 @@ fn a_closed_stdout_ends_any_command_quietly() {
 }
 
 #[test]
+fn gen_trace_says_what_it_wrote_in_a_sentence() {
+    let args = [
+        "gen-trace",
+        "--accounts",
+        "300",
+        "--contracts",
+        "20",
+        "--blocks",
+        "30",
+        "--seed",
+        "1",
+    ];
+    let out = strata(&args);
+    assert!(out.status.success());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let (genesis, roots) = trace_roots(&testdata().join("small.jsonl"));
+    let prefix = "gen-trace: wrote 30 blocks to standard output in ";
+    assert!(stderr.starts_with(prefix), "{stderr}");
+    assert!(
+        stderr.contains("a genesis of 320 accounts and 587 slots"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("(root {})", genesis.unwrap())),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("(root {})", roots[&30])),
+        "{stderr}"
+    );
+    assert!(stderr.contains("account reads, "), "{stderr}");
+    assert!(stderr.trim_end().ends_with(" s."), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        !stderr.contains('{') && !stderr.contains("BlockShape"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn import_geth_help_marks_the_required_tracer_output() {
+    let help = strata_ok(&["import-geth", "--help"]);
+    let usage = help.lines().find(|l| l.starts_with("Usage:")).unwrap();
+    // Required arguments are in <…> on the usage line; optional in […].
+    assert!(
+        usage.contains("<--prestate <FILE>|--diff <FILE>>"),
+        "{usage}"
+    );
+    assert!(usage.contains("[OPTIONS]"), "{usage}");
+    assert!(help.contains("Required unless --diff is given"), "{help}");
+    let stderr = strata_err(&["import-geth"]);
+    assert!(
+        stderr.contains("the following required arguments were not provided"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn completions_cover_every_subcommand() {
     let bash = strata_ok(&["completions", "bash"]);
     let names: Vec<String> = Cli::command()
@@ -187,4 +246,23 @@ fn man_pages_render_for_strata_and_each_command() {
         replay.contains("\\-\\-warmers"),
         "the replay page lists its options"
     );
+}
+
+#[test]
+fn version_names_the_commit() {
+    let out = strata_ok(&["--version"]);
+    let line = out.trim_end();
+    let rest = line
+        .strip_prefix(&format!("strata {} (", env!("CARGO_PKG_VERSION")))
+        .and_then(|rest| rest.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("{line:?}"));
+    assert!(
+        rest == "unknown"
+            || (rest.len() == 12
+                && rest
+                    .bytes()
+                    .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())),
+        "commit {rest:?} in {line:?}"
+    );
+    assert_eq!(out, format!("strata {}\n", strata_cli::commands::VERSION));
 }
