@@ -13,6 +13,7 @@ pub mod logging;
 pub mod metrics_server;
 pub mod model;
 pub mod observer;
+pub mod output;
 pub mod trace;
 
 pub use error::{CliError, ReplayReadMismatch, ReplayRootMismatch, ResumeMismatch};

@@ -46,6 +46,7 @@ mod read_only;
 mod reader;
 #[cfg(feature = "revm")]
 pub mod revm;
+mod sample;
 mod snapshot;
 mod sources;
 mod state_db;

@@ -358,6 +358,12 @@ impl Snapshot {
             .collect())
     }
 
+    /// The db tier's table of `domain`, for whole-domain walks elsewhere
+    /// in the crate (key sampling); reads through it belong in [`guarded`].
+    pub(crate) fn db_table(&self, domain: Domain) -> &ReadOnlyTable<&'static [u8], &'static [u8]> {
+        &self.db.tables[domain.index()]
+    }
+
     /// Number of entries the db tier holds for `domain`.
     pub(crate) fn db_len(&self, domain: Domain) -> Result<u64> {
         guarded(domain.name(), || {

@@ -7,7 +7,9 @@ use clap::Args;
 use clap::builder::RangedU64ValueParser;
 
 use crate::CliError;
-use crate::generator::{GenConfig, MAX_BLOCKS, MAX_GENESIS_ACCOUNTS, MAX_PER_BLOCK, generate};
+use crate::generator::{
+    GenConfig, GenSummary, MAX_BLOCKS, MAX_GENESIS_ACCOUNTS, MAX_PER_BLOCK, generate,
+};
 use crate::trace::TraceWriter;
 
 /// Arguments of `strata gen-trace`.
@@ -89,21 +91,75 @@ pub(super) fn run(args: GenTraceArgs) -> Result<(), CliError> {
             summary
         }
     };
-    let [ar, aw, sr, sw] = summary.mean_touches;
-    eprintln!(
-        "gen-trace: genesis {} accounts, {} slots, root {}\n\
-         gen-trace: {} blocks; per block (mean): {ar:.0} account reads, {aw:.0} account writes, \
-         {sr:.0} slot reads, {sw:.0} slot writes (targets {:?})\n\
-         gen-trace: final {} accounts, root {}; model roots {:.2?}, total {:.2?}",
-        summary.genesis_accounts,
-        summary.genesis_slots,
-        summary.genesis_root,
-        summary.blocks,
-        summary.shape,
-        summary.final_accounts,
-        summary.final_root,
-        summary.root_time,
-        summary.total_time,
-    );
+    let to = args
+        .out
+        .as_ref()
+        .map_or_else(|| "standard output".to_owned(), |p| p.display().to_string());
+    eprintln!("{}", sentence(&summary, &to));
     Ok(())
+}
+
+/// What `gen-trace` tells on stderr once the trace is written, e.g.
+/// "gen-trace: wrote 30 blocks to t.jsonl in 0.41 s: a genesis of 320
+/// accounts and 1,100 slots (root 0x…), then per block on average …".
+fn sentence(summary: &GenSummary, to: &str) -> String {
+    let [account_reads, account_writes, slot_reads, slot_writes] = summary
+        .mean_touches
+        .map(|mean| thousands(mean.round() as u64));
+    format!(
+        "gen-trace: wrote {blocks} to {to} in {total:.2} s: a genesis of {accounts} and {slots} \
+         (root {genesis_root}), then per block on average {account_reads} account reads, \
+         {account_writes} account writes, {slot_reads} slot reads and {slot_writes} slot writes; \
+         the final state has {final_accounts} (root {final_root}); the model's roots took {roots:.2} s.",
+        blocks = counted(summary.blocks, "block"),
+        total = summary.total_time.as_secs_f64(),
+        accounts = counted(summary.genesis_accounts as u64, "account"),
+        slots = counted(summary.genesis_slots as u64, "slot"),
+        genesis_root = summary.genesis_root,
+        final_accounts = counted(summary.final_accounts as u64, "account"),
+        final_root = summary.final_root,
+        roots = summary.root_time.as_secs_f64(),
+    )
+}
+
+/// `n` with a comma between each group of three digits: 1,234,567.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
+/// "1 block", "1,000 blocks".
+fn counted(n: u64, noun: &str) -> String {
+    let plural = if n == 1 { "" } else { "s" };
+    format!("{} {noun}{plural}", thousands(n))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thousands_groups_digits_by_three() {
+        let cases = [
+            (0, "0"),
+            (7, "7"),
+            (999, "999"),
+            (1_000, "1,000"),
+            (12_345, "12,345"),
+            (1_234_567, "1,234,567"),
+            (u64::MAX, "18,446,744,073,709,551,615"),
+        ];
+        for (n, text) in cases {
+            assert_eq!(thousands(n), text);
+        }
+        assert_eq!(counted(1, "block"), "1 block");
+        assert_eq!(counted(1_000, "block"), "1,000 blocks");
+    }
 }

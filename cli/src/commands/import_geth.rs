@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use alloy_primitives::B256;
-use clap::Args;
+use clap::{ArgGroup, Args};
 use serde_json::Value;
 use strata_storage::genesis::{ValueError, parse_hash, parse_u64, short};
 
@@ -14,13 +14,23 @@ use crate::CliError;
 use crate::geth::{diff_frames, merge_block, prestate_frames, read_document};
 use crate::trace::{TraceLine, line_to_string};
 
-/// Arguments of `strata import-geth`.
+/// Arguments of `strata import-geth`: `--prestate`, `--diff` or both are
+/// required (the usage line shows the pair as `<--prestate <FILE>|--diff
+/// <FILE>>`).
 #[derive(Debug, Clone, Args)]
+#[command(group(
+    ArgGroup::new("tracer_output")
+        .args(["prestate", "diff"])
+        .required(true)
+        .multiple(true)
+))]
 pub struct ImportGethArgs {
-    /// Default-mode prestateTracer output (the reads).
-    #[arg(long, value_name = "FILE", required_unless_present = "diff")]
+    /// Default-mode prestateTracer output (the reads). Required unless
+    /// --diff is given; give both for a block's reads and writes.
+    #[arg(long, value_name = "FILE")]
     pub prestate: Option<PathBuf>,
     /// diffMode prestateTracer output of the same block (the writes).
+    /// Required unless --prestate is given.
     #[arg(long, value_name = "FILE")]
     pub diff: Option<PathBuf>,
     /// The block header (eth_getBlockByNumber result): number, gasUsed, stateRoot.

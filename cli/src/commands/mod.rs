@@ -1,15 +1,18 @@
 //! The `strata` subcommands: argument definitions (clap) and their runners.
-//! `gen-trace`, `import-geth` and `check-trace` work without the storage engine;
+//! `gen-trace`, `import-geth`, `check-trace`, `completions` and `man` work
+//! without the storage engine;
 //! `init`, `replay`, `get`, `root`, `proof`, `stats`, `compact`, `verify` and `unwind` drive
 //! strata-storage's `StateDb`.
 
 mod check_trace;
 mod compact;
+mod completions;
 mod datadir;
 mod gen_trace;
 mod get;
 mod import_geth;
 mod init;
+mod man;
 mod observe;
 mod proof;
 mod replay;
@@ -25,10 +28,12 @@ use crate::logging::LogFormat;
 
 pub use check_trace::CheckTraceArgs;
 pub use compact::CompactArgs;
+pub use completions::CompletionsArgs;
 pub use gen_trace::GenTraceArgs;
 pub use get::{GetArgs, GetWhat};
 pub use import_geth::ImportGethArgs;
 pub use init::InitArgs;
+pub use man::ManArgs;
 pub use observe::ObserveArgs;
 pub use proof::{ProofArgs, response as proof_response};
 pub use replay::{ReplayArgs, RunResult, WarmerList};
@@ -86,6 +91,10 @@ pub enum Command {
     ImportGeth(ImportGethArgs),
     /// Replay a trace through the in-memory model: check every read and root.
     CheckTrace(CheckTraceArgs),
+    /// Print the shell completion script for bash, zsh, fish, elvish or PowerShell.
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff), or write one per command into a directory.
+    Man(ManArgs),
 }
 
 /// Run a parsed command line.
@@ -104,5 +113,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::GenTrace(args) => gen_trace::run(args),
         Command::ImportGeth(args) => import_geth::run(args),
         Command::CheckTrace(args) => check_trace::run(args),
+        Command::Completions(args) => completions::run(args),
+        Command::Man(args) => man::run(args),
     }
 }

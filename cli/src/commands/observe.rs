@@ -1,7 +1,9 @@
-//! `strata observe --datadir DIR --trace FILE`: a second process that opens
-//! a datadir read-only — while another process writes it, or not — and
-//! every 1/RATE s reads the head, a random account and a random slot drawn
-//! from the trace's keys, timing each read. Prints percentiles at the end,
+//! `strata observe --datadir DIR [--trace FILE]`: a second process that
+//! opens a datadir read-only — while another process writes it, or not —
+//! and every 1/RATE s reads the head, a random account and a random slot,
+//! timing each read. The keys come from the trace's genesis and first block,
+//! or without `--trace` from the datadir itself (a seeded sample of its live
+//! accounts and slots). Prints percentiles at the end,
 //! or with `--samples` one line per observation (what `strata replay
 //! --observer-process` reads).
 
@@ -12,7 +14,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use strata_storage::{Options, ReadOnlyStateDb};
+use strata_storage::keys::{address_key, split_storage_key};
+use strata_storage::{Domain, Options, ReadOnlyStateDb};
 
 use super::replay::TraceSource;
 use crate::CliError;
@@ -25,11 +28,13 @@ pub struct ObserveArgs {
     /// `Options::share_with_readers`, as `strata replay --observer-process` does).
     #[arg(long, value_name = "DIR")]
     pub datadir: PathBuf,
-    /// The trace whose genesis and first block give the keys to read.
+    /// The trace whose genesis and first block give the keys to read;
+    /// without it, up to 4,096 accounts and 4,096 slots are sampled from the
+    /// datadir (uniformly, seeded: the same state gives the same keys).
     #[arg(long, value_name = "FILE")]
-    pub trace: PathBuf,
+    pub trace: Option<PathBuf>,
     /// Genesis file, when the trace has no genesis line.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", requires = "trace")]
     pub genesis: Option<PathBuf>,
     /// Observations per second.
     #[arg(long, value_name = "RATE", default_value_t = 1000.0, value_parser = super::replay::observer_rate)]
@@ -58,15 +63,33 @@ fn duration_secs(text: &str) -> Result<f64, String> {
     }
 }
 
+/// Keys sampled from a datadir when no trace is given, per domain.
+const SAMPLED_KEYS: usize = 4096;
+
+/// The seed of that sample.
+const SAMPLE_SEED: u64 = 1;
+
 pub(super) fn run(args: ObserveArgs) -> Result<(), CliError> {
-    let (mut source, start) = TraceSource::open(&args.trace, args.genesis.as_deref())?;
-    let keys = KeyPool::collect(start.genesis.as_ref(), source.peek_block()?);
+    let trace_keys = match &args.trace {
+        Some(trace) => {
+            let (mut source, start) = TraceSource::open(trace, args.genesis.as_deref())?;
+            Some(KeyPool::collect(
+                start.genesis.as_ref(),
+                source.peek_block()?,
+            ))
+        }
+        None => None,
+    };
     let options = Options {
         db_cache_bytes: 256 << 20,
         ..Options::default()
     };
     let db = ReadOnlyStateDb::open(&args.datadir, options.clone())
         .map_err(CliError::storage(&args.datadir))?;
+    let keys = match trace_keys {
+        Some(keys) => keys,
+        None => sampled_keys(&db).map_err(CliError::storage(&args.datadir))?,
+    };
     let deadline = args
         .duration
         .map(|secs| Instant::now() + Duration::from_secs_f64(secs))
@@ -107,6 +130,26 @@ pub(super) fn run(args: ObserveArgs) -> Result<(), CliError> {
         print_summary(&samples);
         Ok(())
     }
+}
+
+/// Up to [`SAMPLED_KEYS`] live accounts and slots of the datadir.
+fn sampled_keys(db: &ReadOnlyStateDb) -> strata_storage::Result<KeyPool> {
+    let accounts: Vec<_> = db
+        .sample_keys(Domain::Account, SAMPLED_KEYS, SAMPLE_SEED)?
+        .iter()
+        .filter_map(|key| address_key(key))
+        .collect();
+    let slots: Vec<_> = db
+        .sample_keys(Domain::Storage, SAMPLED_KEYS, SAMPLE_SEED)?
+        .iter()
+        .filter_map(|key| split_storage_key(key))
+        .collect();
+    eprintln!(
+        "observe: reading {} accounts and {} slots sampled from the datadir",
+        accounts.len(),
+        slots.len()
+    );
+    Ok(KeyPool::new(accounts, slots))
 }
 
 fn print_summary(samples: &[Sample]) {

@@ -1,15 +1,20 @@
-//! `strata stats --datadir DIR [--live]`: block, root, the memory tier
-//! (unflushed blocks) and the journal, per-domain tiers (memory keys, db
-//! entries, files with step ranges, entries and sizes), branch-cache
+//! `strata stats --datadir DIR [--live] [--json]`: block, root, the memory
+//! tier (unflushed blocks) and the journal, per-domain tiers (memory keys,
+//! db entries, files with step ranges, entries and sizes), branch-cache
 //! counters, and with `--live` the raw bytes of the live state beside the
 //! datadir's bytes on disk.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
+use strata_storage::{DbStats, LiveSize};
 
 use super::datadir::{head_text, open_for_reading};
 use crate::CliError;
+use crate::output::{print_json, print_text};
+
+mod json;
 
 /// Arguments of `strata stats`.
 #[derive(Debug, Clone, Args)]
@@ -21,46 +26,91 @@ pub struct StatsArgs {
     /// of every tier) and compare them with the datadir's size on disk.
     #[arg(long)]
     pub live: bool,
+    /// Print one JSON object with the same figures (sizes in bytes, as
+    /// numbers; the root as 0x hex).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `--live`: the live state's raw bytes per domain and the datadir's bytes on disk.
+struct Live {
+    sizes: Vec<LiveSize>,
+    on_disk: u64,
+}
+
+impl Live {
+    /// Key and value bytes of every domain's live state.
+    fn raw_bytes(&self) -> u64 {
+        self.sizes.iter().map(|s| s.key_bytes + s.value_bytes).sum()
+    }
+
+    /// Bytes on disk per raw byte.
+    fn ratio(&self) -> f64 {
+        self.on_disk as f64 / self.raw_bytes().max(1) as f64
+    }
 }
 
 pub(super) fn run(args: StatsArgs) -> Result<(), CliError> {
     let db = open_for_reading(&args.datadir)?;
     let stats = db.stats().map_err(CliError::storage(&args.datadir))?;
-    println!("head {}", head_text(stats.last_block, stats.root));
-    println!("step size {} blocks", stats.step_size);
-    println!(
+    let live = if args.live {
+        let sizes = db.live_sizes().map_err(CliError::storage(&args.datadir))?;
+        let on_disk = bytes_under(&args.datadir).map_err(CliError::file(&args.datadir))?;
+        Some(Live { sizes, on_disk })
+    } else {
+        None
+    };
+    if args.json {
+        print_json(&json::StatsJson::new(&stats, live.as_ref()))
+    } else {
+        print_text(&text(&stats, live.as_ref()))
+    }
+}
+
+/// The text report.
+fn text(stats: &DbStats, live: Option<&Live>) -> String {
+    let mut out = String::new();
+    // Writing to a String cannot fail.
+    let _ = write_text(&mut out, stats, live);
+    out
+}
+
+fn write_text(out: &mut String, stats: &DbStats, live: Option<&Live>) -> std::fmt::Result {
+    writeln!(out, "head {}", head_text(stats.last_block, stats.root))?;
+    writeln!(out, "step size {} blocks", stats.step_size)?;
+    writeln!(
+        out,
         "memory tier: {}, {} bytes of keys and values",
         blocks_text(stats.memory.blocks),
         stats.memory.bytes
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "journal: {}, {} bytes on disk",
         blocks_text(stats.journal.blocks),
         stats.journal.bytes
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "{:<11} {:>11} {:>11} {:>6} {:>12} {:>14}",
         "domain", "memory keys", "db entries", "files", "file entries", "file bytes"
-    );
-    let (mut total_files, mut total_bytes) = (0usize, 0u64);
+    )?;
     for domain in &stats.domains {
-        let entries: u64 = domain.files.iter().map(|f| f.entries).sum();
-        let bytes: u64 = domain.files.iter().map(|f| f.bytes).sum();
-        total_files += domain.files.len();
-        total_bytes += bytes;
-        println!(
+        writeln!(
+            out,
             "{:<11} {:>11} {:>11} {:>6} {:>12} {:>14}",
             domain.domain.name(),
             domain.memory_entries,
             domain.db_entries,
             domain.files.len(),
-            entries,
-            bytes
-        );
+            domain.files.iter().map(|f| f.entries).sum::<u64>(),
+            domain.files.iter().map(|f| f.bytes).sum::<u64>()
+        )?;
     }
     for domain in &stats.domains {
         for file in &domain.files {
-            println!(
+            writeln!(
+                out,
                 "  file {} ({} steps {}..{}): {} entries, {} bytes",
                 file.name,
                 domain.domain.name(),
@@ -68,12 +118,19 @@ pub(super) fn run(args: StatsArgs) -> Result<(), CliError> {
                 file.to_step,
                 file.entries,
                 file.bytes
-            );
+            )?;
         }
     }
-    println!("files total {total_files}, {total_bytes} bytes");
+    let files = stats.domains.iter().flat_map(|d| &d.files);
+    writeln!(
+        out,
+        "files total {}, {} bytes",
+        files.clone().count(),
+        files.map(|f| f.bytes).sum::<u64>()
+    )?;
     let cache = &stats.cache;
-    println!(
+    writeln!(
+        out,
         "branch cache: {} hits, {} misses ({:.1}% hit rate), {} inserts, {} evictions, {} entries, {} of {} bytes",
         cache.hits,
         cache.misses,
@@ -83,9 +140,30 @@ pub(super) fn run(args: StatsArgs) -> Result<(), CliError> {
         cache.entries,
         cache.weight_bytes,
         cache.capacity_bytes
-    );
-    if args.live {
-        print_live(&db, &args.datadir)?;
+    )?;
+    if let Some(live) = live {
+        writeln!(
+            out,
+            "{:<11} {:>11} {:>14} {:>14}",
+            "live", "keys", "key bytes", "value bytes"
+        )?;
+        for size in &live.sizes {
+            writeln!(
+                out,
+                "{:<11} {:>11} {:>14} {:>14}",
+                size.domain.name(),
+                size.keys,
+                size.key_bytes,
+                size.value_bytes
+            )?;
+        }
+        writeln!(
+            out,
+            "live raw {} bytes; datadir {} bytes on disk ({:.2}x)",
+            live.raw_bytes(),
+            live.on_disk,
+            live.ratio()
+        )?;
     }
     Ok(())
 }
@@ -96,35 +174,6 @@ fn blocks_text(blocks: Option<(u64, u64)>) -> String {
         Some((first, last)) => format!("blocks {first}..={last} ({})", last - first + 1),
         None => "no blocks".into(),
     }
-}
-
-/// The live state's raw bytes per domain beside the datadir's bytes on disk.
-fn print_live(db: &strata_storage::ReadOnlyStateDb, datadir: &Path) -> Result<(), CliError> {
-    let sizes = db.live_sizes().map_err(CliError::storage(datadir))?;
-    println!(
-        "{:<11} {:>11} {:>14} {:>14}",
-        "live", "keys", "key bytes", "value bytes"
-    );
-    let mut raw = 0u64;
-    for size in &sizes {
-        raw += size.key_bytes + size.value_bytes;
-        println!(
-            "{:<11} {:>11} {:>14} {:>14}",
-            size.domain.name(),
-            size.keys,
-            size.key_bytes,
-            size.value_bytes
-        );
-    }
-    let on_disk = bytes_under(datadir).map_err(|source| CliError::File {
-        path: datadir.to_owned(),
-        source,
-    })?;
-    println!(
-        "live raw {raw} bytes; datadir {on_disk} bytes on disk ({:.2}x)",
-        on_disk as f64 / raw.max(1) as f64
-    );
-    Ok(())
 }
 
 /// The bytes of every file under `dir`.

@@ -1,4 +1,4 @@
-//! `strata verify --datadir DIR`: re-check every file, the tiers' agreement,
+//! `strata verify --datadir DIR [--json]`: re-check every file, the tiers' agreement,
 //! each account's code against its hash, every commitment record against
 //! the values, the root recomputed from every live leaf, and redb's own
 //! integrity check (on a copy-on-write view); non-zero exit on problems.
@@ -6,13 +6,18 @@
 //! The datadir is opened read-only and no byte of it changes; it may be on
 //! a read-only mount or shared by a running `strata replay --share`.
 
+use std::fmt::Write as _;
 use std::panic::PanicHookInfo;
 use std::path::PathBuf;
 
+use alloy_primitives::B256;
 use clap::Args;
+use serde::Serialize;
+use strata_storage::VerifyReport;
 
 use super::datadir::inspect_options;
 use crate::CliError;
+use crate::output::{print_json, print_text};
 
 /// Arguments of `strata verify`.
 #[derive(Debug, Clone, Args)]
@@ -20,6 +25,64 @@ pub struct VerifyArgs {
     /// The data directory.
     #[arg(long, value_name = "DIR")]
     pub datadir: PathBuf,
+    /// Print the report as one JSON object (`ok`, the counts, both roots,
+    /// every problem); the exit status is still non-zero when it is not ok.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `strata verify --json`: the report.
+#[derive(Debug, Serialize)]
+struct VerifyJson<'a> {
+    /// Whether nothing was found wrong.
+    ok: bool,
+    /// The block verified (`None` before the genesis).
+    block: Option<u64>,
+    files_checked: usize,
+    file_bytes: u64,
+    accounts: u64,
+    slots: u64,
+    codes_checked: u64,
+    records_checked: u64,
+    record_differences: u64,
+    /// redb's integrity check, when it ran.
+    integrity: Option<IntegrityJson>,
+    stored_root: B256,
+    computed_root: B256,
+    /// What failed, one sentence each (empty when ok).
+    problems: &'a [String],
+}
+
+/// What redb's integrity check cost.
+#[derive(Debug, Serialize)]
+struct IntegrityJson {
+    db_bytes: u64,
+    open_secs: f64,
+    check_secs: f64,
+}
+
+impl<'a> VerifyJson<'a> {
+    fn new(report: &'a VerifyReport) -> VerifyJson<'a> {
+        VerifyJson {
+            ok: report.is_ok(),
+            block: report.block,
+            files_checked: report.files_checked,
+            file_bytes: report.file_bytes,
+            accounts: report.accounts,
+            slots: report.slots,
+            codes_checked: report.codes_checked,
+            records_checked: report.records_checked,
+            record_differences: report.record_differences,
+            integrity: report.integrity.map(|timing| IntegrityJson {
+                db_bytes: timing.db_bytes,
+                open_secs: timing.open.as_secs_f64(),
+                check_secs: timing.check.as_secs_f64(),
+            }),
+            stored_root: report.stored_root,
+            computed_root: report.computed_root,
+            problems: &report.problems,
+        }
+    }
 }
 
 pub(super) fn run(args: VerifyArgs) -> Result<(), CliError> {
@@ -27,35 +90,12 @@ pub(super) fn run(args: VerifyArgs) -> Result<(), CliError> {
         strata_storage::verify_datadir(&args.datadir, &inspect_options())
     })
     .map_err(CliError::storage(&args.datadir))?;
-    let block = report
-        .block
-        .map_or_else(|| "none".to_owned(), |b| b.to_string());
-    println!("block {block}");
-    println!(
-        "files checked {} ({} bytes)",
-        report.files_checked, report.file_bytes
-    );
-    println!("accounts {} slots {}", report.accounts, report.slots);
-    println!("codes checked {}", report.codes_checked);
-    println!(
-        "commitment records checked {} (differences {})",
-        report.records_checked, report.record_differences
-    );
-    if let Some(timing) = report.integrity {
-        println!(
-            "redb integrity check of {} bytes (copy-on-write view): open {:.3} s, check {:.3} s",
-            timing.db_bytes,
-            timing.open.as_secs_f64(),
-            timing.check.as_secs_f64()
-        );
-    }
-    println!("stored root   {}", report.stored_root);
-    println!("computed root {}", report.computed_root);
-    for problem in &report.problems {
-        println!("problem: {problem}");
+    if args.json {
+        print_json(&VerifyJson::new(&report))?;
+    } else {
+        print_text(&text(&report))?;
     }
     if report.is_ok() {
-        println!("verify: ok");
         Ok(())
     } else {
         Err(CliError::VerifyFailed {
@@ -63,6 +103,51 @@ pub(super) fn run(args: VerifyArgs) -> Result<(), CliError> {
             count: report.problems.len(),
         })
     }
+}
+
+/// The text report, ending in `verify: ok` when nothing is wrong.
+fn text(report: &VerifyReport) -> String {
+    let mut out = String::new();
+    // Writing to a String cannot fail.
+    let _ = write_text(&mut out, report);
+    out
+}
+
+fn write_text(out: &mut String, report: &VerifyReport) -> std::fmt::Result {
+    let block = report
+        .block
+        .map_or_else(|| "none".to_owned(), |b| b.to_string());
+    writeln!(out, "block {block}")?;
+    writeln!(
+        out,
+        "files checked {} ({} bytes)",
+        report.files_checked, report.file_bytes
+    )?;
+    writeln!(out, "accounts {} slots {}", report.accounts, report.slots)?;
+    writeln!(out, "codes checked {}", report.codes_checked)?;
+    writeln!(
+        out,
+        "commitment records checked {} (differences {})",
+        report.records_checked, report.record_differences
+    )?;
+    if let Some(timing) = report.integrity {
+        writeln!(
+            out,
+            "redb integrity check of {} bytes (copy-on-write view): open {:.3} s, check {:.3} s",
+            timing.db_bytes,
+            timing.open.as_secs_f64(),
+            timing.check.as_secs_f64()
+        )?;
+    }
+    writeln!(out, "stored root   {}", report.stored_root)?;
+    writeln!(out, "computed root {}", report.computed_root)?;
+    for problem in &report.problems {
+        writeln!(out, "problem: {problem}")?;
+    }
+    if report.is_ok() {
+        writeln!(out, "verify: ok")?;
+    }
+    Ok(())
 }
 
 /// Runs `f` with the panic hook silent for panics raised inside redb:

@@ -11,6 +11,7 @@ mod model;
 mod oracle;
 mod readme;
 mod refusal;
+mod sample;
 mod vectors;
 mod verify;
 mod writer;
