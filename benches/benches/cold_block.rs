@@ -15,7 +15,9 @@
 //!
 //! Nothing is committed (the root is computed with `state_root()` and the
 //! block dropped), so every run starts from the same state. Each run checks
-//! the root against the trace's.
+//! the root against the trace's. First, the disk itself: random 4 KiB reads
+//! of the evicted `state.redb` at queue depths 1, 4, 16 and 64 (a thread
+//! per slot), the ceiling any prefetch works under.
 //!
 //! `cargo bench -p strata-benches --bench cold_block` generates a trace of
 //! `STRATA_BENCH_ACCOUNTS` accounts (default 200,000; contracts 1/200 of
@@ -34,6 +36,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use rand::Rng;
 use strata_benches::{env_u64, machine_load};
 use strata_cli::cold::evict_page_cache;
 use strata_cli::generator::{GenConfig, generate};
@@ -124,6 +127,15 @@ fn main() {
         warmers,
         machine_load(),
     );
+
+    for depth in [1, 4, 16, 64] {
+        let (reads, elapsed) = random_reads(&datadir.join(strata_storage::DB_FILE), depth);
+        println!(
+            "  disk: random 4 KiB reads at queue depth {depth:>2}: {:>7.0} reads/s, {:>6.0} µs each",
+            reads as f64 / elapsed.as_secs_f64(),
+            elapsed.as_secs_f64() * 1e6 * depth as f64 / reads as f64,
+        );
+    }
 
     let mut runs: Vec<(Mode, Run)> = Vec::new();
     for round in 0..rounds {
@@ -347,6 +359,32 @@ fn run_block(
         read_p50: at(0.5),
         read_p99: at(0.99),
     }
+}
+
+/// Random 4 KiB reads of `file` (evicted first) by `depth` threads: how
+/// many, and how long they took.
+fn random_reads(file: &Path, depth: usize) -> (u64, Duration) {
+    use std::os::unix::fs::FileExt;
+    let dir = file.parent().expect("a file in a folder");
+    evict_page_cache(dir).expect("evict");
+    let handle = File::open(file).expect("open");
+    let pages = handle.metadata().expect("stat").len() / 4096;
+    let per_thread = (4096 / depth as u64).max(64);
+    let started = Instant::now();
+    std::thread::scope(|scope| {
+        for thread in 0..depth as u64 {
+            let handle = &handle;
+            scope.spawn(move || {
+                let mut rng = strata_benches::seeded(thread);
+                let mut page = [0u8; 4096];
+                for _ in 0..per_thread {
+                    let at = rng.random_range(0..pages.max(1));
+                    let _ = handle.read_at(&mut page, at * 4096);
+                }
+            });
+        }
+    });
+    (per_thread * depth as u64, started.elapsed())
 }
 
 /// Reads every file of `dir` once, so its pages are in the page cache.
