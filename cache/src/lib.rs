@@ -64,7 +64,7 @@ pub use pinned::{PINNED_DEPTH, PINNED_SLOTS};
 #[cfg(feature = "baselines")]
 pub use sharded_lru::ShardedLruCache;
 pub use stats::CacheStats;
-pub use value::{ValueCache, ValueLookup, ValueSource};
+pub use value::{Coalescing, ValueCache, ValueLookup, ValueSource};
 pub use warmup::{MAX_WARMERS, WarmupFailure, WarmupJob, WarmupPool, WarmupReport, WarmupTicket};
 
 /// The error a loader (or a warmup job) returns: whatever the storage layer

@@ -38,8 +38,9 @@ pub struct BlockWriter {
     /// the next write.
     prepared: Option<PreparedBlock>,
     /// The warmers' loads of a [`BlockWriter::prefetch`], stopped before
-    /// the block is written through to the caches (or dropped).
-    prefetch: Option<WarmupTicket>,
+    /// the block is written through to the caches (or dropped), and the
+    /// value cache coalescing misses meanwhile.
+    prefetch: Option<(WarmupTicket, strata_cache::Coalescing)>,
     /// The root computed from an access list on a thread of its own.
     alongside: Option<JoinHandle<Result<Alongside>>>,
 }
@@ -133,13 +134,15 @@ impl BlockWriter {
                 .untimed(),
             self.inner.cache.clone(),
         );
+        // Before the first load, so that every prefetch load is shared.
+        let coalescing = self.inner.values.coalesce();
         let ticket = self.inner.warmup.warm(
             access_list::prefetch_items(list),
             Arc::new(move |item: &access_list::PrefetchItem| {
                 access_list::prefetch_one(&values, &branches, item)
             }),
         );
-        if let Some(previous) = self.prefetch.replace(ticket) {
+        if let Some((previous, _)) = self.prefetch.replace((ticket, coalescing)) {
             previous.cancel();
         }
     }
@@ -199,7 +202,7 @@ impl BlockWriter {
     /// Stops the prefetch's warmers and waits for the ones still loading,
     /// so that none puts a pre-block branch over a written-through one.
     fn stop_prefetch(&mut self) -> u64 {
-        let Some(ticket) = self.prefetch.take() else {
+        let Some((ticket, _coalescing)) = self.prefetch.take() else {
             return 0;
         };
         ticket.cancel();
