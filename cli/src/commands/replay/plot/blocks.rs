@@ -27,14 +27,17 @@ impl Series {
     fn caption(self) -> &'static str {
         match self {
             Series::Wall => "block time per block (parse, read check, staging, commit)",
-            Series::Root => "root time per block (state-root calculation in the commit)",
+            Series::Root => {
+                "root time per block (state-root calculation; with prefetch beside the reads)"
+            }
         }
     }
 }
 
-/// The legend name of a run: its warmers and cache.
+/// The legend name of a run: its warmers and cache (and prefetch).
 pub(super) fn run_label(run: &RunResult) -> String {
-    format!("{} warmers, {}", run.warmers, run.cache.name())
+    let prefetch = if run.prefetch { ", prefetch" } else { "" };
+    format!("{} warmers, {}{prefetch}", run.warmers, run.cache.name())
 }
 
 /// Draws `series` of every run on `area`.

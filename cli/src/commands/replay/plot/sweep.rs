@@ -60,15 +60,25 @@ impl WarmerAxis {
     }
 }
 
-/// The cache kinds of the sweep, in the order given.
-fn caches(runs: &[RunResult]) -> Vec<CacheKind> {
-    let mut caches: Vec<CacheKind> = Vec::new();
+/// The lines of the sweep: each cache kind with prefetch off and on, as
+/// far as the sweep ran them, in the order given.
+fn caches(runs: &[RunResult]) -> Vec<(CacheKind, bool)> {
+    let mut caches: Vec<(CacheKind, bool)> = Vec::new();
     for run in runs {
-        if !caches.contains(&run.cache) {
-            caches.push(run.cache);
+        if !caches.contains(&(run.cache, run.prefetch)) {
+            caches.push((run.cache, run.prefetch));
         }
     }
     caches
+}
+
+/// A line's legend name: the cache, and "+ prefetch" when it prefetched.
+fn line_name((cache, prefetch): (CacheKind, bool)) -> String {
+    if prefetch {
+        format!("{} + prefetch", cache.name())
+    } else {
+        cache.name().to_owned()
+    }
 }
 
 /// Commitment-regime read latency (µs) of the busiest tier vs warmers:
@@ -93,7 +103,7 @@ pub(super) fn draw_read_latency(area: &Area<'_>, runs: &[RunResult]) -> Result<(
         for (quantile, stroke) in [("p50", Stroke::Points), ("p99", Stroke::DashedPoints)] {
             let points: Vec<(f64, f64)> = runs
                 .iter()
-                .filter(|r| r.cache == cache)
+                .filter(|r| (r.cache, r.prefetch) == cache)
                 .filter_map(|r| {
                     let (p50, p99) = commitment_tier(&r.reads, tier)?;
                     let ns = if quantile == "p50" { p50 } else { p99 };
@@ -102,7 +112,7 @@ pub(super) fn draw_read_latency(area: &Area<'_>, runs: &[RunResult]) -> Result<(
                 .collect();
             draw_line(&mut chart, &points, color, stroke)?;
             legend.push(LegendEntry {
-                label: format!("{} {quantile}", cache.name()),
+                label: format!("{} {quantile}", line_name(cache)),
                 color,
                 stroke,
             });
@@ -128,12 +138,12 @@ pub(super) fn draw_block_time(area: &Area<'_>, runs: &[RunResult]) -> Result<(),
         let color = color(i);
         let points: Vec<(f64, f64)> = runs
             .iter()
-            .filter(|r| r.cache == cache && r.blocks > 0)
+            .filter(|r| (r.cache, r.prefetch) == cache && r.blocks > 0)
             .map(|r| (axis.x(r.warmers), block_ms(r)))
             .collect();
         draw_line(&mut chart, &points, color, Stroke::Points)?;
         legend.push(LegendEntry {
-            label: cache.name().to_owned(),
+            label: line_name(cache),
             color,
             stroke: Stroke::Points,
         });
