@@ -4,6 +4,7 @@
 //! `init`, `replay`, `get`, `root`, `proof`, `stats`, `compact`, `verify` and `unwind` drive
 //! strata-storage's `StateDb`.
 
+mod cache_json;
 mod check_trace;
 mod compact;
 mod completions;

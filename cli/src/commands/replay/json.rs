@@ -8,8 +8,10 @@ use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
+
+use crate::commands::cache_json::CacheJson;
 use strata_storage::telemetry::CellSummary;
-use strata_storage::{CacheStats, Durability, Options};
+use strata_storage::{Durability, Options};
 
 use super::ReplayArgs;
 use super::host::Host;
@@ -163,34 +165,6 @@ impl From<&Options> for StoreOptions {
     }
 }
 
-/// The branch cache's counters at the end of a run.
-#[derive(Debug, Serialize)]
-struct CacheReport {
-    hits: u64,
-    misses: u64,
-    hit_rate: f64,
-    inserts: u64,
-    evictions: u64,
-    entries: u64,
-    bytes: u64,
-    capacity_bytes: u64,
-}
-
-impl From<&CacheStats> for CacheReport {
-    fn from(c: &CacheStats) -> Self {
-        CacheReport {
-            hits: c.hits,
-            misses: c.misses,
-            hit_rate: c.hit_rate(),
-            inserts: c.inserts,
-            evictions: c.evictions,
-            entries: c.entries,
-            bytes: c.weight_bytes,
-            capacity_bytes: c.capacity_bytes,
-        }
-    }
-}
-
 /// One read-latency cell (domain × tier × regime), nanoseconds.
 #[derive(Debug, Serialize)]
 struct ReadCell {
@@ -250,8 +224,8 @@ struct RunReport<'a> {
     roots_checked: u64,
     final_block: Option<u64>,
     final_root: String,
-    cache_stats: CacheReport,
-    value_cache_stats: CacheReport,
+    cache_stats: CacheJson,
+    value_cache_stats: CacheJson,
     warmer_loads: u64,
     maintenance: &'a MaintenanceTotals,
     reads: Vec<ReadCell>,
@@ -289,8 +263,8 @@ impl<'a> From<&'a RunResult> for RunReport<'a> {
             roots_checked: run.roots_checked,
             final_block: run.final_block,
             final_root: run.final_root.to_string(),
-            cache_stats: CacheReport::from(&run.cache_stats),
-            value_cache_stats: CacheReport::from(&run.value_cache_stats),
+            cache_stats: CacheJson::from(&run.cache_stats),
+            value_cache_stats: CacheJson::from(&run.value_cache_stats),
             warmer_loads: run.warmer_loads,
             maintenance: &run.maintenance,
             reads: run.reads.cells.iter().map(ReadCell::from).collect(),

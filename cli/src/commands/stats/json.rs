@@ -3,7 +3,9 @@
 
 use alloy_primitives::B256;
 use serde::Serialize;
-use strata_storage::{CacheStats, DbStats, DomainStats, LiveSize};
+
+use crate::commands::cache_json::CacheJson;
+use strata_storage::{DbStats, DomainStats, LiveSize};
 
 use super::Live;
 
@@ -68,19 +70,6 @@ struct FileJson {
 }
 
 #[derive(Debug, Serialize)]
-struct CacheJson {
-    hits: u64,
-    misses: u64,
-    /// Hits over lookups, 0 to 1.
-    hit_rate: f64,
-    inserts: u64,
-    evictions: u64,
-    entries: u64,
-    bytes: u64,
-    capacity_bytes: u64,
-}
-
-#[derive(Debug, Serialize)]
 struct LiveJson {
     domains: Vec<LiveDomainJson>,
     /// Key and value bytes of every live entry.
@@ -112,7 +101,7 @@ impl StatsJson {
             files_total: domains.iter().map(|d| d.files.len()).sum(),
             file_bytes_total: domains.iter().map(|d| d.file_bytes).sum(),
             domains,
-            branch_cache: CacheJson::new(&stats.cache),
+            branch_cache: CacheJson::from(&stats.cache),
             live: live.map(LiveJson::new),
         }
     }
@@ -148,21 +137,6 @@ impl DomainJson {
             file_entries: files.iter().map(|f| f.entries).sum(),
             file_bytes: files.iter().map(|f| f.bytes).sum(),
             files,
-        }
-    }
-}
-
-impl CacheJson {
-    fn new(cache: &CacheStats) -> CacheJson {
-        CacheJson {
-            hits: cache.hits,
-            misses: cache.misses,
-            hit_rate: cache.hit_rate(),
-            inserts: cache.inserts,
-            evictions: cache.evictions,
-            entries: cache.entries,
-            bytes: cache.weight_bytes,
-            capacity_bytes: cache.capacity_bytes,
         }
     }
 }
