@@ -68,7 +68,7 @@ impl StateReader {
 
     /// Starts timing a read unless this handle is untimed.
     #[inline]
-    fn start(&self) -> Option<std::time::Instant> {
+    pub(crate) fn start(&self) -> Option<std::time::Instant> {
         if self.timed {
             self.metrics.start()
         } else {

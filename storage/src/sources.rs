@@ -57,7 +57,7 @@ impl CachedBranches {
 impl BranchSource for CachedBranches {
     fn branch(&self, path: &[u8]) -> Result<Option<Bytes>, SourceError> {
         let metrics = self.reader.metrics();
-        let started = metrics.start();
+        let started = self.reader.start();
         let regime = self.reader.regime();
         if !self.coalesce {
             if let Some(value) = self.cache.get(path) {
