@@ -42,6 +42,7 @@ mod maintenance;
 mod memory;
 mod options;
 mod overlay;
+mod range;
 mod read_only;
 mod reader;
 #[cfg(feature = "revm")]

@@ -216,6 +216,28 @@ impl MemoryTier {
     }
 
     /// The storage entries of `address` in key order.
+    /// The tier's entries of `domain` with keys ≥ `from`, in key order
+    /// (newest write per key; `None` for a deletion).
+    pub(crate) fn entries_from(
+        &self,
+        domain: Domain,
+        from: &[u8],
+    ) -> Box<dyn Iterator<Item = (Bytes, Option<Bytes>)> + '_> {
+        if domain == Domain::Commitment {
+            let from = from.to_vec();
+            return Box::new(
+                self.entries(domain)
+                    .into_iter()
+                    .filter(move |(key, _)| key.as_ref() >= from.as_slice()),
+            );
+        }
+        Box::new(
+            self.maps[domain.index()]
+                .range(Bytes::copy_from_slice(from)..)
+                .map(|(key, found)| (key.clone(), found.value.clone())),
+        )
+    }
+
     pub(crate) fn storage_of(
         &self,
         address: &Address,

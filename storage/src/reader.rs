@@ -323,6 +323,17 @@ impl StateReader {
         })
     }
 
+    /// The snapshot this handle reads.
+    pub(crate) fn snapshot(&self) -> &Snapshot {
+        &self.snapshot
+    }
+
+    /// The writes read before the snapshot: a block writer's own, or for
+    /// a reader at an older block the undo of the later blocks.
+    pub(crate) fn overlay(&self) -> Option<&Overlay> {
+        self.overlay.as_deref()
+    }
+
     pub(crate) fn metrics(&self) -> &Arc<ReadMetrics> {
         &self.metrics
     }

@@ -13,12 +13,9 @@ use crate::db::guard::guarded;
 use crate::db::value;
 use crate::domain::Domain;
 use crate::error::{Result, db_err};
+use crate::range::{Source, merge_newest};
 use crate::read_only::ReadOnlyStateDb;
 use crate::snapshot::Snapshot;
-
-/// One tier's entries of a domain in key order: each key and whether its
-/// version there is a value (`false`: a tombstone).
-type Source<'a> = Box<dyn Iterator<Item = Result<(Bytes, bool)>> + 'a>;
 
 impl ReadOnlyStateDb {
     /// Up to `count` live keys of `domain` at the newest published block,
@@ -45,7 +42,7 @@ fn sample(snapshot: &Snapshot, domain: Domain, count: usize, seed: u64) -> Resul
         .memory
         .entries(domain)
         .into_iter()
-        .map(|(key, value)| Ok((key, value.is_some())));
+        .map(|(key, value)| Ok((key, value.map(|_| Bytes::new()))));
     // redb may panic on a damaged page anywhere in the walk.
     guarded(domain.name(), || {
         let db = snapshot
@@ -55,49 +52,27 @@ fn sample(snapshot: &Snapshot, domain: Domain, count: usize, seed: u64) -> Resul
             .map(move |entry| {
                 let (key, raw) = entry.map_err(db_err("iterate"))?;
                 let (_, found) = value::decode(domain, key.value(), raw.value())?;
-                Ok((Bytes::copy_from_slice(key.value()), found.is_some()))
+                // The value is not needed: an empty one marks it live.
+                Ok((
+                    Bytes::copy_from_slice(key.value()),
+                    found.map(|_| Bytes::new()),
+                ))
             });
         let mut sources: Vec<Source<'_>> = vec![Box::new(memory), Box::new(db)];
         // Newest file first, as reads search them.
         for file in snapshot.files.files(domain) {
             sources.push(Box::new(file.iter().map(|entry| {
                 let (key, found) = entry?;
-                Ok((key, found.value().is_some()))
+                Ok((key, found.value().map(|_| Bytes::new())))
             })));
         }
         let mut reservoir = Reservoir::new(count, seed);
-        for_each_live_key(sources, |key| reservoir.offer(key))?;
+        merge_newest(sources, |key, _| {
+            reservoir.offer(key);
+            true
+        })?;
         Ok(reservoir.into_sorted())
     })
-}
-
-/// Calls `visit` with every key of the union of `sources` whose newest
-/// version is a value, in key order. Each source must be in strictly
-/// increasing key order; among sources holding a key, the earliest is the
-/// newest. Holds one entry per source.
-fn for_each_live_key(mut sources: Vec<Source<'_>>, mut visit: impl FnMut(Bytes)) -> Result<()> {
-    let mut heads = sources
-        .iter_mut()
-        .map(|source| source.next().transpose())
-        .collect::<Result<Vec<_>>>()?;
-    loop {
-        // `min_by` keeps the first of equal keys: the newest source's version.
-        let Some((key, live)) = heads.iter().flatten().min_by(|a, b| a.0.cmp(&b.0)).cloned() else {
-            return Ok(());
-        };
-        for (head, source) in heads.iter_mut().zip(&mut sources) {
-            if head.as_ref().is_some_and(|(at, _)| *at == key) {
-                *head = source.next().transpose()?;
-                debug_assert!(
-                    head.as_ref().is_none_or(|(next, _)| *next > key),
-                    "a tier's entries out of key order after {key:?}"
-                );
-            }
-        }
-        if live {
-            visit(key);
-        }
-    }
 }
 
 /// Uniform sampling of `capacity` items from a stream of unknown length
@@ -145,84 +120,7 @@ impl Reservoir {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
     use super::*;
-
-    /// A source over `entries` (key byte, live).
-    fn source(entries: &[(u8, bool)]) -> Source<'static> {
-        let entries: Vec<_> = entries
-            .iter()
-            .map(|&(key, live)| Ok((Bytes::from(vec![key]), live)))
-            .collect();
-        Box::new(entries.into_iter())
-    }
-
-    fn live_keys(tiers: &[&[(u8, bool)]]) -> Vec<u8> {
-        let mut out = Vec::new();
-        for_each_live_key(tiers.iter().map(|t| source(t)).collect(), |key| {
-            out.push(key[0]);
-        })
-        .unwrap();
-        out
-    }
-
-    /// The model: apply the tiers oldest first into a map.
-    fn model(tiers: &[&[(u8, bool)]]) -> Vec<u8> {
-        let mut newest = BTreeMap::new();
-        for tier in tiers.iter().rev() {
-            for &(key, live) in *tier {
-                newest.insert(key, live);
-            }
-        }
-        newest
-            .into_iter()
-            .filter_map(|(k, live)| live.then_some(k))
-            .collect()
-    }
-
-    #[test]
-    fn the_newest_tier_decides_and_each_key_comes_once() {
-        let cases: [&[&[(u8, bool)]]; 5] = [
-            &[],
-            &[&[], &[]],
-            &[
-                &[(1, true), (3, false)],
-                &[(1, false), (2, true), (3, true)],
-            ],
-            &[
-                &[(5, false)],
-                &[(5, true), (6, true)],
-                &[(4, true), (5, true)],
-            ],
-            &[
-                &[(2, true)],
-                &[(1, false), (2, false), (9, true)],
-                &[(1, true), (2, true), (3, true), (9, false)],
-            ],
-        ];
-        for tiers in cases {
-            assert_eq!(live_keys(tiers), model(tiers), "{tiers:?}");
-        }
-        assert_eq!(live_keys(cases[3]), vec![4, 6]);
-    }
-
-    #[test]
-    fn an_error_in_a_tier_ends_the_walk_with_it() {
-        let failing: Source<'static> = Box::new(
-            [
-                Ok((Bytes::from_static(b"a"), true)),
-                Err(crate::Error::Maintenance("bad tier".into())),
-            ]
-            .into_iter(),
-        );
-        let mut seen = Vec::new();
-        let result = for_each_live_key(vec![failing], |key| seen.push(key));
-        assert!(
-            matches!(result, Err(crate::Error::Maintenance(_))),
-            "{result:?}"
-        );
-    }
 
     #[test]
     fn the_reservoir_keeps_everything_when_it_fits_and_is_uniform_otherwise() {

@@ -9,6 +9,7 @@ mod datadir;
 mod journal;
 mod model;
 mod oracle;
+mod range;
 mod readme;
 mod refusal;
 mod sample;
