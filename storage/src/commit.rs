@@ -16,6 +16,7 @@ use crate::inner::Inner;
 use crate::journal::{BlockRecord, Previous, RecordWrite};
 use crate::keys::split_storage_key;
 use crate::overlay::Overlay;
+use crate::reader::StateReader;
 use crate::snapshot::Snapshot;
 use crate::sources::{CachedBranches, OverlayState, ROOT_RECORD_KEY, hashed_paths};
 use crate::telemetry::CommitFigures;
@@ -134,7 +135,14 @@ pub(crate) fn prepare_block(
             let output = compute_root(&update, &branches, &state, &options);
             (output, started.elapsed())
         },
-        || previous_values(base, &overlay, number),
+        || {
+            // Through the value cache: the block's keys were mostly read
+            // (or prefetched) while it executed.
+            let before = inner
+                .reader(base.clone(), None, Regime::Commitment)
+                .untimed();
+            previous_values(&before, &overlay, number)
+        },
     );
     let output = output.map_err(|source| Error::Commitment {
         block: number,
@@ -341,11 +349,11 @@ fn block_record(
 }
 
 /// The value each state write of `overlay` replaces (in the order
-/// [`block_record`] lists them), as `base` (the state before the block)
-/// holds it. Commitment records keep none: unwind recomputes them from the
+/// [`block_record`] lists them), as `before` (a reader of the state before
+/// the block) reads it. Commitment records keep none: unwind recomputes them from the
 /// restored state (records are canonical), which halves the journal.
 /// Block 0 keeps none (there is nothing to unwind to).
-fn previous_values(base: &Snapshot, overlay: &Overlay, block: u64) -> Result<Vec<Previous>> {
+fn previous_values(before: &StateReader, overlay: &Overlay, block: u64) -> Result<Vec<Previous>> {
     let mut out = Vec::with_capacity(overlay.len());
     for domain in [Domain::Account, Domain::Storage, Domain::Code] {
         for key in overlay.entries(domain).keys() {
@@ -353,7 +361,7 @@ fn previous_values(base: &Snapshot, overlay: &Overlay, block: u64) -> Result<Vec
                 out.push(Previous::NotKept);
                 continue;
             }
-            let (found, _) = base.get(domain, key)?;
+            let found = before.get_latest(domain, key)?;
             out.push(found.map_or(Previous::Absent, Previous::Value));
         }
     }
