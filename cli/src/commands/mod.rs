@@ -9,6 +9,7 @@ mod check_trace;
 mod compact;
 mod completions;
 mod datadir;
+mod export;
 mod gen_trace;
 mod get;
 mod import_geth;
@@ -30,6 +31,7 @@ use crate::logging::LogFormat;
 pub use check_trace::CheckTraceArgs;
 pub use compact::CompactArgs;
 pub use completions::CompletionsArgs;
+pub use export::ExportArgs;
 pub use gen_trace::GenTraceArgs;
 pub use get::{GetArgs, GetWhat};
 pub use import_geth::ImportGethArgs;
@@ -82,6 +84,8 @@ pub enum Command {
     Stats(StatsArgs),
     /// Collate, merge and prune a data directory's files.
     Compact(CompactArgs),
+    /// Write the last block's state as a line-by-line state dump (read-only).
+    Export(ExportArgs),
     /// Recompute the state root from the domains and compare it with the stored one.
     Verify(VerifyArgs),
     /// Restore one of the last blocks of a data directory (undo later blocks).
@@ -109,6 +113,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Proof(args) => proof::run(args),
         Command::Stats(args) => stats::run(args),
         Command::Compact(args) => compact::run(args),
+        Command::Export(args) => export::run(args),
         Command::Verify(args) => verify::run(args),
         Command::Unwind(args) => unwind::run(args),
         Command::GenTrace(args) => gen_trace::run(args),

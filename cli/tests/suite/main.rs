@@ -4,6 +4,7 @@ mod args;
 mod commands;
 mod common;
 mod dashboard;
+mod export;
 mod generator;
 mod hygiene;
 mod import_geth;
