@@ -7,13 +7,9 @@
 use bytes::Bytes;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use redb::ReadableTable;
 
-use crate::db::guard::guarded;
-use crate::db::value;
 use crate::domain::Domain;
-use crate::error::{Result, db_err};
-use crate::range::{Source, merge_newest};
+use crate::error::Result;
 use crate::read_only::ReadOnlyStateDb;
 use crate::snapshot::Snapshot;
 
@@ -38,41 +34,13 @@ fn sample(snapshot: &Snapshot, domain: Domain, count: usize, seed: u64) -> Resul
     if count == 0 {
         return Ok(Vec::new());
     }
-    let memory = snapshot
-        .memory
-        .entries(domain)
-        .into_iter()
-        .map(|(key, value)| Ok((key, value.map(|_| Bytes::new()))));
-    // redb may panic on a damaged page anywhere in the walk.
-    guarded(domain.name(), || {
-        let db = snapshot
-            .db_table(domain)
-            .iter()
-            .map_err(db_err("iterate"))?
-            .map(move |entry| {
-                let (key, raw) = entry.map_err(db_err("iterate"))?;
-                let (_, found) = value::decode(domain, key.value(), raw.value())?;
-                // The value is not needed: an empty one marks it live.
-                Ok((
-                    Bytes::copy_from_slice(key.value()),
-                    found.map(|_| Bytes::new()),
-                ))
-            });
-        let mut sources: Vec<Source<'_>> = vec![Box::new(memory), Box::new(db)];
-        // Newest file first, as reads search them.
-        for file in snapshot.files.files(domain) {
-            sources.push(Box::new(file.iter().map(|entry| {
-                let (key, found) = entry?;
-                Ok((key, found.value().map(|_| Bytes::new())))
-            })));
-        }
-        let mut reservoir = Reservoir::new(count, seed);
-        merge_newest(sources, |key, _| {
-            reservoir.offer(key);
-            true
-        })?;
-        Ok(reservoir.into_sorted())
-    })
+    // The same merged walk as the range reads, over the whole domain.
+    let mut reservoir = Reservoir::new(count, seed);
+    snapshot.visit_live_range(domain, None, &[], None, |key, _| {
+        reservoir.offer(key);
+        true
+    })?;
+    Ok(reservoir.into_sorted())
 }
 
 /// Uniform sampling of `capacity` items from a stream of unknown length
