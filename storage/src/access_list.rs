@@ -24,6 +24,7 @@ use crate::account::Account;
 use crate::domain::Domain;
 use crate::error::{Error, Result};
 use crate::overlay::Overlay;
+use crate::sources::{account_path, storage_path};
 
 /// The accounts a block touches and the state it leaves them in.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -60,8 +61,13 @@ pub struct AccountAccess {
 impl AccountAccess {
     /// Whether the block changes the account (or its storage).
     pub fn is_written(&self) -> bool {
-        self.destroyed
-            || self.balance.is_some()
+        self.destroyed || self.sets_fields()
+    }
+
+    /// Whether the block sets a field or a slot of the account (which,
+    /// after a destruction, re-creates it).
+    fn sets_fields(&self) -> bool {
+        self.balance.is_some()
             || self.nonce.is_some()
             || self.code.is_some()
             || !self.storage_changes.is_empty()
@@ -99,11 +105,7 @@ pub(crate) fn stage(
             overlay.delete_account(address);
             written += 1;
         }
-        let changes_account = access.balance.is_some()
-            || access.nonce.is_some()
-            || access.code.is_some()
-            || !access.storage_changes.is_empty();
-        if !changes_account {
+        if !access.sets_fields() {
             continue;
         }
         let mut account = if access.destroyed {
@@ -266,11 +268,9 @@ pub(crate) fn prefetch_items(list: &BlockAccessList) -> Vec<PrefetchItem> {
         }
     }
     for access in list.accounts.iter().filter(|a| a.is_written()) {
-        let account_path = crate::sources::nibbles(keccak256(access.address).as_slice());
+        let account_path = account_path(&access.address);
         for (slot, _) in &access.storage_changes {
-            let mut path = account_path.clone();
-            path.extend(crate::sources::nibbles(keccak256(slot).as_slice()));
-            items.push(PrefetchItem::Path(path));
+            items.push(PrefetchItem::Path(storage_path(&account_path, slot)));
         }
         items.push(PrefetchItem::Path(account_path));
     }

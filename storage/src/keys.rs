@@ -27,3 +27,14 @@ pub fn split_storage_key(key: &[u8]) -> Option<(Address, B256)> {
 pub fn address_key(key: &[u8]) -> Option<Address> {
     (key.len() == 20).then(|| Address::from_slice(key))
 }
+
+/// The key right after every key that starts with `bytes` and is as long:
+/// `bytes` plus one as a big-endian number (the next address, the next
+/// slot, the first key past an account's storage), `None` after the last.
+pub fn next_key(bytes: &[u8]) -> Option<Vec<u8>> {
+    let mut next = bytes.to_vec();
+    let last = next.iter().rposition(|b| *b != u8::MAX)?;
+    next[last] += 1;
+    next[last + 1..].fill(0);
+    Some(next)
+}

@@ -7,14 +7,14 @@
 use alloy_primitives::{Address, B256, U256};
 use bytes::Bytes;
 
-use crate::account::{Account, decode_slot_value};
+use crate::account::Account;
 use crate::db::guard::guarded;
-use crate::db::value::{self, hex};
+use crate::db::value;
 use crate::domain::Domain;
-use crate::error::{Error, Result, db_err};
-use crate::keys::{STORAGE_KEY_LEN, storage_key};
+use crate::error::{Result, db_err};
+use crate::keys::{STORAGE_KEY_LEN, next_key, storage_key};
 use crate::overlay::Overlay;
-use crate::reader::StateReader;
+use crate::reader::{StateReader, decode_account, decode_slot};
 use crate::snapshot::Snapshot;
 
 /// One tier's entries of a domain in key order: each key and its version
@@ -152,14 +152,10 @@ impl StateReader {
                 let Some(address) = crate::keys::address_key(&key) else {
                     return true; // a raw key of another length: not an account
                 };
-                match Account::decode(&raw) {
+                match decode_account(&key, &raw) {
                     Ok(account) => out.push((address, account)),
-                    Err(what) => {
-                        failure = Some(Error::CorruptRecord {
-                            domain: Domain::Account,
-                            key: hex(&key),
-                            what: what.to_string(),
-                        });
+                    Err(error) => {
+                        failure = Some(error);
                         return false;
                     }
                 }
@@ -184,11 +180,9 @@ impl StateReader {
             return Ok(out);
         }
         let start = storage_key(address, from);
-        let mut end = [0u8; 20];
-        end.copy_from_slice(address.as_slice());
         // The first key past this account's storage: the address plus one
         // (all-0xff addresses run to the end of the domain).
-        let end = increment(&end);
+        let end = next_key(address.as_slice());
         let overlay = self.overlay();
         let wiped = overlay.is_some_and(|o| o.wiped().contains(address));
         let newer = overlay.map(|o| overlay_source(o, Domain::Storage, &start, end.as_deref()));
@@ -201,14 +195,10 @@ impl StateReader {
             else {
                 return true;
             };
-            match decode_slot_value(&raw) {
+            match decode_slot(&key, &raw) {
                 Ok(value) => out.push((slot, value)),
-                Err(what) => {
-                    failure = Some(Error::CorruptRecord {
-                        domain: Domain::Storage,
-                        key: hex(&key),
-                        what: what.to_string(),
-                    });
+                Err(error) => {
+                    failure = Some(error);
                     return false;
                 }
             }
@@ -230,20 +220,6 @@ impl StateReader {
         }
         failure.map_or(Ok(out), Err)
     }
-}
-
-/// `bytes` plus one as a big-endian number, or `None` when it overflows.
-fn increment(bytes: &[u8]) -> Option<Vec<u8>> {
-    let mut next = bytes.to_vec();
-    for byte in next.iter_mut().rev() {
-        if *byte == u8::MAX {
-            *byte = 0;
-        } else {
-            *byte += 1;
-            return Some(next);
-        }
-    }
-    None
 }
 
 #[cfg(test)]
@@ -331,8 +307,8 @@ mod tests {
     }
 
     #[test]
-    fn increment_carries_and_overflows() {
-        assert_eq!(increment(&[0, 0xff]), Some(vec![1, 0]));
-        assert_eq!(increment(&[0xff, 0xff]), None);
+    fn next_key_carries_and_ends() {
+        assert_eq!(next_key(&[0, 0xff]), Some(vec![1, 0]));
+        assert_eq!(next_key(&[0xff, 0xff]), None);
     }
 }

@@ -184,30 +184,18 @@ impl StateReader {
     /// The account at `address`, or `None` when it does not exist.
     pub fn account(&self, address: &Address) -> Result<Option<Account>> {
         self.read_with(Domain::Account, address.as_slice(), |raw| {
-            raw.map(|raw| Account::decode(raw.as_slice()))
+            raw.map(|raw| decode_account(address.as_slice(), raw.as_slice()))
         })?
         .transpose()
-        .map_err(|what| Error::CorruptRecord {
-            domain: Domain::Account,
-            key: hex(address.as_slice()),
-            what: what.to_string(),
-        })
     }
 
     /// The value of `slot` in `address`'s storage (zero when unset).
     pub fn storage(&self, address: &Address, slot: &B256) -> Result<U256> {
         let key = storage_key(address, slot);
         let value = self.read_with(Domain::Storage, &key, |raw| {
-            raw.map(|raw| decode_slot_value(raw.as_slice()))
+            raw.map(|raw| decode_slot(&key, raw.as_slice()))
         })?;
-        match value {
-            None => Ok(U256::ZERO),
-            Some(decoded) => decoded.map_err(|what| Error::CorruptRecord {
-                domain: Domain::Storage,
-                key: hex(&key),
-                what: what.to_string(),
-            }),
-        }
+        Ok(value.transpose()?.unwrap_or(U256::ZERO))
     }
 
     /// Bytecode by its keccak256 hash (one read), or `None` when no block
@@ -357,4 +345,24 @@ fn tier_of(found: Found) -> Tier {
         Found::File(level) => Tier::File(level.min(u8::MAX as usize) as u8),
         Found::Nowhere => Tier::Absent,
     }
+}
+
+/// An account record as stored under `key`, or [`Error::CorruptRecord`]
+/// naming the key.
+pub(crate) fn decode_account(key: &[u8], raw: &[u8]) -> Result<Account> {
+    Account::decode(raw).map_err(|what| Error::CorruptRecord {
+        domain: Domain::Account,
+        key: hex(key),
+        what: what.to_string(),
+    })
+}
+
+/// A storage slot's value as stored under `key`, or
+/// [`Error::CorruptRecord`] naming the key.
+pub(crate) fn decode_slot(key: &[u8], raw: &[u8]) -> Result<U256> {
+    decode_slot_value(raw).map_err(|what| Error::CorruptRecord {
+        domain: Domain::Storage,
+        key: hex(key),
+        what: what.to_string(),
+    })
 }

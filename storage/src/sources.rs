@@ -153,17 +153,28 @@ impl StateSource for OverlayState {
 pub(crate) fn hashed_paths(update: &TrieUpdate) -> Vec<Vec<u8>> {
     let mut paths = Vec::with_capacity(update.accounts.len() + update.storage.len());
     for address in &update.accounts {
-        paths.push(nibbles(keccak256(address).as_slice()));
+        paths.push(account_path(address));
     }
     for (address, slot) in &update.storage {
-        let mut path = nibbles(keccak256(address).as_slice());
-        path.extend(nibbles(keccak256(slot).as_slice()));
-        paths.push(path);
+        paths.push(storage_path(&account_path(address), slot));
     }
     paths
 }
 
+/// The hashed trie path of an account: `keccak(address)`, one nibble per byte.
+pub(crate) fn account_path(address: &Address) -> Vec<u8> {
+    nibbles(keccak256(address).as_slice())
+}
+
+/// The path of `slot` in the storage of the account at `account_path`.
+pub(crate) fn storage_path(account_path: &[u8], slot: &B256) -> Vec<u8> {
+    let mut path = Vec::with_capacity(account_path.len() + 64);
+    path.extend_from_slice(account_path);
+    path.extend(nibbles(keccak256(slot).as_slice()));
+    path
+}
+
 /// One nibble per byte, high nibble first.
-pub(crate) fn nibbles(bytes: &[u8]) -> Vec<u8> {
+fn nibbles(bytes: &[u8]) -> Vec<u8> {
     bytes.iter().flat_map(|b| [b >> 4, b & 0x0f]).collect()
 }

@@ -347,13 +347,7 @@ fn read_account(
 ) -> Result<Option<Account>> {
     match overlay.get(Domain::Account, address.as_slice()) {
         Some(None) => Ok(None),
-        Some(Some(raw)) => Account::decode(raw)
-            .map(Some)
-            .map_err(|what| Error::CorruptRecord {
-                domain: Domain::Account,
-                key: crate::db::value::hex(address.as_slice()),
-                what: what.to_string(),
-            }),
+        Some(Some(raw)) => crate::reader::decode_account(address.as_slice(), raw).map(Some),
         None => base.account(address),
     }
 }

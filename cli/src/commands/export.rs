@@ -17,6 +17,7 @@ use std::time::Instant;
 use alloy_primitives::{Address, B256, Bytes, KECCAK256_EMPTY, U256};
 use clap::Args;
 use serde::Serialize;
+use strata_storage::keys::next_key;
 use strata_storage::{Regime, StateReader};
 
 use super::datadir::open_for_reading;
@@ -112,10 +113,7 @@ fn write_dump(
     out: &mut impl Write,
 ) -> Result<(u64, u64), Failure> {
     let read = |e| Failure::Cli(CliError::storage(&args.datadir)(e));
-    let line = |out: &mut dyn Write, value: &dyn erased::Line| -> Result<(), Failure> {
-        value.write(out).map_err(Failure::Write)
-    };
-    line(
+    write_line(
         out,
         &RootLine {
             root: reader.root(),
@@ -141,7 +139,7 @@ fn write_dump(
             let storage = account_storage(reader, &address).map_err(read)?;
             slots += storage.len() as u64;
             accounts += 1;
-            line(
+            write_line(
                 out,
                 &AccountLine {
                     address,
@@ -180,37 +178,20 @@ fn account_storage(
 
 /// The address after `address`, `None` after the last.
 fn next_address(address: &Address) -> Option<Address> {
-    next_bytes(address.as_slice()).map(|b| Address::from_slice(&b))
+    next_key(address.as_slice()).map(|b| Address::from_slice(&b))
 }
 
 /// The word after `word`, `None` after the last.
 fn next_word(word: &B256) -> Option<B256> {
-    next_bytes(word.as_slice()).map(|b| B256::from_slice(&b))
+    next_key(word.as_slice()).map(|b| B256::from_slice(&b))
 }
 
-fn next_bytes(bytes: &[u8]) -> Option<Vec<u8>> {
-    let mut next = bytes.to_vec();
-    let last = next.iter().rposition(|b| *b != u8::MAX)?;
-    next[last] += 1;
-    next[last + 1..].fill(0);
-    Some(next)
-}
-
-/// One JSON line per value, whatever its type.
-mod erased {
-    use std::io::Write;
-
-    /// A value written as one line of JSON.
-    pub(super) trait Line {
-        fn write(&self, out: &mut dyn Write) -> std::io::Result<()>;
-    }
-
-    impl<T: serde::Serialize> Line for T {
-        fn write(&self, out: &mut dyn Write) -> std::io::Result<()> {
-            serde_json::to_writer(&mut *out, self)?;
-            out.write_all(b"\n")
-        }
-    }
+/// Writes `value` as one line of JSON.
+fn write_line(out: &mut impl Write, value: &impl Serialize) -> Result<(), Failure> {
+    serde_json::to_writer(&mut *out, value)
+        .map_err(std::io::Error::from)
+        .and_then(|()| out.write_all(b"\n"))
+        .map_err(Failure::Write)
 }
 
 #[cfg(test)]

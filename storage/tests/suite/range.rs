@@ -78,13 +78,10 @@ fn check(reader: &StateReader, model: &Model, page: usize) {
         seen.extend(batch.into_iter().map(|(a, account)| (a, account.nonce)));
         match last {
             Some(last) if full => {
-                let mut next = last.0;
-                let Some(i) = next.iter().rposition(|b| *b != 0xff) else {
+                let Some(next) = strata_storage::keys::next_key(last.as_slice()) else {
                     break;
                 };
-                next[i] += 1;
-                next[i + 1..].fill(0);
-                from = Address::from(next);
+                from = Address::from_slice(&next);
             }
             _ => break,
         }
