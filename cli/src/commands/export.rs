@@ -34,7 +34,8 @@ pub struct ExportArgs {
     /// The data directory (opened read-only; a writer may keep writing).
     #[arg(long, value_name = "DIR")]
     pub datadir: PathBuf,
-    /// Write the dump to this file instead of standard output.
+    /// Write the dump to this file instead of standard output (written
+    /// beside it and renamed over it once whole).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
 }
@@ -67,13 +68,24 @@ pub(super) fn run(args: ExportArgs) -> Result<(), CliError> {
         .map_err(CliError::storage(&args.datadir))?;
     let (accounts, slots) = match &args.out {
         Some(path) => {
-            let file = std::fs::File::create(path).map_err(CliError::file(path))?;
+            // Written beside the target and renamed over it once whole: an
+            // export that fails or is killed leaves no truncated dump.
+            let folder = path
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or_else(|| std::path::Path::new("."));
+            let file = tempfile::NamedTempFile::new_in(folder).map_err(CliError::file(folder))?;
             let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
             let counts = write_dump(&reader, &args, &mut out).map_err(|e| match e {
                 Failure::Write(e) => CliError::file(path)(e),
                 Failure::Cli(e) => e,
             })?;
-            out.flush().map_err(CliError::file(path))?;
+            let file = out
+                .into_inner()
+                .map_err(|e| CliError::file(path)(e.into_error()))?;
+            file.as_file().sync_all().map_err(CliError::file(path))?;
+            file.persist(path)
+                .map_err(|e| CliError::file(path)(e.error))?;
             counts
         }
         None => {
