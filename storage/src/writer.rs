@@ -43,6 +43,10 @@ pub struct BlockWriter {
     prefetch: Option<(WarmupTicket, strata_cache::Coalescing)>,
     /// The root computed from an access list on a thread of its own.
     alongside: Option<JoinHandle<Result<Alongside>>>,
+    /// The writes that list describes, once its root was joined: the
+    /// block's writes are checked against them until it is committed,
+    /// whichever root the commit then uses.
+    listed: Option<Arc<Overlay>>,
 }
 
 /// What a root computed alongside execution left for the commit.
@@ -65,6 +69,7 @@ impl BlockWriter {
             prepared: None,
             prefetch: None,
             alongside: None,
+            listed: None,
         }
     }
 
@@ -183,8 +188,9 @@ impl BlockWriter {
         Ok(())
     }
 
-    /// Waits for a root computed alongside and checks the block's writes
-    /// against its list: the prepared block, with the time waited.
+    /// Waits for a root computed alongside and keeps its list's writes for
+    /// [`BlockWriter::check_listed`]: the prepared block, with the time
+    /// waited.
     fn join_alongside(&mut self) -> Result<Option<(PreparedBlock, Duration)>> {
         let Some(handle) = self.alongside.take() else {
             return Ok(None);
@@ -195,8 +201,17 @@ impl BlockWriter {
             message: crate::ledger::panic_message(&panic),
         })??;
         let waited = waited.elapsed();
-        access_list::check_writes(self.number, &alongside.listed, &self.overlay)?;
+        self.listed = Some(alongside.listed);
         Ok(Some((alongside.prepared, waited)))
+    }
+
+    /// Refuses the block if an access list's root was joined and the
+    /// block's writes now differ from the list's.
+    fn check_listed(&self) -> Result<()> {
+        match &self.listed {
+            Some(listed) => access_list::check_writes(self.number, listed, &self.overlay),
+            None => Ok(()),
+        }
     }
 
     /// Stops the prefetch's warmers and waits for the ones still loading,
@@ -276,13 +291,14 @@ impl BlockWriter {
             return Ok(prepared.root());
         }
         let number = self.number;
-        let result = self
-            .inner
-            .check_poisoned()
-            .and_then(|()| match self.join_alongside()? {
-                Some((prepared, _)) => Ok(prepared),
-                None => prepare_block(&self.inner, number, &self.base, self.overlay.clone()),
-            });
+        let result = self.inner.check_poisoned().and_then(|()| {
+            let prepared = match self.join_alongside()? {
+                Some((prepared, _)) => prepared,
+                None => prepare_block(&self.inner, number, &self.base, self.overlay.clone())?,
+            };
+            self.check_listed()?;
+            Ok(prepared)
+        });
         let prepared = self
             .inner
             .poison_on_error(result)
@@ -314,6 +330,9 @@ impl BlockWriter {
                     ),
                 },
             };
+            // Also when `state_root` joined the list's root and the block was
+            // written to since.
+            self.check_listed()?;
             let prefetched = self.stop_prefetch();
             let mut info = persist_block(&self.inner, prepared, self.expected_root)?;
             info.prefetched = prefetched;

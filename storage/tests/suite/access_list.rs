@@ -268,6 +268,21 @@ fn a_block_that_differs_from_its_list_is_refused_and_the_store_goes_on() {
     block.commit().unwrap();
     assert_eq!(db.last_block(), Some(1));
 
+    // A write after `state_root` joined the list's root is still checked
+    // at commit.
+    let mut block = db.begin_block(2).unwrap();
+    let list2 = Arc::new(self::list(2));
+    block.root_alongside(list2.clone()).unwrap();
+    block.apply_access_list(&list2).unwrap();
+    block.state_root().unwrap();
+    block.put_storage(who(4), slot(3), U256::from(1));
+    let error = block.commit().unwrap_err();
+    assert!(
+        matches!(&error, Error::AccessListMismatch { block: 2, .. }),
+        "{error}"
+    );
+    assert_eq!(db.last_block(), Some(1), "nothing committed");
+
     // A writer dropped with its prefetch and root thread running leaves
     // nothing behind.
     let mut block = db.begin_block(2).unwrap();
