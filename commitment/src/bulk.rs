@@ -253,7 +253,72 @@ impl StackBuilder {
 pub struct BulkBuilder<F: FnMut(Vec<u8>, Bytes)> {
     sink: F,
     accounts: StackBuilder,
-    storage: StackBuilder,
+    storage: StorageTrieBuilder,
+}
+
+/// Builds one account's storage trie on its own: its records (paths under
+/// the account's 64 nibbles) and its root. Storage tries of different
+/// accounts are independent, so an importer builds them in any order, on
+/// any thread, and hands only the roots to [`BulkBuilder`] in account order.
+/// One builder is reused for many accounts (its buffers are kept).
+pub struct StorageTrieBuilder {
+    trie: StackBuilder,
+}
+
+impl Default for StorageTrieBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl StorageTrieBuilder {
+    /// A builder with empty buffers.
+    pub fn new() -> Self {
+        Self {
+            trie: StackBuilder::new(),
+        }
+    }
+
+    /// Builds the storage trie of the account hashed to `hashed_address`
+    /// (`address` names it in errors): `storage` yields
+    /// `(keccak(slot), slot, value)` in increasing `keccak(slot)` order, zero
+    /// values skipped. Each record goes to `sink`; returns the storage root
+    /// ([`EMPTY_ROOT`] when no slot is non-zero).
+    pub fn build(
+        &mut self,
+        hashed_address: B256,
+        address: Address,
+        storage: impl IntoIterator<Item = (B256, B256, U256)>,
+        mut sink: impl FnMut(Vec<u8>, Bytes),
+    ) -> Result<B256> {
+        let mut storage = storage
+            .into_iter()
+            .filter(|(_, _, v)| !v.is_zero())
+            .peekable();
+        if storage.peek().is_none() {
+            return Ok(EMPTY_ROOT);
+        }
+        let mut emit = |p: Vec<u8>, b: Bytes| sink(p, b);
+        let sb = &mut self.trie;
+        sb.reset(&hashed_address);
+        for (hashed_slot, slot, value) in storage {
+            sb.add(hashed_slot, LeafKind::Slot { slot }, &mut emit)
+                .map_err(|e| match e {
+                    CommitmentError::Unsorted { what } => CommitmentError::Unsorted {
+                        what: format!("storage of {address}: {what}"),
+                    },
+                    other => other,
+                })?;
+            encode_storage_value(&value, &mut sb.leaf_value);
+        }
+        let top = sb.finish_sub(&mut emit);
+        Ok(sb.finish_root(top, &mut emit))
+    }
+
+    /// keccak256 calls made so far (node hashing only).
+    pub fn keccak_calls(&self) -> u64 {
+        self.trie.keccak.calls
+    }
 }
 
 impl<F: FnMut(Vec<u8>, Bytes)> BulkBuilder<F> {
@@ -262,7 +327,7 @@ impl<F: FnMut(Vec<u8>, Bytes)> BulkBuilder<F> {
         Self {
             sink,
             accounts: StackBuilder::new(),
-            storage: StackBuilder::new(),
+            storage: StorageTrieBuilder::new(),
         }
     }
 
@@ -275,37 +340,24 @@ impl<F: FnMut(Vec<u8>, Bytes)> BulkBuilder<F> {
         leaf: &AccountLeaf,
         storage: impl IntoIterator<Item = (B256, B256, U256)>,
     ) -> Result<()> {
-        if self.accounts.prev.is_some_and(|p| hashed_address <= p) {
-            return Err(CommitmentError::Unsorted {
-                what: format!(
-                    "account {address} (hashed {hashed_address}) is not after the previous account"
-                ),
-            });
-        }
-        let mut storage = storage.into_iter().peekable();
-        let storage_root = if storage.peek().is_none() {
-            EMPTY_ROOT
-        } else {
-            let sink = &mut self.sink;
-            let mut emit = |p: Vec<u8>, b: Bytes| sink(p, b);
-            let sb = &mut self.storage;
-            sb.reset(&hashed_address);
-            for (hashed_slot, slot, value) in storage {
-                if value.is_zero() {
-                    continue;
-                }
-                sb.add(hashed_slot, LeafKind::Slot { slot }, &mut emit)
-                    .map_err(|e| match e {
-                        CommitmentError::Unsorted { what } => CommitmentError::Unsorted {
-                            what: format!("storage of {address}: {what}"),
-                        },
-                        other => other,
-                    })?;
-                encode_storage_value(&value, &mut sb.leaf_value);
-            }
-            let top = sb.finish_sub(&mut emit);
-            sb.finish_root(top, &mut emit)
-        };
+        self.check_order(hashed_address, &address)?;
+        let storage_root = self
+            .storage
+            .build(hashed_address, address, storage, &mut self.sink)?;
+        self.add_account_with_storage_root(hashed_address, address, leaf, storage_root)
+    }
+
+    /// Adds the next account whose storage trie was built elsewhere (by a
+    /// [`StorageTrieBuilder`], whose records the caller keeps): only the
+    /// account trie's records come from this call.
+    pub fn add_account_with_storage_root(
+        &mut self,
+        hashed_address: B256,
+        address: Address,
+        leaf: &AccountLeaf,
+        storage_root: B256,
+    ) -> Result<()> {
+        self.check_order(hashed_address, &address)?;
         let sink = &mut self.sink;
         let mut emit = |p: Vec<u8>, b: Bytes| sink(p, b);
         self.accounts.add(
@@ -326,6 +378,17 @@ impl<F: FnMut(Vec<u8>, Bytes)> BulkBuilder<F> {
         Ok(())
     }
 
+    fn check_order(&self, hashed_address: B256, address: &Address) -> Result<()> {
+        if self.accounts.prev.is_some_and(|p| hashed_address <= p) {
+            return Err(CommitmentError::Unsorted {
+                what: format!(
+                    "account {address} (hashed {hashed_address}) is not after the previous account"
+                ),
+            });
+        }
+        Ok(())
+    }
+
     /// Closes the trie, emits the remaining records and returns the root.
     pub fn finish(mut self) -> Result<B256> {
         let sink = &mut self.sink;
@@ -336,7 +399,7 @@ impl<F: FnMut(Vec<u8>, Bytes)> BulkBuilder<F> {
 
     /// keccak256 calls made so far (node hashing only).
     pub fn keccak_calls(&self) -> u64 {
-        self.accounts.keccak.calls + self.storage.keccak.calls
+        self.accounts.keccak.calls + self.storage.keccak_calls()
     }
 }
 

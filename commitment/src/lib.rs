@@ -51,7 +51,7 @@ mod touch;
 mod walk;
 mod warm;
 
-pub use bulk::{BulkBuilder, SortedAccount, build_from_sorted};
+pub use bulk::{BulkBuilder, SortedAccount, StorageTrieBuilder, build_from_sorted};
 pub use compute::{CommitOutput, CommitStats, ComputeOptions, RecordWrite, compute_root};
 pub use error::CommitmentError;
 pub use memory::{MemoryBranchStore, MemoryState};

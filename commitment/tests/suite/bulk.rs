@@ -3,7 +3,9 @@
 
 use alloy_primitives::{B256, U256, keccak256};
 use rand::{SeedableRng, rngs::StdRng};
-use strata_commitment::{BulkBuilder, CommitmentError, MemoryBranchStore, MemoryState, TrieUpdate};
+use strata_commitment::{
+    BulkBuilder, CommitmentError, MemoryBranchStore, MemoryState, StorageTrieBuilder, TrieUpdate,
+};
 
 use crate::common::{bulk_store, commit, oracle_root, random_state, snapshot, sorted_accounts};
 
@@ -99,4 +101,40 @@ fn parallel_bulk_matches_sequential() {
     assert_eq!(rx, oracle_root(&narrow));
     assert_eq!(rx, ry);
     assert!(snapshot(&x) == snapshot(&y));
+}
+
+/// Storage tries built apart (in reverse account order, as an importer on
+/// several threads might) and accounts added with their storage roots give
+/// the same records and root as the one-pass build.
+#[test]
+fn storage_tries_built_apart_match_the_one_pass_build() {
+    let mut rng = StdRng::seed_from_u64(12);
+    let state = random_state(&mut rng, 800, 12);
+    let (whole, whole_root) = bulk_store(&state, false);
+    let accounts = sorted_accounts(&state);
+    let mut apart = MemoryBranchStore::new();
+    let mut tries = StorageTrieBuilder::new();
+    let mut roots = vec![B256::ZERO; accounts.len()];
+    for (i, a) in accounts.iter().enumerate().rev() {
+        roots[i] = tries
+            .build(
+                a.hashed_address,
+                a.address,
+                a.storage.iter().copied(),
+                |p, r| apart.insert(p, r),
+            )
+            .expect("storage trie");
+    }
+    let mut records = Vec::new();
+    let mut b = BulkBuilder::new(|p, r| records.push((p, r)));
+    for (a, root) in accounts.iter().zip(&roots) {
+        b.add_account_with_storage_root(a.hashed_address, a.address, &a.leaf, *root)
+            .expect("account");
+    }
+    let root = b.finish().expect("finish");
+    for (p, r) in records {
+        apart.insert(p, r);
+    }
+    assert_eq!(root, whole_root);
+    assert!(snapshot(&apart) == snapshot(&whole), "records differ");
 }
