@@ -55,6 +55,15 @@ pub enum CliError {
         #[source]
         source: Box<GenesisError>,
     },
+    /// A state dump is malformed (nothing was imported).
+    #[error("{path}: {source}; nothing was written")]
+    Dump {
+        /// The dump file.
+        path: PathBuf,
+        /// What is wrong, with the line.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// geth tracer output could not be imported.
     #[error("{path}: {source}")]
     Geth {

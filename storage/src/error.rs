@@ -154,6 +154,32 @@ pub enum Error {
         /// The last committed block.
         last: u64,
     },
+    /// An imported state's root is not the one it was declared to have;
+    /// nothing was written.
+    #[error(
+        "imported state of block {block} has root {computed}, but {expected} was expected; nothing was written"
+    )]
+    ImportRootMismatch {
+        /// The block being imported.
+        block: u64,
+        /// The root given (a dump's first line).
+        expected: B256,
+        /// The root of the accounts read.
+        computed: B256,
+    },
+    /// An address appears twice in an imported state; nothing was written.
+    #[error("account {address} appears twice in the imported state; nothing was written")]
+    ImportRepeatedAccount {
+        /// The address.
+        address: alloy_primitives::Address,
+    },
+    /// The accounts of an import could not be read; nothing was written.
+    #[error("import input: {source}; nothing was written")]
+    ImportInput {
+        /// Why (a dump's line error, for one).
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// An unwind target is outside the retained window.
     #[error("cannot unwind to block {target}: blocks {oldest}..={last} are retained")]
     UnwindOutOfRange {

@@ -16,6 +16,12 @@ pub(crate) struct FileSet {
 }
 
 impl FileSet {
+    /// A set of already opened files (newest first per domain) and the
+    /// manifest that lists them.
+    pub(crate) fn new(domains: [Vec<Arc<SortedFile>>; 4], manifest: Manifest) -> FileSet {
+        FileSet { domains, manifest }
+    }
+
     /// Opens (and verifies) every file the manifest lists.
     pub(crate) fn open(
         fs: &Arc<dyn FileSystem>,

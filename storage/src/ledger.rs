@@ -56,6 +56,8 @@ pub(crate) enum Change<'a> {
     DbView,
     /// redb rewritten under a new head with nothing in memory (genesis, unwind).
     Reset(Head),
+    /// A whole state imported into files under a new head (nothing in memory).
+    Imported(Head, FileSet),
 }
 
 /// Counters of the flush and of the block loop's waits for it.
@@ -293,7 +295,7 @@ impl Ledger {
                 .history
                 .pushed(undo.clone(), history_blocks(&inner.options)),
             // Genesis (nothing kept) or an unwind: the blocks up to the head stay.
-            Change::Reset(head) => current.history.through(head.block),
+            Change::Reset(head) | Change::Imported(head, _) => current.history.through(head.block),
             _ => current.history.clone(),
         };
         let mut next = match change {
@@ -325,6 +327,12 @@ impl Ledger {
                 &inner.db,
                 Some(head),
                 current.files.clone(),
+                MemoryTier::default(),
+            )?,
+            Change::Imported(head, files) => Snapshot::open(
+                &inner.db,
+                Some(head),
+                Arc::new(files),
                 MemoryTier::default(),
             )?,
         };

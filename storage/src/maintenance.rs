@@ -248,7 +248,7 @@ fn file_name(file: &SortedFile) -> String {
         .unwrap_or_default()
 }
 
-fn manifest_entry(file: &SortedFile) -> ManifestFile {
+pub(crate) fn manifest_entry(file: &SortedFile) -> ManifestFile {
     ManifestFile {
         name: file_name(file),
         checksum: file.checksum(),

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use alloy_primitives::B256;
+use alloy_primitives::{Address, B256};
 use redb::TableHandle;
 use strata_cache::{CacheStats, WarmupPool, build_cache};
 
@@ -15,6 +15,7 @@ use crate::domain::{Domain, Regime};
 use crate::error::{Error, Result, db_err};
 use crate::files::{FileSystem, OsFileSystem};
 use crate::fileset::FileSet;
+use crate::genesis::GenesisAccount;
 use crate::inner::Inner;
 use crate::ledger::{FlushStats, FlushWorker, Ledger};
 use crate::maintenance::{self, MaintenanceReport, MaintenanceWorker};
@@ -124,6 +125,7 @@ impl StateDb {
         std::fs::create_dir_all(&files_dir).map_err(dir_err("create files folder"))?;
 
         maintenance::remove_orphans(fs.as_ref(), &files_dir, &meta.manifest)?;
+        crate::import::remove_scratch(&datadir.join(crate::import::IMPORT_DIR))?;
         let files = Arc::new(FileSet::open(&fs, &files_dir, meta.manifest.clone())?);
         let recovery = Ledger::open(fs.clone(), &datadir, meta.head, &options)?;
         let mut snapshot = Snapshot::open(&db, recovery.head, files, recovery.memory)?;
@@ -313,6 +315,26 @@ impl StateDb {
             Ok(Some(header.hash_slow()))
         })?;
         Ok((root, hash.expect("a hash was given")))
+    }
+
+    /// Imports a whole state — `accounts` in any order, e.g. the lines of a
+    /// state dump ([`crate::dump::DumpReader`]) — as block `options.block`
+    /// of an empty store, in bounded memory, straight into immutable files
+    /// (see [`crate::import`]). With `options.expected_root`, a state whose
+    /// root differs is refused before anything is written. The store then
+    /// continues at `options.block + 1`; the blocks before it cannot be read
+    /// or unwound to.
+    pub fn import_state<E>(
+        &self,
+        accounts: impl IntoIterator<Item = std::result::Result<(Address, GenesisAccount), E>>,
+        options: &crate::import::ImportOptions,
+    ) -> Result<crate::import::ImportReport>
+    where
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        self.inner.check_poisoned()?;
+        let _write_side = WriterTicket::take(&self.inner, Wait::Yes)?;
+        crate::import::import(&self.inner, accounts, options)
     }
 
     fn write_genesis(

@@ -1,33 +1,55 @@
-//! `strata init --genesis FILE --datadir DIR`: create a data directory from
-//! a genesis (geth genesis JSON or a bare alloc map) and print its root on
-//! the last line. A datadir that already holds blocks is refused.
+//! `strata init --datadir DIR (--genesis FILE | --state FILE)`: create a
+//! data directory from a genesis (geth genesis JSON or a bare alloc map) as
+//! block 0, or from a line-by-line state dump as block N (streamed, in
+//! bounded memory, into immutable files; the dump's root checked before
+//! anything is written). Prints the root on the last line. A datadir that
+//! already holds blocks is refused.
 
-use std::path::PathBuf;
+use std::fs::File;
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
 
-use clap::Args;
+use alloy_primitives::B256;
+use clap::{ArgGroup, Args};
 use strata_storage::StateDb;
+use strata_storage::dump::DumpReader;
 use strata_storage::genesis::parse_alloc_json;
+use strata_storage::import::{ImportOptions, ImportReport};
 
 use super::datadir::inspect_options;
 use crate::CliError;
 
+/// Read buffer of a state dump.
+const DUMP_READ_BUFFER: usize = 4 << 20;
+
 /// Arguments of `strata init`.
 #[derive(Debug, Clone, Args)]
+#[command(group(ArgGroup::new("input").required(true).args(["genesis", "state"])))]
 pub struct InitArgs {
-    /// A geth genesis JSON (with "alloc") or a bare alloc map.
+    /// A geth genesis JSON (with "alloc") or a bare alloc map: block 0.
     #[arg(long, value_name = "FILE")]
-    pub genesis: PathBuf,
+    pub genesis: Option<PathBuf>,
+    /// A line-by-line state dump (geth `dump --iterative`, reth
+    /// `init-state`, `strata export`): first line {"root": …}, then one
+    /// account per line with its address. Its root is checked.
+    #[arg(long, value_name = "FILE")]
+    pub state: Option<PathBuf>,
+    /// The block the dump's state belongs to; the datadir continues after it.
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "state")]
+    pub block: u64,
+    /// The hash of that block (served to BLOCKHASH by the blocks after it).
+    #[arg(long, value_name = "HASH", requires = "state")]
+    pub block_hash: Option<B256>,
+    /// Memory for the import's external sort, in MiB (more spills less).
+    #[arg(long, value_name = "MIB", default_value_t = 256, requires = "state")]
+    pub sort_mib: usize,
     /// The data directory to create.
     #[arg(long, value_name = "DIR")]
     pub datadir: PathBuf,
 }
 
 pub(super) fn run(args: InitArgs) -> Result<(), CliError> {
-    let text = std::fs::read_to_string(&args.genesis).map_err(CliError::file(&args.genesis))?;
-    let alloc = parse_alloc_json(&text).map_err(|source| CliError::Genesis {
-        path: args.genesis.clone(),
-        source: Box::new(source),
-    })?;
     let db = StateDb::open(&args.datadir, inspect_options())
         .map_err(CliError::storage(&args.datadir))?;
     if let Some(block) = db.last_block() {
@@ -37,15 +59,78 @@ pub(super) fn run(args: InitArgs) -> Result<(), CliError> {
             root: db.root(),
         });
     }
+    match (&args.genesis, &args.state) {
+        (Some(genesis), _) => init_genesis(&db, genesis, &args.datadir),
+        (None, Some(state)) => import_dump(&db, state, &args),
+        (None, None) => unreachable!("clap requires --genesis or --state"),
+    }
+}
+
+fn init_genesis(db: &StateDb, path: &Path, datadir: &Path) -> Result<(), CliError> {
+    let text = std::fs::read_to_string(path).map_err(CliError::file(path))?;
+    let alloc = parse_alloc_json(&text).map_err(|source| CliError::Genesis {
+        path: path.to_owned(),
+        source: Box::new(source),
+    })?;
     let root = db
         .init_genesis(&alloc)
-        .map_err(CliError::storage(&args.datadir))?;
+        .map_err(CliError::storage(datadir))?;
     let slots: usize = alloc.values().map(|a| a.storage.len()).sum();
     println!(
         "genesis: {} accounts, {slots} slots written to {} as block 0",
         alloc.len(),
-        args.datadir.display()
+        datadir.display()
     );
     println!("{root}");
     Ok(())
+}
+
+fn import_dump(db: &StateDb, path: &Path, args: &InitArgs) -> Result<(), CliError> {
+    let started = Instant::now();
+    let file = File::open(path).map_err(CliError::file(path))?;
+    let dump_error = |source: Box<dyn std::error::Error + Send + Sync>| CliError::Dump {
+        path: path.to_owned(),
+        source,
+    };
+    let reader = DumpReader::new(BufReader::with_capacity(DUMP_READ_BUFFER, file))
+        .map_err(|e| dump_error(Box::new(e)))?;
+    let options = ImportOptions {
+        block: args.block,
+        block_hash: args.block_hash,
+        expected_root: Some(reader.root()),
+        sort_memory_bytes: args.sort_mib << 20,
+        ..ImportOptions::default()
+    };
+    let report = db.import_state(reader, &options).map_err(|e| match e {
+        strata_storage::Error::ImportInput { source } => dump_error(source),
+        other => CliError::storage(&args.datadir)(other),
+    })?;
+    print_report(&report, &args.datadir, started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+fn print_report(report: &ImportReport, datadir: &Path, seconds: f64) {
+    println!(
+        "imported: {} accounts ({} with code), {} slots, {} commitment records into {} as block {} in {seconds:.1} s \
+         (read and sort {:.1} s, account trie {:.1} s, files {:.1} s; {} sort runs)",
+        report.accounts,
+        report.contracts,
+        report.slots,
+        report.records,
+        datadir.display(),
+        report.block,
+        report.ingest.as_secs_f64(),
+        report.account_trie.as_secs_f64(),
+        report.write.as_secs_f64(),
+        report.runs,
+    );
+    let entries = report.accounts + report.slots + report.contracts + report.records;
+    println!(
+        "files: {} bytes for {} bytes of keys and values ({:.2}×), {:.1} bytes per entry",
+        report.file_bytes,
+        report.raw_bytes,
+        report.file_bytes as f64 / report.raw_bytes.max(1) as f64,
+        report.file_bytes as f64 / entries.max(1) as f64,
+    );
+    println!("{}", report.root);
 }

@@ -32,6 +32,17 @@ pub struct RawAccount<'a> {
     code_hash: Scalar<'a>,
     #[serde(default, borrow)]
     storage: Entries<'a, Scalar<'a>>,
+    /// Given only in the lines of a state dump (an alloc names the account
+    /// by its key); [`JsonAccount::from_raw`] ignores it.
+    #[serde(default, borrow)]
+    address: Scalar<'a>,
+}
+
+impl<'a> RawAccount<'a> {
+    /// The `address` field as written (`Missing` when absent).
+    pub fn address(&self) -> &Scalar<'a> {
+        &self.address
+    }
 }
 
 /// An account with its fields typed; `None` = the field was not given.

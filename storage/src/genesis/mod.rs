@@ -286,7 +286,13 @@ impl RawGenesis<'_> {
 }
 
 fn genesis_account(key: &str, raw: RawAccount<'_>) -> Result<GenesisAccount, GenesisError> {
-    let account = JsonAccount::from_raw(raw).map_err(|e| match e {
+    typed_account(key, raw).map(GenesisAccount::from)
+}
+
+/// Types the fields of one account of an alloc (or a dump line), named
+/// `key` in errors.
+pub(crate) fn typed_account(key: &str, raw: RawAccount<'_>) -> Result<JsonAccount, GenesisError> {
+    JsonAccount::from_raw(raw).map_err(|e| match e {
         AccountError::Field { field, source } => GenesisError::Field {
             account: key.to_owned(),
             field,
@@ -297,15 +303,22 @@ fn genesis_account(key: &str, raw: RawAccount<'_>) -> Result<GenesisAccount, Gen
             first,
             second,
         },
-    })?;
-    let mut storage = account.storage;
-    storage.retain(|_, value| !value.is_zero());
-    Ok(GenesisAccount {
-        nonce: account.nonce.unwrap_or_default(),
-        balance: account.balance.unwrap_or_default(),
-        code: account.code.unwrap_or_default(),
-        storage,
     })
+}
+
+/// The account a state is built from: absent fields zero or empty, zero
+/// storage values dropped (as geth and reth do); `codeHash` is not kept.
+impl From<JsonAccount> for GenesisAccount {
+    fn from(account: JsonAccount) -> Self {
+        let mut storage = account.storage;
+        storage.retain(|_, value| !value.is_zero());
+        GenesisAccount {
+            nonce: account.nonce.unwrap_or_default(),
+            balance: account.balance.unwrap_or_default(),
+            code: account.code.unwrap_or_default(),
+            storage,
+        }
+    }
 }
 
 /// Parse a geth genesis JSON document (an object with `alloc`) or a bare

@@ -6,6 +6,7 @@ mod concurrency;
 mod crash;
 mod damaged;
 mod datadir;
+mod import;
 mod journal;
 mod model;
 mod oracle;

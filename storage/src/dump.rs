@@ -1,0 +1,374 @@
+//! Line-by-line state dumps: the format geth writes with `dump --iterative`
+//! and reth's `init-state` reads, and `strata export` writes.
+//!
+//! ```text
+//! {"root":"0x…"}
+//! {"address":"0x…","balance":"0x…","nonce":1,"code":"0x…","codeHash":"0x…","storage":{"0x…":"0x…"}}
+//! …
+//! ```
+//!
+//! The first line names the state root; every other line is one account
+//! with its `address`, in any order. An account line is read by the
+//! genesis account convention ([`crate::genesis`]): `balance` and `nonce`
+//! as hex, decimal or a number, storage slots and values as hex (with or
+//! without `0x`, shorter than 32 bytes left-padded), zero values dropped,
+//! unknown fields (geth's `root`, `key`) ignored. `codeHash`, when given,
+//! must be the hash of `code`; a code hash without its code is refused
+//! (the state could not be rebuilt). Blank lines are skipped.
+//!
+//! geth writes an account's `address` and its storage slots only when it
+//! holds their preimages; a dump without them cannot be imported, and a
+//! line without `address` is refused.
+//!
+//! [`DumpReader`] reads a dump in bounded memory: it parses batches of
+//! lines on the rayon pool and yields the accounts in file order.
+
+use std::collections::VecDeque;
+use std::io::BufRead;
+
+use alloy_primitives::{Address, B256, KECCAK256_EMPTY, keccak256};
+use rayon::prelude::*;
+use serde::Deserialize;
+
+use crate::genesis::{
+    GenesisAccount, GenesisError, RawAccount, Scalar, ValueError, parse_address, typed_account,
+};
+
+/// Lines parsed together on the rayon pool.
+const BATCH_LINES: usize = 1024;
+/// Bytes of lines parsed together (a few accounts with large storage).
+const BATCH_BYTES: usize = 16 << 20;
+
+/// Why a state dump could not be read; each names its 1-based line.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DumpError {
+    /// The dump could not be read.
+    #[error("line {line}: read failed: {source}")]
+    Io {
+        /// The line being read.
+        line: u64,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A line is not valid JSON or not an object of the expected shape.
+    #[error("line {line}: invalid JSON: {message}")]
+    Json {
+        /// The line.
+        line: u64,
+        /// What the JSON parser reported (with the column).
+        message: String,
+    },
+    /// The first line is not `{"root": "0x…"}`.
+    #[error("line {line}: expected the dump's first line {{\"root\": \"0x…\"}}, found {found}")]
+    MissingRoot {
+        /// The first non-blank line.
+        line: u64,
+        /// What it holds instead.
+        found: String,
+    },
+    /// The `root` of the first line is not a 32-byte hex hash.
+    #[error("line {line}: invalid root: {source}")]
+    Root {
+        /// The line.
+        line: u64,
+        /// What is wrong with it.
+        #[source]
+        source: ValueError,
+    },
+    /// An account line has no `address` (geth writes none for accounts whose
+    /// preimage it lacks), or an address that is not 20 bytes of hex.
+    #[error("line {line}: {what}")]
+    Address {
+        /// The line.
+        line: u64,
+        /// What is wrong.
+        what: String,
+    },
+    /// A field of an account line could not be read.
+    #[error("line {line}: {source}")]
+    Account {
+        /// The line.
+        line: u64,
+        /// The field and what is wrong with it.
+        #[source]
+        source: GenesisError,
+    },
+    /// `codeHash` is not the hash of `code` (or the code is missing).
+    #[error("line {line}: account {address}: codeHash {given} but the code hashes to {computed}")]
+    CodeHash {
+        /// The line.
+        line: u64,
+        /// The account.
+        address: Address,
+        /// `codeHash` as given.
+        given: B256,
+        /// keccak256 of `code` (of the empty code when `code` is absent).
+        computed: B256,
+    },
+}
+
+/// The dump's first line.
+#[derive(Deserialize)]
+struct Header<'a> {
+    #[serde(default, borrow)]
+    root: Scalar<'a>,
+    #[serde(default, borrow)]
+    address: Scalar<'a>,
+}
+
+/// Reads a state dump: [`DumpReader::root`], then the accounts as an
+/// iterator of `(address, account)` in file order.
+pub struct DumpReader<R> {
+    input: R,
+    root: B256,
+    /// 1-based number of the last line read.
+    line: u64,
+    parsed: VecDeque<Result<(Address, GenesisAccount), DumpError>>,
+    done: bool,
+}
+
+impl<R: BufRead> DumpReader<R> {
+    /// Reads the first line (the root) of `input`.
+    pub fn new(mut input: R) -> Result<Self, DumpError> {
+        let mut line = 0;
+        let mut text = String::new();
+        loop {
+            text.clear();
+            line += 1;
+            let read = input
+                .read_line(&mut text)
+                .map_err(|source| DumpError::Io { line, source })?;
+            if read == 0 {
+                return Err(DumpError::MissingRoot {
+                    line,
+                    found: "the end of the input".to_owned(),
+                });
+            }
+            if !text.trim().is_empty() {
+                break;
+            }
+        }
+        let header: Header<'_> =
+            serde_json::from_str(text.trim_end()).map_err(|e| DumpError::Json {
+                line,
+                message: e.to_string(),
+            })?;
+        let root = match (&header.root, &header.address) {
+            (Scalar::Missing, Scalar::Missing) => {
+                return Err(DumpError::MissingRoot {
+                    line,
+                    found: "an object without \"root\"".to_owned(),
+                });
+            }
+            (Scalar::Missing, _) => {
+                return Err(DumpError::MissingRoot {
+                    line,
+                    found: "an account line".to_owned(),
+                });
+            }
+            (root, _) => root
+                .hash()
+                .map_err(|source| DumpError::Root { line, source })?,
+        };
+        Ok(Self {
+            input,
+            root,
+            line,
+            parsed: VecDeque::new(),
+            done: false,
+        })
+    }
+
+    /// The state root the dump's first line names.
+    pub fn root(&self) -> B256 {
+        self.root
+    }
+
+    /// Reads the next batch of lines and parses them in parallel.
+    fn fill(&mut self) {
+        let mut lines: Vec<(u64, String)> = Vec::with_capacity(BATCH_LINES);
+        let mut bytes = 0;
+        while lines.len() < BATCH_LINES && bytes < BATCH_BYTES {
+            let mut text = String::new();
+            self.line += 1;
+            match self.input.read_line(&mut text) {
+                Ok(0) => {
+                    self.done = true;
+                    break;
+                }
+                Ok(n) => {
+                    bytes += n;
+                    if !text.trim().is_empty() {
+                        lines.push((self.line, text));
+                    }
+                }
+                Err(source) => {
+                    self.done = true;
+                    let line = self.line;
+                    lines.clear();
+                    self.parsed.push_back(Err(DumpError::Io { line, source }));
+                    return;
+                }
+            }
+        }
+        let parsed: Vec<_> = lines
+            .par_iter()
+            .map(|(line, text)| parse_account_line(*line, text))
+            .collect();
+        self.parsed.extend(parsed);
+    }
+}
+
+impl<R: BufRead> Iterator for DumpReader<R> {
+    type Item = Result<(Address, GenesisAccount), DumpError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while self.parsed.is_empty() && !self.done {
+            self.fill();
+        }
+        let next = self.parsed.pop_front()?;
+        if next.is_err() {
+            // Nothing after the first error: the caller stops there.
+            self.parsed.clear();
+            self.done = true;
+        }
+        Some(next)
+    }
+}
+
+/// Parses one account line (`line` is its 1-based number, for errors).
+pub fn parse_account_line(line: u64, text: &str) -> Result<(Address, GenesisAccount), DumpError> {
+    let raw: RawAccount<'_> =
+        serde_json::from_str(text.trim_end()).map_err(|e| DumpError::Json {
+            line,
+            message: e.to_string(),
+        })?;
+    let address = match raw.address() {
+        Scalar::Missing => {
+            return Err(DumpError::Address {
+                line,
+                what: "account without \"address\" (geth omits it when it lacks the preimage; \
+                       such a dump cannot be imported)"
+                    .to_owned(),
+            });
+        }
+        Scalar::Str(text) => parse_address(text).map_err(|e| DumpError::Address {
+            line,
+            what: format!("invalid address {text:?}: {e}"),
+        })?,
+        other => {
+            return Err(DumpError::Address {
+                line,
+                what: format!("address {other} is not a hex string"),
+            });
+        }
+    };
+    let typed = typed_account(&address.to_string(), raw)
+        .map_err(|source| DumpError::Account { line, source })?;
+    if let Some(given) = typed.code_hash {
+        let computed = match &typed.code {
+            Some(code) if !code.is_empty() => keccak256(code),
+            _ => KECCAK256_EMPTY,
+        };
+        if given != computed {
+            return Err(DumpError::CodeHash {
+                line,
+                address,
+                given,
+                computed,
+            });
+        }
+    }
+    Ok((address, GenesisAccount::from(typed)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloy_primitives::U256;
+
+    fn read(text: &str) -> Result<(B256, Vec<(Address, GenesisAccount)>), DumpError> {
+        let reader = DumpReader::new(text.as_bytes())?;
+        let root = reader.root();
+        Ok((root, reader.collect::<Result<Vec<_>, _>>()?))
+    }
+
+    const ROOT: &str = "0x56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421";
+
+    #[test]
+    fn reads_geth_and_reth_spellings() {
+        let text = format!(
+            "{{\"root\":\"{ROOT}\"}}\n\n\
+             {{\"balance\":\"1000\",\"nonce\":3,\"root\":\"{ROOT}\",\"codeHash\":\"0xc5d2460186f7233c927e7db2dcc703c0e500b653ca82273b7bfad8045d85a470\",\"address\":\"0x00000000000000000000000000000000000000aa\",\"key\":\"0x01\"}}\n\
+             {{\"address\":\"00000000000000000000000000000000000000BB\",\"balance\":\"0x10\",\"code\":\"0x6000\",\"storage\":{{\"0x01\":\"02\",\"0x02\":\"0x00\"}}}}\n"
+        );
+        let (root, accounts) = read(&text).unwrap();
+        assert_eq!(root, ROOT.parse::<B256>().unwrap());
+        assert_eq!(accounts.len(), 2);
+        assert_eq!(accounts[0].1.balance, U256::from(1000));
+        assert_eq!(accounts[0].1.nonce, 3);
+        let (address, contract) = &accounts[1];
+        assert_eq!(*address, Address::with_last_byte(0xbb));
+        assert_eq!(contract.balance, U256::from(16));
+        assert_eq!(contract.code.as_ref(), &[0x60, 0x00]);
+        assert_eq!(contract.storage.len(), 1, "zero values are dropped");
+        assert_eq!(contract.storage[&B256::with_last_byte(1)], U256::from(2));
+    }
+
+    #[test]
+    fn refusals_name_the_line() {
+        let header = format!("{{\"root\":\"{ROOT}\"}}\n");
+        let cases = [
+            (String::new(), "line 1: expected the dump's first line"),
+            (
+                "{\"address\":\"0x00000000000000000000000000000000000000aa\"}\n".to_owned(),
+                "found an account line",
+            ),
+            ("{\"root\":\"0x12\"}\n".to_owned(), "line 1: invalid root"),
+            (
+                format!("{header}{{\"balance\":\"1\"}}\n"),
+                "line 2: account without \"address\"",
+            ),
+            (
+                format!("{header}\n{{\"address\":\"0x12\"}}\n"),
+                "line 3: invalid address",
+            ),
+            (
+                format!(
+                    "{header}{{\"address\":\"0x00000000000000000000000000000000000000aa\",\"nonce\":\"x\"}}\n"
+                ),
+                "line 2: account 0x00000000000000000000000000000000000000AA: field \"nonce\"",
+            ),
+            (
+                format!(
+                    "{header}{{\"address\":\"0x00000000000000000000000000000000000000aa\",\"codeHash\":\"{ROOT}\"}}\n"
+                ),
+                "line 2: account 0x00000000000000000000000000000000000000AA: codeHash",
+            ),
+            (format!("{header}{{\"address\":"), "line 2: invalid JSON"),
+        ];
+        for (text, expected) in cases {
+            let err = read(&text).unwrap_err().to_string();
+            assert!(err.contains(expected), "{text:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn batches_keep_file_order() {
+        let mut text = format!("{{\"root\":\"{ROOT}\"}}\n");
+        for i in 0..(3 * BATCH_LINES as u64 + 7) {
+            let address = Address::from_word(B256::from(U256::from(i)));
+            text.push_str(&format!("{{\"address\":\"{address}\",\"nonce\":{i}}}\n"));
+        }
+        let (_, accounts) = read(&text).unwrap();
+        assert_eq!(accounts.len(), 3 * BATCH_LINES + 7);
+        assert!(
+            accounts
+                .iter()
+                .enumerate()
+                .all(|(i, (_, a))| a.nonce == i as u64)
+        );
+    }
+}

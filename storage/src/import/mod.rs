@@ -1,0 +1,612 @@
+//! Import of a whole state (a dump of block N) into an empty store, in
+//! bounded memory, straight into immutable files.
+//!
+//! 1. **Ingest**: accounts arrive in any order. Batches are processed on
+//!    rayon: each account's storage trie is built on its own
+//!    ([`StorageTrieBuilder`]), and its entries go to external sorters —
+//!    the plain domain entries (account, storage, code) by key, the account
+//!    leaves (with their storage roots) by hashed address, the commitment
+//!    records by record key, the codes by hash.
+//! 2. **Account trie**: the leaves come back in hashed order into the
+//!    streaming [`BulkBuilder`]; a repeated address is refused here. The
+//!    root is checked against the expected one before anything is written.
+//! 3. **Files**: one sorted file per domain for the steps up to block N's,
+//!    written from the merged sorters (temp name, fsync, rename).
+//! 4. **Commit**: one redb transaction lists the files in the manifest,
+//!    marks their steps collated and records the head, block N's root and
+//!    hash, the root record and the codes by hash. Then the state is
+//!    published.
+//!
+//! Nothing is visible before step 4, and a failure before it (a refused
+//! input, a root mismatch, a full disk) leaves the store empty and usable;
+//! a failure in step 4 poisons it. A crash before step 4 leaves
+//! files the manifest does not list (removed at the next open) and scratch
+//! runs in the import folder (removed by the next import or open).
+//!
+//! Peak memory: the sorters' budget ([`ImportOptions::sort_memory_bytes`]),
+//! one batch of accounts, the merge's read buffers (256 KiB per run) and
+//! the largest single account's storage and records.
+
+mod sorter;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use alloy_primitives::{Address, B256, KECCAK256_EMPTY, U256, keccak256};
+use bytes::Bytes;
+use rayon::prelude::*;
+use strata_commitment::{AccountLeaf, BulkBuilder, StorageTrieBuilder, record_key};
+
+use crate::account::{Account, encode_slot_value};
+use crate::db::meta::{self, Head};
+use crate::db::tables::{BLOCK_HASHES, CODE_BY_HASH, META, ROOTS, domain_table};
+use crate::db::value;
+use crate::domain::Domain;
+use crate::error::{Error, Result, db_err};
+use crate::files::{FileMeta, SortedFile, SortedFileWriter};
+use crate::fileset::FileSet;
+use crate::genesis::GenesisAccount;
+use crate::inner::Inner;
+use crate::keys::storage_key;
+use crate::ledger::Change;
+use crate::sources::ROOT_RECORD_KEY;
+
+use sorter::{ExternalSorter, Pair, RunError, SortedPairs};
+
+/// The scratch folder of an import, inside the datadir.
+pub const IMPORT_DIR: &str = "import.tmp";
+
+/// Accounts processed together on the rayon pool.
+const BATCH_ACCOUNTS: usize = 2048;
+/// Storage slots processed together (fewer accounts when they are large).
+const BATCH_SLOTS: usize = 1 << 16;
+
+/// Bytes of an account leaf entry: address, nonce, balance, code hash,
+/// storage root.
+const LEAF_ENTRY_LEN: usize = 20 + 8 + 32 + 32 + 32;
+
+/// How to import a state.
+#[derive(Clone, Debug)]
+pub struct ImportOptions {
+    /// The block the state belongs to: the store's head after the import.
+    pub block: u64,
+    /// The block's hash, served to BLOCKHASH by the blocks after it.
+    pub block_hash: Option<B256>,
+    /// The state root the accounts must produce; with `Some`, a different
+    /// root fails the import before anything is written.
+    pub expected_root: Option<B256>,
+    /// Memory the external sorters may hold before they spill runs.
+    pub sort_memory_bytes: usize,
+    /// The folder in which the sorters' runs go, in a folder `import.tmp`
+    /// of their own (default: the datadir).
+    pub temp_dir: Option<PathBuf>,
+}
+
+impl Default for ImportOptions {
+    fn default() -> Self {
+        Self {
+            block: 0,
+            block_hash: None,
+            expected_root: None,
+            sort_memory_bytes: 256 << 20,
+            temp_dir: None,
+        }
+    }
+}
+
+/// What an import did.
+#[derive(Clone, Debug, Default)]
+pub struct ImportReport {
+    /// The state root.
+    pub root: B256,
+    /// The block the store now stands at.
+    pub block: u64,
+    /// Accounts imported.
+    pub accounts: u64,
+    /// Non-zero storage slots imported.
+    pub slots: u64,
+    /// Accounts with code.
+    pub contracts: u64,
+    /// Commitment records built.
+    pub records: u64,
+    /// Bytes of the keys and values of the four domains, as written to the files.
+    pub raw_bytes: u64,
+    /// Bytes of the files written.
+    pub file_bytes: u64,
+    /// Runs the external sorters spilled to disk.
+    pub runs: usize,
+    /// Reading the accounts, building the storage tries, sorting.
+    pub ingest: Duration,
+    /// Building the account trie from the sorted leaves.
+    pub account_trie: Duration,
+    /// Writing the files and committing.
+    pub write: Duration,
+}
+
+/// Imports `accounts` into the empty store of `inner` (see the module docs).
+pub(crate) fn import<E>(
+    inner: &Arc<Inner>,
+    accounts: impl IntoIterator<Item = std::result::Result<(Address, GenesisAccount), E>>,
+    options: &ImportOptions,
+) -> Result<ImportReport>
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    if let Some(last) = inner.current.load().block() {
+        return Err(Error::GenesisExists { last });
+    }
+    let scratch = Scratch::create(match &options.temp_dir {
+        Some(dir) => dir.join(IMPORT_DIR),
+        None => inner.files_dir.with_file_name(IMPORT_DIR),
+    })?;
+    let started = Instant::now();
+    let mut report = ImportReport {
+        block: options.block,
+        ..ImportReport::default()
+    };
+    let mut sorters = Sorters::new(&scratch.dir, options.sort_memory_bytes);
+    ingest(options.block, accounts, &mut sorters, &mut report)?;
+    report.ingest = started.elapsed();
+
+    let started = Instant::now();
+    let Sorters {
+        plain,
+        leaves,
+        mut records,
+        codes,
+    } = sorters;
+    let root = build_account_trie(
+        options.block,
+        leaves.finish().map_err(run_error)?,
+        &mut records,
+    )?;
+    report.account_trie = started.elapsed();
+    if let Some(expected) = options.expected_root
+        && expected != root
+    {
+        return Err(Error::ImportRootMismatch {
+            block: options.block,
+            expected,
+            computed: root,
+        });
+    }
+    report.root = root;
+    report.records = records.pairs();
+    report.runs = plain.runs() + records.runs() + codes.runs();
+
+    let started = Instant::now();
+    let head = Head {
+        block: options.block,
+        root,
+    };
+    let to_step = inner.step_of(options.block) + 1;
+    let mut files = Vec::new();
+    let wrote = write_plain_files(inner, plain, to_step, &mut files).and_then(|()| {
+        let records = records.finish().map_err(run_error)?;
+        files.extend(write_file(inner, Domain::Commitment, to_step, records)?);
+        Ok(())
+    });
+    if let Err(e) = wrote {
+        // Files the manifest does not list would wait for the next open.
+        for written in &files {
+            let _ = inner.fs.remove(written.file.path());
+        }
+        return Err(e);
+    }
+    report.raw_bytes = files.iter().map(|f| f.raw_bytes).sum();
+    report.file_bytes = files.iter().map(|f| f.file.size_bytes()).sum();
+    let codes = codes.finish().map_err(run_error)?;
+    // Only a failure from here on can leave the store between two states.
+    let committed = commit(inner, head, options.block_hash, files, to_step, codes);
+    inner.poison_on_error(committed)?;
+    report.write = started.elapsed();
+    drop(scratch);
+    Ok(report)
+}
+
+/// The scratch folder, emptied at creation and removed when dropped.
+struct Scratch {
+    dir: PathBuf,
+}
+
+impl Scratch {
+    fn create(dir: PathBuf) -> Result<Self> {
+        remove_scratch(&dir)?;
+        std::fs::create_dir_all(&dir).map_err(|source| Error::Datadir {
+            path: dir.clone(),
+            what: "create the import folder",
+            source,
+        })?;
+        Ok(Self { dir })
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Removes what an interrupted import left in `dir` (nothing there is
+/// needed: the import had not committed).
+pub(crate) fn remove_scratch(dir: &Path) -> Result<()> {
+    match std::fs::remove_dir_all(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(source) => Err(Error::Datadir {
+            path: dir.to_path_buf(),
+            what: "remove the import folder an interrupted import left",
+            source,
+        }),
+    }
+}
+
+fn run_error(e: RunError) -> Error {
+    Error::Datadir {
+        path: e.path,
+        what: e.op,
+        source: e.source,
+    }
+}
+
+/// The four sorts of an import.
+struct Sorters {
+    /// Domain byte ‖ key → value, for the account, storage and code files.
+    plain: ExternalSorter,
+    /// keccak(address) → [`LEAF_ENTRY_LEN`] bytes, for the account trie.
+    leaves: ExternalSorter,
+    /// Record key → record, for the commitment file.
+    records: ExternalSorter,
+    /// Code hash → code (repeats of one code allowed), for redb's code table.
+    codes: ExternalSorter,
+}
+
+impl Sorters {
+    fn new(dir: &Path, budget: usize) -> Self {
+        Self {
+            plain: ExternalSorter::new(dir, "plain", budget / 100 * 45),
+            leaves: ExternalSorter::new(dir, "leaves", budget / 100 * 15),
+            records: ExternalSorter::new(dir, "records", budget / 100 * 35),
+            codes: ExternalSorter::new(dir, "codes", budget / 100 * 5),
+        }
+    }
+}
+
+/// One account, processed: everything the sorters take from it.
+struct Ingested {
+    hashed: B256,
+    leaf: [u8; LEAF_ENTRY_LEN],
+    address: Address,
+    account: Vec<u8>,
+    code_hash: B256,
+    code: Bytes,
+    slots: Vec<(B256, U256)>,
+    records: Vec<(Vec<u8>, Bytes)>,
+}
+
+fn process(
+    block: u64,
+    tries: &mut StorageTrieBuilder,
+    address: Address,
+    account: GenesisAccount,
+) -> Result<Ingested> {
+    let hashed = keccak256(address);
+    let code_hash = if account.code.is_empty() {
+        KECCAK256_EMPTY
+    } else {
+        keccak256(&account.code)
+    };
+    let mut hashed_slots: Vec<(B256, B256, U256)> = account
+        .storage
+        .iter()
+        .filter(|(_, value)| !value.is_zero())
+        .map(|(slot, value)| (keccak256(slot), *slot, *value))
+        .collect();
+    hashed_slots.sort_unstable_by_key(|(hashed_slot, _, _)| *hashed_slot);
+    let mut records = Vec::new();
+    let storage_root = tries
+        .build(
+            hashed,
+            address,
+            hashed_slots.iter().copied(),
+            |path, record| records.push((record_key(&path), record)),
+        )
+        .map_err(|source| Error::Commitment { block, source })?;
+    let mut leaf = [0u8; LEAF_ENTRY_LEN];
+    leaf[..20].copy_from_slice(address.as_slice());
+    leaf[20..28].copy_from_slice(&account.nonce.to_be_bytes());
+    leaf[28..60].copy_from_slice(&account.balance.to_be_bytes::<32>());
+    leaf[60..92].copy_from_slice(code_hash.as_slice());
+    leaf[92..].copy_from_slice(storage_root.as_slice());
+    let encoded = Account {
+        nonce: account.nonce,
+        balance: account.balance,
+        code_hash,
+    }
+    .encode();
+    Ok(Ingested {
+        hashed,
+        leaf,
+        address,
+        account: encoded,
+        code_hash,
+        code: Bytes::from(account.code.to_vec()),
+        slots: account
+            .storage
+            .into_iter()
+            .filter(|(_, v)| !v.is_zero())
+            .collect(),
+        records,
+    })
+}
+
+fn plain_key(domain: Domain, key: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(1 + key.len());
+    out.push(domain.index() as u8);
+    out.extend_from_slice(key);
+    out
+}
+
+fn ingest<E>(
+    block: u64,
+    accounts: impl IntoIterator<Item = std::result::Result<(Address, GenesisAccount), E>>,
+    sorters: &mut Sorters,
+    report: &mut ImportReport,
+) -> Result<()>
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let mut accounts = accounts.into_iter();
+    loop {
+        let mut batch = Vec::with_capacity(BATCH_ACCOUNTS);
+        let mut slots = 0;
+        while batch.len() < BATCH_ACCOUNTS && slots < BATCH_SLOTS {
+            match accounts.next() {
+                Some(Ok((address, account))) => {
+                    slots += account.storage.len();
+                    batch.push((address, account));
+                }
+                Some(Err(source)) => {
+                    return Err(Error::ImportInput {
+                        source: Box::new(source),
+                    });
+                }
+                None => break,
+            }
+        }
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let processed: Vec<Result<Ingested>> = batch
+            .into_par_iter()
+            .map_init(StorageTrieBuilder::new, |tries, (address, account)| {
+                process(block, tries, address, account)
+            })
+            .collect();
+        for account in processed {
+            push(sorters, account?, report)?;
+        }
+    }
+}
+
+fn push(sorters: &mut Sorters, account: Ingested, report: &mut ImportReport) -> Result<()> {
+    let address = account.address.as_slice();
+    sorters
+        .leaves
+        .push(account.hashed.as_slice(), &account.leaf)
+        .map_err(run_error)?;
+    sorters
+        .plain
+        .push(&plain_key(Domain::Account, address), &account.account)
+        .map_err(run_error)?;
+    if !account.code.is_empty() {
+        sorters
+            .plain
+            .push(&plain_key(Domain::Code, address), &account.code)
+            .map_err(run_error)?;
+        sorters
+            .codes
+            .push(account.code_hash.as_slice(), &account.code)
+            .map_err(run_error)?;
+        report.contracts += 1;
+    }
+    for (slot, value) in &account.slots {
+        sorters
+            .plain
+            .push(
+                &plain_key(Domain::Storage, &storage_key(&account.address, slot)),
+                &encode_slot_value(*value),
+            )
+            .map_err(run_error)?;
+    }
+    for (key, record) in &account.records {
+        sorters.records.push(key, record).map_err(run_error)?;
+    }
+    report.accounts += 1;
+    report.slots += account.slots.len() as u64;
+    Ok(())
+}
+
+/// Feeds the sorted leaves to the account trie's builder, its records into
+/// `records`; returns the state root.
+fn build_account_trie(
+    block: u64,
+    leaves: SortedPairs,
+    records: &mut ExternalSorter,
+) -> Result<B256> {
+    let mut failed: Option<RunError> = None;
+    let mut builder = BulkBuilder::new(|path: Vec<u8>, record: Bytes| {
+        if failed.is_none()
+            && let Err(e) = records.push(&record_key(&path), &record)
+        {
+            failed = Some(e);
+        }
+    });
+    let mut previous: Option<Vec<u8>> = None;
+    for pair in leaves {
+        let (hashed, leaf) = pair.map_err(run_error)?;
+        let address = Address::from_slice(&leaf[..20]);
+        if previous.as_deref() == Some(hashed.as_slice()) {
+            return Err(Error::ImportRepeatedAccount { address });
+        }
+        let account = AccountLeaf {
+            nonce: u64::from_be_bytes(leaf[20..28].try_into().expect("8 bytes")),
+            balance: U256::from_be_slice(&leaf[28..60]),
+            code_hash: B256::from_slice(&leaf[60..92]),
+        };
+        let storage_root = B256::from_slice(&leaf[92..]);
+        builder
+            .add_account_with_storage_root(
+                B256::from_slice(&hashed),
+                address,
+                &account,
+                storage_root,
+            )
+            .map_err(|source| Error::Commitment { block, source })?;
+        previous = Some(hashed);
+    }
+    let root = builder
+        .finish()
+        .map_err(|source| Error::Commitment { block, source })?;
+    match failed {
+        Some(e) => Err(run_error(e)),
+        None => Ok(root),
+    }
+}
+
+/// A file an import wrote, with the raw bytes of its entries.
+struct Written {
+    file: Arc<SortedFile>,
+    raw_bytes: u64,
+}
+
+/// Writes the account, storage and code files from the merged plain
+/// entries (grouped by their domain byte) into `written`.
+fn write_plain_files(
+    inner: &Inner,
+    plain: ExternalSorter,
+    to_step: u64,
+    written: &mut Vec<Written>,
+) -> Result<()> {
+    let mut pairs = plain.finish().map_err(run_error)?;
+    for domain in [Domain::Account, Domain::Storage, Domain::Code] {
+        let tag = domain.index() as u8;
+        let mut of_domain = std::iter::from_fn(|| {
+            if pairs.peek_key()?.first() != Some(&tag) {
+                return None;
+            }
+            pairs.next().map(|pair| {
+                pair.map(|(mut key, value)| {
+                    key.remove(0);
+                    (key, value)
+                })
+            })
+        })
+        .peekable();
+        if of_domain.peek().is_some() {
+            written.extend(write_file(inner, domain, to_step, of_domain)?);
+        }
+    }
+    Ok(())
+}
+
+/// Writes one domain's file for steps `[0, to_step)`; `None` when `pairs`
+/// is empty.
+fn write_file(
+    inner: &Inner,
+    domain: Domain,
+    to_step: u64,
+    pairs: impl Iterator<Item = std::result::Result<Pair, RunError>>,
+) -> Result<Option<Written>> {
+    let mut pairs = pairs.peekable();
+    if pairs.peek().is_none() {
+        return Ok(None);
+    }
+    let meta = FileMeta {
+        domain,
+        from_step: 0,
+        to_step,
+    };
+    let mut writer = SortedFileWriter::new(inner.fs.clone(), &inner.files_dir, meta)?;
+    let mut raw_bytes = 0;
+    for pair in pairs {
+        let (key, value) = pair.map_err(run_error)?;
+        raw_bytes += (key.len() + value.len()) as u64;
+        writer.push(&key, Some(&value))?;
+    }
+    let info = writer.finish()?;
+    let file = Arc::new(SortedFile::open(inner.fs.as_ref(), &info.path)?);
+    Ok(Some(Written { file, raw_bytes }))
+}
+
+/// Lists the files, records the head and publishes the imported state.
+fn commit(
+    inner: &Arc<Inner>,
+    head: Head,
+    block_hash: Option<B256>,
+    written: Vec<Written>,
+    to_step: u64,
+    codes: SortedPairs,
+) -> Result<()> {
+    let commit = inner.lock_commit();
+    let current = inner.current.load_full();
+    let mut manifest = current.files.manifest.clone();
+    let mut domains: [Vec<Arc<SortedFile>>; 4] = Default::default();
+    for domain in Domain::ALL {
+        let listed = manifest.domain_mut(domain);
+        listed.collated_to = to_step;
+        for written in written.iter().filter(|w| w.file.meta().domain == domain) {
+            listed
+                .files
+                .push(crate::maintenance::manifest_entry(&written.file));
+            domains[domain.index()].push(written.file.clone());
+        }
+    }
+    let txn = inner.db.begin_write().map_err(db_err("begin write"))?;
+    {
+        let mut by_hash = txn
+            .open_table(CODE_BY_HASH)
+            .map_err(db_err("open code by hash"))?;
+        let mut previous: Option<Vec<u8>> = None;
+        for pair in codes {
+            let (hash, code) = pair.map_err(run_error)?;
+            if previous.as_ref() != Some(&hash) {
+                by_hash
+                    .insert(hash.as_slice(), code.as_slice())
+                    .map_err(db_err("write code by hash"))?;
+            }
+            previous = Some(hash);
+        }
+        let step = manifest.db_step(Domain::Commitment, to_step);
+        txn.open_table(domain_table(Domain::Commitment))
+            .map_err(db_err("open table"))?
+            .insert(
+                ROOT_RECORD_KEY,
+                value::encode(step, Some(&head.encode())).as_slice(),
+            )
+            .map_err(db_err("write root record"))?;
+        txn.open_table(ROOTS)
+            .map_err(db_err("open roots"))?
+            .insert(head.block, head.root.as_slice())
+            .map_err(db_err("write root"))?;
+        if let Some(hash) = block_hash {
+            txn.open_table(BLOCK_HASHES)
+                .map_err(db_err("open block hashes"))?
+                .insert(head.block, hash.as_slice())
+                .map_err(db_err("write block hash"))?;
+        }
+        let mut meta_table = txn.open_table(META).map_err(db_err("open meta"))?;
+        meta::write_manifest(&mut meta_table, &manifest)?;
+        meta::write_head(&mut meta_table, head)?;
+    }
+    txn.commit().map_err(db_err("commit import"))?;
+    inner.values.reset(Some(head));
+    inner.ledger.publish(
+        inner,
+        &commit,
+        Change::Imported(head, FileSet::new(domains, manifest)),
+    )?;
+    inner.maintenance.wake();
+    Ok(())
+}

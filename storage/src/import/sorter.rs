@@ -1,0 +1,363 @@
+//! An external sort of `(key, value)` byte pairs in bounded memory: pairs
+//! collect in one arena until it holds `budget` bytes, are sorted (on
+//! rayon) and spilled as a run file; [`ExternalSorter::finish`] merges the
+//! runs (and what is still in memory) into one stream in key order.
+//!
+//! Equal keys are all kept, adjacent in the output (the caller decides
+//! whether a repeat is an error). Runs are scratch: written through a
+//! buffer, never synced, removed when the merge is dropped.
+//!
+//! Run format: repeated `key_len: u32 LE ‖ value_len: u32 LE ‖ key ‖ value`.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+use rayon::slice::ParallelSliceMut;
+
+/// Read buffer per run during the merge.
+const RUN_READ_BUFFER: usize = 256 * 1024;
+/// Write buffer of a run being spilled.
+const RUN_WRITE_BUFFER: usize = 1024 * 1024;
+
+/// One key and its value.
+pub(crate) type Pair = (Vec<u8>, Vec<u8>);
+
+/// Where a pair sits in the arena.
+#[derive(Clone, Copy)]
+struct Slot {
+    start: usize,
+    key_len: u32,
+    value_len: u32,
+}
+
+/// A failed read or write of a run file.
+#[derive(Debug, thiserror::Error)]
+#[error("sort run {path}: {op}: {source}")]
+pub(crate) struct RunError {
+    pub(crate) path: PathBuf,
+    pub(crate) op: &'static str,
+    #[source]
+    pub(crate) source: io::Error,
+}
+
+/// Sorts pairs larger than memory. See the module docs.
+pub(crate) struct ExternalSorter {
+    dir: PathBuf,
+    name: &'static str,
+    budget: usize,
+    arena: Vec<u8>,
+    slots: Vec<Slot>,
+    runs: Vec<PathBuf>,
+    pairs: u64,
+}
+
+impl ExternalSorter {
+    /// A sorter whose runs go to `dir` (which must exist) as
+    /// `{name}-{n}.run`, spilling whenever `budget` bytes of pairs are held.
+    pub(crate) fn new(dir: &Path, name: &'static str, budget: usize) -> Self {
+        Self {
+            dir: dir.to_path_buf(),
+            name,
+            budget: budget.max(1),
+            arena: Vec::new(),
+            slots: Vec::new(),
+            runs: Vec::new(),
+            pairs: 0,
+        }
+    }
+
+    /// Adds a pair, spilling a run first when the arena is full.
+    pub(crate) fn push(&mut self, key: &[u8], value: &[u8]) -> Result<(), RunError> {
+        let held = self.arena.len() + self.slots.len() * size_of::<Slot>();
+        if held >= self.budget && !self.slots.is_empty() {
+            self.spill()?;
+        }
+        let start = self.arena.len();
+        self.arena.extend_from_slice(key);
+        self.arena.extend_from_slice(value);
+        self.slots.push(Slot {
+            start,
+            key_len: key.len() as u32,
+            value_len: value.len() as u32,
+        });
+        self.pairs += 1;
+        Ok(())
+    }
+
+    /// Pairs pushed so far.
+    pub(crate) fn pairs(&self) -> u64 {
+        self.pairs
+    }
+
+    /// Runs spilled so far.
+    pub(crate) fn runs(&self) -> usize {
+        self.runs.len()
+    }
+
+    fn sort_in_memory(&mut self) {
+        let arena = &self.arena;
+        let key = |s: &Slot| &arena[s.start..s.start + s.key_len as usize];
+        self.slots.par_sort_by(|a, b| key(a).cmp(key(b)));
+    }
+
+    fn spill(&mut self) -> Result<(), RunError> {
+        self.sort_in_memory();
+        let path = self
+            .dir
+            .join(format!("{}-{}.run", self.name, self.runs.len()));
+        let error = |op| {
+            let path = path.clone();
+            move |source| RunError { path, op, source }
+        };
+        let file = File::create(&path).map_err(error("create"))?;
+        self.runs.push(path.clone());
+        let mut out = BufWriter::with_capacity(RUN_WRITE_BUFFER, file);
+        for slot in &self.slots {
+            let end = slot.start + slot.key_len as usize + slot.value_len as usize;
+            out.write_all(&slot.key_len.to_le_bytes())
+                .and_then(|()| out.write_all(&slot.value_len.to_le_bytes()))
+                .and_then(|()| out.write_all(&self.arena[slot.start..end]))
+                .map_err(error("write"))?;
+        }
+        out.flush().map_err(error("write"))?;
+        self.arena.clear();
+        self.slots.clear();
+        Ok(())
+    }
+
+    /// Sorts what is held and returns the merged stream of every pair.
+    pub(crate) fn finish(mut self) -> Result<SortedPairs, RunError> {
+        self.sort_in_memory();
+        let mut sources = Vec::with_capacity(self.runs.len() + 1);
+        for path in &self.runs {
+            let file = File::open(path).map_err(|source| RunError {
+                path: path.clone(),
+                op: "open",
+                source,
+            })?;
+            sources.push(Source::Run {
+                path: path.clone(),
+                reader: BufReader::with_capacity(RUN_READ_BUFFER, file),
+            });
+        }
+        let memory = Source::Memory {
+            arena: std::mem::take(&mut self.arena),
+            slots: std::mem::take(&mut self.slots).into_iter(),
+        };
+        sources.push(memory);
+        let mut merged = SortedPairs {
+            sources,
+            heap: BinaryHeap::new(),
+            runs: std::mem::take(&mut self.runs),
+        };
+        for index in 0..merged.sources.len() {
+            merged.refill(index)?;
+        }
+        Ok(merged)
+    }
+}
+
+impl Drop for ExternalSorter {
+    fn drop(&mut self) {
+        remove_runs(&self.runs);
+    }
+}
+
+fn remove_runs(runs: &[PathBuf]) {
+    for path in runs {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+/// One sorted input of the merge.
+enum Source {
+    Run {
+        path: PathBuf,
+        reader: BufReader<File>,
+    },
+    Memory {
+        arena: Vec<u8>,
+        slots: std::vec::IntoIter<Slot>,
+    },
+}
+
+impl Source {
+    /// The next pair, or `None` at the end.
+    fn next_pair(&mut self) -> Result<Option<Pair>, RunError> {
+        match self {
+            Source::Memory { arena, slots } => Ok(slots.next().map(|s| {
+                let key_end = s.start + s.key_len as usize;
+                (
+                    arena[s.start..key_end].to_vec(),
+                    arena[key_end..key_end + s.value_len as usize].to_vec(),
+                )
+            })),
+            Source::Run { path, reader } => {
+                let error = |source| RunError {
+                    path: path.clone(),
+                    op: "read",
+                    source,
+                };
+                let mut lens = [0u8; 8];
+                match reader.read_exact(&mut lens[..1]) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
+                    Err(e) => return Err(error(e)),
+                }
+                reader.read_exact(&mut lens[1..]).map_err(error)?;
+                let key_len = u32::from_le_bytes(lens[..4].try_into().expect("4 bytes")) as usize;
+                let value_len = u32::from_le_bytes(lens[4..].try_into().expect("4 bytes")) as usize;
+                let mut key = vec![0u8; key_len];
+                reader.read_exact(&mut key).map_err(error)?;
+                let mut value = vec![0u8; value_len];
+                reader.read_exact(&mut value).map_err(error)?;
+                Ok(Some((key, value)))
+            }
+        }
+    }
+}
+
+/// The head pair of one source, ordered for a min-heap by key, then by
+/// source (so equal keys come out in a stable order).
+struct Head {
+    key: Vec<u8>,
+    value: Vec<u8>,
+    source: usize,
+}
+
+impl PartialEq for Head {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Head {}
+
+impl PartialOrd for Head {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Head {
+    fn cmp(&self, other: &Self) -> Ordering {
+        other
+            .key
+            .cmp(&self.key)
+            .then_with(|| other.source.cmp(&self.source))
+    }
+}
+
+/// Every pair of a sorter, in key order. Removes the run files when dropped.
+pub(crate) struct SortedPairs {
+    sources: Vec<Source>,
+    heap: BinaryHeap<Head>,
+    runs: Vec<PathBuf>,
+}
+
+impl SortedPairs {
+    fn refill(&mut self, source: usize) -> Result<(), RunError> {
+        if let Some((key, value)) = self.sources[source].next_pair()? {
+            self.heap.push(Head { key, value, source });
+        }
+        Ok(())
+    }
+
+    /// The key the next call to [`Iterator::next`] returns, if any.
+    pub(crate) fn peek_key(&self) -> Option<&[u8]> {
+        self.heap.peek().map(|head| head.key.as_slice())
+    }
+}
+
+impl Iterator for SortedPairs {
+    type Item = Result<Pair, RunError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let head = self.heap.pop()?;
+        if let Err(e) = self.refill(head.source) {
+            return Some(Err(e));
+        }
+        Some(Ok((head.key, head.value)))
+    }
+}
+
+impl Drop for SortedPairs {
+    fn drop(&mut self) {
+        remove_runs(&self.runs);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sorted(budget: usize, pairs: &[Pair]) -> (Vec<Pair>, usize) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sorter = ExternalSorter::new(dir.path(), "t", budget);
+        for (k, v) in pairs {
+            sorter.push(k, v).unwrap();
+        }
+        let runs = sorter.runs();
+        let out: Vec<_> = sorter.finish().unwrap().map(Result::unwrap).collect();
+        let left = std::fs::read_dir(dir.path()).unwrap().count();
+        assert_eq!(left, 0, "run files are removed once merged");
+        (out, runs)
+    }
+
+    #[test]
+    fn sorts_across_runs_and_keeps_repeats() {
+        let mut pairs: Vec<Pair> = (0..5000u32)
+            .map(|i| {
+                let k = (i.wrapping_mul(2_654_435_761) % 1000)
+                    .to_be_bytes()
+                    .to_vec();
+                (k, i.to_le_bytes().to_vec())
+            })
+            .collect();
+        pairs.push((Vec::new(), b"empty key".to_vec()));
+        let (out, runs) = sorted(4096, &pairs);
+        assert!(runs > 10, "spilled {runs} runs");
+        assert_eq!(out.len(), pairs.len());
+        assert!(out.windows(2).all(|w| w[0].0 <= w[1].0));
+        let mut expected = pairs.clone();
+        expected.sort();
+        let mut got = out.clone();
+        got.sort();
+        assert_eq!(got, expected, "every pair comes out once");
+    }
+
+    #[test]
+    fn in_memory_only_and_empty() {
+        let (out, runs) = sorted(
+            1 << 20,
+            &[
+                (b"b".to_vec(), b"2".to_vec()),
+                (b"a".to_vec(), b"1".to_vec()),
+            ],
+        );
+        assert_eq!(runs, 0);
+        assert_eq!(
+            out,
+            vec![
+                (b"a".to_vec(), b"1".to_vec()),
+                (b"b".to_vec(), b"2".to_vec())
+            ]
+        );
+        assert!(sorted(16, &[]).0.is_empty());
+    }
+
+    #[test]
+    fn dropping_an_unfinished_sorter_removes_its_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sorter = ExternalSorter::new(dir.path(), "t", 8);
+        for i in 0..100u32 {
+            sorter.push(&i.to_be_bytes(), b"v").unwrap();
+        }
+        assert!(sorter.runs() > 1);
+        drop(sorter);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+}

@@ -1,0 +1,271 @@
+//! Import of a whole state at block N: in any account order, through
+//! spilled sort runs, into files; checked against the model's root (by
+//! alloy-trie), its reads, blocks committed on top, a reopen and verify;
+//! refusals leave the store empty.
+
+use std::collections::BTreeMap;
+
+use alloy_primitives::{Address, B256, Bytes, U256};
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use strata_storage::genesis::GenesisAccount;
+use strata_storage::import::{IMPORT_DIR, ImportOptions};
+use strata_storage::{Account, Error, FILES_DIR, Regime, StateDb};
+
+use crate::model::small_options;
+use crate::oracle::{Model, ModelAccount, code_hash, model_root};
+
+const BLOCK: u64 = 1_000;
+
+/// A random state: most accounts plain, some with storage, a few sharing
+/// one of three codes.
+fn random_model(rng: &mut StdRng, accounts: usize) -> Model {
+    let codes: Vec<Bytes> = (1..=3u8)
+        .map(|n| Bytes::from(vec![0x60, n, 0x00]))
+        .collect();
+    let mut model = Model::new();
+    for _ in 0..accounts {
+        let mut entry = ModelAccount {
+            account: Account {
+                nonce: rng.random_range(0..5),
+                balance: U256::from(rng.random_range(1..1_000_000u64)),
+                ..Account::default()
+            },
+            ..ModelAccount::default()
+        };
+        if rng.random_bool(0.1) {
+            let code = codes[rng.random_range(0..codes.len())].clone();
+            entry.account.code_hash = code_hash(&code);
+            entry.code = Some(code);
+        } else {
+            entry.account.code_hash = code_hash(&[]);
+        }
+        if rng.random_bool(0.2) {
+            for _ in 0..rng.random_range(1..20) {
+                let slot = B256::from(U256::from(rng.random_range(0..64u64)));
+                entry
+                    .storage
+                    .insert(slot, U256::from(rng.random_range(1..1000u64)));
+            }
+        }
+        model.insert(Address::from(rng.random::<[u8; 20]>()), entry);
+    }
+    model
+}
+
+/// The model's accounts as an import takes them, shuffled.
+fn shuffled_input(rng: &mut StdRng, model: &Model) -> Vec<(Address, GenesisAccount)> {
+    let mut input: Vec<(Address, GenesisAccount)> = model
+        .iter()
+        .map(|(address, entry)| {
+            (
+                *address,
+                GenesisAccount {
+                    nonce: entry.account.nonce,
+                    balance: entry.account.balance,
+                    code: entry.code.clone().unwrap_or_default(),
+                    storage: entry.storage.clone(),
+                },
+            )
+        })
+        .collect();
+    input.shuffle(rng);
+    input
+}
+
+fn ok<T>(items: Vec<T>) -> impl Iterator<Item = Result<T, std::io::Error>> {
+    items.into_iter().map(Ok)
+}
+
+/// Every account, code and slot reads as the model has it, and the range
+/// reads list exactly the model's accounts.
+fn assert_state(db: &StateDb, model: &Model, context: &str) {
+    let reader = db.reader(Regime::Exec);
+    for (address, entry) in model {
+        assert_eq!(
+            reader.account(address).unwrap(),
+            Some(entry.account),
+            "{context}: {address}"
+        );
+        assert_eq!(
+            reader.code(address).unwrap().as_deref(),
+            entry.code.as_ref().map(|c| &c[..]),
+            "{context}: code"
+        );
+        let slots = reader
+            .storage_range(address, &B256::ZERO, usize::MAX)
+            .unwrap();
+        let want: Vec<(B256, U256)> = entry.storage.iter().map(|(k, v)| (*k, *v)).collect();
+        assert_eq!(slots, want, "{context}: storage of {address}");
+    }
+    let listed = reader.accounts(&Address::ZERO, usize::MAX).unwrap();
+    assert_eq!(listed.len(), model.len(), "{context}: account count");
+}
+
+#[test]
+fn an_imported_state_reads_continues_and_reopens_like_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = StdRng::seed_from_u64(41);
+    let mut model = random_model(&mut rng, 3000);
+    let root = model_root(&model);
+    let hash = B256::repeat_byte(0x77);
+    let db = StateDb::open(dir.path(), small_options()).unwrap();
+    let options = ImportOptions {
+        block: BLOCK,
+        block_hash: Some(hash),
+        expected_root: Some(root),
+        // Tiny sort buffers: every sorter spills many runs.
+        sort_memory_bytes: 64 << 10,
+        ..ImportOptions::default()
+    };
+    let report = db
+        .import_state(ok(shuffled_input(&mut rng, &model)), &options)
+        .unwrap();
+    assert_eq!(report.root, root);
+    assert_eq!(report.accounts, model.len() as u64);
+    let slots: usize = model.values().map(|e| e.storage.len()).sum();
+    assert_eq!(report.slots, slots as u64);
+    assert!(report.runs > 10, "runs spilled: {}", report.runs);
+    assert!(report.file_bytes > 0 && report.raw_bytes > 0);
+    assert_eq!(db.last_block(), Some(BLOCK));
+    assert_eq!(db.root(), root);
+    assert!(!dir.path().join(IMPORT_DIR).exists(), "scratch removed");
+    let files = std::fs::read_dir(dir.path().join(FILES_DIR))
+        .unwrap()
+        .count();
+    assert_eq!(files, 4, "one file per domain");
+    assert_state(&db, &model, "after import");
+    let reader = db.latest();
+    assert_eq!(reader.block_hash(BLOCK).unwrap(), Some(hash));
+    let some_code = model.values().find_map(|e| e.code.clone()).unwrap();
+    assert_eq!(
+        reader
+            .code_by_hash(&code_hash(&some_code))
+            .unwrap()
+            .as_deref(),
+        Some(&some_code[..])
+    );
+
+    // Blocks before the imported one are not there to read or restore.
+    assert!(matches!(
+        db.reader_at(BLOCK - 1, Regime::Exec),
+        Err(Error::StateNotRetained { .. })
+    ));
+    assert!(db.unwind_to(BLOCK - 1).is_err());
+    assert!(db.begin_block(BLOCK).is_err());
+
+    // Blocks on top change imported accounts and slots; each root is the
+    // model's, so the imported commitment records are right.
+    let addresses: Vec<Address> = model.keys().copied().collect();
+    for number in BLOCK + 1..BLOCK + 6 {
+        let mut writer = db.begin_block(number).unwrap();
+        for _ in 0..40 {
+            let address = addresses[rng.random_range(0..addresses.len())];
+            let entry = model.get_mut(&address).unwrap();
+            entry.account.nonce += 1;
+            writer.put_account(address, &entry.account);
+            let slot = B256::from(U256::from(rng.random_range(0..64u64)));
+            let value = U256::from(rng.random_range(0..3u64));
+            writer.put_storage(address, slot, value);
+            if value.is_zero() {
+                entry.storage.remove(&slot);
+            } else {
+                entry.storage.insert(slot, value);
+            }
+        }
+        let info = writer.commit().unwrap();
+        assert_eq!(info.root, model_root(&model), "block {number}");
+    }
+    db.compact().unwrap();
+    assert_state(&db, &model, "after blocks and compaction");
+    drop(db);
+
+    let db = StateDb::open(dir.path(), small_options()).unwrap();
+    assert_eq!(db.last_block(), Some(BLOCK + 5));
+    assert_eq!(db.root(), model_root(&model));
+    assert_state(&db, &model, "after reopen");
+    db.verify().unwrap();
+}
+
+#[test]
+fn a_refused_import_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = StdRng::seed_from_u64(42);
+    let model = random_model(&mut rng, 500);
+    let input = shuffled_input(&mut rng, &model);
+    let db = StateDb::open(dir.path(), small_options()).unwrap();
+    let small = ImportOptions {
+        block: BLOCK,
+        sort_memory_bytes: 16 << 10,
+        ..ImportOptions::default()
+    };
+    let nothing_written = |db: &StateDb| {
+        assert_eq!(db.last_block(), None);
+        let files = std::fs::read_dir(dir.path().join(FILES_DIR))
+            .unwrap()
+            .count();
+        assert_eq!(files, 0, "no file left");
+        assert!(!dir.path().join(IMPORT_DIR).exists(), "no scratch left");
+    };
+
+    let wrong = ImportOptions {
+        expected_root: Some(B256::repeat_byte(1)),
+        ..small.clone()
+    };
+    let err = db.import_state(ok(input.clone()), &wrong).unwrap_err();
+    assert!(
+        matches!(err, Error::ImportRootMismatch { computed, .. } if computed == model_root(&model)),
+        "{err}"
+    );
+    nothing_written(&db);
+
+    let mut repeated = input.clone();
+    repeated.push(repeated[17].clone());
+    let err = db.import_state(ok(repeated), &small).unwrap_err();
+    assert!(
+        matches!(err, Error::ImportRepeatedAccount { address } if address == input[17].0),
+        "{err}"
+    );
+    nothing_written(&db);
+
+    let failing = input
+        .iter()
+        .cloned()
+        .map(Ok)
+        .chain(std::iter::once(Err(std::io::Error::other(
+            "line 9: broken",
+        ))));
+    let err = db.import_state(failing, &small).unwrap_err();
+    assert!(matches!(err, Error::ImportInput { .. }), "{err}");
+    assert!(err.to_string().contains("line 9: broken"), "{err}");
+    nothing_written(&db);
+
+    // The store is still usable: the same state imports, and only once.
+    let report = db.import_state(ok(input.clone()), &small).unwrap();
+    assert_eq!(report.root, model_root(&model));
+    let err = db.import_state(ok(input), &small).unwrap_err();
+    assert!(matches!(err, Error::GenesisExists { last: BLOCK }), "{err}");
+}
+
+/// An import and a genesis of the same state agree on the root and on every
+/// key's value.
+#[test]
+fn import_and_genesis_build_the_same_state() {
+    let mut rng = StdRng::seed_from_u64(43);
+    let model = random_model(&mut rng, 1200);
+    let input = shuffled_input(&mut rng, &model);
+    let genesis_dir = tempfile::tempdir().unwrap();
+    let genesis = StateDb::open(genesis_dir.path(), small_options()).unwrap();
+    let alloc: BTreeMap<Address, GenesisAccount> = input.iter().cloned().collect();
+    let genesis_root = genesis.init_genesis(&alloc).unwrap();
+    let import_dir = tempfile::tempdir().unwrap();
+    let imported = StateDb::open(import_dir.path(), small_options()).unwrap();
+    let report = imported
+        .import_state(ok(input), &ImportOptions::default())
+        .unwrap();
+    assert_eq!(report.root, genesis_root);
+    assert_eq!(report.runs, 0, "the default budget holds a small state");
+    assert_state(&imported, &model, "import at block 0");
+    assert_state(&genesis, &model, "genesis");
+}
