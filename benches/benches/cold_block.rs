@@ -222,7 +222,7 @@ fn generate_trace(dir: &Path, quick: bool) -> PathBuf {
     let path = dir.join("trace.jsonl");
     let file = std::io::BufWriter::new(File::create(&path).expect("create the trace"));
     let mut out = TraceWriter::new(file);
-    generate(&config, &mut out).expect("generate the trace");
+    generate(&config, &mut out, None).expect("generate the trace");
     out.finish().expect("write the trace");
     path
 }

@@ -22,13 +22,17 @@
 //!
 //! [`DumpReader`] reads a dump in bounded memory: it parses batches of
 //! lines on the rayon pool and yields the accounts in file order.
+//! [`DumpWriter`] writes one, a line per account: `address`, `balance`,
+//! `nonce`, `codeHash`, `code` (when not empty) and `storage` (32-byte
+//! slots and values, when not empty) — the fields reth's `init-state`
+//! reads, under geth's names (geth's per-account `root` is not written).
 
-use std::collections::VecDeque;
-use std::io::BufRead;
+use std::collections::{BTreeMap, VecDeque};
+use std::io::{BufRead, Write};
 
-use alloy_primitives::{Address, B256, KECCAK256_EMPTY, keccak256};
+use alloy_primitives::{Address, B256, Bytes, KECCAK256_EMPTY, U256, keccak256};
 use rayon::prelude::*;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::genesis::{
     GenesisAccount, GenesisError, RawAccount, Scalar, ValueError, parse_address, typed_account,
@@ -116,6 +120,95 @@ struct Header<'a> {
     root: Scalar<'a>,
     #[serde(default, borrow)]
     address: Scalar<'a>,
+}
+
+/// The dump's first line, as written.
+#[derive(Serialize)]
+struct RootLine {
+    root: B256,
+}
+
+/// An account line, as written.
+#[derive(Serialize)]
+struct AccountLine<'a> {
+    address: Address,
+    balance: U256,
+    nonce: u64,
+    #[serde(rename = "codeHash")]
+    code_hash: B256,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    code: Option<&'a Bytes>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    storage: BTreeMap<B256, B256>,
+}
+
+/// Writes a state dump: the root line at creation, then one line per
+/// account (in the caller's order; `strata export` writes address order).
+pub struct DumpWriter<W> {
+    out: W,
+    accounts: u64,
+    slots: u64,
+}
+
+impl<W: Write> DumpWriter<W> {
+    /// Starts a dump of the state whose root is `root`.
+    pub fn new(mut out: W, root: B256) -> std::io::Result<Self> {
+        write_line(&mut out, &RootLine { root })?;
+        Ok(Self {
+            out,
+            accounts: 0,
+            slots: 0,
+        })
+    }
+
+    /// Writes one account; zero storage values are left out.
+    pub fn account(
+        &mut self,
+        address: Address,
+        nonce: u64,
+        balance: U256,
+        code: &Bytes,
+        storage: impl IntoIterator<Item = (B256, U256)>,
+    ) -> std::io::Result<()> {
+        let storage: BTreeMap<B256, B256> = storage
+            .into_iter()
+            .filter(|(_, value)| !value.is_zero())
+            .map(|(slot, value)| (slot, B256::from(value)))
+            .collect();
+        self.slots += storage.len() as u64;
+        self.accounts += 1;
+        let code_hash = if code.is_empty() {
+            KECCAK256_EMPTY
+        } else {
+            keccak256(code)
+        };
+        write_line(
+            &mut self.out,
+            &AccountLine {
+                address,
+                balance,
+                nonce,
+                code_hash,
+                code: (!code.is_empty()).then_some(code),
+                storage,
+            },
+        )
+    }
+
+    /// Accounts and non-zero slots written so far.
+    pub fn counts(&self) -> (u64, u64) {
+        (self.accounts, self.slots)
+    }
+
+    /// The output, after the last line.
+    pub fn into_inner(self) -> W {
+        self.out
+    }
+}
+
+fn write_line(out: &mut impl Write, value: &impl Serialize) -> std::io::Result<()> {
+    serde_json::to_writer(&mut *out, value)?;
+    out.write_all(b"\n")
 }
 
 /// Reads a state dump: [`DumpReader::root`], then the accounts as an
@@ -353,6 +446,29 @@ mod tests {
             let err = read(&text).unwrap_err().to_string();
             assert!(err.contains(expected), "{text:?}: {err}");
         }
+    }
+
+    #[test]
+    fn what_the_writer_writes_the_reader_reads() {
+        let mut writer = DumpWriter::new(Vec::new(), B256::repeat_byte(3)).unwrap();
+        let code = Bytes::from_static(&[0x60, 0x01]);
+        let storage = [
+            (B256::with_last_byte(1), U256::from(5)),
+            (B256::with_last_byte(2), U256::ZERO),
+        ];
+        writer
+            .account(Address::with_last_byte(1), 7, U256::from(9), &code, storage)
+            .unwrap();
+        writer
+            .account(Address::with_last_byte(2), 0, U256::ZERO, &Bytes::new(), [])
+            .unwrap();
+        assert_eq!(writer.counts(), (2, 1));
+        let text = String::from_utf8(writer.into_inner()).unwrap();
+        let (root, accounts) = read(&text).unwrap();
+        assert_eq!(root, B256::repeat_byte(3));
+        assert_eq!(accounts[0].1.code, code);
+        assert_eq!(accounts[0].1.storage.len(), 1);
+        assert_eq!(accounts[1].1, GenesisAccount::default());
     }
 
     #[test]

@@ -9,14 +9,13 @@
 //! and geth's `dump --iterative` field names (`codeHash`); the per-account
 //! storage root of geth's dump is not written.
 
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
 use alloy_primitives::{Address, B256, Bytes, KECCAK256_EMPTY, U256};
 use clap::Args;
-use serde::Serialize;
+use strata_storage::dump::DumpWriter;
 use strata_storage::keys::next_key;
 use strata_storage::{Regime, StateReader};
 
@@ -38,26 +37,6 @@ pub struct ExportArgs {
     /// beside it and renamed over it once whole).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
-}
-
-/// The first line of a dump.
-#[derive(Serialize)]
-struct RootLine {
-    root: B256,
-}
-
-/// One account of a dump.
-#[derive(Serialize)]
-struct AccountLine {
-    address: Address,
-    balance: U256,
-    nonce: u64,
-    #[serde(rename = "codeHash")]
-    code_hash: B256,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    code: Option<Bytes>,
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    storage: BTreeMap<B256, B256>,
 }
 
 pub(super) fn run(args: ExportArgs) -> Result<(), CliError> {
@@ -125,13 +104,7 @@ fn write_dump(
     out: &mut impl Write,
 ) -> Result<(u64, u64), Failure> {
     let read = |e| Failure::Cli(CliError::storage(&args.datadir)(e));
-    write_line(
-        out,
-        &RootLine {
-            root: reader.root(),
-        },
-    )?;
-    let (mut accounts, mut slots) = (0u64, 0u64);
+    let mut dump = DumpWriter::new(out, reader.root()).map_err(Failure::Write)?;
     let mut from = Some(Address::ZERO);
     while let Some(start) = from {
         let page = reader.accounts(&start, ACCOUNT_PAGE).map_err(read)?;
@@ -141,38 +114,31 @@ fn write_dump(
         };
         for (address, account) in page {
             let code = if account.code_hash == KECCAK256_EMPTY {
-                None
+                Bytes::new()
             } else {
-                reader
-                    .code_by_hash(&account.code_hash)
-                    .map_err(read)?
-                    .map(Bytes::from)
+                let code = reader.code_by_hash(&account.code_hash).map_err(read)?;
+                let code = code.ok_or_else(|| {
+                    Failure::Cli(CliError::Usage(format!(
+                        "{}: account {address} has code hash {} but no code is stored for it",
+                        args.datadir.display(),
+                        account.code_hash
+                    )))
+                })?;
+                Bytes::from(code)
             };
             let storage = account_storage(reader, &address).map_err(read)?;
-            slots += storage.len() as u64;
-            accounts += 1;
-            write_line(
-                out,
-                &AccountLine {
-                    address,
-                    balance: account.balance,
-                    nonce: account.nonce,
-                    code_hash: account.code_hash,
-                    code,
-                    storage,
-                },
-            )?;
+            dump.account(address, account.nonce, account.balance, &code, storage)
+                .map_err(Failure::Write)?;
         }
     }
-    Ok((accounts, slots))
+    Ok(dump.counts())
 }
 
-/// Every non-zero slot of `address`, read page by page.
 fn account_storage(
     reader: &StateReader,
     address: &Address,
-) -> strata_storage::Result<BTreeMap<B256, B256>> {
-    let mut storage = BTreeMap::new();
+) -> strata_storage::Result<Vec<(B256, U256)>> {
+    let mut storage = Vec::new();
     let mut from = Some(B256::ZERO);
     while let Some(start) = from {
         let page = reader.storage_range(address, &start, SLOT_PAGE)?;
@@ -180,10 +146,7 @@ fn account_storage(
             Some((last, _)) if page.len() == SLOT_PAGE => next_word(last),
             _ => None,
         };
-        storage.extend(
-            page.into_iter()
-                .map(|(slot, value)| (slot, B256::from(value))),
-        );
+        storage.extend(page);
     }
     Ok(storage)
 }
@@ -199,13 +162,6 @@ fn next_word(word: &B256) -> Option<B256> {
 }
 
 /// Writes `value` as one line of JSON.
-fn write_line(out: &mut impl Write, value: &impl Serialize) -> Result<(), Failure> {
-    serde_json::to_writer(&mut *out, value)
-        .map_err(std::io::Error::from)
-        .and_then(|()| out.write_all(b"\n"))
-        .map_err(Failure::Write)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

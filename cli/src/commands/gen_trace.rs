@@ -31,6 +31,11 @@ pub struct GenTraceArgs {
     /// Output file (default: standard output).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Write the genesis state to FILE as a line-by-line state dump (what
+    /// `init --state` and `replay --genesis` read) and leave the genesis
+    /// line out of the trace: no giant line for a large state.
+    #[arg(long, value_name = "FILE")]
+    pub state_out: Option<PathBuf>,
     /// Accounts read per block (default 1500, scaled down for small states).
     #[arg(long, value_parser = per_block_count())]
     pub account_reads: Option<usize>,
@@ -71,18 +76,27 @@ pub(super) fn run(args: GenTraceArgs) -> Result<(), CliError> {
         slot_reads: args.slot_reads,
         slot_writes: args.slot_writes,
     };
+    let mut state_file = match &args.state_out {
+        Some(path) => Some(BufWriter::with_capacity(
+            1 << 20,
+            std::fs::File::create(path).map_err(CliError::file(path))?,
+        )),
+        None => None,
+    };
+    let state_out = state_file.as_mut().map(|w| w as &mut dyn Write);
     let summary = match &args.out {
         Some(path) => {
             let file = std::fs::File::create(path).map_err(CliError::file(path))?;
             let mut writer = TraceWriter::new(BufWriter::new(file));
-            let summary = generate(&config, &mut writer).map_err(CliError::file(path))?;
+            let summary =
+                generate(&config, &mut writer, state_out).map_err(CliError::file(path))?;
             writer.finish().map_err(CliError::file(path))?;
             summary
         }
         None => {
             let stdout = std::io::stdout().lock();
             let mut writer = TraceWriter::new(BufWriter::new(stdout));
-            let summary = generate(&config, &mut writer).map_err(CliError::Output)?;
+            let summary = generate(&config, &mut writer, state_out).map_err(CliError::Output)?;
             writer
                 .finish()
                 .map_err(CliError::Output)?
@@ -91,6 +105,12 @@ pub(super) fn run(args: GenTraceArgs) -> Result<(), CliError> {
             summary
         }
     };
+    if let (Some(path), Some(file)) = (&args.state_out, state_file) {
+        let file = file
+            .into_inner()
+            .map_err(|e| CliError::file(path)(e.into_error()))?;
+        file.sync_all().map_err(CliError::file(path))?;
+    }
     let to = args
         .out
         .as_ref()

@@ -41,9 +41,6 @@ pub struct InitArgs {
     /// The hash of that block (served to BLOCKHASH by the blocks after it).
     #[arg(long, value_name = "HASH", requires = "state")]
     pub block_hash: Option<B256>,
-    /// Memory for the import's external sort, in MiB (more spills less).
-    #[arg(long, value_name = "MIB", default_value_t = 256, requires = "state")]
-    pub sort_mib: usize,
     /// The data directory to create.
     #[arg(long, value_name = "DIR")]
     pub datadir: PathBuf,
@@ -61,7 +58,12 @@ pub(super) fn run(args: InitArgs) -> Result<(), CliError> {
     }
     match (&args.genesis, &args.state) {
         (Some(genesis), _) => init_genesis(&db, genesis, &args.datadir),
-        (None, Some(state)) => import_dump(&db, state, &args),
+        (None, Some(state)) => {
+            let started = Instant::now();
+            let report = import_dump(&db, state, args.block, args.block_hash, &args.datadir)?;
+            print_report(&report, &args.datadir, started.elapsed().as_secs_f64());
+            Ok(())
+        }
         (None, None) => unreachable!("clap requires --genesis or --state"),
     }
 }
@@ -85,8 +87,15 @@ fn init_genesis(db: &StateDb, path: &Path, datadir: &Path) -> Result<(), CliErro
     Ok(())
 }
 
-fn import_dump(db: &StateDb, path: &Path, args: &InitArgs) -> Result<(), CliError> {
-    let started = Instant::now();
+/// Imports the state dump at `path` as `block` of the empty `db`, its root
+/// checked (the sort budget is the default's).
+pub(crate) fn import_dump(
+    db: &StateDb,
+    path: &Path,
+    block: u64,
+    block_hash: Option<B256>,
+    datadir: &Path,
+) -> Result<ImportReport, CliError> {
     let file = File::open(path).map_err(CliError::file(path))?;
     let dump_error = |source: Box<dyn std::error::Error + Send + Sync>| CliError::Dump {
         path: path.to_owned(),
@@ -95,18 +104,15 @@ fn import_dump(db: &StateDb, path: &Path, args: &InitArgs) -> Result<(), CliErro
     let reader = DumpReader::new(BufReader::with_capacity(DUMP_READ_BUFFER, file))
         .map_err(|e| dump_error(Box::new(e)))?;
     let options = ImportOptions {
-        block: args.block,
-        block_hash: args.block_hash,
+        block,
+        block_hash,
         expected_root: Some(reader.root()),
-        sort_memory_bytes: args.sort_mib << 20,
         ..ImportOptions::default()
     };
-    let report = db.import_state(reader, &options).map_err(|e| match e {
+    db.import_state(reader, &options).map_err(|e| match e {
         strata_storage::Error::ImportInput { source } => dump_error(source),
-        other => CliError::storage(&args.datadir)(other),
-    })?;
-    print_report(&report, &args.datadir, started.elapsed().as_secs_f64());
-    Ok(())
+        other => CliError::storage(datadir)(other),
+    })
 }
 
 fn print_report(report: &ImportReport, datadir: &Path, seconds: f64) {

@@ -13,7 +13,7 @@ mod export;
 mod gen_trace;
 mod get;
 mod import_geth;
-mod init;
+pub(crate) mod init;
 mod man;
 mod observe;
 mod proof;

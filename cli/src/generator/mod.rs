@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use alloy_primitives::B256;
 use rand::SeedableRng;
 use rand::rngs::StdRng;
+use strata_storage::dump::DumpWriter;
 
 use crate::model::WorldState;
 use crate::trace::{TraceLine, TraceWriter};
@@ -134,10 +135,13 @@ pub struct GenSummary {
 }
 
 /// Generate a trace into `out`: a genesis line, then `config.blocks` block
-/// lines numbered from 1.
+/// lines numbered from 1. With `state_out`, the genesis goes there as a
+/// line-by-line state dump instead ([`strata_storage::dump`]), and the trace
+/// has no genesis line.
 pub fn generate<W: Write>(
     config: &GenConfig,
     out: &mut TraceWriter<W>,
+    state_out: Option<&mut dyn Write>,
 ) -> std::io::Result<GenSummary> {
     let start = Instant::now();
     let mut rng = StdRng::seed_from_u64(config.seed);
@@ -148,10 +152,25 @@ pub fn generate<W: Write>(
     let root_start = Instant::now();
     let genesis_root = state.state_root();
     let mut root_time = root_start.elapsed();
-    out.write(&TraceLine::Genesis {
-        alloc,
-        state_root: Some(genesis_root),
-    })?;
+    match state_out {
+        Some(state_out) => {
+            let mut dump = DumpWriter::new(state_out, genesis_root)?;
+            for (address, account) in &alloc {
+                dump.account(
+                    *address,
+                    account.nonce,
+                    account.balance,
+                    &account.code,
+                    account.storage.iter().map(|(slot, value)| (*slot, *value)),
+                )?;
+            }
+            dump.into_inner().flush()?;
+        }
+        None => out.write(&TraceLine::Genesis {
+            alloc,
+            state_root: Some(genesis_root),
+        })?,
+    }
     let genesis_accounts = state.len();
 
     let mut sums = [0usize; 4];

@@ -131,3 +131,51 @@ fn init_state_imports_what_export_wrote() {
     let import_run = strata_ok(&["init", "--datadir", t, "--state", dump_path]);
     assert_eq!(import_run.lines().last(), Some(root.as_str()));
 }
+
+/// `gen-trace --state-out` writes the genesis as a state dump and the trace
+/// without its genesis line; `replay --genesis DUMP` imports it and reaches
+/// the same roots as the trace with the genesis line (and `check-trace`'s
+/// roots: the replay checks every block's stated root).
+#[test]
+fn a_trace_with_its_state_in_a_dump_replays_like_one_with_a_genesis_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = crate::common::gen_trace(dir.path(), "whole.jsonl", 400, 6, 5);
+    let split = dir.path().join("split.jsonl");
+    let state = dir.path().join("state.jsonl");
+    strata_ok(&[
+        "gen-trace",
+        "--accounts",
+        "400",
+        "--contracts",
+        "20",
+        "--blocks",
+        "6",
+        "--seed",
+        "5",
+        "--out",
+        split.to_str().unwrap(),
+        "--state-out",
+        state.to_str().unwrap(),
+    ]);
+    let (genesis_root, roots) = crate::common::trace_roots(&whole);
+    let (none, split_roots) = crate::common::trace_roots(&split);
+    assert_eq!(none, None, "no genesis line");
+    assert_eq!(split_roots, roots);
+    let dump = std::fs::read_to_string(&state).unwrap();
+    let first = dump.lines().next().unwrap();
+    assert!(
+        first.contains(&genesis_root.unwrap().to_string()),
+        "{first}"
+    );
+
+    let from_line = strata_ok(&["replay", whole.to_str().unwrap()]);
+    let from_dump = strata_ok(&[
+        "replay",
+        split.to_str().unwrap(),
+        "--genesis",
+        state.to_str().unwrap(),
+    ]);
+    let last = roots.values().last().unwrap().to_string();
+    assert_eq!(crate::common::final_root(&from_line), last);
+    assert_eq!(crate::common::final_root(&from_dump), last);
+}

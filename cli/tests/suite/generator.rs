@@ -37,7 +37,7 @@ fn config(accounts: usize, contracts: usize, blocks: u64, seed: u64) -> GenConfi
 
 fn generate_bytes(config: &GenConfig) -> Vec<u8> {
     let mut writer = TraceWriter::new(Vec::new());
-    generate(config, &mut writer).unwrap();
+    generate(config, &mut writer, None).unwrap();
     writer.finish().unwrap()
 }
 

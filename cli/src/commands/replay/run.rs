@@ -371,6 +371,10 @@ fn prepare(
         return Ok(Some(last));
     }
     let first_block = source.peek_block()?.map(|b| b.number);
+    if let Some(dump) = &start.state_dump {
+        crate::commands::init::import_dump(db, dump, 0, None, datadir)?;
+        return Ok(Some(0));
+    }
     if start.genesis.is_none() && first_block == Some(0) {
         // The trace's block 0 builds the state from nothing.
         return Ok(None);

@@ -3,7 +3,7 @@
 //! state is resolved from the genesis line or the `--genesis` file.
 
 use std::fs::File;
-use std::io::BufReader;
+use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use alloy_primitives::B256;
@@ -18,6 +18,9 @@ pub(crate) struct Start {
     pub(crate) genesis: Option<GenesisAlloc>,
     /// The root the trace states for it.
     pub(crate) genesis_root: Option<B256>,
+    /// A state dump given as `--genesis` (first line `{"root": …}`): imported
+    /// as block 0 by streaming, not parsed here.
+    pub(crate) state_dump: Option<PathBuf>,
 }
 
 /// A trace being read: its start and the stream of blocks.
@@ -43,6 +46,7 @@ impl TraceSource {
         let mut start = Start {
             genesis: None,
             genesis_root: None,
+            state_dump: None,
         };
         match source.next_line()? {
             Some(TraceLine::Genesis { alloc, state_root }) => {
@@ -59,7 +63,11 @@ impl TraceSource {
             Some(TraceLine::Block(block)) => source.pending = Some(block),
             None => {}
         }
-        if let Some(file) = genesis_file {
+        if let Some(file) = genesis_file
+            && is_state_dump(file)?
+        {
+            start.state_dump = Some(file.to_owned());
+        } else if let Some(file) = genesis_file {
             let text = std::fs::read_to_string(file).map_err(CliError::file(file))?;
             let alloc = parse_alloc_json(&text).map_err(|source| CliError::Genesis {
                 path: file.to_owned(),
@@ -105,6 +113,22 @@ impl TraceSource {
     pub(crate) fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// Whether `path` starts like a state dump: a first line (within its first
+/// 4 KiB) that is a JSON object with `root` and without `alloc`. A genesis
+/// JSON has `alloc` or addresses as keys, and a long or multi-line first object.
+fn is_state_dump(path: &Path) -> Result<bool, CliError> {
+    let mut head = Vec::with_capacity(4096);
+    File::open(path)
+        .and_then(|file| file.take(4096).read_to_end(&mut head))
+        .map_err(CliError::file(path))?;
+    let Some(end) = head.iter().position(|b| *b == b'\n') else {
+        return Ok(false);
+    };
+    let first: Result<serde_json::Map<String, serde_json::Value>, _> =
+        serde_json::from_slice(&head[..end]);
+    Ok(first.is_ok_and(|object| object.contains_key("root") && !object.contains_key("alloc")))
 }
 
 fn unreachable_genesis(path: &Path) -> Result<Option<TraceBlock>, CliError> {
