@@ -32,3 +32,32 @@ pub(crate) fn map_read_only(file: &File) -> io::Result<Bytes> {
     let map = unsafe { memmap2::Mmap::map(file)? };
     Ok(Bytes::from_owner(map))
 }
+
+/// Drops the resident pages of `map`, a whole read-only map made by
+/// [`map_read_only`] (nothing happens for anything else: an empty or
+/// unaligned slice).
+pub(crate) fn release_pages(map: &[u8]) {
+    #[cfg(unix)]
+    {
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        let start = map.as_ptr() as usize;
+        if map.is_empty() || page <= 0 || !start.is_multiple_of(page as usize) {
+            return;
+        }
+        // SAFETY: `map` is a whole shared, read-only file mapping made by
+        // `map_read_only` (the only caller is `OsFileSystem::release_pages`
+        // on the bytes its `map` returned; the alignment check above keeps
+        // anything else out). MADV_DONTNEED on such a mapping only drops
+        // the page-table entries: the mapping stays, and the next access
+        // faults the page back in from the page cache or the file. The file
+        // is immutable (see `map_read_only`), so every byte read afterwards
+        // is the byte read before; no memory is freed under a reference.
+        // The advice is a hint: its failure changes nothing and is ignored.
+        unsafe {
+            libc::madvise(start as *mut libc::c_void, map.len(), libc::MADV_DONTNEED);
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = map;
+}

@@ -122,7 +122,10 @@ impl SortedFile {
             op: "map",
             source,
         })?;
-        Self::from_bytes(path, data)
+        let file = Self::from_bytes(path, data.clone())?;
+        // The check read every page; later reads bring back only theirs.
+        fs.release_pages(&data);
+        Ok(file)
     }
 
     /// Verifies `data` as the content of the file `path` (which is only used

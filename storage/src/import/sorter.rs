@@ -75,6 +75,11 @@ impl ExternalSorter {
         if held >= self.budget && !self.slots.is_empty() {
             self.spill()?;
         }
+        if self.arena.capacity() == 0 {
+            // The whole budget at once: growth by doubling would briefly
+            // hold the old and the new arena (up to 3× the budget).
+            self.arena.reserve_exact(self.budget);
+        }
         let start = self.arena.len();
         self.arena.extend_from_slice(key);
         self.arena.extend_from_slice(value);
@@ -123,6 +128,7 @@ impl ExternalSorter {
                 .map_err(error("write"))?;
         }
         out.flush().map_err(error("write"))?;
+        // Keep the arena's allocation for the next run.
         self.arena.clear();
         self.slots.clear();
         Ok(())

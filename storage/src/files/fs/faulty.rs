@@ -152,6 +152,10 @@ impl FileSystem for FaultyFileSystem {
         self.inner.map(path)
     }
 
+    fn release_pages(&self, map: &Bytes) {
+        self.inner.release_pages(map);
+    }
+
     fn file_len(&self, path: &Path) -> io::Result<u64> {
         self.inner.file_len(path)
     }

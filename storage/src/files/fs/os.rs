@@ -90,6 +90,10 @@ impl FileSystem for OsFileSystem {
         mmap::map_read_only(&File::open(path)?)
     }
 
+    fn release_pages(&self, map: &Bytes) {
+        mmap::release_pages(map);
+    }
+
     fn file_len(&self, path: &Path) -> io::Result<u64> {
         Ok(fs::metadata(path)?.len())
     }
