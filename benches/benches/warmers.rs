@@ -5,7 +5,12 @@
 //!    pinned levels, so every get goes through the sharded tail — with
 //!    500-byte values): [`BranchCache`] beside the single-mutex LRU and the
 //!    sharded LRU, in one criterion group, then a table of gets/s and
-//!    sampled p50/p99 (every 16th get, `Instant` overhead included).
+//!    sampled p50/p99 (every 16th get, `Instant` overhead included). Then
+//!    the CPU-ns of one hit on 1 thread, [`BranchCache`] beside a bare
+//!    `quick_cache::sync::Cache<Vec<u8>, Bytes>` holding the same keys and
+//!    values: over the Zipf stream (memory-bound: the entries, the keys and
+//!    the values' refcounts mostly miss the CPU caches) and over 64 hot keys
+//!    (CPU-bound: what the code of a hit costs), interleaved rounds.
 //! 2. `record_latency`: recording one read-latency sample from 1–256
 //!    threads, [`ReadMetrics`] beside [`MutexReadMetrics`], then a table of
 //!    CPU-ns per record (run time × min(threads, cores) / records).
@@ -226,6 +231,11 @@ mod workload {
     const ZIPF_S: f64 = 0.99;
     /// Pre-drawn key indices; thread t reads them from offset t·7919.
     const STREAM: usize = 1 << 20;
+    /// Keys of the hot stream ([`Workload::hot_key`]).
+    pub(crate) const HOT: usize = 64;
+
+    /// The bare quick_cache of the per-hit comparison.
+    pub(crate) type BareCache = quick_cache::sync::Cache<Vec<u8>, Bytes>;
 
     /// The keys, their values and a Zipf-distributed stream of key indices.
     pub(crate) struct Workload {
@@ -278,6 +288,17 @@ mod workload {
             }
         }
 
+        /// A bare quick_cache holding every key (default options, sized so
+        /// nothing is evicted): the floor a branch-cache hit is measured
+        /// against.
+        pub(crate) fn bare(&self) -> BareCache {
+            let cache = BareCache::new(2 * KEYS);
+            for (key, value) in self.keys.iter().zip(&self.values) {
+                cache.insert(key.clone(), value.clone());
+            }
+            cache
+        }
+
         /// A cache of `kind` holding every key, sized so nothing is evicted.
         pub(crate) fn filled(&self, kind: CacheKind) -> Arc<dyn PrefixCache> {
             let cache = build_cache(kind, 128 << 20);
@@ -292,10 +313,18 @@ mod workload {
             let at = (thread * 7919 + i as usize) & (STREAM - 1);
             &self.keys[self.stream[at] as usize]
         }
+
+        /// Like [`key`](Self::key) but only over the stream's first
+        /// [`HOT`] keys, which stay in the CPU's caches.
+        #[inline]
+        pub(crate) fn hot_key(&self, thread: usize, i: u64) -> &[u8] {
+            let at = (thread * 7919 + i as usize) & (STREAM - 1);
+            &self.keys[self.stream[at] as usize % HOT]
+        }
     }
 }
 
-use workload::Workload;
+use workload::{BareCache, Workload};
 
 fn cache_gets(c: &mut Criterion, run: &Run) {
     let workload = Workload::new();
@@ -303,9 +332,23 @@ fn cache_gets(c: &mut Criterion, run: &Run) {
         .iter()
         .map(|&kind| (kind, workload.filled(kind)))
         .collect();
+    let bare = workload.bare();
     let mut group = c.benchmark_group("cache_get");
     configure(&mut group);
     for threads in THREADS {
+        group.bench_with_input(
+            BenchmarkId::new("bare-quick_cache", threads),
+            &threads,
+            |b, &threads| {
+                b.iter_custom(|iters| {
+                    timed_parallel(threads, iters, |t, share| {
+                        for i in 0..share {
+                            black_box(bare.get(workload.key(t, i)));
+                        }
+                    })
+                });
+            },
+        );
         for (kind, cache) in &caches {
             group.bench_with_input(
                 BenchmarkId::new(kind.name(), threads),
@@ -325,7 +368,92 @@ fn cache_gets(c: &mut Criterion, run: &Run) {
     group.finish();
     if run.table("cache_get") {
         cache_get_table(&workload, &caches, run);
+        if let Some((_, ours)) = caches.iter().find(|(k, _)| *k == CacheKind::Sharded) {
+            per_hit_table(&workload, ours.as_ref(), &bare, run);
+        }
     }
+}
+
+/// One row of [`per_hit_table`]: both caches over the keys `key` yields,
+/// `rounds` interleaved runs each.
+fn per_hit_row<'w>(
+    name: &str,
+    rounds: usize,
+    slice: Duration,
+    ours: &dyn PrefixCache,
+    bare: &BareCache,
+    key: impl Fn(u64) -> &'w [u8] + Sync + Copy,
+) {
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        a.extend(cpu_ns_per_hit(slice, key, |k| ours.get(k)));
+        b.extend(cpu_ns_per_hit(slice, key, |k| bare.get(k)));
+    }
+    let span = |v: &[f64]| {
+        let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = v.iter().copied().fold(0.0, f64::max);
+        format!("{:.0} [{lo:.0}–{hi:.0}]", median(v.to_vec()))
+    };
+    let ratios: Vec<f64> = a.iter().zip(&b).map(|(a, b)| a / b).collect();
+    println!(
+        "| {name} | {} | {} | {:.2}× (median of per-round ratios) |",
+        span(&a),
+        span(&b),
+        median(ratios)
+    );
+}
+
+/// CPU-ns per call of `get` on this thread over `slice`, keys from `key`.
+fn cpu_ns_per_hit<'w>(
+    slice: Duration,
+    key: impl Fn(u64) -> &'w [u8] + Sync,
+    get: impl Fn(&[u8]) -> Option<Bytes> + Sync,
+) -> Option<f64> {
+    let timed = for_a_while(1, slice, |_, stop| {
+        let mut gets = 0u64;
+        while !stop.load(Ordering::Relaxed) {
+            for _ in 0..256 {
+                black_box(get(key(gets)));
+                gets += 1;
+            }
+        }
+        gets
+    });
+    let gets: u64 = timed.results.iter().sum();
+    timed
+        .cpu
+        .map(|cpu| cpu.as_nanos() as f64 / gets.max(1) as f64)
+}
+
+/// The branch cache's hit beside a bare quick_cache's on the same keys and
+/// values, on one thread: CPU-ns per hit and their ratio.
+fn per_hit_table(workload: &Workload, ours: &dyn PrefixCache, bare: &BareCache, run: &Run) {
+    // Same answers first: the comparison is only fair if both hit.
+    for i in 0..4096 {
+        let key = workload.key(0, i);
+        assert_eq!(ours.get(key), bare.get(key), "{key:?}");
+    }
+    let rounds = if run.quick { 1 } else { 7 };
+    let load = machine_load();
+    println!(
+        "cache_get per hit: 1 thread, CPU-ns per hit (thread CPU time / gets), {rounds} interleaved × {:?} runs, median [min–max]; {load}",
+        run.slice()
+    );
+    println!("| keys | branch cache (sharded) | bare quick_cache | ratio |");
+    println!("|---|---|---|---|");
+    let slice = run.slice();
+    per_hit_row(
+        "Zipf over 50,000 (memory-bound)",
+        rounds,
+        slice,
+        ours,
+        bare,
+        |i| workload.key(0, i),
+    );
+    per_hit_row("64 hot keys (CPU-bound)", rounds, slice, ours, bare, |i| {
+        workload.hot_key(0, i)
+    });
+    println!();
 }
 
 /// One timed run of gets.

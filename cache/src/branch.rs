@@ -67,8 +67,8 @@ type Tail = Cache<PathKey, Slot, ByteWeighter, DefaultHashBuilder, EvictionHook>
 /// levels of children: 273 slots) are pinned: never evicted, read with a
 /// single `ArcSwapOption` load and no lock, and do not count against the
 /// capacity. Every other path lives in a byte-bounded `quick_cache`
-/// `sync::Cache` split into shards, keyed inline (nibbles packed two per
-/// byte, up to 92 nibbles) so a probe does not chase a key pointer; a hit
+/// `sync::Cache` split into shards, keyed inline (nibbles packed sixteen
+/// to a word, up to 80 nibbles) so a probe does not chase a key pointer; a hit
 /// takes only its shard's read lock
 /// (quick_cache's clock-based policy needs no recency bump under an
 /// exclusive lock). Concurrent misses of one key are coalesced through

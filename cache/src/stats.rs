@@ -4,28 +4,44 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crossbeam_utils::CachePadded;
 
-use crate::stripe::{STRIPES, thread_stripe};
+use crate::stripe::{OWNED_STRIPES, STRIPES, owned_stripe, thread_stripe};
 
 /// A monotonically increasing count spread over cache-padded stripes, so
 /// threads counting at once do not bounce one cache line between cores.
 pub(crate) struct StripedCounter {
-    stripes: Box<[CachePadded<AtomicU64>; STRIPES]>,
+    /// Written only by the thread that owns the stripe ([`owned_stripe`]).
+    owned: Box<[CachePadded<AtomicU64>; OWNED_STRIPES]>,
+    /// Written atomically by threads that own none ([`thread_stripe`]).
+    shared: Box<[CachePadded<AtomicU64>; STRIPES]>,
 }
 
 impl StripedCounter {
     pub(crate) fn new() -> Self {
         Self {
-            stripes: Box::new(std::array::from_fn(|_| CachePadded::new(AtomicU64::new(0)))),
+            owned: Box::new(std::array::from_fn(|_| CachePadded::new(AtomicU64::new(0)))),
+            shared: Box::new(std::array::from_fn(|_| CachePadded::new(AtomicU64::new(0)))),
         }
     }
 
     #[inline]
     pub(crate) fn add(&self, n: u64) {
-        self.stripes[thread_stripe()].fetch_add(n, Ordering::Relaxed);
+        match owned_stripe() {
+            Some(stripe) => {
+                // This thread is the stripe's only writer: a plain
+                // load and store loses nothing.
+                let count = &self.owned[stripe];
+                count.store(count.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+            }
+            None => {
+                self.shared[thread_stripe()].fetch_add(n, Ordering::Relaxed);
+            }
+        }
     }
 
     pub(crate) fn sum(&self) -> u64 {
-        self.stripes.iter().map(|s| s.load(Ordering::Relaxed)).sum()
+        let owned = self.owned.iter().map(|s| s.load(Ordering::Relaxed));
+        let shared = self.shared.iter().map(|s| s.load(Ordering::Relaxed));
+        owned.chain(shared).sum()
     }
 }
 
