@@ -59,25 +59,56 @@ pub(crate) fn padding_at(offset: u64) -> usize {
 /// Encodes the filter region, to be written at file offset `offset`, for a
 /// set of key hashes.
 pub(crate) fn build(hashes: &[u64], offset: u64) -> Vec<u8> {
-    let lines = (hashes.len() * BITS_PER_KEY)
-        .div_ceil(LINE_BYTES * 8)
-        .max(1);
-    let pad = padding_at(offset);
-    let mut out = vec![0u8; pad + lines * LINE_BYTES];
-    let bits = &mut out[pad..];
+    let mut builder = FilterBuilder::for_keys(hashes.len() as u64);
     for &h in hashes {
-        let (line, h1, h2) = KeyHash(h).probe_plan(lines as u64);
+        builder.insert(KeyHash(h));
+    }
+    builder.finish(offset)
+}
+
+/// A filter sized for a number of keys known in advance, filled as the keys
+/// arrive: 10 bits per key in memory instead of each key's 64-bit hash.
+/// More keys than planned only raise the false-positive rate.
+pub(crate) struct FilterBuilder {
+    lines: usize,
+    bits: Vec<u8>,
+}
+
+impl FilterBuilder {
+    /// A filter with room for `keys` keys at [`BITS_PER_KEY`].
+    pub(crate) fn for_keys(keys: u64) -> Self {
+        let lines = (keys as usize)
+            .saturating_mul(BITS_PER_KEY)
+            .div_ceil(LINE_BYTES * 8)
+            .max(1);
+        Self {
+            lines,
+            bits: vec![0u8; lines * LINE_BYTES],
+        }
+    }
+
+    /// Sets the bits of one key.
+    pub(crate) fn insert(&mut self, hash: KeyHash) {
+        let (line, h1, h2) = hash.probe_plan(self.lines as u64);
         let base = line * LINE_BYTES;
         for i in 0..PROBES {
             let bit = h1.wrapping_add(i.wrapping_mul(h2)) % LINE_BITS;
-            bits[base + (bit / 8) as usize] |= 1 << (bit % 8);
+            self.bits[base + (bit / 8) as usize] |= 1 << (bit % 8);
         }
     }
-    out.extend_from_slice(&PROBES.to_le_bytes());
-    out.extend_from_slice(&(lines as u32).to_le_bytes());
-    let sum = checksum(&out);
-    out.extend_from_slice(&sum.to_le_bytes());
-    out
+
+    /// Encodes the region, to be written at file offset `offset`.
+    pub(crate) fn finish(self, offset: u64) -> Vec<u8> {
+        let pad = padding_at(offset);
+        let mut out = Vec::with_capacity(pad + self.bits.len() + 16);
+        out.resize(pad, 0);
+        out.extend_from_slice(&self.bits);
+        out.extend_from_slice(&PROBES.to_le_bytes());
+        out.extend_from_slice(&(self.lines as u32).to_le_bytes());
+        let sum = checksum(&out);
+        out.extend_from_slice(&sum.to_le_bytes());
+        out
+    }
 }
 
 /// A filter read from a file (the bits are a slice of the file's map).

@@ -32,11 +32,19 @@ pub struct SortedFileWriter {
     pending: Vec<u8>,
     index: Vec<u8>,
     block_count: u32,
-    hashes: Vec<u64>,
+    filter: FilterInput,
     last_key: Option<Vec<u8>>,
     entries: u64,
     failed: bool,
     done: bool,
+}
+
+/// What the writer keeps for the file's filter: every key's hash (the
+/// filter is sized at the end), or a filter sized in advance and filled
+/// as keys arrive.
+enum FilterInput {
+    Hashes(Vec<u64>),
+    Sized(filter::FilterBuilder),
 }
 
 impl std::fmt::Debug for SortedFileWriter {
@@ -87,12 +95,24 @@ impl SortedFileWriter {
             pending: Vec::with_capacity(2 * BLOCK_TARGET),
             index: Vec::new(),
             block_count: 0,
-            hashes: Vec::new(),
+            filter: FilterInput::Hashes(Vec::new()),
             last_key: None,
             entries: 0,
             failed: false,
             done: false,
         })
+    }
+
+    /// Sizes the file's filter for `keys` keys now and fills it as keys
+    /// arrive, instead of keeping each key's 64-bit hash until the end: a
+    /// large file (an import) then holds 10 bits per key in memory rather
+    /// than 64. More keys than said only raise the filter's false-positive
+    /// rate; call it before the first [`SortedFileWriter::push`].
+    pub fn with_expected_keys(mut self, keys: u64) -> Self {
+        if self.entries == 0 {
+            self.filter = FilterInput::Sized(filter::FilterBuilder::for_keys(keys));
+        }
+        self
     }
 
     /// The file being built.
@@ -132,7 +152,10 @@ impl SortedFileWriter {
             self.flush_block()?;
         }
         self.block.add(key, value);
-        self.hashes.push(KeyHash::of(key).0);
+        match &mut self.filter {
+            FilterInput::Hashes(hashes) => hashes.push(KeyHash::of(key).0),
+            FilterInput::Sized(builder) => builder.insert(KeyHash::of(key)),
+        }
         match &mut self.last_key {
             Some(prev) => {
                 prev.clear();
@@ -166,12 +189,6 @@ impl SortedFileWriter {
             self.flush_block()?;
         }
         debug_assert_eq!(
-            self.hashes.len() as u64,
-            self.entries,
-            "{}: one filter hash per entry",
-            self.final_path.display()
-        );
-        debug_assert_eq!(
             self.block_count == 0,
             self.entries == 0,
             "{}: blocks exist exactly when entries do",
@@ -183,7 +200,10 @@ impl SortedFileWriter {
         index.extend_from_slice(&sum.to_le_bytes());
         self.write(&index)?;
         let filter_offset = self.offset;
-        let filter = filter::build(&self.hashes, filter_offset);
+        let filter = match std::mem::replace(&mut self.filter, FilterInput::Hashes(Vec::new())) {
+            FilterInput::Hashes(hashes) => filter::build(&hashes, filter_offset),
+            FilterInput::Sized(builder) => builder.finish(filter_offset),
+        };
         self.write(&filter)?;
         let mut footer = Footer {
             version: FORMAT_VERSION,

@@ -182,9 +182,17 @@ where
     };
     let to_step = inner.step_of(options.block) + 1;
     let mut files = Vec::new();
-    let wrote = write_plain_files(inner, plain, to_step, &mut files).and_then(|()| {
+    let counts = [report.accounts, report.slots, report.contracts];
+    let wrote = write_plain_files(inner, plain, counts, to_step, &mut files).and_then(|()| {
+        let count = records.pairs();
         let records = records.finish().map_err(run_error)?;
-        files.extend(write_file(inner, Domain::Commitment, to_step, records)?);
+        files.extend(write_file(
+            inner,
+            Domain::Commitment,
+            count,
+            to_step,
+            records,
+        )?);
         Ok(())
     });
     if let Err(e) = wrote {
@@ -482,15 +490,17 @@ struct Written {
 }
 
 /// Writes the account, storage and code files from the merged plain
-/// entries (grouped by their domain byte) into `written`.
+/// entries (grouped by their domain byte; `counts` of each) into `written`.
 fn write_plain_files(
     inner: &Inner,
     plain: ExternalSorter,
+    counts: [u64; 3],
     to_step: u64,
     written: &mut Vec<Written>,
 ) -> Result<()> {
     let mut pairs = plain.finish().map_err(run_error)?;
-    for domain in [Domain::Account, Domain::Storage, Domain::Code] {
+    let domains = [Domain::Account, Domain::Storage, Domain::Code];
+    for (domain, count) in domains.into_iter().zip(counts) {
         let tag = domain.index() as u8;
         let mut of_domain = std::iter::from_fn(|| {
             if pairs.peek_key()?.first() != Some(&tag) {
@@ -505,17 +515,18 @@ fn write_plain_files(
         })
         .peekable();
         if of_domain.peek().is_some() {
-            written.extend(write_file(inner, domain, to_step, of_domain)?);
+            written.extend(write_file(inner, domain, count, to_step, of_domain)?);
         }
     }
     Ok(())
 }
 
-/// Writes one domain's file for steps `[0, to_step)`; `None` when `pairs`
-/// is empty.
+/// Writes one domain's file of `count` entries for steps `[0, to_step)`;
+/// `None` when `pairs` is empty.
 fn write_file(
     inner: &Inner,
     domain: Domain,
+    count: u64,
     to_step: u64,
     pairs: impl Iterator<Item = std::result::Result<Pair, RunError>>,
 ) -> Result<Option<Written>> {
@@ -528,7 +539,8 @@ fn write_file(
         from_step: 0,
         to_step,
     };
-    let mut writer = SortedFileWriter::new(inner.fs.clone(), &inner.files_dir, meta)?;
+    let mut writer =
+        SortedFileWriter::new(inner.fs.clone(), &inner.files_dir, meta)?.with_expected_keys(count);
     let mut raw_bytes = 0;
     for pair in pairs {
         let (key, value) = pair.map_err(run_error)?;

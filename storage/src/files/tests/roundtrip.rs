@@ -147,6 +147,40 @@ fn many_blocks_and_every_key_found() {
     assert_eq!(file.get(&[0xff; 9]).unwrap(), None);
 }
 
+/// A filter sized in advance for the right count gives the very same file
+/// as one sized from the kept hashes; a wrong count still finds every key.
+#[test]
+fn a_filter_sized_in_advance_is_the_same_filter() {
+    let model = sample_model(5_000, 20);
+    let write = |expected: Option<u64>| {
+        let (mem, fs) = mem_fs();
+        let mut w = SortedFileWriter::new(
+            Arc::clone(&fs),
+            Path::new("/db"),
+            meta(Domain::Account, 0, 1),
+        )
+        .unwrap();
+        if let Some(keys) = expected {
+            w = w.with_expected_keys(keys);
+        }
+        for (k, v) in &model {
+            w.push(k, v.as_deref()).unwrap();
+        }
+        let info = w.finish().unwrap();
+        let bytes = mem.read(&info.path).unwrap();
+        (bytes, SortedFile::open(&*fs, &info.path).unwrap())
+    };
+    let (plain, _) = write(None);
+    let (sized, _) = write(Some(model.len() as u64));
+    assert!(plain == sized, "same bytes");
+    for guess in [1, model.len() as u64 * 4] {
+        let (_, file) = write(Some(guess));
+        for (k, v) in &model {
+            assert_eq!(file.get(k).unwrap(), Some(to_value(v)), "guess {guess}");
+        }
+    }
+}
+
 #[test]
 fn values_are_zero_copy_slices_of_the_map() {
     let model = sample_model(100, 10);
