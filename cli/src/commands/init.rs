@@ -14,7 +14,7 @@ use alloy_primitives::B256;
 use clap::{ArgGroup, Args};
 use strata_storage::StateDb;
 use strata_storage::dump::DumpReader;
-use strata_storage::genesis::parse_alloc_json;
+use strata_storage::genesis::{GenesisAlloc, parse_alloc_json};
 use strata_storage::import::{ImportOptions, ImportReport};
 
 use super::datadir::inspect_options;
@@ -47,6 +47,13 @@ pub struct InitArgs {
 }
 
 pub(super) fn run(args: InitArgs) -> Result<(), CliError> {
+    // The input is read (a genesis parsed, a dump's first line) before the
+    // datadir is created: a missing or broken file creates nothing.
+    let input = match (&args.genesis, &args.state) {
+        (Some(genesis), _) => Input::Genesis(read_genesis(genesis)?),
+        (None, Some(state)) => Input::Dump(open_dump(state)?),
+        (None, None) => unreachable!("clap requires --genesis or --state"),
+    };
     let db = StateDb::open(&args.datadir, inspect_options())
         .map_err(CliError::storage(&args.datadir))?;
     if let Some(block) = db.last_block() {
@@ -56,61 +63,76 @@ pub(super) fn run(args: InitArgs) -> Result<(), CliError> {
             root: db.root(),
         });
     }
-    match (&args.genesis, &args.state) {
-        (Some(genesis), _) => init_genesis(&db, genesis, &args.datadir),
-        (None, Some(state)) => {
-            let started = Instant::now();
-            let report = import_dump(&db, state, args.block, args.block_hash, &args.datadir)?;
-            print_report(&report, &args.datadir, started.elapsed().as_secs_f64());
-            Ok(())
+    match input {
+        Input::Genesis(alloc) => {
+            let root = db
+                .init_genesis(&alloc)
+                .map_err(CliError::storage(&args.datadir))?;
+            let slots: usize = alloc.values().map(|a| a.storage.len()).sum();
+            println!(
+                "genesis: {} accounts, {slots} slots written to {} as block 0",
+                alloc.len(),
+                args.datadir.display()
+            );
+            println!("{root}");
         }
-        (None, None) => unreachable!("clap requires --genesis or --state"),
+        Input::Dump(dump) => {
+            let started = Instant::now();
+            let path = args.state.as_deref().expect("a dump comes from --state");
+            let report = import(&db, dump, path, args.block, args.block_hash, &args.datadir)?;
+            print_report(&report, &args.datadir, started.elapsed().as_secs_f64());
+        }
     }
-}
-
-fn init_genesis(db: &StateDb, path: &Path, datadir: &Path) -> Result<(), CliError> {
-    let text = std::fs::read_to_string(path).map_err(CliError::file(path))?;
-    let alloc = parse_alloc_json(&text).map_err(|source| CliError::Genesis {
-        path: path.to_owned(),
-        source: Box::new(source),
-    })?;
-    let root = db
-        .init_genesis(&alloc)
-        .map_err(CliError::storage(datadir))?;
-    let slots: usize = alloc.values().map(|a| a.storage.len()).sum();
-    println!(
-        "genesis: {} accounts, {slots} slots written to {} as block 0",
-        alloc.len(),
-        datadir.display()
-    );
-    println!("{root}");
     Ok(())
 }
 
-/// Imports the state dump at `path` as `block` of the empty `db`, its root
+/// What `init` builds the datadir from.
+enum Input {
+    Genesis(GenesisAlloc),
+    Dump(Dump),
+}
+
+/// A state dump whose first line (the root) has been read.
+pub(crate) type Dump = DumpReader<BufReader<File>>;
+
+fn read_genesis(path: &Path) -> Result<GenesisAlloc, CliError> {
+    let text = std::fs::read_to_string(path).map_err(CliError::file(path))?;
+    parse_alloc_json(&text).map_err(|source| CliError::Genesis {
+        path: path.to_owned(),
+        source: Box::new(source),
+    })
+}
+
+/// Opens the state dump at `path` and reads its root line.
+pub(crate) fn open_dump(path: &Path) -> Result<Dump, CliError> {
+    let file = File::open(path).map_err(CliError::file(path))?;
+    DumpReader::new(BufReader::with_capacity(DUMP_READ_BUFFER, file)).map_err(|e| CliError::Dump {
+        path: path.to_owned(),
+        source: Box::new(e),
+    })
+}
+
+/// Imports `dump` (read from `path`) as `block` of the empty `db`, its root
 /// checked (the sort budget is the default's).
-pub(crate) fn import_dump(
+pub(crate) fn import(
     db: &StateDb,
+    dump: Dump,
     path: &Path,
     block: u64,
     block_hash: Option<B256>,
     datadir: &Path,
 ) -> Result<ImportReport, CliError> {
-    let file = File::open(path).map_err(CliError::file(path))?;
-    let dump_error = |source: Box<dyn std::error::Error + Send + Sync>| CliError::Dump {
-        path: path.to_owned(),
-        source,
-    };
-    let reader = DumpReader::new(BufReader::with_capacity(DUMP_READ_BUFFER, file))
-        .map_err(|e| dump_error(Box::new(e)))?;
     let options = ImportOptions {
         block,
         block_hash,
-        expected_root: Some(reader.root()),
+        expected_root: Some(dump.root()),
         ..ImportOptions::default()
     };
-    db.import_state(reader, &options).map_err(|e| match e {
-        strata_storage::Error::ImportInput { source } => dump_error(source),
+    db.import_state(dump, &options).map_err(|e| match e {
+        strata_storage::Error::ImportInput { source } => CliError::Dump {
+            path: path.to_owned(),
+            source,
+        },
         other => CliError::storage(datadir)(other),
     })
 }

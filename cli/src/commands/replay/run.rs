@@ -372,7 +372,8 @@ fn prepare(
     }
     let first_block = source.peek_block()?.map(|b| b.number);
     if let Some(dump) = &start.state_dump {
-        crate::commands::init::import_dump(db, dump, 0, None, datadir)?;
+        let reader = crate::commands::init::open_dump(dump)?;
+        crate::commands::init::import(db, reader, dump, 0, None, datadir)?;
         return Ok(Some(0));
     }
     if start.genesis.is_none() && first_block == Some(0) {
