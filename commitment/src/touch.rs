@@ -122,8 +122,7 @@ impl Touch for SlotTouch {
         };
         Ok(match w.read_storage(&address, &self.slot)? {
             Some(v) if !v.is_zero() => {
-                let mut value = Vec::with_capacity(33);
-                encode_storage_value(&v, &mut value);
+                let value = w.leaf_value_with(|out| encode_storage_value(&v, out));
                 Cell::Leaf(Leaf {
                     hashed: self.hashed,
                     kind: LeafKind::Slot { slot: self.slot },
@@ -176,14 +175,15 @@ impl Touch for AccountTouch {
             } else {
                 old_root
             };
-            let mut value = Vec::with_capacity(112);
-            encode_account(
-                acct.nonce,
-                &acct.balance,
-                &storage_root,
-                &acct.code_hash,
-                &mut value,
-            );
+            let value = w.leaf_value_with(|out| {
+                encode_account(
+                    acct.nonce,
+                    &acct.balance,
+                    &storage_root,
+                    &acct.code_hash,
+                    out,
+                );
+            });
             Ok(Cell::Leaf(Leaf {
                 hashed: self.hashed,
                 kind: LeafKind::Account {

@@ -13,7 +13,8 @@ use crate::node::{
     encode_key_leaf, encode_storage_value,
 };
 use crate::record::{
-    BranchCell, Cell, Leaf, LeafKind, Record, decode_record, encode_branch_record, encode_root_cell,
+    BranchCell, Cell, Ext, Leaf, LeafKind, LeafValue, Record, decode_record_into,
+    encode_branch_record, encode_root_cell,
 };
 use crate::source::{BranchSource, StateSource};
 
@@ -53,6 +54,15 @@ pub(crate) struct Walker<'a> {
     buf: Vec<u8>,
     /// Scratch for record encoding.
     rec: Vec<u8>,
+    /// Scratch for leaf values.
+    val: Vec<u8>,
+    /// Empty child arrays kept for reuse: a walk decodes and folds one per
+    /// visited branch, and reusing them keeps the allocator off the path.
+    #[allow(
+        clippy::vec_box,
+        reason = "the arrays move in and out as boxes (decoded records hold them), a pointer at a time"
+    )]
+    spare: Vec<Box<[Cell; 16]>>,
     /// Key count above which a branch's children are walked on rayon; only the
     /// top walker has one, so parallelism happens at one level.
     parallel_threshold: Option<usize>,
@@ -73,6 +83,8 @@ impl<'a> Walker<'a> {
             path: Vec::with_capacity(130),
             buf: Vec::with_capacity(600),
             rec: Vec::with_capacity(2048),
+            val: Vec::with_capacity(128),
+            spare: Vec::new(),
             parallel_threshold,
         }
     }
@@ -89,10 +101,32 @@ impl<'a> Walker<'a> {
         match bytes {
             None => Ok(None),
             Some(b) => {
-                let rec = decode_record(&self.path, &b)?;
+                let spare = &mut self.spare;
+                let rec = decode_record_into(&self.path, &b, || spare.pop().unwrap_or_default())?;
                 Ok(Some((b, rec)))
             }
         }
+    }
+
+    /// An all-empty child array, reused when one is spare.
+    fn children(&mut self) -> Box<[Cell; 16]> {
+        self.spare.pop().unwrap_or_default()
+    }
+
+    /// Empties a child array and keeps it for reuse.
+    fn recycle(&mut self, mut children: Box<[Cell; 16]>) {
+        const KEEP: usize = 64;
+        if self.spare.len() < KEEP {
+            children.iter_mut().for_each(|c| *c = Cell::Empty);
+            self.spare.push(children);
+        }
+    }
+
+    /// A leaf value encoded by `encode` (through a reused scratch buffer).
+    pub(crate) fn leaf_value_with(&mut self, encode: impl FnOnce(&mut Vec<u8>)) -> LeafValue {
+        self.val.clear();
+        encode(&mut self.val);
+        LeafValue::from_slice(&self.val)
     }
 
     fn write(&mut self, bytes: Option<Bytes>) {
@@ -216,7 +250,8 @@ impl<'a> Walker<'a> {
                 if keys.len() == 1 {
                     return keys[0].update_leaf(self, sub, depth, None);
                 }
-                self.branch_node(sub, depth, keys_lcp, &first, Box::default(), keys, None)
+                let children = self.children();
+                self.branch_node(sub, depth, keys_lcp, &first, children, keys, None)
             }
             Cell::Leaf(leaf) => {
                 if keys.len() == 1 && *keys[0].hashed() == leaf.hashed {
@@ -226,7 +261,7 @@ impl<'a> Walker<'a> {
                 if c >= 64 {
                     return Err(corrupted(&self.path, "duplicate touched key"));
                 }
-                let mut children: Box<[Cell; 16]> = Box::default();
+                let mut children = self.children();
                 let n = nibble(&leaf.hashed, c) as usize;
                 children[n] = Cell::Leaf(Leaf {
                     node_ref: None,
@@ -274,10 +309,10 @@ impl<'a> Walker<'a> {
                     let (bytes, children) = result?;
                     self.branch_node(sub, depth, ext_end, &first, children, keys, Some(bytes))
                 } else {
-                    let mut children: Box<[Cell; 16]> = Box::default();
+                    let mut children = self.children();
                     let n = b.ext[c - depth] as usize;
                     children[n] = Cell::Branch(BranchCell {
-                        ext: b.ext[c - depth + 1..].to_vec(),
+                        ext: Ext::from_slice(&b.ext[c - depth + 1..]),
                         branch_ref: b.branch_ref,
                         node_ref: None,
                     });
@@ -382,18 +417,20 @@ impl<'a> Walker<'a> {
                 self.write(None);
             }
             let Some(n) = children.iter().position(|c| !matches!(c, Cell::Empty)) else {
+                self.recycle(children);
                 return Ok(Cell::Empty);
             };
-            return Ok(match std::mem::take(&mut children[n]) {
+            let only = std::mem::take(&mut children[n]);
+            self.recycle(children);
+            return Ok(match only {
                 Cell::Leaf(l) => Cell::Leaf(Leaf {
                     node_ref: None,
                     ..l
                 }),
                 Cell::Branch(b) => {
-                    let mut ext = Vec::with_capacity(bdepth - depth + 1 + b.ext.len());
-                    push_key_nibbles(&mut ext, repr, depth, bdepth);
+                    let mut ext = key_ext(repr, depth, bdepth);
                     ext.push(n as u8);
-                    ext.extend_from_slice(&b.ext);
+                    ext.extend(&b.ext);
                     Cell::Branch(BranchCell {
                         ext,
                         branch_ref: b.branch_ref,
@@ -419,10 +456,9 @@ impl<'a> Walker<'a> {
             self.write(Some(Bytes::copy_from_slice(&rec)));
         }
         self.rec = rec;
-        let mut ext = Vec::with_capacity(bdepth - depth);
-        push_key_nibbles(&mut ext, repr, depth, bdepth);
+        self.recycle(children);
         Ok(Cell::Branch(BranchCell {
-            ext,
+            ext: key_ext(repr, depth, bdepth),
             branch_ref,
             node_ref: None,
         }))
@@ -483,8 +519,7 @@ impl<'a> Walker<'a> {
     }
 
     /// Re-reads an untouched leaf's value (its node moved, so it is re-hashed).
-    fn leaf_value(&mut self, sub: &Sub, leaf: &Leaf) -> Result<Vec<u8>> {
-        let mut out = Vec::with_capacity(112);
+    fn leaf_value(&mut self, sub: &Sub, leaf: &Leaf) -> Result<LeafValue> {
         match (leaf.kind, sub.storage_of) {
             (
                 LeafKind::Account {
@@ -499,33 +534,30 @@ impl<'a> Walker<'a> {
                         format!("account leaf {address} is in the trie but not in the state"),
                     ));
                 };
-                encode_account(
-                    acct.nonce,
-                    &acct.balance,
-                    &storage_root,
-                    &acct.code_hash,
-                    &mut out,
-                );
+                Ok(self.leaf_value_with(|out| {
+                    encode_account(
+                        acct.nonce,
+                        &acct.balance,
+                        &storage_root,
+                        &acct.code_hash,
+                        out,
+                    );
+                }))
             }
             (LeafKind::Slot { slot }, Some(address)) => match self.read_storage(&address, &slot)? {
-                Some(v) if !v.is_zero() => encode_storage_value(&v, &mut out),
-                _ => {
-                    return Err(corrupted(
-                        &self.path,
-                        format!(
-                            "storage leaf {address}/{slot} is in the trie but zero in the state"
-                        ),
-                    ));
+                Some(v) if !v.is_zero() => {
+                    Ok(self.leaf_value_with(|out| encode_storage_value(&v, out)))
                 }
-            },
-            _ => {
-                return Err(corrupted(
+                _ => Err(corrupted(
                     &self.path,
-                    "leaf kind does not match its sub-trie",
-                ));
-            }
+                    format!("storage leaf {address}/{slot} is in the trie but zero in the state"),
+                )),
+            },
+            _ => Err(corrupted(
+                &self.path,
+                "leaf kind does not match its sub-trie",
+            )),
         }
-        Ok(out)
     }
 
     pub(crate) fn read_account(&mut self, address: &Address) -> Result<Option<crate::AccountLeaf>> {
@@ -570,6 +602,7 @@ impl<'a> Walker<'a> {
                         r?;
                     }
                 }
+                self.recycle(children);
             }
         }
         Ok(())
@@ -582,6 +615,16 @@ impl<'a> Walker<'a> {
         self.path.truncate(plen);
         r
     }
+}
+
+/// The extension made of nibbles `from..to` of `key`.
+#[inline]
+fn key_ext(key: &B256, from: usize, to: usize) -> Ext {
+    let mut ext = Ext::EMPTY;
+    for i in from..to {
+        ext.push(nibble(key, i));
+    }
+    ext
 }
 
 #[cfg(test)]
