@@ -140,6 +140,10 @@ impl Touch for AccountTouch {
         &self.hashed
     }
 
+    fn weight(&self) -> usize {
+        1 + self.slots.len()
+    }
+
     fn update_leaf(
         &self,
         w: &mut Walker<'_>,

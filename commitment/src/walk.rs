@@ -31,6 +31,10 @@ pub(crate) struct Sub {
 pub(crate) trait Touch: Sync {
     /// Its 32-byte hashed key.
     fn hashed(&self) -> &B256;
+    /// The keys its update walks: 1, plus an account's touched slots.
+    fn weight(&self) -> usize {
+        1
+    }
     /// Rebuilds the leaf at relative `depth` from the state; `existing` is the
     /// leaf the trie held for this key, if any.
     fn update_leaf(
@@ -40,6 +44,16 @@ pub(crate) trait Touch: Sync {
         depth: usize,
         existing: Option<Leaf>,
     ) -> Result<Cell>;
+}
+
+/// A branch as persisted before the block: its record and the references
+/// its parent held, reused when the branch comes out unchanged.
+pub(crate) struct OldBranch {
+    bytes: Bytes,
+    branch_ref: NodeRef,
+    /// The reference of the node in front of it (the extension, or the
+    /// branch itself), when stored.
+    node_ref: Option<NodeRef>,
 }
 
 /// One walk's context: sources, scratch buffers, collected writes and stats.
@@ -63,8 +77,10 @@ pub(crate) struct Walker<'a> {
         reason = "the arrays move in and out as boxes (decoded records hold them), a pointer at a time"
     )]
     spare: Vec<Box<[Cell; 16]>>,
-    /// Key count above which a branch's children are walked on rayon; only the
-    /// top walker has one, so parallelism happens at one level.
+    /// Key weight above which a branch's children are walked on rayon
+    /// (`None`: never). A split hands its walkers a threshold of at least a
+    /// quarter of its weight, so only a child that holds much of the work
+    /// (one account with many slots) splits again.
     parallel_threshold: Option<usize>,
 }
 
@@ -181,10 +197,21 @@ impl<'a> Walker<'a> {
             Some((bytes, Record::RootCell(cell))) => {
                 (self.update(sub, 0, cell, keys)?, Some(bytes))
             }
-            Some((bytes, Record::Branch { children, .. })) => {
+            Some((bytes, Record::Branch { children, root_ref })) => {
                 let first = *keys.first().map_or(&B256::ZERO, |k| k.hashed());
+                let Some(root_ref) = root_ref else {
+                    return Err(corrupted(
+                        &self.path,
+                        "root branch record without its own reference",
+                    ));
+                };
+                let old = OldBranch {
+                    bytes,
+                    branch_ref: root_ref,
+                    node_ref: Some(root_ref),
+                };
                 (
-                    self.branch_node(sub, 0, 0, &first, children, keys, Some(bytes))?,
+                    self.branch_node(sub, 0, 0, &first, children, keys, Some(old))?,
                     None,
                 )
             }
@@ -307,7 +334,12 @@ impl<'a> Walker<'a> {
                     };
                     self.path.truncate(plen);
                     let (bytes, children) = result?;
-                    self.branch_node(sub, depth, ext_end, &first, children, keys, Some(bytes))
+                    let old = OldBranch {
+                        bytes,
+                        branch_ref: b.branch_ref,
+                        node_ref: b.node_ref,
+                    };
+                    self.branch_node(sub, depth, ext_end, &first, children, keys, Some(old))
                 } else {
                     let mut children = self.children();
                     let n = b.ext[c - depth] as usize;
@@ -333,7 +365,7 @@ impl<'a> Walker<'a> {
         repr: &B256,
         mut children: Box<[Cell; 16]>,
         keys: &[T],
-        old: Option<Bytes>,
+        old: Option<OldBranch>,
     ) -> Result<Cell> {
         let plen = self.path.len();
         push_key_nibbles(&mut self.path, repr, depth, bdepth);
@@ -352,8 +384,12 @@ impl<'a> Walker<'a> {
             i = j;
         }
         let groups = ranges[..count].iter().map(|&(n, i, j)| (n, &keys[i..j]));
-        if self.parallel_threshold.is_some_and(|t| keys.len() > t) && count > 1 {
-            self.parallel_threshold = None;
+        let weight = match self.parallel_threshold {
+            Some(_) if count > 1 => keys.iter().map(Touch::weight).sum(),
+            _ => 0,
+        };
+        if let Some(t) = self.parallel_threshold.filter(|&t| weight > t) {
+            let inner = Some(t.max(weight / 4));
             let tasks: Vec<(usize, Cell, &[T])> = groups
                 .map(|(n, g)| (n, std::mem::take(&mut children[n]), g))
                 .collect();
@@ -362,7 +398,7 @@ impl<'a> Walker<'a> {
             let results: Vec<Result<(usize, Cell, Walker<'_>)>> = tasks
                 .into_par_iter()
                 .map(|(n, cell, group)| {
-                    let mut w = Walker::new(branches, state, None);
+                    let mut w = Walker::new(branches, state, inner);
                     w.path.extend_from_slice(&base);
                     w.path.push(n as u8);
                     let mut c = w.update(sub, bdepth + 1, cell, group)?;
@@ -406,7 +442,7 @@ impl<'a> Walker<'a> {
         bdepth: usize,
         repr: &B256,
         mut children: Box<[Cell; 16]>,
-        old: Option<Bytes>,
+        old: Option<OldBranch>,
     ) -> Result<Cell> {
         let count = children
             .iter()
@@ -447,12 +483,30 @@ impl<'a> Walker<'a> {
             self.path.pop();
             refs[n] = r?;
         }
+        let root = bdepth == 0;
+        let mut rec = std::mem::take(&mut self.rec);
+        // A record that comes out byte-identical has the same children and
+        // references, so the branch (and the extension in front of it, which
+        // the same walk reached) keeps its hashes: nothing to re-hash.
+        if let Some(o) = &old {
+            encode_branch_record(root.then_some(&o.branch_ref), &children, &mut rec);
+            if o.bytes[..] == rec[..] {
+                self.rec = rec;
+                self.recycle(children);
+                return Ok(Cell::Branch(BranchCell {
+                    ext: key_ext(repr, depth, bdepth),
+                    branch_ref: o.branch_ref,
+                    node_ref: o.node_ref,
+                }));
+            }
+        }
         self.buf.clear();
         encode_branch(&refs, None, &mut self.buf);
         let branch_ref = NodeRef::of_rlp(&self.buf, &mut self.keccak);
-        let mut rec = std::mem::take(&mut self.rec);
-        encode_branch_record((bdepth == 0).then_some(&branch_ref), &children, &mut rec);
-        if old.as_deref() != Some(rec.as_slice()) {
+        if root || old.is_none() {
+            encode_branch_record(root.then_some(&branch_ref), &children, &mut rec);
+        }
+        if old.as_ref().is_none_or(|o| o.bytes[..] != rec[..]) {
             self.write(Some(Bytes::copy_from_slice(&rec)));
         }
         self.rec = rec;
