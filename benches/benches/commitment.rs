@@ -8,7 +8,11 @@
 //!
 //! `cargo bench -p strata-benches --bench commitment`; the 4M-account state
 //! of (b) runs only with `STRATA_BENCH_BIG=1`; `STRATA_BENCH_ONLY=bulk` or
-//! `=block` runs one part.
+//! `=block` runs one part; `STRATA_BENCH_SIZES=100000,4000000` picks the
+//! state sizes of (b); `STRATA_BENCH_REPS=N` makes (b) compute exactly N
+//! blocks on 1 thread per size and skip the timing, so `perf stat` of a run
+//! with N minus a run with 0 gives the instructions and cycles of N blocks
+//! on a machine too busy for wall-clock figures.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -282,6 +286,19 @@ fn incremental_block(c: &mut Criterion) {
     if std::env::var("STRATA_BENCH_BIG").as_deref() == Ok("1") {
         sizes.push(4_000_000);
     }
+    if let Ok(only) = std::env::var("STRATA_BENCH_SIZES") {
+        sizes = only
+            .split(',')
+            .map(|n| {
+                n.trim()
+                    .parse()
+                    .expect("STRATA_BENCH_SIZES: comma-separated counts")
+            })
+            .collect();
+    }
+    let reps: Option<usize> = std::env::var("STRATA_BENCH_REPS")
+        .ok()
+        .map(|r| r.parse().expect("STRATA_BENCH_REPS: a count"));
     let mut group = c.benchmark_group("commitment_block");
     group
         .sample_size(10)
@@ -299,6 +316,22 @@ fn incremental_block(c: &mut Criterion) {
             .install(|| compute_root(&update, &store, &state, &opts))
             .expect("compute");
         assert_eq!(out1.root, out2.root, "1 and 2 threads disagree");
+        if let Some(reps) = reps {
+            // Exactly `reps` blocks on 1 thread and nothing else, for a
+            // counter such as `perf stat` that cannot tell setup from work:
+            // run with 0 and with N, and take the difference.
+            for _ in 0..reps {
+                black_box(
+                    p1.install(|| compute_root(&update, &store, &state, &opts))
+                        .expect("compute"),
+                );
+            }
+            println!(
+                "block on {n} accounts: root {} after {reps} reps",
+                out1.root
+            );
+            continue;
+        }
         let ((t1, m1), (t2, m2)) = time_pair(
             15,
             || {
