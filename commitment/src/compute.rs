@@ -2,6 +2,7 @@
 
 use alloy_primitives::B256;
 use bytes::Bytes;
+use rayon::slice::ParallelSliceMut;
 
 use crate::error::CommitmentError;
 use crate::source::{BranchSource, StateSource};
@@ -11,9 +12,11 @@ use crate::walk::{Sub, Walker};
 /// Tuning for [`compute_root`].
 #[derive(Clone, Debug)]
 pub struct ComputeOptions {
-    /// Number of touched accounts above which the sub-tries under the first
-    /// branch are walked in parallel on the current rayon pool. The root is
-    /// the same either way.
+    /// Touched keys (accounts plus slots) above which a branch's children are
+    /// walked in parallel on the current rayon pool. Below a split, a child
+    /// that holds more than a quarter of the keys splits again, so one
+    /// account with many slots also spreads over the pool. The root is the
+    /// same either way.
     pub parallel_threshold: usize,
 }
 
@@ -107,7 +110,7 @@ pub fn compute_root(
     // of its old branch and rewritten as a root cell).
     let mut writes = w.writes;
     writes.reverse();
-    writes.sort_by(|a, b| a.0.cmp(&b.0));
+    writes.par_sort_by(|a, b| a.0.cmp(&b.0));
     writes.dedup_by(|later, earlier| later.0 == earlier.0);
     stats.records_written = writes.iter().filter(|w| w.1.is_some()).count() as u64;
     stats.records_deleted = writes.len() as u64 - stats.records_written;

@@ -28,6 +28,103 @@ pub(crate) enum LeafKind {
     Slot { slot: B256 },
 }
 
+/// The longest leaf value: an account's RLP with a 9-byte nonce and a
+/// 33-byte balance (2 + 9 + 33 + 33 + 33).
+pub(crate) const LEAF_VALUE_MAX: usize = 110;
+
+/// A leaf's value bytes (RLP), held inline so a cell owns no heap memory.
+#[derive(Clone, Copy)]
+pub(crate) struct LeafValue {
+    len: u8,
+    bytes: [u8; LEAF_VALUE_MAX],
+}
+
+impl LeafValue {
+    /// Copies `value` (at most [`LEAF_VALUE_MAX`] bytes).
+    #[inline]
+    pub(crate) fn from_slice(value: &[u8]) -> Self {
+        debug_assert!(
+            value.len() <= LEAF_VALUE_MAX,
+            "a leaf value of {} bytes is longer than any account or slot value",
+            value.len()
+        );
+        let mut bytes = [0u8; LEAF_VALUE_MAX];
+        bytes[..value.len()].copy_from_slice(value);
+        Self {
+            len: value.len() as u8,
+            bytes,
+        }
+    }
+}
+
+impl std::ops::Deref for LeafValue {
+    type Target = [u8];
+
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        &self.bytes[..self.len as usize]
+    }
+}
+
+impl std::fmt::Debug for LeafValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "0x{}", alloy_primitives::hex::encode(&**self))
+    }
+}
+
+/// Up to 64 nibbles (one per byte) held inline: an extension's path.
+#[derive(Clone, Copy)]
+pub(crate) struct Ext {
+    len: u8,
+    nibbles: [u8; 64],
+}
+
+impl Ext {
+    /// No nibbles.
+    pub(crate) const EMPTY: Self = Self {
+        len: 0,
+        nibbles: [0; 64],
+    };
+
+    /// Copies `nibbles` (at most 64).
+    #[inline]
+    pub(crate) fn from_slice(nibbles: &[u8]) -> Self {
+        let mut e = Self::EMPTY;
+        e.extend(nibbles);
+        e
+    }
+
+    /// Appends nibbles; the total stays at most 64 (a key's length).
+    #[inline]
+    pub(crate) fn extend(&mut self, nibbles: &[u8]) {
+        let at = self.len as usize;
+        self.nibbles[at..at + nibbles.len()].copy_from_slice(nibbles);
+        self.len += nibbles.len() as u8;
+    }
+
+    /// Appends one nibble.
+    #[inline]
+    pub(crate) fn push(&mut self, nibble: u8) {
+        self.nibbles[self.len as usize] = nibble;
+        self.len += 1;
+    }
+}
+
+impl std::ops::Deref for Ext {
+    type Target = [u8];
+
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        &self.nibbles[..self.len as usize]
+    }
+}
+
+impl std::fmt::Debug for Ext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
 /// A leaf cell.
 #[derive(Clone, Debug)]
 pub(crate) struct Leaf {
@@ -35,7 +132,7 @@ pub(crate) struct Leaf {
     pub(crate) hashed: B256,
     pub(crate) kind: LeafKind,
     /// The leaf's value bytes when they are in memory.
-    pub(crate) value: Option<Vec<u8>>,
+    pub(crate) value: Option<LeafValue>,
     /// The leaf node's reference at its current position, when known.
     pub(crate) node_ref: Option<NodeRef>,
 }
@@ -44,7 +141,7 @@ pub(crate) struct Leaf {
 #[derive(Clone, Debug)]
 pub(crate) struct BranchCell {
     /// Extension nibbles between the cell's position and the branch.
-    pub(crate) ext: Vec<u8>,
+    pub(crate) ext: Ext,
     /// Reference of the branch node itself.
     pub(crate) branch_ref: NodeRef,
     /// Reference of the node at the cell's position (the extension node, or the
@@ -151,26 +248,35 @@ struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
+    #[inline]
     fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], CommitmentError> {
-        if self.bytes.len() - self.pos < n {
-            return Err(corrupted(
-                self.path,
-                format!(
-                    "record truncated reading {what} at offset {}: need {n} bytes, {} left",
-                    self.pos,
-                    self.bytes.len() - self.pos
-                ),
-            ));
-        }
-        let s = &self.bytes[self.pos..self.pos + n];
+        let Some(s) = self.bytes.get(self.pos..self.pos + n) else {
+            return Err(self.truncated(n, what));
+        };
         self.pos += n;
         Ok(s)
     }
 
+    /// The error of a read past the record's end (kept off the hot path).
+    #[cold]
+    #[inline(never)]
+    fn truncated(&self, n: usize, what: &str) -> CommitmentError {
+        corrupted(
+            self.path,
+            format!(
+                "record truncated reading {what} at offset {}: need {n} bytes, {} left",
+                self.pos,
+                self.bytes.len() - self.pos
+            ),
+        )
+    }
+
+    #[inline]
     fn byte(&mut self, what: &str) -> Result<u8, CommitmentError> {
         Ok(self.take(1, what)?[0])
     }
 
+    #[inline]
     fn b256(&mut self, what: &str) -> Result<B256, CommitmentError> {
         Ok(B256::from_slice(self.take(32, what)?))
     }
@@ -244,12 +350,11 @@ impl<'a> Reader<'a> {
                         ),
                     ));
                 }
-                let mut ext = Vec::with_capacity(len);
+                let mut ext = Ext::EMPTY;
                 for &b in packed {
-                    ext.push(b >> 4);
-                    ext.push(b & 0x0f);
+                    ext.extend(&[b >> 4, b & 0x0f]);
                 }
-                ext.truncate(len);
+                ext.len = len as u8;
                 let branch_ref = self.node_ref("branch ref")?;
                 let node_ref = if len == 0 {
                     branch_ref
@@ -269,7 +374,10 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn children(&mut self) -> Result<Box<[Cell; 16]>, CommitmentError> {
+    fn children(
+        &mut self,
+        mut children: Box<[Cell; 16]>,
+    ) -> Result<Box<[Cell; 16]>, CommitmentError> {
         let at = self.pos;
         let m = self.take(2, "child bitmap")?;
         let bitmap = u16::from_be_bytes([m[0], m[1]]);
@@ -279,10 +387,14 @@ impl<'a> Reader<'a> {
                 format!("branch bitmap 0x{bitmap:04x} at offset {at} has fewer than 2 children"),
             ));
         }
-        let mut children: Box<[Cell; 16]> = Box::default();
+        debug_assert!(
+            children.iter().all(|c| matches!(c, Cell::Empty)),
+            "record children decoded into an array that is not empty"
+        );
+        let storage = self.storage_flag();
         for (n, child) in children.iter_mut().enumerate() {
             if bitmap & (1 << n) != 0 {
-                *child = self.cell(self.storage_flag())?;
+                *child = self.cell(storage)?;
             }
         }
         Ok(children)
@@ -296,6 +408,16 @@ impl<'a> Reader<'a> {
 /// Decodes the record read at absolute nibble `path` (paths of 64 nibbles or
 /// more belong to storage sub-tries).
 pub(crate) fn decode_record(path: &[u8], bytes: &[u8]) -> Result<Record, CommitmentError> {
+    decode_record_into(path, bytes, Box::default)
+}
+
+/// [`decode_record`] whose branch children go into the (empty) array that
+/// `children` hands out, so a walk reuses its arrays instead of allocating.
+pub(crate) fn decode_record_into(
+    path: &[u8],
+    bytes: &[u8],
+    children: impl FnOnce() -> Box<[Cell; 16]>,
+) -> Result<Record, CommitmentError> {
     let mut r = Reader {
         path,
         bytes,
@@ -325,7 +447,7 @@ pub(crate) fn decode_record(path: &[u8], bytes: &[u8]) -> Result<Record, Commitm
             };
             Record::Branch {
                 root_ref,
-                children: r.children()?,
+                children: r.children(children())?,
             }
         }
         TAG_ROOT_CELL => {

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 
 use alloy_primitives::{Address, B256, keccak256};
+use rayon::prelude::*;
 
 use crate::error::{CommitmentError, corrupted};
 use crate::nibbles::push_key_nibbles;
@@ -43,46 +44,65 @@ pub(crate) struct AccountTouch {
     pub(crate) slots: Vec<SlotTouch>,
 }
 
-/// Hashes, sorts and de-duplicates the update's keys; returns the accounts
-/// sorted by hashed address and the number of keccak calls spent.
+/// Touched accounts (and their touched slots) above which the keys are
+/// hashed on the current rayon pool.
+const PARALLEL_HASH_MIN: usize = 64;
+
+/// De-duplicates the update's keys, hashes each distinct key once and sorts
+/// them; returns the accounts sorted by hashed address and the number of
+/// keccak calls spent. Keys are hashed on the current rayon pool.
 pub(crate) fn prepare(update: &TrieUpdate) -> (Vec<AccountTouch>, u64) {
-    let mut index: HashMap<Address, usize> = HashMap::new();
-    let mut accounts: Vec<AccountTouch> = Vec::new();
-    let mut hashes = 0u64;
-    let mut entry =
-        |address: Address, accounts: &mut Vec<AccountTouch>, hashes: &mut u64| -> usize {
-            *index.entry(address).or_insert_with(|| {
-                *hashes += 1;
-                accounts.push(AccountTouch {
-                    hashed: keccak256(address),
-                    address,
-                    wiped: false,
-                    slots: Vec::new(),
-                });
-                accounts.len() - 1
-            })
-        };
+    let mut index: HashMap<Address, usize> = HashMap::with_capacity(update.accounts.len());
+    let mut accounts: Vec<AccountTouch> = Vec::with_capacity(update.accounts.len());
+    let mut entry = |address: Address, accounts: &mut Vec<AccountTouch>| -> usize {
+        *index.entry(address).or_insert_with(|| {
+            accounts.push(AccountTouch {
+                hashed: B256::ZERO,
+                address,
+                wiped: false,
+                slots: Vec::new(),
+            });
+            accounts.len() - 1
+        })
+    };
     for a in &update.accounts {
-        entry(*a, &mut accounts, &mut hashes);
+        entry(*a, &mut accounts);
     }
     for a in &update.wiped {
-        let i = entry(*a, &mut accounts, &mut hashes);
+        let i = entry(*a, &mut accounts);
         accounts[i].wiped = true;
     }
     for (a, slot) in &update.storage {
-        let i = entry(*a, &mut accounts, &mut hashes);
-        hashes += 1;
+        let i = entry(*a, &mut accounts);
         accounts[i].slots.push(SlotTouch {
-            hashed: keccak256(slot),
+            hashed: B256::ZERO,
             slot: *slot,
         });
     }
+    // Duplicates go before hashing: a slot written twice is hashed once.
     for a in &mut accounts {
-        a.slots.sort_unstable_by_key(|x| x.hashed);
-        a.slots.dedup_by(|x, y| x.hashed == y.hashed);
+        a.slots.sort_unstable_by_key(|x| x.slot);
+        a.slots.dedup_by(|x, y| x.slot == y.slot);
+    }
+    let keys: usize = accounts.iter().map(|a| 1 + a.slots.len()).sum();
+    let hash_one = |a: &mut AccountTouch| {
+        a.hashed = keccak256(a.address);
+        let hash_slots = |s: &mut SlotTouch| s.hashed = keccak256(s.slot);
+        if a.slots.len() > PARALLEL_HASH_MIN {
+            a.slots.par_iter_mut().with_min_len(32).for_each(hash_slots);
+            a.slots.par_sort_unstable_by_key(|x| x.hashed);
+        } else {
+            a.slots.iter_mut().for_each(hash_slots);
+            a.slots.sort_unstable_by_key(|x| x.hashed);
+        }
+    };
+    if keys > PARALLEL_HASH_MIN {
+        accounts.par_iter_mut().with_min_len(8).for_each(hash_one);
+    } else {
+        accounts.iter_mut().for_each(hash_one);
     }
     accounts.sort_unstable_by_key(|x| x.hashed);
-    (accounts, hashes)
+    (accounts, keys as u64)
 }
 
 impl Touch for SlotTouch {
@@ -102,8 +122,7 @@ impl Touch for SlotTouch {
         };
         Ok(match w.read_storage(&address, &self.slot)? {
             Some(v) if !v.is_zero() => {
-                let mut value = Vec::with_capacity(33);
-                encode_storage_value(&v, &mut value);
+                let value = w.leaf_value_with(|out| encode_storage_value(&v, out));
                 Cell::Leaf(Leaf {
                     hashed: self.hashed,
                     kind: LeafKind::Slot { slot: self.slot },
@@ -119,6 +138,10 @@ impl Touch for SlotTouch {
 impl Touch for AccountTouch {
     fn hashed(&self) -> &B256 {
         &self.hashed
+    }
+
+    fn weight(&self) -> usize {
+        1 + self.slots.len()
     }
 
     fn update_leaf(
@@ -156,14 +179,15 @@ impl Touch for AccountTouch {
             } else {
                 old_root
             };
-            let mut value = Vec::with_capacity(112);
-            encode_account(
-                acct.nonce,
-                &acct.balance,
-                &storage_root,
-                &acct.code_hash,
-                &mut value,
-            );
+            let value = w.leaf_value_with(|out| {
+                encode_account(
+                    acct.nonce,
+                    &acct.balance,
+                    &storage_root,
+                    &acct.code_hash,
+                    out,
+                );
+            });
             Ok(Cell::Leaf(Leaf {
                 hashed: self.hashed,
                 kind: LeafKind::Account {

@@ -13,7 +13,8 @@ use crate::node::{
     encode_key_leaf, encode_storage_value,
 };
 use crate::record::{
-    BranchCell, Cell, Leaf, LeafKind, Record, decode_record, encode_branch_record, encode_root_cell,
+    BranchCell, Cell, Ext, Leaf, LeafKind, LeafValue, Record, decode_record_into,
+    encode_branch_record, encode_root_cell,
 };
 use crate::source::{BranchSource, StateSource};
 
@@ -30,6 +31,10 @@ pub(crate) struct Sub {
 pub(crate) trait Touch: Sync {
     /// Its 32-byte hashed key.
     fn hashed(&self) -> &B256;
+    /// The keys its update walks: 1, plus an account's touched slots.
+    fn weight(&self) -> usize {
+        1
+    }
     /// Rebuilds the leaf at relative `depth` from the state; `existing` is the
     /// leaf the trie held for this key, if any.
     fn update_leaf(
@@ -39,6 +44,16 @@ pub(crate) trait Touch: Sync {
         depth: usize,
         existing: Option<Leaf>,
     ) -> Result<Cell>;
+}
+
+/// A branch as persisted before the block: its record and the references
+/// its parent held, reused when the branch comes out unchanged.
+pub(crate) struct OldBranch {
+    bytes: Bytes,
+    branch_ref: NodeRef,
+    /// The reference of the node in front of it (the extension, or the
+    /// branch itself), when stored.
+    node_ref: Option<NodeRef>,
 }
 
 /// One walk's context: sources, scratch buffers, collected writes and stats.
@@ -53,8 +68,19 @@ pub(crate) struct Walker<'a> {
     buf: Vec<u8>,
     /// Scratch for record encoding.
     rec: Vec<u8>,
-    /// Key count above which a branch's children are walked on rayon; only the
-    /// top walker has one, so parallelism happens at one level.
+    /// Scratch for leaf values.
+    val: Vec<u8>,
+    /// Empty child arrays kept for reuse: a walk decodes and folds one per
+    /// visited branch, and reusing them keeps the allocator off the path.
+    #[allow(
+        clippy::vec_box,
+        reason = "the arrays move in and out as boxes (decoded records hold them), a pointer at a time"
+    )]
+    spare: Vec<Box<[Cell; 16]>>,
+    /// Key weight above which a branch's children are walked on rayon
+    /// (`None`: never). A split hands its walkers a threshold of at least a
+    /// quarter of its weight, so only a child that holds much of the work
+    /// (one account with many slots) splits again.
     parallel_threshold: Option<usize>,
 }
 
@@ -73,6 +99,8 @@ impl<'a> Walker<'a> {
             path: Vec::with_capacity(130),
             buf: Vec::with_capacity(600),
             rec: Vec::with_capacity(2048),
+            val: Vec::with_capacity(128),
+            spare: Vec::new(),
             parallel_threshold,
         }
     }
@@ -89,10 +117,32 @@ impl<'a> Walker<'a> {
         match bytes {
             None => Ok(None),
             Some(b) => {
-                let rec = decode_record(&self.path, &b)?;
+                let spare = &mut self.spare;
+                let rec = decode_record_into(&self.path, &b, || spare.pop().unwrap_or_default())?;
                 Ok(Some((b, rec)))
             }
         }
+    }
+
+    /// An all-empty child array, reused when one is spare.
+    fn children(&mut self) -> Box<[Cell; 16]> {
+        self.spare.pop().unwrap_or_default()
+    }
+
+    /// Empties a child array and keeps it for reuse.
+    fn recycle(&mut self, mut children: Box<[Cell; 16]>) {
+        const KEEP: usize = 64;
+        if self.spare.len() < KEEP {
+            children.iter_mut().for_each(|c| *c = Cell::Empty);
+            self.spare.push(children);
+        }
+    }
+
+    /// A leaf value encoded by `encode` (through a reused scratch buffer).
+    pub(crate) fn leaf_value_with(&mut self, encode: impl FnOnce(&mut Vec<u8>)) -> LeafValue {
+        self.val.clear();
+        encode(&mut self.val);
+        LeafValue::from_slice(&self.val)
     }
 
     fn write(&mut self, bytes: Option<Bytes>) {
@@ -147,10 +197,21 @@ impl<'a> Walker<'a> {
             Some((bytes, Record::RootCell(cell))) => {
                 (self.update(sub, 0, cell, keys)?, Some(bytes))
             }
-            Some((bytes, Record::Branch { children, .. })) => {
+            Some((bytes, Record::Branch { children, root_ref })) => {
                 let first = *keys.first().map_or(&B256::ZERO, |k| k.hashed());
+                let Some(root_ref) = root_ref else {
+                    return Err(corrupted(
+                        &self.path,
+                        "root branch record without its own reference",
+                    ));
+                };
+                let old = OldBranch {
+                    bytes,
+                    branch_ref: root_ref,
+                    node_ref: Some(root_ref),
+                };
                 (
-                    self.branch_node(sub, 0, 0, &first, children, keys, Some(bytes))?,
+                    self.branch_node(sub, 0, 0, &first, children, keys, Some(old))?,
                     None,
                 )
             }
@@ -216,7 +277,8 @@ impl<'a> Walker<'a> {
                 if keys.len() == 1 {
                     return keys[0].update_leaf(self, sub, depth, None);
                 }
-                self.branch_node(sub, depth, keys_lcp, &first, Box::default(), keys, None)
+                let children = self.children();
+                self.branch_node(sub, depth, keys_lcp, &first, children, keys, None)
             }
             Cell::Leaf(leaf) => {
                 if keys.len() == 1 && *keys[0].hashed() == leaf.hashed {
@@ -226,7 +288,7 @@ impl<'a> Walker<'a> {
                 if c >= 64 {
                     return Err(corrupted(&self.path, "duplicate touched key"));
                 }
-                let mut children: Box<[Cell; 16]> = Box::default();
+                let mut children = self.children();
                 let n = nibble(&leaf.hashed, c) as usize;
                 children[n] = Cell::Leaf(Leaf {
                     node_ref: None,
@@ -272,12 +334,17 @@ impl<'a> Walker<'a> {
                     };
                     self.path.truncate(plen);
                     let (bytes, children) = result?;
-                    self.branch_node(sub, depth, ext_end, &first, children, keys, Some(bytes))
+                    let old = OldBranch {
+                        bytes,
+                        branch_ref: b.branch_ref,
+                        node_ref: b.node_ref,
+                    };
+                    self.branch_node(sub, depth, ext_end, &first, children, keys, Some(old))
                 } else {
-                    let mut children: Box<[Cell; 16]> = Box::default();
+                    let mut children = self.children();
                     let n = b.ext[c - depth] as usize;
                     children[n] = Cell::Branch(BranchCell {
-                        ext: b.ext[c - depth + 1..].to_vec(),
+                        ext: Ext::from_slice(&b.ext[c - depth + 1..]),
                         branch_ref: b.branch_ref,
                         node_ref: None,
                     });
@@ -298,7 +365,7 @@ impl<'a> Walker<'a> {
         repr: &B256,
         mut children: Box<[Cell; 16]>,
         keys: &[T],
-        old: Option<Bytes>,
+        old: Option<OldBranch>,
     ) -> Result<Cell> {
         let plen = self.path.len();
         push_key_nibbles(&mut self.path, repr, depth, bdepth);
@@ -317,8 +384,12 @@ impl<'a> Walker<'a> {
             i = j;
         }
         let groups = ranges[..count].iter().map(|&(n, i, j)| (n, &keys[i..j]));
-        if self.parallel_threshold.is_some_and(|t| keys.len() > t) && count > 1 {
-            self.parallel_threshold = None;
+        let weight = match self.parallel_threshold {
+            Some(_) if count > 1 => keys.iter().map(Touch::weight).sum(),
+            _ => 0,
+        };
+        if let Some(t) = self.parallel_threshold.filter(|&t| weight > t) {
+            let inner = Some(t.max(weight / 4));
             let tasks: Vec<(usize, Cell, &[T])> = groups
                 .map(|(n, g)| (n, std::mem::take(&mut children[n]), g))
                 .collect();
@@ -327,7 +398,7 @@ impl<'a> Walker<'a> {
             let results: Vec<Result<(usize, Cell, Walker<'_>)>> = tasks
                 .into_par_iter()
                 .map(|(n, cell, group)| {
-                    let mut w = Walker::new(branches, state, None);
+                    let mut w = Walker::new(branches, state, inner);
                     w.path.extend_from_slice(&base);
                     w.path.push(n as u8);
                     let mut c = w.update(sub, bdepth + 1, cell, group)?;
@@ -371,7 +442,7 @@ impl<'a> Walker<'a> {
         bdepth: usize,
         repr: &B256,
         mut children: Box<[Cell; 16]>,
-        old: Option<Bytes>,
+        old: Option<OldBranch>,
     ) -> Result<Cell> {
         let count = children
             .iter()
@@ -382,18 +453,20 @@ impl<'a> Walker<'a> {
                 self.write(None);
             }
             let Some(n) = children.iter().position(|c| !matches!(c, Cell::Empty)) else {
+                self.recycle(children);
                 return Ok(Cell::Empty);
             };
-            return Ok(match std::mem::take(&mut children[n]) {
+            let only = std::mem::take(&mut children[n]);
+            self.recycle(children);
+            return Ok(match only {
                 Cell::Leaf(l) => Cell::Leaf(Leaf {
                     node_ref: None,
                     ..l
                 }),
                 Cell::Branch(b) => {
-                    let mut ext = Vec::with_capacity(bdepth - depth + 1 + b.ext.len());
-                    push_key_nibbles(&mut ext, repr, depth, bdepth);
+                    let mut ext = key_ext(repr, depth, bdepth);
                     ext.push(n as u8);
-                    ext.extend_from_slice(&b.ext);
+                    ext.extend(&b.ext);
                     Cell::Branch(BranchCell {
                         ext,
                         branch_ref: b.branch_ref,
@@ -410,19 +483,36 @@ impl<'a> Walker<'a> {
             self.path.pop();
             refs[n] = r?;
         }
+        let root = bdepth == 0;
+        let mut rec = std::mem::take(&mut self.rec);
+        // A record that comes out byte-identical has the same children and
+        // references, so the branch (and the extension in front of it, which
+        // the same walk reached) keeps its hashes: nothing to re-hash.
+        if let Some(o) = &old {
+            encode_branch_record(root.then_some(&o.branch_ref), &children, &mut rec);
+            if o.bytes[..] == rec[..] {
+                self.rec = rec;
+                self.recycle(children);
+                return Ok(Cell::Branch(BranchCell {
+                    ext: key_ext(repr, depth, bdepth),
+                    branch_ref: o.branch_ref,
+                    node_ref: o.node_ref,
+                }));
+            }
+        }
         self.buf.clear();
         encode_branch(&refs, None, &mut self.buf);
         let branch_ref = NodeRef::of_rlp(&self.buf, &mut self.keccak);
-        let mut rec = std::mem::take(&mut self.rec);
-        encode_branch_record((bdepth == 0).then_some(&branch_ref), &children, &mut rec);
-        if old.as_deref() != Some(rec.as_slice()) {
+        if root || old.is_none() {
+            encode_branch_record(root.then_some(&branch_ref), &children, &mut rec);
+        }
+        if old.as_ref().is_none_or(|o| o.bytes[..] != rec[..]) {
             self.write(Some(Bytes::copy_from_slice(&rec)));
         }
         self.rec = rec;
-        let mut ext = Vec::with_capacity(bdepth - depth);
-        push_key_nibbles(&mut ext, repr, depth, bdepth);
+        self.recycle(children);
         Ok(Cell::Branch(BranchCell {
-            ext,
+            ext: key_ext(repr, depth, bdepth),
             branch_ref,
             node_ref: None,
         }))
@@ -483,8 +573,7 @@ impl<'a> Walker<'a> {
     }
 
     /// Re-reads an untouched leaf's value (its node moved, so it is re-hashed).
-    fn leaf_value(&mut self, sub: &Sub, leaf: &Leaf) -> Result<Vec<u8>> {
-        let mut out = Vec::with_capacity(112);
+    fn leaf_value(&mut self, sub: &Sub, leaf: &Leaf) -> Result<LeafValue> {
         match (leaf.kind, sub.storage_of) {
             (
                 LeafKind::Account {
@@ -499,33 +588,30 @@ impl<'a> Walker<'a> {
                         format!("account leaf {address} is in the trie but not in the state"),
                     ));
                 };
-                encode_account(
-                    acct.nonce,
-                    &acct.balance,
-                    &storage_root,
-                    &acct.code_hash,
-                    &mut out,
-                );
+                Ok(self.leaf_value_with(|out| {
+                    encode_account(
+                        acct.nonce,
+                        &acct.balance,
+                        &storage_root,
+                        &acct.code_hash,
+                        out,
+                    );
+                }))
             }
             (LeafKind::Slot { slot }, Some(address)) => match self.read_storage(&address, &slot)? {
-                Some(v) if !v.is_zero() => encode_storage_value(&v, &mut out),
-                _ => {
-                    return Err(corrupted(
-                        &self.path,
-                        format!(
-                            "storage leaf {address}/{slot} is in the trie but zero in the state"
-                        ),
-                    ));
+                Some(v) if !v.is_zero() => {
+                    Ok(self.leaf_value_with(|out| encode_storage_value(&v, out)))
                 }
-            },
-            _ => {
-                return Err(corrupted(
+                _ => Err(corrupted(
                     &self.path,
-                    "leaf kind does not match its sub-trie",
-                ));
-            }
+                    format!("storage leaf {address}/{slot} is in the trie but zero in the state"),
+                )),
+            },
+            _ => Err(corrupted(
+                &self.path,
+                "leaf kind does not match its sub-trie",
+            )),
         }
-        Ok(out)
     }
 
     pub(crate) fn read_account(&mut self, address: &Address) -> Result<Option<crate::AccountLeaf>> {
@@ -570,6 +656,7 @@ impl<'a> Walker<'a> {
                         r?;
                     }
                 }
+                self.recycle(children);
             }
         }
         Ok(())
@@ -582,6 +669,16 @@ impl<'a> Walker<'a> {
         self.path.truncate(plen);
         r
     }
+}
+
+/// The extension made of nibbles `from..to` of `key`.
+#[inline]
+fn key_ext(key: &B256, from: usize, to: usize) -> Ext {
+    let mut ext = Ext::EMPTY;
+    for i in from..to {
+        ext.push(nibble(key, i));
+    }
+    ext
 }
 
 #[cfg(test)]

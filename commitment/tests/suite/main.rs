@@ -6,4 +6,5 @@ mod differential;
 mod encoding;
 mod proof;
 mod reads;
+mod rehash;
 mod vectors;
