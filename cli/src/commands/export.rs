@@ -53,7 +53,18 @@ pub(super) fn run(args: ExportArgs) -> Result<(), CliError> {
                 .parent()
                 .filter(|p| !p.as_os_str().is_empty())
                 .unwrap_or_else(|| std::path::Path::new("."));
-            let file = tempfile::NamedTempFile::new_in(folder).map_err(CliError::file(folder))?;
+            // A temp file is created 0600; the dump gets a plain file's mode
+            // (0666 less the umask), like one written with `>`.
+            let mut builder = tempfile::Builder::new();
+            builder.prefix(".strata-export-");
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                builder.permissions(std::fs::Permissions::from_mode(0o666));
+            }
+            let file = builder
+                .tempfile_in(folder)
+                .map_err(CliError::file(folder))?;
             let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
             let counts = write_dump(&reader, &args, &mut out).map_err(|e| match e {
                 Failure::Write(e) => CliError::file(path)(e),

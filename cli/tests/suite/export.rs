@@ -19,6 +19,15 @@ fn the_dump_rebuilds_the_datadirs_root_and_stdout_equals_the_file() {
     let out = dir.path().join("state.jsonl");
     strata_ok(&["export", "--datadir", d, "--out", out.to_str().unwrap()]);
     let text = std::fs::read_to_string(&out).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        // The mode of a file written with `>` (0666 less the umask), not a temp file's 0600.
+        let reference = dir.path().join("reference");
+        std::fs::write(&reference, b"").unwrap();
+        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&out), mode(&reference));
+    }
     let mut lines = text.lines();
     let first: serde_json::Value = serde_json::from_str(lines.next().unwrap()).unwrap();
     assert_eq!(first["root"].as_str(), Some(root.as_str()));
