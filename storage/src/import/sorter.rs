@@ -9,7 +9,7 @@
 //!
 //! Run format: repeated `key_len: u32 LE ‖ value_len: u32 LE ‖ key ‖ value`.
 
-use std::cmp::Ordering;
+use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Write};
@@ -155,6 +155,7 @@ impl ExternalSorter {
         };
         sources.push(memory);
         let mut merged = SortedPairs {
+            values: vec![Vec::new(); sources.len()],
             sources,
             heap: BinaryHeap::new(),
             runs: std::mem::take(&mut self.runs),
@@ -226,55 +227,28 @@ impl Source {
     }
 }
 
-/// The head pair of one source, ordered for a min-heap by key, then by
-/// source (so equal keys come out in a stable order).
-struct Head {
-    key: Vec<u8>,
-    value: Vec<u8>,
-    source: usize,
-}
-
-impl PartialEq for Head {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-
-impl Eq for Head {}
-
-impl PartialOrd for Head {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Head {
-    fn cmp(&self, other: &Self) -> Ordering {
-        other
-            .key
-            .cmp(&self.key)
-            .then_with(|| other.source.cmp(&self.source))
-    }
-}
-
 /// Every pair of a sorter, in key order. Removes the run files when dropped.
 pub(crate) struct SortedPairs {
     sources: Vec<Source>,
-    heap: BinaryHeap<Head>,
+    /// Each source's next key, smallest first (equal keys by source).
+    heap: BinaryHeap<Reverse<(Vec<u8>, usize)>>,
+    /// Each source's next value, beside its key in `heap`.
+    values: Vec<Vec<u8>>,
     runs: Vec<PathBuf>,
 }
 
 impl SortedPairs {
     fn refill(&mut self, source: usize) -> Result<(), RunError> {
         if let Some((key, value)) = self.sources[source].next_pair()? {
-            self.heap.push(Head { key, value, source });
+            self.values[source] = value;
+            self.heap.push(Reverse((key, source)));
         }
         Ok(())
     }
 
     /// The key the next call to [`Iterator::next`] returns, if any.
     pub(crate) fn peek_key(&self) -> Option<&[u8]> {
-        self.heap.peek().map(|head| head.key.as_slice())
+        self.heap.peek().map(|Reverse((key, _))| key.as_slice())
     }
 }
 
@@ -282,11 +256,12 @@ impl Iterator for SortedPairs {
     type Item = Result<Pair, RunError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let head = self.heap.pop()?;
-        if let Err(e) = self.refill(head.source) {
+        let Reverse((key, source)) = self.heap.pop()?;
+        let value = std::mem::take(&mut self.values[source]);
+        if let Err(e) = self.refill(source) {
             return Some(Err(e));
         }
-        Some(Ok((head.key, head.value)))
+        Some(Ok((key, value)))
     }
 }
 
