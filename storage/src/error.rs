@@ -180,6 +180,10 @@ pub enum Error {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// The import's files do not hold what it read (an internal fault, or
+    /// its scratch runs changed under it); nothing was written.
+    #[error("import refused: {0}; nothing was written")]
+    ImportIncomplete(String),
     /// An unwind target is outside the retained window.
     #[error("cannot unwind to block {target}: blocks {oldest}..={last} are retained")]
     UnwindOutOfRange {

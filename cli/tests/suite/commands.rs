@@ -48,16 +48,18 @@ fn argument_errors_are_reported() {
     let dir = tempfile::tempdir().unwrap();
     let genesis = dir.path().join("genesis.json");
     std::fs::write(&genesis, "{\"alloc\": {\n \"0xab\": 1}}").unwrap();
+    let datadir = dir.path().join("x");
     assert_fails_with(
         &[
             "init",
             "--genesis",
             genesis.to_str().unwrap(),
             "--datadir",
-            "x",
+            datadir.to_str().unwrap(),
         ],
         "invalid address \"0xab\"",
     );
+    assert!(!datadir.exists(), "a broken genesis creates no datadir");
 }
 
 #[test]

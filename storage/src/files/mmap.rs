@@ -33,29 +33,42 @@ pub(crate) fn map_read_only(file: &File) -> io::Result<Bytes> {
     Ok(Bytes::from_owner(map))
 }
 
-/// Drops the resident pages of `map`, a whole read-only map made by
-/// [`map_read_only`] (nothing happens for anything else: an empty or
-/// unaligned slice).
-pub(crate) fn release_pages(map: &[u8]) {
+/// Maps `file` like [`map_read_only`], runs `check` over the map and, when
+/// it returns `true` (it has read every page), drops the map's pages from
+/// the resident set: they stay in the page cache and fault back in on the
+/// next read.
+pub(crate) fn map_checked(file: &File, check: &mut dyn FnMut(&Bytes) -> bool) -> io::Result<Bytes> {
+    let map = map_read_only(file)?;
+    if check(&map) {
+        release_pages(&map);
+    }
+    Ok(map)
+}
+
+/// Drops the resident pages of `map`, which must be a whole map made by
+/// [`map_read_only`] (only [`map_checked`] calls it, on the map it just made).
+fn release_pages(map: &Bytes) {
     #[cfg(unix)]
     {
-        // SAFETY: sysconf has no preconditions.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-        let start = map.as_ptr() as usize;
-        if map.is_empty() || page <= 0 || !start.is_multiple_of(page as usize) {
+        if map.is_empty() {
             return;
         }
-        // SAFETY: `map` is a whole shared, read-only file mapping made by
-        // `map_read_only` (the only caller is `OsFileSystem::release_pages`
-        // on the bytes its `map` returned; the alignment check above keeps
-        // anything else out). MADV_DONTNEED on such a mapping only drops
+        // SAFETY: `map` is the whole shared, read-only file mapping that
+        // `map_read_only` returned to `map_checked` a moment ago (an empty
+        // file gives no mapping and returns above); nothing else reaches
+        // this private function. MADV_DONTNEED on such a mapping only drops
         // the page-table entries: the mapping stays, and the next access
         // faults the page back in from the page cache or the file. The file
         // is immutable (see `map_read_only`), so every byte read afterwards
-        // is the byte read before; no memory is freed under a reference.
-        // The advice is a hint: its failure changes nothing and is ignored.
+        // is the byte read before; no memory is freed or changed under a
+        // reference. The advice is a hint: its failure changes nothing and
+        // is ignored.
         unsafe {
-            libc::madvise(start as *mut libc::c_void, map.len(), libc::MADV_DONTNEED);
+            libc::madvise(
+                map.as_ptr() as *mut libc::c_void,
+                map.len(),
+                libc::MADV_DONTNEED,
+            );
         }
     }
     #[cfg(not(unix))]

@@ -117,15 +117,20 @@ impl SortedFile {
     /// filter, every block checksum and layout, key order and the whole-file
     /// checksum. Errors name the file, the offset and what is wrong.
     pub fn open(fs: &dyn FileSystem, path: &Path) -> Result<SortedFile, FileError> {
-        let data = fs.map(path).map_err(|source| FileError::Io {
+        // The check reads every page; later reads bring back only theirs.
+        let mut opened = None;
+        fs.map_checked(path, &mut |data| {
+            let file = Self::from_bytes(path, data.clone());
+            let ok = file.is_ok();
+            opened = Some(file);
+            ok
+        })
+        .map_err(|source| FileError::Io {
             file: path.to_path_buf(),
             op: "map",
             source,
         })?;
-        let file = Self::from_bytes(path, data.clone())?;
-        // The check read every page; later reads bring back only theirs.
-        fs.release_pages(&data);
-        Ok(file)
+        opened.expect("map_checked runs the check once it has mapped the file")
     }
 
     /// Verifies `data` as the content of the file `path` (which is only used

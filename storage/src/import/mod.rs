@@ -78,8 +78,9 @@ pub struct ImportOptions {
     pub expected_root: Option<B256>,
     /// Memory the external sorters may hold before they spill runs.
     pub sort_memory_bytes: usize,
-    /// The folder in which the sorters' runs go, in a folder `import.tmp`
-    /// of their own (default: the datadir).
+    /// The folder in which the sorters' runs go, in a folder of their own
+    /// (`strata-import-…`, removed afterwards; after a crash, by hand).
+    /// Default: `import.tmp` in the datadir, also removed by the next open.
     pub temp_dir: Option<PathBuf>,
 }
 
@@ -136,10 +137,10 @@ where
     if let Some(last) = inner.current.load().block() {
         return Err(Error::GenesisExists { last });
     }
-    let scratch = Scratch::create(match &options.temp_dir {
-        Some(dir) => dir.join(IMPORT_DIR),
-        None => inner.files_dir.with_file_name(IMPORT_DIR),
-    })?;
+    let scratch = match &options.temp_dir {
+        Some(dir) => Scratch::unique_in(dir)?,
+        None => Scratch::create(inner.files_dir.with_file_name(IMPORT_DIR))?,
+    };
     let started = Instant::now();
     let mut report = ImportReport {
         block: options.block,
@@ -183,6 +184,7 @@ where
     let to_step = inner.step_of(options.block) + 1;
     let mut files = Vec::new();
     let counts = [report.accounts, report.slots, report.contracts];
+    let mut codes = Some(codes);
     let wrote = write_plain_files(inner, plain, counts, to_step, &mut files).and_then(|()| {
         let count = records.pairs();
         let records = records.finish().map_err(run_error)?;
@@ -193,18 +195,21 @@ where
             to_step,
             records,
         )?);
-        Ok(())
+        let codes = codes.take().expect("taken once");
+        codes.finish().map_err(run_error)
     });
-    if let Err(e) = wrote {
-        // Files the manifest does not list would wait for the next open.
-        for written in &files {
-            let _ = inner.fs.remove(written.file.path());
+    let codes = match wrote {
+        Ok(codes) => codes,
+        Err(e) => {
+            // Files the manifest does not list would wait for the next open.
+            for written in &files {
+                let _ = inner.fs.remove(written.file.path());
+            }
+            return Err(e);
         }
-        return Err(e);
-    }
+    };
     report.raw_bytes = files.iter().map(|f| f.raw_bytes).sum();
     report.file_bytes = files.iter().map(|f| f.file.size_bytes()).sum();
-    let codes = codes.finish().map_err(run_error)?;
     // Only a failure from here on can leave the store between two states.
     let committed = commit(inner, head, options.block_hash, files, to_step, codes);
     inner.poison_on_error(committed)?;
@@ -213,9 +218,14 @@ where
     Ok(report)
 }
 
-/// The scratch folder, emptied at creation and removed when dropped.
+/// The scratch folder, removed when dropped: `import.tmp` in the datadir
+/// (whose lock the store holds; what a crash left there is removed first,
+/// and by the next open), or a folder of its own in a caller's folder that
+/// other imports may share.
 struct Scratch {
     dir: PathBuf,
+    /// Set for a folder of its own (removes itself).
+    own: Option<tempfile::TempDir>,
 }
 
 impl Scratch {
@@ -226,13 +236,30 @@ impl Scratch {
             what: "create the import folder",
             source,
         })?;
-        Ok(Self { dir })
+        Ok(Self { dir, own: None })
+    }
+
+    fn unique_in(parent: &Path) -> Result<Self> {
+        let own = tempfile::Builder::new()
+            .prefix("strata-import-")
+            .tempdir_in(parent)
+            .map_err(|source| Error::Datadir {
+                path: parent.to_path_buf(),
+                what: "create an import folder in",
+                source,
+            })?;
+        Ok(Self {
+            dir: own.path().to_path_buf(),
+            own: Some(own),
+        })
     }
 }
 
 impl Drop for Scratch {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
+        if self.own.is_none() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
     }
 }
 
@@ -518,6 +545,12 @@ fn write_plain_files(
             written.extend(write_file(inner, domain, count, to_step, of_domain)?);
         }
     }
+    if let Some(key) = pairs.peek_key() {
+        return Err(Error::ImportIncomplete(format!(
+            "an entry of no domain (key 0x{}) is left after the account, storage and code entries",
+            crate::db::value::hex(key)
+        )));
+    }
     Ok(())
 }
 
@@ -549,6 +582,13 @@ fn write_file(
     }
     let info = writer.finish()?;
     let file = Arc::new(SortedFile::open(inner.fs.as_ref(), &info.path)?);
+    if file.entries() != count {
+        let _ = inner.fs.remove(&info.path);
+        return Err(Error::ImportIncomplete(format!(
+            "the {domain} file holds {} entries where the import counted {count}",
+            file.entries()
+        )));
+    }
     Ok(Some(Written { file, raw_bytes }))
 }
 

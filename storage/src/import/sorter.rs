@@ -51,6 +51,8 @@ pub(crate) struct ExternalSorter {
     arena: Vec<u8>,
     slots: Vec<Slot>,
     runs: Vec<PathBuf>,
+    /// Run files named so far (merges add runs of their own).
+    run_names: usize,
     pairs: u64,
 }
 
@@ -65,6 +67,7 @@ impl ExternalSorter {
             arena: Vec::new(),
             slots: Vec::new(),
             runs: Vec::new(),
+            run_names: 0,
             pairs: 0,
         }
     }
@@ -108,63 +111,116 @@ impl ExternalSorter {
         self.slots.par_sort_by(|a, b| key(a).cmp(key(b)));
     }
 
+    /// The path of the next run.
+    fn next_run_path(&mut self) -> PathBuf {
+        self.run_names += 1;
+        self.dir
+            .join(format!("{}-{}.run", self.name, self.run_names - 1))
+    }
+
     fn spill(&mut self) -> Result<(), RunError> {
         self.sort_in_memory();
-        let path = self
-            .dir
-            .join(format!("{}-{}.run", self.name, self.runs.len()));
-        let error = |op| {
-            let path = path.clone();
-            move |source| RunError { path, op, source }
-        };
-        let file = File::create(&path).map_err(error("create"))?;
+        let path = self.next_run_path();
         self.runs.push(path.clone());
-        let mut out = BufWriter::with_capacity(RUN_WRITE_BUFFER, file);
-        for slot in &self.slots {
-            let end = slot.start + slot.key_len as usize + slot.value_len as usize;
-            out.write_all(&slot.key_len.to_le_bytes())
-                .and_then(|()| out.write_all(&slot.value_len.to_le_bytes()))
-                .and_then(|()| out.write_all(&self.arena[slot.start..end]))
-                .map_err(error("write"))?;
-        }
-        out.flush().map_err(error("write"))?;
+        let arena = &self.arena;
+        write_run(
+            &path,
+            self.slots.iter().map(|slot| {
+                let key_end = slot.start + slot.key_len as usize;
+                Ok((
+                    &arena[slot.start..key_end],
+                    &arena[key_end..key_end + slot.value_len as usize],
+                ))
+            }),
+        )?;
         // Keep the arena's allocation for the next run.
         self.arena.clear();
         self.slots.clear();
         Ok(())
     }
 
-    /// Sorts what is held and returns the merged stream of every pair.
+    /// Sorts what is held and returns the merged stream of every pair. More
+    /// than [`MAX_FAN_IN`] runs are first merged into fewer, larger ones, so
+    /// that open files and read buffers stay bounded.
     pub(crate) fn finish(mut self) -> Result<SortedPairs, RunError> {
         self.sort_in_memory();
-        let mut sources = Vec::with_capacity(self.runs.len() + 1);
-        for path in &self.runs {
-            let file = File::open(path).map_err(|source| RunError {
-                path: path.clone(),
-                op: "open",
-                source,
-            })?;
-            sources.push(Source::Run {
-                path: path.clone(),
-                reader: BufReader::with_capacity(RUN_READ_BUFFER, file),
-            });
+        while self.runs.len() > MAX_FAN_IN {
+            let group: Vec<PathBuf> = self.runs.drain(..MAX_FAN_IN).collect();
+            let merged = merge_sources(group, None)?;
+            let path = self.next_run_path();
+            self.runs.push(path.clone());
+            write_run(&path, merged)?;
         }
-        let memory = Source::Memory {
-            arena: std::mem::take(&mut self.arena),
-            slots: std::mem::take(&mut self.slots).into_iter(),
-        };
-        sources.push(memory);
-        let mut merged = SortedPairs {
-            values: vec![Vec::new(); sources.len()],
-            sources,
-            heap: BinaryHeap::new(),
-            runs: std::mem::take(&mut self.runs),
-        };
-        for index in 0..merged.sources.len() {
-            merged.refill(index)?;
-        }
-        Ok(merged)
+        let memory = (
+            std::mem::take(&mut self.arena),
+            std::mem::take(&mut self.slots),
+        );
+        merge_sources(std::mem::take(&mut self.runs), Some(memory))
     }
+}
+
+/// The most runs merged at once (each holds an open file and a read buffer).
+const MAX_FAN_IN: usize = 64;
+
+/// Writes `pairs` (in order) as the run file `path`.
+fn write_run<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+    path: &Path,
+    pairs: impl Iterator<Item = Result<(K, V), RunError>>,
+) -> Result<(), RunError> {
+    let error = |op| {
+        let path = path.to_path_buf();
+        move |source| RunError { path, op, source }
+    };
+    let file = File::create(path).map_err(error("create"))?;
+    let mut out = BufWriter::with_capacity(RUN_WRITE_BUFFER, file);
+    for pair in pairs {
+        let (key, value) = pair?;
+        let (key, value) = (key.as_ref(), value.as_ref());
+        out.write_all(&(key.len() as u32).to_le_bytes())
+            .and_then(|()| out.write_all(&(value.len() as u32).to_le_bytes()))
+            .and_then(|()| out.write_all(key))
+            .and_then(|()| out.write_all(value))
+            .map_err(error("write"))?;
+    }
+    out.flush().map_err(error("write"))
+}
+
+/// The merge of the run files `runs` (removed when the merge is dropped)
+/// and of a sorted arena still in memory.
+fn merge_sources(
+    runs: Vec<PathBuf>,
+    memory: Option<(Vec<u8>, Vec<Slot>)>,
+) -> Result<SortedPairs, RunError> {
+    let mut sources = Vec::with_capacity(runs.len() + 1);
+    let mut merged = SortedPairs {
+        values: Vec::new(),
+        sources: Vec::new(),
+        heap: BinaryHeap::new(),
+        runs,
+    };
+    for path in &merged.runs {
+        let file = File::open(path).map_err(|source| RunError {
+            path: path.clone(),
+            op: "open",
+            source,
+        })?;
+        sources.push(Source::Run {
+            path: path.clone(),
+            reader: BufReader::with_capacity(RUN_READ_BUFFER, file),
+        });
+    }
+    if let Some((arena, slots)) = memory {
+        sources.push(Source::Memory {
+            arena,
+            slots: slots.into_iter(),
+        });
+    }
+    merged.values = vec![Vec::new(); sources.len()];
+    merged.sources = sources;
+    for index in 0..merged.sources.len() {
+        merged.refill(index)?;
+    }
+    Ok(merged)
 }
 
 impl Drop for ExternalSorter {
@@ -299,15 +355,18 @@ mod tests {
             })
             .collect();
         pairs.push((Vec::new(), b"empty key".to_vec()));
-        let (out, runs) = sorted(4096, &pairs);
-        assert!(runs > 10, "spilled {runs} runs");
-        assert_eq!(out.len(), pairs.len());
-        assert!(out.windows(2).all(|w| w[0].0 <= w[1].0));
-        let mut expected = pairs.clone();
-        expected.sort();
-        let mut got = out.clone();
-        got.sort();
-        assert_eq!(got, expected, "every pair comes out once");
+        // One merge, then more runs than MAX_FAN_IN: merged in passes.
+        for (budget, at_least) in [(4096, 10), (256, 4 * MAX_FAN_IN)] {
+            let (out, runs) = sorted(budget, &pairs);
+            assert!(runs > at_least, "spilled {runs} runs");
+            assert_eq!(out.len(), pairs.len());
+            assert!(out.windows(2).all(|w| w[0].0 <= w[1].0));
+            let mut expected = pairs.clone();
+            expected.sort();
+            let mut got = out.clone();
+            got.sort();
+            assert_eq!(got, expected, "every pair comes out once");
+        }
     }
 
     #[test]

@@ -261,9 +261,20 @@ fn import_and_genesis_build_the_same_state() {
     let genesis_root = genesis.init_genesis(&alloc).unwrap();
     let import_dir = tempfile::tempdir().unwrap();
     let imported = StateDb::open(import_dir.path(), small_options()).unwrap();
-    let report = imported
-        .import_state(ok(input), &ImportOptions::default())
-        .unwrap();
+    // Runs in a caller's folder go to a folder of their own, removed after;
+    // what else is in that folder is left alone.
+    let parent = tempfile::tempdir().unwrap();
+    std::fs::write(parent.path().join("keep.txt"), b"mine").unwrap();
+    let options = ImportOptions {
+        temp_dir: Some(parent.path().to_path_buf()),
+        ..ImportOptions::default()
+    };
+    let report = imported.import_state(ok(input), &options).unwrap();
+    let left: Vec<_> = std::fs::read_dir(parent.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, ["keep.txt"]);
     assert_eq!(report.root, genesis_root);
     assert_eq!(report.runs, 0, "the default budget holds a small state");
     assert_state(&imported, &model, "import at block 0");

@@ -372,9 +372,11 @@ fn prepare(
     }
     let first_block = source.peek_block()?.map(|b| b.number);
     if let Some(dump) = &start.state_dump {
+        // The dump is the state the trace's first block starts from.
+        let block = first_block.map_or(0, |first| first.saturating_sub(1));
         let reader = crate::commands::init::open_dump(dump)?;
-        crate::commands::init::import(db, reader, dump, 0, None, datadir)?;
-        return Ok(Some(0));
+        crate::commands::init::import(db, reader, dump, block, None, datadir)?;
+        return Ok(Some(block));
     }
     if start.genesis.is_none() && first_block == Some(0) {
         // The trace's block 0 builds the state from nothing.

@@ -152,8 +152,11 @@ impl FileSystem for FaultyFileSystem {
         self.inner.map(path)
     }
 
-    fn release_pages(&self, map: &Bytes) {
-        self.inner.release_pages(map);
+    fn map_checked(&self, path: &Path, check: &mut dyn FnMut(&Bytes) -> bool) -> io::Result<Bytes> {
+        if self.armed(Fault::Map) {
+            return Err(injected("map"));
+        }
+        self.inner.map_checked(path, check)
     }
 
     fn file_len(&self, path: &Path) -> io::Result<u64> {

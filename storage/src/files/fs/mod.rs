@@ -58,13 +58,16 @@ pub trait FileSystem: Send + Sync + Debug {
     /// Maps the whole file for reading. The returned bytes stay valid (and
     /// unchanged) for as long as any clone or slice of them lives.
     fn map(&self, path: &Path) -> io::Result<Bytes>;
-    /// Lets the pages of `map` (as [`FileSystem::map`] returned it) leave
-    /// this process's resident set: they stay in the page cache and come
-    /// back on the next read. Called once a file's whole-file check has
-    /// read every page, so that opening a large datadir does not make its
-    /// whole size resident. The default does nothing.
-    fn release_pages(&self, map: &Bytes) {
-        let _ = map;
+    /// Maps the whole file like [`FileSystem::map`] and runs `check` over the
+    /// map (a check that reads every page). When `check` returns `true`, the
+    /// map's pages may leave this process's resident set: they stay in the
+    /// page cache and come back on the next read, so that opening a large
+    /// datadir does not make its whole size resident. The default only maps
+    /// and checks.
+    fn map_checked(&self, path: &Path, check: &mut dyn FnMut(&Bytes) -> bool) -> io::Result<Bytes> {
+        let map = self.map(path)?;
+        check(&map);
+        Ok(map)
     }
     /// The file's length in bytes.
     fn file_len(&self, path: &Path) -> io::Result<u64>;

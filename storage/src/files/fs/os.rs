@@ -90,8 +90,8 @@ impl FileSystem for OsFileSystem {
         mmap::map_read_only(&File::open(path)?)
     }
 
-    fn release_pages(&self, map: &Bytes) {
-        mmap::release_pages(map);
+    fn map_checked(&self, path: &Path, check: &mut dyn FnMut(&Bytes) -> bool) -> io::Result<Bytes> {
+        mmap::map_checked(&File::open(path)?, check)
     }
 
     fn file_len(&self, path: &Path) -> io::Result<u64> {
