@@ -8,7 +8,8 @@ use clap::builder::RangedU64ValueParser;
 
 use crate::CliError;
 use crate::generator::{
-    GenConfig, GenSummary, MAX_BLOCKS, MAX_GENESIS_ACCOUNTS, MAX_PER_BLOCK, generate,
+    GenConfig, GenOutputError, GenSummary, MAX_BLOCKS, MAX_GENESIS_ACCOUNTS, MAX_PER_BLOCK,
+    generate,
 };
 use crate::trace::TraceWriter;
 
@@ -88,15 +89,16 @@ pub(super) fn run(args: GenTraceArgs) -> Result<(), CliError> {
         Some(path) => {
             let file = std::fs::File::create(path).map_err(CliError::file(path))?;
             let mut writer = TraceWriter::new(BufWriter::new(file));
-            let summary =
-                generate(&config, &mut writer, state_out).map_err(CliError::file(path))?;
+            let summary = generate(&config, &mut writer, state_out)
+                .map_err(|e| output_error(e, CliError::file(path), &args))?;
             writer.finish().map_err(CliError::file(path))?;
             summary
         }
         None => {
             let stdout = std::io::stdout().lock();
             let mut writer = TraceWriter::new(BufWriter::new(stdout));
-            let summary = generate(&config, &mut writer, state_out).map_err(CliError::Output)?;
+            let summary = generate(&config, &mut writer, state_out)
+                .map_err(|e| output_error(e, CliError::Output, &args))?;
             writer
                 .finish()
                 .map_err(CliError::Output)?
@@ -117,6 +119,19 @@ pub(super) fn run(args: GenTraceArgs) -> Result<(), CliError> {
         .map_or_else(|| "standard output".to_owned(), |p| p.display().to_string());
     eprintln!("{}", sentence(&summary, &to));
     Ok(())
+}
+
+/// The error of a failed write, naming the output it went to: the trace
+/// (`trace_error`: its file or standard output) or the `--state-out` file.
+fn output_error(
+    error: GenOutputError,
+    trace_error: impl FnOnce(std::io::Error) -> CliError,
+    args: &GenTraceArgs,
+) -> CliError {
+    match (error, &args.state_out) {
+        (GenOutputError::State(e), Some(path)) => CliError::file(path)(e),
+        (GenOutputError::State(e) | GenOutputError::Trace(e), _) => trace_error(e),
+    }
 }
 
 /// What `gen-trace` tells on stderr once the trace is written, e.g.

@@ -109,6 +109,17 @@ impl GenConfig {
     }
 }
 
+/// A write that failed while generating, and to which output.
+#[derive(Debug, thiserror::Error)]
+pub enum GenOutputError {
+    /// Writing the trace failed.
+    #[error("writing the trace: {0}")]
+    Trace(#[source] std::io::Error),
+    /// Writing the state dump (`--state-out`) failed.
+    #[error("writing the state dump: {0}")]
+    State(#[source] std::io::Error),
+}
+
 /// What a generation run produced.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GenSummary {
@@ -142,7 +153,7 @@ pub fn generate<W: Write>(
     config: &GenConfig,
     out: &mut TraceWriter<W>,
     state_out: Option<&mut dyn Write>,
-) -> std::io::Result<GenSummary> {
+) -> Result<GenSummary, GenOutputError> {
     let start = Instant::now();
     let mut rng = StdRng::seed_from_u64(config.seed);
     let (alloc, mut meta) = world::genesis(config, &mut rng);
@@ -154,7 +165,8 @@ pub fn generate<W: Write>(
     let mut root_time = root_start.elapsed();
     match state_out {
         Some(state_out) => {
-            let mut dump = DumpWriter::new(state_out, genesis_root)?;
+            let mut dump =
+                DumpWriter::new(state_out, genesis_root).map_err(GenOutputError::State)?;
             for (address, account) in &alloc {
                 dump.account(
                     *address,
@@ -162,14 +174,17 @@ pub fn generate<W: Write>(
                     account.balance,
                     &account.code,
                     account.storage.iter().map(|(slot, value)| (*slot, *value)),
-                )?;
+                )
+                .map_err(GenOutputError::State)?;
             }
-            dump.into_inner().flush()?;
+            dump.into_inner().flush().map_err(GenOutputError::State)?;
         }
-        None => out.write(&TraceLine::Genesis {
-            alloc,
-            state_root: Some(genesis_root),
-        })?,
+        None => out
+            .write(&TraceLine::Genesis {
+                alloc,
+                state_root: Some(genesis_root),
+            })
+            .map_err(GenOutputError::Trace)?,
     }
     let genesis_accounts = state.len();
 
@@ -193,7 +208,8 @@ pub fn generate<W: Write>(
         let root_start = Instant::now();
         trace_block.state_root = Some(state.state_root());
         root_time += root_start.elapsed();
-        out.write(&TraceLine::Block(trace_block))?;
+        out.write(&TraceLine::Block(trace_block))
+            .map_err(GenOutputError::Trace)?;
     }
     let blocks = config.blocks.max(1) as f64;
     Ok(GenSummary {

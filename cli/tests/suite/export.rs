@@ -188,3 +188,71 @@ fn a_trace_with_its_state_in_a_dump_replays_like_one_with_a_genesis_line() {
     assert_eq!(crate::common::final_root(&from_line), last);
     assert_eq!(crate::common::final_root(&from_dump), last);
 }
+
+/// A datadir still at a dump's block resumes only from that dump (another
+/// state is refused), and a failed write of `--state-out` names that file.
+#[test]
+fn a_dump_is_checked_on_resume_and_its_write_errors_name_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let gen_split = |seed: &str, name: &str| {
+        let trace = dir.path().join(format!("{name}.jsonl"));
+        let state = dir.path().join(format!("{name}-state.jsonl"));
+        strata_ok(&[
+            "gen-trace",
+            "--accounts",
+            "200",
+            "--contracts",
+            "10",
+            "--blocks",
+            "3",
+            "--seed",
+            seed,
+            "--out",
+            trace.to_str().unwrap(),
+            "--state-out",
+            state.to_str().unwrap(),
+        ]);
+        (trace, state)
+    };
+    let (trace, state) = gen_split("1", "a");
+    let (_, other_state) = gen_split("2", "b");
+    let datadir = dir.path().join("dd");
+    let d = datadir.to_str().unwrap();
+    strata_ok(&["init", "--datadir", d, "--state", state.to_str().unwrap()]);
+    let t = trace.to_str().unwrap();
+    let err = strata_err(&[
+        "replay",
+        t,
+        "--datadir",
+        d,
+        "--genesis",
+        other_state.to_str().unwrap(),
+    ]);
+    assert!(err.contains("b-state.jsonl"), "{err}");
+    let out = strata_ok(&[
+        "replay",
+        t,
+        "--datadir",
+        d,
+        "--genesis",
+        state.to_str().unwrap(),
+    ]);
+    assert!(out.contains("at block 3"), "{out}");
+
+    if std::path::Path::new("/dev/full").exists() {
+        let err = strata_err(&[
+            "gen-trace",
+            "--accounts",
+            "200",
+            "--contracts",
+            "10",
+            "--blocks",
+            "1",
+            "--out",
+            dir.path().join("c.jsonl").to_str().unwrap(),
+            "--state-out",
+            "/dev/full",
+        ]);
+        assert!(err.contains("/dev/full"), "{err}");
+    }
+}

@@ -363,6 +363,15 @@ fn prepare(
         {
             check_resume_root(db, datadir, &trace, 0, expected)?;
         }
+        // A datadir still at the dump's block must hold the dump's state.
+        if let Some(dump) = &start.state_dump {
+            let first_block = source.peek_block()?.map(|b| b.number);
+            let block = first_block.map_or(0, |first| first.saturating_sub(1));
+            if last == block {
+                let root = crate::commands::init::open_dump(dump)?.root();
+                check_resume_root(db, datadir, dump, block, root)?;
+            }
+        }
         eprintln!(
             "resuming {} after block {last} (root {})",
             datadir.display(),
