@@ -280,3 +280,60 @@ fn import_and_genesis_build_the_same_state() {
     assert_state(&imported, &model, "import at block 0");
     assert_state(&genesis, &model, "genesis");
 }
+
+/// A write that fails after some files are whole (a full disk) refuses the
+/// import and removes the files it had written; the store stays empty and
+/// usable.
+#[test]
+fn a_failed_file_write_removes_the_files_already_written() {
+    use std::sync::Arc;
+    use strata_storage::files::fs::{Fault, FaultyFileSystem};
+    use strata_storage::files::{FileSystem, OsFileSystem};
+
+    let mut rng = StdRng::seed_from_u64(44);
+    let model = random_model(&mut rng, 600);
+    let input = shuffled_input(&mut rng, &model);
+    // The sizes of the four files, from an import that succeeds.
+    let sizing = tempfile::tempdir().unwrap();
+    let db = StateDb::open(sizing.path(), small_options()).unwrap();
+    db.import_state(ok(input.clone()), &ImportOptions::default())
+        .unwrap();
+    let mut sizes: Vec<(String, u64)> = std::fs::read_dir(sizing.path().join(FILES_DIR))
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().into_string().unwrap(),
+                e.metadata().unwrap().len(),
+            )
+        })
+        .collect();
+    sizes.sort_by_key(|(_, len)| *len);
+    let account = sizes
+        .iter()
+        .find(|(n, _)| n.starts_with("account"))
+        .unwrap()
+        .1;
+    assert!(sizes.iter().any(|(_, len)| *len > account + 1), "{sizes:?}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let disk = Arc::new(FaultyFileSystem::new(Arc::new(OsFileSystem)));
+    let fs: Arc<dyn FileSystem> = disk.clone();
+    let db = StateDb::open_with_fs(dir.path(), small_options(), fs).unwrap();
+    // The account file (written first) fits; a larger one does not.
+    disk.inject(Fault::WriteAfter(account + 1));
+    let err = db
+        .import_state(ok(input.clone()), &ImportOptions::default())
+        .unwrap_err();
+    assert!(err.to_string().contains("injected"), "{err}");
+    assert_eq!(db.last_block(), None);
+    let left = std::fs::read_dir(dir.path().join(FILES_DIR))
+        .unwrap()
+        .count();
+    assert_eq!(left, 0, "the files written before the failure are removed");
+    disk.clear();
+    let report = db
+        .import_state(ok(input), &ImportOptions::default())
+        .unwrap();
+    assert_eq!(report.root, model_root(&model));
+}
