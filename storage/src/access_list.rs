@@ -120,11 +120,7 @@ pub(crate) fn stage(
             account.nonce = nonce;
         }
         if let Some(code) = &access.code {
-            account.code_hash = if code.is_empty() {
-                KECCAK256_EMPTY
-            } else {
-                keccak256(code)
-            };
+            account.code_hash = crate::account::code_hash(code);
             overlay.put_code(address, code.clone());
         }
         overlay.put_account(address, &account);

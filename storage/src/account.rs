@@ -4,7 +4,16 @@
 //! where each length byte counts the bytes that follow with leading zeros
 //! trimmed, and `c` is 0 for an account without code (`KECCAK_EMPTY`) or 32.
 
-use alloy_primitives::{B256, KECCAK256_EMPTY, U256};
+use alloy_primitives::{B256, KECCAK256_EMPTY, U256, keccak256};
+
+/// The code hash of `code`: its keccak256, or `KECCAK256_EMPTY` for no code.
+pub fn code_hash(code: &[u8]) -> B256 {
+    if code.is_empty() {
+        KECCAK256_EMPTY
+    } else {
+        keccak256(code)
+    }
+}
 
 /// An account as the account domain stores it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

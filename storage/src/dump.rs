@@ -30,10 +30,11 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{BufRead, Write};
 
-use alloy_primitives::{Address, B256, Bytes, KECCAK256_EMPTY, U256, keccak256};
+use alloy_primitives::{Address, B256, Bytes, U256};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use crate::account::code_hash;
 use crate::genesis::{
     GenesisAccount, GenesisError, RawAccount, Scalar, ValueError, parse_address, typed_account,
 };
@@ -177,11 +178,7 @@ impl<W: Write> DumpWriter<W> {
             .collect();
         self.slots += storage.len() as u64;
         self.accounts += 1;
-        let code_hash = if code.is_empty() {
-            KECCAK256_EMPTY
-        } else {
-            keccak256(code)
-        };
+        let code_hash = code_hash(code);
         write_line(
             &mut self.out,
             &AccountLine {
@@ -361,10 +358,7 @@ pub fn parse_account_line(line: u64, text: &str) -> Result<(Address, GenesisAcco
     let typed = typed_account(&address.to_string(), raw)
         .map_err(|source| DumpError::Account { line, source })?;
     if let Some(given) = typed.code_hash {
-        let computed = match &typed.code {
-            Some(code) if !code.is_empty() => keccak256(code),
-            _ => KECCAK256_EMPTY,
-        };
+        let computed = code_hash(typed.code.as_ref().map_or(&[][..], |code| &code[..]));
         if given != computed {
             return Err(DumpError::CodeHash {
                 line,

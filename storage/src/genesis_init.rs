@@ -3,11 +3,11 @@
 
 use std::sync::Arc;
 
-use alloy_primitives::{B256, KECCAK256_EMPTY, keccak256};
+use alloy_primitives::{B256, keccak256};
 use bytes::Bytes;
 use strata_commitment::{AccountLeaf, SortedAccount, build_from_sorted};
 
-use crate::account::{Account, encode_slot_value};
+use crate::account::{Account, code_hash, encode_slot_value};
 use crate::db::meta::{self, Head};
 use crate::db::tables::{BLOCK_HASHES, CODE_BY_HASH, META, ROOTS, domain_table};
 use crate::db::value;
@@ -21,15 +21,6 @@ use crate::sources::ROOT_RECORD_KEY;
 
 /// States at least this large are bulk-built on rayon, 16 sub-tries at once.
 const PARALLEL_GENESIS: usize = 4096;
-
-/// keccak of `code`, or the empty-code hash.
-fn code_hash(code: &[u8]) -> B256 {
-    if code.is_empty() {
-        KECCAK256_EMPTY
-    } else {
-        keccak256(code)
-    }
-}
 
 /// Writes `alloc` as block 0 of an empty store and returns its root.
 /// Writes `alloc` as block 0; `hash_of` gives block 0's hash from its state

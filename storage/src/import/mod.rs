@@ -33,12 +33,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use alloy_primitives::{Address, B256, KECCAK256_EMPTY, U256, keccak256};
+use alloy_primitives::{Address, B256, U256, keccak256};
 use bytes::Bytes;
 use rayon::prelude::*;
 use strata_commitment::{AccountLeaf, BulkBuilder, StorageTrieBuilder, record_key};
 
-use crate::account::{Account, encode_slot_value};
+use crate::account::{Account, code_hash, encode_slot_value};
 use crate::db::meta::{self, Head};
 use crate::db::tables::{BLOCK_HASHES, CODE_BY_HASH, META, ROOTS, domain_table};
 use crate::db::value;
@@ -327,11 +327,7 @@ fn process(
     account: GenesisAccount,
 ) -> Result<Ingested> {
     let hashed = keccak256(address);
-    let code_hash = if account.code.is_empty() {
-        KECCAK256_EMPTY
-    } else {
-        keccak256(&account.code)
-    };
+    let code_hash = code_hash(&account.code);
     let mut hashed_slots: Vec<(B256, B256, U256)> = account
         .storage
         .iter()
