@@ -316,7 +316,8 @@ struct Ingested {
     account: Vec<u8>,
     code_hash: B256,
     code: Bytes,
-    slots: Vec<(B256, U256)>,
+    /// `(keccak(slot), slot, value)` of the non-zero slots, in hashed order.
+    slots: Vec<(B256, B256, U256)>,
     records: Vec<(Vec<u8>, Bytes)>,
 }
 
@@ -362,12 +363,8 @@ fn process(
         address,
         account: encoded,
         code_hash,
-        code: Bytes::from(account.code.to_vec()),
-        slots: account
-            .storage
-            .into_iter()
-            .filter(|(_, v)| !v.is_zero())
-            .collect(),
+        code: account.code.0,
+        slots: hashed_slots,
         records,
     })
 }
@@ -442,7 +439,7 @@ fn push(sorters: &mut Sorters, account: Ingested, report: &mut ImportReport) -> 
             .map_err(run_error)?;
         report.contracts += 1;
     }
-    for (slot, value) in &account.slots {
+    for (_, slot, value) in &account.slots {
         sorters
             .plain
             .push(
