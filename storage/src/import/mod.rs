@@ -157,6 +157,7 @@ where
         mut records,
         codes,
     } = sorters;
+    let leaf_runs = leaves.runs();
     let root = build_account_trie(
         options.block,
         leaves.finish().map_err(run_error)?,
@@ -174,7 +175,7 @@ where
     }
     report.root = root;
     report.records = records.pairs();
-    report.runs = plain.runs() + records.runs() + codes.runs();
+    report.runs = plain.runs() + leaf_runs + records.runs() + codes.runs();
 
     let started = Instant::now();
     let head = Head {
