@@ -357,6 +357,9 @@ fn prepare(
     start: &Start,
 ) -> Result<Option<u64>, CliError> {
     let trace = source.path().to_owned();
+    let first_block = source.peek_block()?.map(|b| b.number);
+    // A dump (`--genesis DUMP`) is the state the trace's first block starts from.
+    let dump_block = first_block.map_or(0, |first| first.saturating_sub(1));
     if let Some(last) = db.last_block() {
         if last == 0
             && let Some(expected) = start.genesis_root
@@ -364,13 +367,11 @@ fn prepare(
             check_resume_root(db, datadir, &trace, 0, expected)?;
         }
         // A datadir still at the dump's block must hold the dump's state.
-        if let Some(dump) = &start.state_dump {
-            let first_block = source.peek_block()?.map(|b| b.number);
-            let block = first_block.map_or(0, |first| first.saturating_sub(1));
-            if last == block {
-                let root = crate::commands::init::open_dump(dump)?.root();
-                check_resume_root(db, datadir, dump, block, root)?;
-            }
+        if let Some(dump) = &start.state_dump
+            && last == dump_block
+        {
+            let root = crate::commands::init::open_dump(dump)?.root();
+            check_resume_root(db, datadir, dump, dump_block, root)?;
         }
         eprintln!(
             "resuming {} after block {last} (root {})",
@@ -379,13 +380,10 @@ fn prepare(
         );
         return Ok(Some(last));
     }
-    let first_block = source.peek_block()?.map(|b| b.number);
     if let Some(dump) = &start.state_dump {
-        // The dump is the state the trace's first block starts from.
-        let block = first_block.map_or(0, |first| first.saturating_sub(1));
         let reader = crate::commands::init::open_dump(dump)?;
-        crate::commands::init::import(db, reader, dump, block, None, datadir)?;
-        return Ok(Some(block));
+        crate::commands::init::import(db, reader, dump, dump_block, None, datadir)?;
+        return Ok(Some(dump_block));
     }
     if start.genesis.is_none() && first_block == Some(0) {
         // The trace's block 0 builds the state from nothing.
