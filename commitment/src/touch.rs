@@ -8,7 +8,7 @@ use rayon::prelude::*;
 
 use crate::error::{CommitmentError, corrupted};
 use crate::nibbles::push_key_nibbles;
-use crate::node::{EMPTY_ROOT, encode_account, encode_storage_value};
+use crate::node::{EMPTY_ROOT, encode_storage_value};
 use crate::record::{Cell, Leaf, LeafKind};
 use crate::walk::{Sub, Touch, Walker};
 
@@ -179,15 +179,7 @@ impl Touch for AccountTouch {
             } else {
                 old_root
             };
-            let value = w.leaf_value_with(|out| {
-                encode_account(
-                    acct.nonce,
-                    &acct.balance,
-                    &storage_root,
-                    &acct.code_hash,
-                    out,
-                );
-            });
+            let value = w.account_leaf_value(&acct, &storage_root);
             Ok(Cell::Leaf(Leaf {
                 hashed: self.hashed,
                 kind: LeafKind::Account {

@@ -145,6 +145,23 @@ impl<'a> Walker<'a> {
         LeafValue::from_slice(&self.val)
     }
 
+    /// The leaf value (RLP) of an account with `storage_root`.
+    pub(crate) fn account_leaf_value(
+        &mut self,
+        acct: &crate::AccountLeaf,
+        storage_root: &B256,
+    ) -> LeafValue {
+        self.leaf_value_with(|out| {
+            encode_account(
+                acct.nonce,
+                &acct.balance,
+                storage_root,
+                &acct.code_hash,
+                out,
+            );
+        })
+    }
+
     fn write(&mut self, bytes: Option<Bytes>) {
         self.writes.push((self.path.clone(), bytes));
     }
@@ -588,15 +605,7 @@ impl<'a> Walker<'a> {
                         format!("account leaf {address} is in the trie but not in the state"),
                     ));
                 };
-                Ok(self.leaf_value_with(|out| {
-                    encode_account(
-                        acct.nonce,
-                        &acct.balance,
-                        &storage_root,
-                        &acct.code_hash,
-                        out,
-                    );
-                }))
+                Ok(self.account_leaf_value(&acct, &storage_root))
             }
             (LeafKind::Slot { slot }, Some(address)) => match self.read_storage(&address, &slot)? {
                 Some(v) if !v.is_zero() => {
