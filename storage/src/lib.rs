@@ -25,6 +25,7 @@
 
 pub mod access_list;
 pub mod account;
+mod account_trie;
 mod commit;
 mod db;
 pub mod domain;
@@ -51,6 +52,7 @@ mod reader;
 pub mod revm;
 mod sample;
 mod snapshot;
+mod sort;
 mod sources;
 mod state_db;
 mod stats;
@@ -75,5 +77,7 @@ pub use state_db::{DB_FILE, DbStats, DomainStats, FILES_DIR, FileStats, StateDb}
 pub use stats::{JournalStats, LiveSize, MemoryStats};
 pub use strata_cache::{CacheKind, CacheStats, MAX_WARMERS};
 pub use strata_commitment::{AccountProof, SlotProof};
-pub use verify::{IntegrityTiming, VerifyReport, verify_datadir};
+pub use verify::{
+    IntegrityTiming, VerifyOptions, VerifyReport, verify_datadir, verify_datadir_with,
+};
 pub use writer::BlockWriter;

@@ -125,7 +125,7 @@ impl StateDb {
         std::fs::create_dir_all(&files_dir).map_err(dir_err("create files folder"))?;
 
         maintenance::remove_orphans(fs.as_ref(), &files_dir, &meta.manifest)?;
-        crate::import::remove_scratch(&datadir.join(crate::import::IMPORT_DIR))?;
+        crate::sort::remove_scratch(&datadir.join(crate::import::IMPORT_DIR))?;
         let files = Arc::new(FileSet::open(&fs, &files_dir, meta.manifest.clone())?);
         let recovery = Ledger::open(fs.clone(), &datadir, meta.head, &options)?;
         let mut snapshot = Snapshot::open(&db, recovery.head, files, recovery.memory)?;
@@ -387,8 +387,19 @@ impl StateDb {
 
     /// Re-checks every file, checks that the tiers agree and recomputes the
     /// state root from every live leaf; the report lists what is wrong.
+    /// Uses the default [`VerifyOptions`](crate::VerifyOptions) (256 MiB of
+    /// sorts spilling to the system's temp folder).
     pub fn verify(&self) -> Result<crate::verify::VerifyReport> {
-        crate::verify::verify(&self.inner)
+        self.verify_with(&crate::verify::VerifyOptions::default())
+    }
+
+    /// [`StateDb::verify`] with the sorts' memory and scratch folder chosen
+    /// by `options`.
+    pub fn verify_with(
+        &self,
+        options: &crate::verify::VerifyOptions,
+    ) -> Result<crate::verify::VerifyReport> {
+        crate::verify::verify(&self.inner, options)
     }
 
     /// The read-latency telemetry of this store.

@@ -1,4 +1,4 @@
-//! `strata verify --datadir DIR [--json]`: re-check every file, the tiers' agreement,
+//! `strata verify --datadir DIR [--json] [--sort-memory MIB] [--temp-dir DIR]`: re-check every file, the tiers' agreement,
 //! each account's code against its hash, every commitment record against
 //! the values, the root recomputed from every live leaf, and redb's own
 //! integrity check (on a copy-on-write view); non-zero exit on problems.
@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use alloy_primitives::B256;
 use clap::Args;
 use serde::Serialize;
-use strata_storage::VerifyReport;
+use strata_storage::{VerifyOptions, VerifyReport};
 
 use super::datadir::inspect_options;
 use crate::CliError;
@@ -29,6 +29,15 @@ pub struct VerifyArgs {
     /// every problem); the exit status is still non-zero when it is not ok.
     #[arg(long)]
     pub json: bool,
+    /// Memory (MiB) the sorts of the derived commitment may hold before
+    /// they spill runs to the temp folder; peak memory is this plus a fixed
+    /// margin, whatever the state's size.
+    #[arg(long, value_name = "MIB", default_value_t = 256)]
+    pub sort_memory: usize,
+    /// Where those runs go (in a folder of their own, removed afterwards);
+    /// default: the system's temp folder (TMPDIR). Never the datadir.
+    #[arg(long, value_name = "DIR")]
+    pub temp_dir: Option<PathBuf>,
 }
 
 /// `strata verify --json`: the report.
@@ -45,6 +54,8 @@ struct VerifyJson<'a> {
     codes_checked: u64,
     records_checked: u64,
     record_differences: u64,
+    /// Runs the sorts spilled to the temp folder.
+    sort_runs: usize,
     /// redb's integrity check, when it ran.
     integrity: Option<IntegrityJson>,
     stored_root: B256,
@@ -73,6 +84,7 @@ impl<'a> VerifyJson<'a> {
             codes_checked: report.codes_checked,
             records_checked: report.records_checked,
             record_differences: report.record_differences,
+            sort_runs: report.sort_runs,
             integrity: report.integrity.map(|timing| IntegrityJson {
                 db_bytes: timing.db_bytes,
                 open_secs: timing.open.as_secs_f64(),
@@ -87,7 +99,14 @@ impl<'a> VerifyJson<'a> {
 
 pub(super) fn run(args: VerifyArgs) -> Result<(), CliError> {
     let report = with_redb_panics_quiet(|| {
-        strata_storage::verify_datadir(&args.datadir, &inspect_options())
+        strata_storage::verify_datadir_with(
+            &args.datadir,
+            &inspect_options(),
+            &VerifyOptions {
+                sort_memory_bytes: args.sort_memory.saturating_mul(1 << 20),
+                temp_dir: args.temp_dir.clone(),
+            },
+        )
     })
     .map_err(CliError::storage(&args.datadir))?;
     if args.json {
@@ -130,6 +149,9 @@ fn write_text(out: &mut String, report: &VerifyReport) -> std::fmt::Result {
         "commitment records checked {} (differences {})",
         report.records_checked, report.record_differences
     )?;
+    if report.sort_runs > 0 {
+        writeln!(out, "sort runs spilled {}", report.sort_runs)?;
+    }
     if let Some(timing) = report.integrity {
         writeln!(
             out,

@@ -8,7 +8,7 @@
 //!    leaves (with their storage roots) by hashed address, the commitment
 //!    records by record key, the codes by hash.
 //! 2. **Account trie**: the leaves come back in hashed order into the
-//!    streaming [`BulkBuilder`]; a repeated address is refused here. The
+//!    streaming [`BulkBuilder`](strata_commitment::BulkBuilder); a repeated address is refused here. The
 //!    root is checked against the expected one before anything is written.
 //! 3. **Files**: one sorted file per domain for the steps up to block N's,
 //!    written from the merged sorters (temp name, fsync, rename).
@@ -27,8 +27,6 @@
 //! one batch of accounts, the merge's read buffers (256 KiB per run) and
 //! the largest single account's storage and records.
 
-mod sorter;
-
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -36,7 +34,7 @@ use std::time::{Duration, Instant};
 use alloy_primitives::{Address, B256, U256, keccak256};
 use bytes::Bytes;
 use rayon::prelude::*;
-use strata_commitment::{AccountLeaf, BulkBuilder, StorageTrieBuilder, record_key};
+use strata_commitment::{AccountLeaf, StorageTrieBuilder, record_key};
 
 use crate::account::{Account, code_hash, encode_slot_value};
 use crate::db::meta::{self, Head};
@@ -52,7 +50,8 @@ use crate::keys::storage_key;
 use crate::ledger::Change;
 use crate::sources::ROOT_RECORD_KEY;
 
-use sorter::{ExternalSorter, Pair, RunError, SortedPairs};
+use crate::account_trie::{LeafEntry, build_account_trie};
+use crate::sort::{ExternalSorter, Pair, RunError, ScratchDir, SortedPairs, run_error};
 
 /// The scratch folder of an import, inside the datadir.
 pub const IMPORT_DIR: &str = "import.tmp";
@@ -61,10 +60,6 @@ pub const IMPORT_DIR: &str = "import.tmp";
 const BATCH_ACCOUNTS: usize = 2048;
 /// Storage slots processed together (fewer accounts when they are large).
 const BATCH_SLOTS: usize = 1 << 16;
-
-/// Bytes of an account leaf entry: address, nonce, balance, code hash,
-/// storage root.
-const LEAF_ENTRY_LEN: usize = 20 + 8 + 32 + 32 + 32;
 
 /// How to import a state.
 #[derive(Clone, Debug)]
@@ -138,15 +133,15 @@ where
         return Err(Error::GenesisExists { last });
     }
     let scratch = match &options.temp_dir {
-        Some(dir) => Scratch::unique_in(dir)?,
-        None => Scratch::create(inner.files_dir.with_file_name(IMPORT_DIR))?,
+        Some(dir) => ScratchDir::unique_in(dir, "strata-import-")?,
+        None => ScratchDir::create(inner.files_dir.with_file_name(IMPORT_DIR))?,
     };
     let started = Instant::now();
     let mut report = ImportReport {
         block: options.block,
         ..ImportReport::default()
     };
-    let mut sorters = Sorters::new(&scratch.dir, options.sort_memory_bytes);
+    let mut sorters = Sorters::new(scratch.path(), options.sort_memory_bytes);
     ingest(options.block, accounts, &mut sorters, &mut report)?;
     report.ingest = started.elapsed();
 
@@ -219,78 +214,11 @@ where
     Ok(report)
 }
 
-/// The scratch folder, removed when dropped: `import.tmp` in the datadir
-/// (whose lock the store holds; what a crash left there is removed first,
-/// and by the next open), or a folder of its own in a caller's folder that
-/// other imports may share.
-struct Scratch {
-    dir: PathBuf,
-    /// Set for a folder of its own (removes itself).
-    own: Option<tempfile::TempDir>,
-}
-
-impl Scratch {
-    fn create(dir: PathBuf) -> Result<Self> {
-        remove_scratch(&dir)?;
-        std::fs::create_dir_all(&dir).map_err(|source| Error::Datadir {
-            path: dir.clone(),
-            what: "create the import folder",
-            source,
-        })?;
-        Ok(Self { dir, own: None })
-    }
-
-    fn unique_in(parent: &Path) -> Result<Self> {
-        let own = tempfile::Builder::new()
-            .prefix("strata-import-")
-            .tempdir_in(parent)
-            .map_err(|source| Error::Datadir {
-                path: parent.to_path_buf(),
-                what: "create an import folder in",
-                source,
-            })?;
-        Ok(Self {
-            dir: own.path().to_path_buf(),
-            own: Some(own),
-        })
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if self.own.is_none() {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
-    }
-}
-
-/// Removes what an interrupted import left in `dir` (nothing there is
-/// needed: the import had not committed).
-pub(crate) fn remove_scratch(dir: &Path) -> Result<()> {
-    match std::fs::remove_dir_all(dir) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(source) => Err(Error::Datadir {
-            path: dir.to_path_buf(),
-            what: "remove the import folder an interrupted import left",
-            source,
-        }),
-    }
-}
-
-fn run_error(e: RunError) -> Error {
-    Error::Datadir {
-        path: e.path,
-        what: e.op,
-        source: e.source,
-    }
-}
-
 /// The four sorts of an import.
 struct Sorters {
     /// Domain byte ‖ key → value, for the account, storage and code files.
     plain: ExternalSorter,
-    /// keccak(address) → [`LEAF_ENTRY_LEN`] bytes, for the account trie.
+    /// keccak(address) → a [`LeafEntry`], for the account trie.
     leaves: ExternalSorter,
     /// Record key → record, for the commitment file.
     records: ExternalSorter,
@@ -312,7 +240,7 @@ impl Sorters {
 /// One account, processed: everything the sorters take from it.
 struct Ingested {
     hashed: B256,
-    leaf: [u8; LEAF_ENTRY_LEN],
+    leaf: [u8; LeafEntry::LEN],
     address: Address,
     account: Vec<u8>,
     code_hash: B256,
@@ -346,12 +274,16 @@ fn process(
             |path, record| records.push((record_key(&path), record)),
         )
         .map_err(|source| Error::Commitment { block, source })?;
-    let mut leaf = [0u8; LEAF_ENTRY_LEN];
-    leaf[..20].copy_from_slice(address.as_slice());
-    leaf[20..28].copy_from_slice(&account.nonce.to_be_bytes());
-    leaf[28..60].copy_from_slice(&account.balance.to_be_bytes::<32>());
-    leaf[60..92].copy_from_slice(code_hash.as_slice());
-    leaf[92..].copy_from_slice(storage_root.as_slice());
+    let leaf = LeafEntry {
+        address,
+        leaf: AccountLeaf {
+            nonce: account.nonce,
+            balance: account.balance,
+            code_hash,
+        },
+        storage_root,
+    }
+    .encode();
     let encoded = Account {
         nonce: account.nonce,
         balance: account.balance,
@@ -455,53 +387,6 @@ fn push(sorters: &mut Sorters, account: Ingested, report: &mut ImportReport) -> 
     report.accounts += 1;
     report.slots += account.slots.len() as u64;
     Ok(())
-}
-
-/// Feeds the sorted leaves to the account trie's builder, its records into
-/// `records`; returns the state root.
-fn build_account_trie(
-    block: u64,
-    leaves: SortedPairs,
-    records: &mut ExternalSorter,
-) -> Result<B256> {
-    let mut failed: Option<RunError> = None;
-    let mut builder = BulkBuilder::new(|path: Vec<u8>, record: Bytes| {
-        if failed.is_none()
-            && let Err(e) = records.push(&record_key(&path), &record)
-        {
-            failed = Some(e);
-        }
-    });
-    let mut previous: Option<Vec<u8>> = None;
-    for pair in leaves {
-        let (hashed, leaf) = pair.map_err(run_error)?;
-        let address = Address::from_slice(&leaf[..20]);
-        if previous.as_deref() == Some(hashed.as_slice()) {
-            return Err(Error::ImportRepeatedAccount { address });
-        }
-        let account = AccountLeaf {
-            nonce: u64::from_be_bytes(leaf[20..28].try_into().expect("8 bytes")),
-            balance: U256::from_be_slice(&leaf[28..60]),
-            code_hash: B256::from_slice(&leaf[60..92]),
-        };
-        let storage_root = B256::from_slice(&leaf[92..]);
-        builder
-            .add_account_with_storage_root(
-                B256::from_slice(&hashed),
-                address,
-                &account,
-                storage_root,
-            )
-            .map_err(|source| Error::Commitment { block, source })?;
-        previous = Some(hashed);
-    }
-    let root = builder
-        .finish()
-        .map_err(|source| Error::Commitment { block, source })?;
-    match failed {
-        Some(e) => Err(run_error(e)),
-        None => Ok(root),
-    }
 }
 
 /// A file an import wrote, with the raw bytes of its entries.

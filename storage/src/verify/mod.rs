@@ -8,36 +8,57 @@
 //! naming the table.
 
 mod code;
+mod derive;
 mod guard;
 mod integrity;
 mod open;
 mod records;
 
-use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use alloy_primitives::{Address, B256, U256, keccak256};
-use bytes::Bytes;
-use strata_commitment::{AccountLeaf, SortedAccount, build_from_sorted, record_key};
+use alloy_primitives::B256;
 
-use crate::account::{Account, decode_slot_value};
 use crate::db::value::hex;
 use crate::domain::Domain;
 use crate::error::{Error, Result};
 use crate::files::{FileSystem, SortedFile};
 use crate::inner::Inner;
-use crate::keys::{address_key, split_storage_key};
 use crate::options::Options;
 use crate::snapshot::Snapshot;
+use crate::sort::ScratchDir;
 use crate::sources::ROOT_RECORD_KEY;
 use crate::state_db::DB_FILE;
 
 use self::guard::guarded;
 pub use self::integrity::IntegrityTiming;
 
-/// States at least this large are bulk-built on rayon, 16 sub-tries at once.
-const PARALLEL_BUILD: usize = 4096;
+/// How `verify` may use memory and scratch space.
+#[derive(Clone, Debug)]
+pub struct VerifyOptions {
+    /// Memory the external sorts of the derived commitment may hold before
+    /// they spill runs to [`VerifyOptions::temp_dir`]. Default: 256 MiB.
+    pub sort_memory_bytes: usize,
+    /// The folder in which the sorts' runs go, in a folder of their own
+    /// (`strata-verify-…`, removed afterwards). Default: the system's temp
+    /// folder (`TMPDIR`); never the datadir, which verify does not write.
+    pub temp_dir: Option<PathBuf>,
+}
+
+impl Default for VerifyOptions {
+    fn default() -> Self {
+        Self {
+            sort_memory_bytes: 256 << 20,
+            temp_dir: None,
+        }
+    }
+}
+
+impl VerifyOptions {
+    fn temp_dir(&self) -> PathBuf {
+        self.temp_dir.clone().unwrap_or_else(std::env::temp_dir)
+    }
+}
 
 /// What `verify` checked and what it found wrong.
 #[derive(Clone, Debug, Default)]
@@ -59,6 +80,9 @@ pub struct VerifyReport {
     pub records_checked: u64,
     /// Stored commitment records missing, extra or differing.
     pub record_differences: u64,
+    /// Runs the sorts of the derived commitment spilled to the scratch
+    /// folder (0 when the state fit in [`VerifyOptions::sort_memory_bytes`]).
+    pub sort_runs: usize,
     /// The root the store holds for the block.
     pub stored_root: B256,
     /// The root recomputed from every live leaf.
@@ -86,7 +110,22 @@ impl VerifyReport {
 /// Damaged bytes are problems in the report; an error means the datadir
 /// could not be looked at (none there, another format, a writer that does
 /// not share it).
+///
+/// Memory: `options.db_cache_bytes` and the default [`VerifyOptions`]
+/// (256 MiB of sorts, spilling to the system's temp folder); see
+/// [`verify_datadir_with`].
 pub fn verify_datadir(datadir: impl AsRef<Path>, options: &Options) -> Result<VerifyReport> {
+    verify_datadir_with(datadir, options, &VerifyOptions::default())
+}
+
+/// [`verify_datadir`] with the sorts' memory and scratch folder chosen by
+/// `verify_options`: peak memory is their budget plus a fixed margin and
+/// the largest single account's storage, whatever the state's size.
+pub fn verify_datadir_with(
+    datadir: impl AsRef<Path>,
+    options: &Options,
+    verify_options: &VerifyOptions,
+) -> Result<VerifyReport> {
     let datadir = datadir.as_ref();
     let db_path = datadir.join(DB_FILE);
     if !db_path.is_file() {
@@ -100,7 +139,13 @@ pub fn verify_datadir(datadir: impl AsRef<Path>, options: &Options) -> Result<Ve
     let mut report = VerifyReport::default();
     let opened = std::panic::catch_unwind(|| open::open(datadir, options));
     match opened {
-        Ok(Ok(opened)) => check_snapshot(&opened.snapshot, opened.fs.as_ref(), false, &mut report),
+        Ok(Ok(opened)) => check_snapshot(
+            &opened.snapshot,
+            opened.fs.as_ref(),
+            false,
+            verify_options,
+            &mut report,
+        ),
         Ok(Err(error)) if open::is_access_error(&error) => return Err(error),
         Ok(Err(error)) => report
             .problems
@@ -120,12 +165,12 @@ pub fn verify_datadir(datadir: impl AsRef<Path>, options: &Options) -> Result<Ve
 
 /// Verifies the current snapshot of an open store (files re-read from disk;
 /// no redb integrity check, which needs the database to itself).
-pub(crate) fn verify(inner: &Arc<Inner>) -> Result<VerifyReport> {
+pub(crate) fn verify(inner: &Arc<Inner>, options: &VerifyOptions) -> Result<VerifyReport> {
     let _span = tracing::info_span!("verify").entered();
     let started = std::time::Instant::now();
     let snapshot = inner.current.load_full();
     let mut report = VerifyReport::default();
-    check_snapshot(&snapshot, inner.fs.as_ref(), true, &mut report);
+    check_snapshot(&snapshot, inner.fs.as_ref(), true, options, &mut report);
     log_report(&report, started.elapsed());
     Ok(report)
 }
@@ -154,6 +199,7 @@ fn check_snapshot(
     snapshot: &Snapshot,
     fs: &dyn FileSystem,
     reopen_files: bool,
+    options: &VerifyOptions,
     report: &mut VerifyReport,
 ) {
     report.block = snapshot.block();
@@ -172,43 +218,24 @@ fn check_snapshot(
             Err(problem) => report.problems.push(problem),
         }
     }
-    let mut live = |domain: Domain| {
-        let what = format!("redb table `{domain}` and the {domain} files");
-        guarded(&what, || snapshot.live_entries(domain, |value| value))
-            .map_err(|problem| report.problems.push(problem))
-            .ok()
-    };
-    let (accounts, slots, codes, records) = (
-        live(Domain::Account),
-        live(Domain::Storage),
-        live(Domain::Code),
-        live(Domain::Commitment),
-    );
-    let (Some(accounts), Some(slots)) = (accounts, slots) else {
-        report.problems.push(
-            "the root, the commitment records and the code were not checked: the values could not be read"
-                .to_owned(),
-        );
-        return;
-    };
-    let (sorted, by_address) = decode_values(&accounts, &slots, report);
-    let mut derived: Vec<(Vec<u8>, Bytes)> = Vec::new();
-    let built = build_from_sorted(&sorted, sorted.len() >= PARALLEL_BUILD, |path, record| {
-        derived.push((record_key(&path), record))
-    });
-    match built {
-        Ok(root) => report.computed_root = root,
-        Err(source) => {
-            let error = Error::Commitment {
-                block: report.block.unwrap_or(0),
-                source,
-            };
-            report
-                .problems
-                .push(format!("recomputing the root: {error}"));
+    let scratch = match ScratchDir::unique_in(&options.temp_dir(), "strata-verify-") {
+        Ok(scratch) => scratch,
+        Err(error) => {
+            report.problems.push(format!(
+                "the root, the commitment records and the code were not checked: {error}"
+            ));
             return;
         }
-    }
+    };
+    let derived = match derive::derive(snapshot, scratch.path(), options.sort_memory_bytes, report)
+    {
+        Ok(derived) => derived,
+        Err(problems) => {
+            report.problems.extend(problems);
+            return;
+        }
+    };
+    report.computed_root = derived.root;
     if report.block.is_some() && report.computed_root != report.stored_root {
         report.problems.push(
             Error::RootMismatch {
@@ -219,94 +246,47 @@ fn check_snapshot(
             .to_string(),
         );
     }
-    if let Some(records) = records {
-        check_records(snapshot, records, derived, report);
-    }
-    if let Some(codes) = codes {
-        check_codes(snapshot, &by_address, codes, report);
-    }
-}
-
-/// Decodes the live accounts and slots into the bulk builder's input
-/// (sorted by hashed address) and the accounts by address.
-fn decode_values(
-    accounts: &[(Vec<u8>, Bytes)],
-    slots: &[(Vec<u8>, Bytes)],
-    report: &mut VerifyReport,
-) -> (Vec<SortedAccount>, BTreeMap<Address, Account>) {
-    let mut storage_of: BTreeMap<Address, Vec<(B256, B256, U256)>> = BTreeMap::new();
-    for (key, raw) in slots {
-        let Some((address, slot)) = split_storage_key(key) else {
-            report
-                .problems
-                .push(format!("storage key 0x{} is not address ‖ slot", hex(key)));
-            continue;
-        };
-        match decode_slot_value(raw) {
-            Ok(value) => {
-                storage_of
-                    .entry(address)
-                    .or_default()
-                    .push((keccak256(slot), slot, value))
-            }
-            Err(what) => report
-                .problems
-                .push(format!("storage 0x{}: {what}", hex(key))),
-        }
-        report.slots += 1;
-    }
-    let mut sorted = Vec::with_capacity(accounts.len());
-    let mut by_address = BTreeMap::new();
-    for (key, raw) in accounts {
-        let Some(address) = address_key(key) else {
-            report
-                .problems
-                .push(format!("account key 0x{} is not an address", hex(key)));
-            continue;
-        };
-        let account = match Account::decode(raw) {
-            Ok(account) => account,
-            Err(what) => {
-                report.problems.push(format!("account {address}: {what}"));
-                continue;
-            }
-        };
-        let mut storage = storage_of.remove(&address).unwrap_or_default();
-        storage.sort_unstable_by_key(|(hashed, _, _)| *hashed);
-        sorted.push(SortedAccount {
-            hashed_address: keccak256(address),
-            address,
-            leaf: AccountLeaf {
-                nonce: account.nonce,
-                balance: account.balance,
-                code_hash: account.code_hash,
-            },
-            storage,
-        });
-        by_address.insert(address, account);
-        report.accounts += 1;
-    }
-    for address in storage_of.keys() {
-        report
-            .problems
-            .push(format!("storage of {address} exists without its account"));
-    }
-    sorted.sort_unstable_by_key(|a| a.hashed_address);
-    (sorted, by_address)
+    check_records(snapshot, derived, report);
 }
 
 /// Compares the stored commitment records (and the root record) with the
-/// records derived from the values.
-fn check_records(
-    snapshot: &Snapshot,
-    mut stored: Vec<(Vec<u8>, Bytes)>,
-    mut derived: Vec<(Vec<u8>, Bytes)>,
-    report: &mut VerifyReport,
-) {
-    let root_record = stored
-        .iter()
-        .position(|(key, _)| key == ROOT_RECORD_KEY)
-        .map(|at| stored.remove(at).1);
+/// records derived from the values, as a merge of two sorted streams.
+fn check_records(snapshot: &Snapshot, derived: derive::Derived, report: &mut VerifyReport) {
+    let derived_count = derived.record_count;
+    let mut unreadable = None;
+    let derived_records = derived.records.map_while(|pair| match pair {
+        Ok(pair) => Some(pair),
+        Err(e) => {
+            unreadable = Some(e);
+            None
+        }
+    });
+    let mut comparer = records::RecordComparer::new(derived_records);
+    let mut root_record = None;
+    let walked = guarded("redb table `commitment` and the commitment files", || {
+        snapshot.visit_live_range(Domain::Commitment, None, &[], None, |key, record| {
+            if key.as_ref() == ROOT_RECORD_KEY {
+                root_record = Some(record);
+            } else {
+                comparer.stored(&key, &record);
+            }
+            true
+        })
+    });
+    let diff = comparer.finish();
+    if let Err(problem) = walked {
+        report.problems.push(problem);
+        report
+            .problems
+            .push("the commitment records were not checked: they could not be read".to_owned());
+        return;
+    }
+    if let Some(e) = unreadable {
+        report.problems.push(format!(
+            "the commitment records were not checked: reading back the derived records: {e}"
+        ));
+        return;
+    }
     let expected_root_record = snapshot.head.map(|head| head.encode());
     if root_record.as_deref() != expected_root_record.as_ref().map(|r| r.as_slice()) {
         report.problems.push(format!(
@@ -315,8 +295,6 @@ fn check_records(
             expected_root_record.map_or_else(|| "none".to_owned(), |r| format!("0x{}", hex(&r)))
         ));
     }
-    derived.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-    let diff = records::compare(&stored, &derived);
     report.records_checked = diff.stored;
     report.record_differences = diff.total();
     if diff.total() > 0 {
@@ -326,37 +304,12 @@ fn check_records(
             diff.missing,
             diff.extra,
             diff.differing,
-            derived.len(),
+            derived_count,
             diff.stored,
             diff.listed.len()
         ));
         report.problems.extend(diff.listed);
     }
-}
-
-/// Checks every account's code against its code hash and `code_by_hash`.
-fn check_codes(
-    snapshot: &Snapshot,
-    accounts: &BTreeMap<Address, Account>,
-    codes: Vec<(Vec<u8>, Bytes)>,
-    report: &mut VerifyReport,
-) {
-    let mut by_address = BTreeMap::new();
-    for (key, code) in codes {
-        match address_key(&key) {
-            Some(address) => {
-                by_address.insert(address, code);
-            }
-            None => report
-                .problems
-                .push(format!("code key 0x{} is not an address", hex(&key))),
-        }
-    }
-    let mut code_by_hash =
-        |hash: &B256| guarded("redb table `code_by_hash`", || snapshot.code_by_hash(hash));
-    let (checked, problems) = code::check_code(accounts, &by_address, &mut code_by_hash);
-    report.codes_checked = checked;
-    report.problems.extend(problems);
 }
 
 /// A db-tier record must be newer than every file version of its key: a file

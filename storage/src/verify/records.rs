@@ -3,7 +3,6 @@
 //! `commitment/FORMAT.md`): the incremental commit and the bulk builder store
 //! the same bytes for the same state, so a byte comparison is exact.
 
-use bytes::Bytes;
 use strata_commitment::record_path;
 
 use crate::db::value::hex;
@@ -39,56 +38,69 @@ impl RecordDiff {
     }
 }
 
-/// Compares `stored` with `derived`, both `(record key, record)` sorted by
-/// key with unique keys (the root record excluded from both).
-pub(super) fn compare(stored: &[(Vec<u8>, Bytes)], derived: &[(Vec<u8>, Bytes)]) -> RecordDiff {
-    let mut diff = RecordDiff {
-        stored: stored.len() as u64,
-        ..RecordDiff::default()
-    };
-    let (mut s, mut d) = (stored.iter().peekable(), derived.iter().peekable());
-    loop {
-        match (s.peek(), d.peek()) {
-            (None, None) => break,
-            (Some((key, _)), None) => {
-                diff.extra += 1;
-                diff.note(|| format!("extra commitment record at {}", describe(key)));
-                s.next();
-            }
-            (None, Some((key, _))) => {
-                diff.missing += 1;
-                diff.note(|| format!("missing commitment record at {}", describe(key)));
-                d.next();
-            }
-            (Some((sk, sv)), Some((dk, dv))) => match sk.cmp(dk) {
-                std::cmp::Ordering::Less => {
-                    diff.extra += 1;
-                    diff.note(|| format!("extra commitment record at {}", describe(sk)));
-                    s.next();
+/// Compares the stored records, given one at a time in key order, with
+/// the derived records (`derived`, in key order), as a merge: holds one
+/// derived record at a time.
+pub(super) struct RecordComparer<I: Iterator<Item = (Vec<u8>, Vec<u8>)>> {
+    derived: std::iter::Peekable<I>,
+    diff: RecordDiff,
+}
+
+impl<I: Iterator<Item = (Vec<u8>, Vec<u8>)>> RecordComparer<I> {
+    /// A comparison against `derived` (sorted by key, keys unique, the root
+    /// record excluded).
+    pub(super) fn new(derived: I) -> Self {
+        Self {
+            derived: derived.peekable(),
+            diff: RecordDiff::default(),
+        }
+    }
+
+    /// Compares the next stored record (keys strictly increasing from one
+    /// call to the next; the root record excluded).
+    pub(super) fn stored(&mut self, key: &[u8], value: &[u8]) {
+        self.diff.stored += 1;
+        loop {
+            match self.derived.peek() {
+                Some((derived_key, _)) if derived_key.as_slice() < key => {
+                    self.diff.missing += 1;
+                    self.diff
+                        .note(|| format!("missing commitment record at {}", describe(derived_key)));
+                    self.derived.next();
                 }
-                std::cmp::Ordering::Greater => {
-                    diff.missing += 1;
-                    diff.note(|| format!("missing commitment record at {}", describe(dk)));
-                    d.next();
-                }
-                std::cmp::Ordering::Equal => {
-                    if sv != dv {
-                        diff.differing += 1;
-                        diff.note(|| {
+                Some((derived_key, derived)) if derived_key.as_slice() == key => {
+                    if derived.as_slice() != value {
+                        self.diff.differing += 1;
+                        self.diff.note(|| {
                             format!(
                                 "commitment record at {} differs from the one the values imply: {}",
-                                describe(sk),
-                                first_difference(sv, dv)
+                                describe(key),
+                                first_difference(value, derived)
                             )
                         });
                     }
-                    s.next();
-                    d.next();
+                    self.derived.next();
+                    return;
                 }
-            },
+                _ => {
+                    self.diff.extra += 1;
+                    self.diff
+                        .note(|| format!("extra commitment record at {}", describe(key)));
+                    return;
+                }
+            }
         }
     }
-    diff
+
+    /// Counts the derived records no stored record matched; the result.
+    pub(super) fn finish(mut self) -> RecordDiff {
+        for (key, _) in self.derived {
+            self.diff.missing += 1;
+            self.diff
+                .note(|| format!("missing commitment record at {}", describe(&key)));
+        }
+        self.diff
+    }
 }
 
 /// `nibble path 0x… (key 0x…)`, or the bare key when it is not a record key.
@@ -126,16 +138,23 @@ fn first_difference(stored: &[u8], derived: &[u8]) -> String {
 mod tests {
     use super::*;
 
-    fn rec(path: &[u8], bytes: &[u8]) -> (Vec<u8>, Bytes) {
-        (
-            strata_commitment::record_key(path),
-            Bytes::copy_from_slice(bytes),
-        )
+    type Record = (Vec<u8>, Vec<u8>);
+
+    fn rec(path: &[u8], bytes: &[u8]) -> Record {
+        (strata_commitment::record_key(path), bytes.to_vec())
     }
 
-    fn sorted(mut v: Vec<(Vec<u8>, Bytes)>) -> Vec<(Vec<u8>, Bytes)> {
+    fn sorted(mut v: Vec<Record>) -> Vec<Record> {
         v.sort_by(|a, b| a.0.cmp(&b.0));
         v
+    }
+
+    fn compare(stored: &[Record], derived: &[Record]) -> RecordDiff {
+        let mut comparer = RecordComparer::new(derived.iter().cloned());
+        for (key, value) in stored {
+            comparer.stored(key, value);
+        }
+        comparer.finish()
     }
 
     #[test]

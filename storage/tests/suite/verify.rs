@@ -9,7 +9,10 @@ use std::path::Path;
 use alloy_primitives::{Address, B256, Bytes, U256};
 use redb::{ReadableTable, TableDefinition};
 use strata_storage::genesis::{GenesisAccount, GenesisAlloc};
-use strata_storage::{Account, DB_FILE, Options, StateDb, VerifyReport, verify_datadir};
+use strata_storage::{
+    Account, DB_FILE, Options, StateDb, VerifyOptions, VerifyReport, verify_datadir,
+    verify_datadir_with,
+};
 use strata_test_support::tree_contents;
 
 const COMMITMENT: TableDefinition<&[u8], &[u8]> = TableDefinition::new("commitment");
@@ -233,4 +236,81 @@ fn a_flipped_child_reference_in_a_commitment_record_is_reported() {
         &verify_datadir(dir.path(), &Options::default()).unwrap(),
         &key,
     );
+}
+
+#[test]
+fn verify_in_a_tiny_sort_budget_spills_runs_agrees_and_leaves_no_scratch() {
+    let dir = tempfile::tempdir().unwrap();
+    make_store(dir.path());
+    let scratch = tempfile::tempdir().unwrap();
+    let tiny = VerifyOptions {
+        sort_memory_bytes: 600,
+        temp_dir: Some(scratch.path().to_path_buf()),
+    };
+    let whole = verify_datadir(dir.path(), &Options::default()).unwrap();
+    let spilled = verify_datadir_with(dir.path(), &Options::default(), &tiny).unwrap();
+    assert_clean(&whole);
+    assert_clean(&spilled);
+    assert_eq!(whole.sort_runs, 0, "the default budget holds this state");
+    assert!(spilled.sort_runs > 10, "runs: {}", spilled.sort_runs);
+    let counts = |r: &VerifyReport| {
+        (
+            r.accounts,
+            r.slots,
+            r.codes_checked,
+            r.records_checked,
+            r.computed_root,
+        )
+    };
+    assert_eq!(counts(&spilled), counts(&whole));
+    assert_eq!(
+        std::fs::read_dir(scratch.path()).unwrap().count(),
+        0,
+        "verify removed its scratch folder"
+    );
+    let db = StateDb::open(dir.path(), options()).unwrap();
+    let open_spilled = db.verify_with(&tiny).unwrap();
+    assert_clean(&open_spilled);
+    assert_eq!(counts(&open_spilled), counts(&whole));
+}
+
+/// Inserts `value` (written at step 0) under `key` in redb's `table`.
+fn insert_raw(dir: &Path, table: &str, key: &[u8], value: &[u8]) {
+    let definition: TableDefinition<&[u8], &[u8]> = TableDefinition::new(table);
+    let db = redb::Database::create(dir.join(DB_FILE)).unwrap();
+    let txn = db.begin_write().unwrap();
+    {
+        let mut table = txn.open_table(definition).unwrap();
+        let mut raw = vec![0u8; STEP_LEN];
+        raw.extend_from_slice(value);
+        table.insert(key, raw.as_slice()).unwrap();
+    }
+    txn.commit().unwrap();
+}
+
+#[test]
+fn storage_and_code_of_no_account_are_reported_and_left_out_of_the_trie() {
+    let dir = tempfile::tempdir().unwrap();
+    make_store(dir.path());
+    let ghost = Address::repeat_byte(0x77);
+    let mut slot_key = ghost.to_vec();
+    slot_key.extend_from_slice(B256::with_last_byte(1).as_slice());
+    insert_raw(dir.path(), "storage", &slot_key, &[0x2a]);
+    insert_raw(dir.path(), "code", ghost.as_slice(), &[0x60, 0x00]);
+    let report = verify_datadir(dir.path(), &Options::default()).unwrap();
+    let text = report.problems.join("\n");
+    assert_eq!(report.problems.len(), 2, "{text}");
+    assert!(
+        text.contains(&format!("storage of {ghost} exists without its account")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "the code domain holds 2 bytes of code for 0x{} which has no account",
+            alloy_primitives::hex::encode(ghost)
+        )),
+        "{text}"
+    );
+    assert_eq!(report.record_differences, 0, "{text}");
+    assert_eq!(report.computed_root, report.stored_root);
 }

@@ -43,6 +43,86 @@ pub(crate) struct RunError {
     pub(crate) source: io::Error,
 }
 
+impl From<RunError> for crate::error::Error {
+    fn from(e: RunError) -> Self {
+        run_error(e)
+    }
+}
+
+/// A run's failure as the crate's error (naming the run file).
+pub(crate) fn run_error(e: RunError) -> crate::error::Error {
+    crate::error::Error::Datadir {
+        path: e.path,
+        what: e.op,
+        source: e.source,
+    }
+}
+
+/// A scratch folder for runs, removed when dropped: a fixed folder (what a
+/// crash left there is removed first), or a folder of its own in a parent
+/// that other processes may share.
+pub(crate) struct ScratchDir {
+    dir: PathBuf,
+    /// Set for a folder of its own (removes itself).
+    own: Option<tempfile::TempDir>,
+}
+
+impl ScratchDir {
+    /// `dir`, emptied of what an interrupted run left and created.
+    pub(crate) fn create(dir: PathBuf) -> crate::error::Result<Self> {
+        remove_scratch(&dir)?;
+        std::fs::create_dir_all(&dir).map_err(|source| crate::error::Error::Datadir {
+            path: dir.clone(),
+            what: "create the scratch folder",
+            source,
+        })?;
+        Ok(Self { dir, own: None })
+    }
+
+    /// A new folder `{prefix}*` of its own in `parent`.
+    pub(crate) fn unique_in(parent: &Path, prefix: &str) -> crate::error::Result<Self> {
+        let own = tempfile::Builder::new()
+            .prefix(prefix)
+            .tempdir_in(parent)
+            .map_err(|source| crate::error::Error::Datadir {
+                path: parent.to_path_buf(),
+                what: "create a scratch folder in",
+                source,
+            })?;
+        Ok(Self {
+            dir: own.path().to_path_buf(),
+            own: Some(own),
+        })
+    }
+
+    /// The folder.
+    pub(crate) fn path(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        if self.own.is_none() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// Removes `dir` and what an interrupted run left in it (nothing there is
+/// needed); absent is fine.
+pub(crate) fn remove_scratch(dir: &Path) -> crate::error::Result<()> {
+    match std::fs::remove_dir_all(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(source) => Err(crate::error::Error::Datadir {
+            path: dir.to_path_buf(),
+            what: "remove the scratch folder an interrupted run left",
+            source,
+        }),
+    }
+}
+
 /// Sorts pairs larger than memory. See the module docs.
 pub(crate) struct ExternalSorter {
     dir: PathBuf,

@@ -1,0 +1,420 @@
+//! Check 4: the commitment the values imply, derived in bounded memory —
+//! the same pipeline as an import, fed from the live entries instead of a
+//! dump.
+//!
+//! 1. **Storage**: the live slots, in key order, come grouped by account
+//!    (storage of an address with no live account is reported and left
+//!    out); batches of accounts have their storage tries built on rayon
+//!    ([`StorageTrieBuilder`]). Records go to an external sort by record
+//!    key, storage roots to one by address.
+//! 2. **Code**: each live code is reduced to its [`CodeDigest`], sorted by
+//!    address.
+//! 3. **Accounts**: the live accounts, in address order, merge with the
+//!    storage roots and the code digests (what is left over belongs to no
+//!    account); codes are checked; the leaves go to a sort by hashed
+//!    address.
+//! 4. **Account trie**: the leaves stream into the bulk builder (shared
+//!    with the import), its records into the record sort; the root.
+//!
+//! The caller then compares the stored records with the sorted derived
+//! ones as a merge. Peak memory: the sorts' budget, one batch of accounts'
+//! storage, and the largest single account's storage and records.
+
+use std::path::Path;
+
+use alloy_primitives::{Address, B256, U256, keccak256};
+use rayon::prelude::*;
+use strata_commitment::{AccountLeaf, EMPTY_ROOT, StorageTrieBuilder, record_key};
+
+use crate::account::{Account, decode_slot_value};
+use crate::account_trie::{LeafEntry, build_account_trie};
+use crate::db::value::hex;
+use crate::domain::Domain;
+use crate::error::{Error, Result};
+use crate::keys::{address_key, split_storage_key};
+use crate::snapshot::Snapshot;
+use crate::sort::{ExternalSorter, RunError, SortedPairs};
+
+use super::VerifyReport;
+use super::code::{CodeDigest, check_account_code, orphan_code};
+use super::guard::guarded;
+
+/// Accounts whose storage tries are built together on the rayon pool.
+const BATCH_ACCOUNTS: usize = 2048;
+/// Storage slots built together (fewer accounts when they are large).
+const BATCH_SLOTS: usize = 1 << 16;
+
+/// Bytes of a storage root entry: the root and the account's slot count.
+const ROOT_ENTRY_LEN: usize = 32 + 8;
+
+/// What the values imply.
+pub(super) struct Derived {
+    /// The state root computed from every live leaf.
+    pub(super) root: B256,
+    /// Every commitment record (the root record aside), in key order.
+    pub(super) records: SortedPairs,
+    /// How many records `records` yields.
+    pub(super) record_count: u64,
+}
+
+/// Why the commitment could not be derived: problems for the report.
+pub(super) type NotDerived = Vec<String>;
+
+/// The sorts of a derivation.
+struct Sorts {
+    /// Record key → record.
+    records: ExternalSorter,
+    /// Address → storage root ‖ slot count, of the accounts with storage.
+    roots: ExternalSorter,
+    /// Address → [`CodeDigest`].
+    codes: ExternalSorter,
+    /// keccak(address) → [`LeafEntry`].
+    leaves: ExternalSorter,
+}
+
+impl Sorts {
+    fn new(dir: &Path, budget: usize) -> Self {
+        Self {
+            records: ExternalSorter::new(dir, "records", budget / 100 * 50),
+            roots: ExternalSorter::new(dir, "roots", budget / 100 * 15),
+            codes: ExternalSorter::new(dir, "codes", budget / 100 * 15),
+            leaves: ExternalSorter::new(dir, "leaves", budget / 100 * 20),
+        }
+    }
+}
+
+/// Derives the root and the records from the live values of `snapshot`,
+/// sorting in `scratch` within `budget` bytes; counts accounts, slots and
+/// codes into `report` and adds the problems of the values (bad keys,
+/// undecodable values, orphan storage and code, code that does not match).
+pub(super) fn derive(
+    snapshot: &Snapshot,
+    scratch: &Path,
+    budget: usize,
+    report: &mut VerifyReport,
+) -> std::result::Result<Derived, NotDerived> {
+    let block = report.block.unwrap_or(0);
+    let mut sorts = Sorts::new(scratch, budget);
+    let not_derived = |problem: String| {
+        vec![
+            problem,
+            "the root, the commitment records and the code were not checked: the values could not be read"
+                .to_owned(),
+        ]
+    };
+    build_storage_tries(snapshot, block, &mut sorts, report).map_err(not_derived)?;
+    let digested = digest_codes(snapshot, &mut sorts.codes, &mut report.problems);
+    report.sort_runs += sorts.codes.runs() + sorts.roots.runs();
+    let codes = match digested {
+        Ok(()) => Some(
+            sorts
+                .codes
+                .finish()
+                .map_err(|e| not_derived(e.to_string()))?,
+        ),
+        Err(problem) => {
+            report.problems.push(problem);
+            report
+                .problems
+                .push("the code was not checked: it could not be read".to_owned());
+            None
+        }
+    };
+    let roots = sorts
+        .roots
+        .finish()
+        .map_err(|e| not_derived(e.to_string()))?;
+    walk_accounts(snapshot, roots, codes, &mut sorts.leaves, report).map_err(not_derived)?;
+    report.sort_runs += sorts.leaves.runs();
+    let leaves = sorts
+        .leaves
+        .finish()
+        .map_err(|e| not_derived(e.to_string()))?;
+    let root = build_account_trie(block, leaves, &mut sorts.records)
+        .map_err(|error| vec![format!("recomputing the root: {error}")])?;
+    let record_count = sorts.records.pairs();
+    report.sort_runs += sorts.records.runs();
+    let records = sorts
+        .records
+        .finish()
+        .map_err(|e| vec![format!("sorting the derived commitment records: {e}")])?;
+    Ok(Derived {
+        root,
+        records,
+        record_count,
+    })
+}
+
+/// One account's live slots, `(slot, value)` in slot order.
+type AccountSlots = (Address, Vec<(B256, U256)>);
+
+/// Step 1: walks the live slots, building each account's storage trie
+/// (storage whose account is not live is a problem, left out).
+fn build_storage_tries(
+    snapshot: &Snapshot,
+    block: u64,
+    sorts: &mut Sorts,
+    report: &mut VerifyReport,
+) -> std::result::Result<(), String> {
+    let mut batch: Vec<AccountSlots> = Vec::new();
+    let mut batch_slots = 0usize;
+    let mut failed: Option<Error> = None;
+    // The last address found to have storage but no account.
+    let mut orphan: Option<Address> = None;
+    let walked = guarded("redb table `storage` and the storage files", || {
+        snapshot.visit_live_range(Domain::Storage, None, &[], None, |key, raw| {
+            report.slots += 1;
+            let Some((address, slot)) = split_storage_key(&key) else {
+                report
+                    .problems
+                    .push(format!("storage key 0x{} is not address ‖ slot", hex(&key)));
+                return true;
+            };
+            let value = match decode_slot_value(&raw) {
+                Ok(value) => value,
+                Err(what) => {
+                    report
+                        .problems
+                        .push(format!("storage 0x{}: {what}", hex(&key)));
+                    return true;
+                }
+            };
+            if orphan == Some(address) {
+                return true;
+            }
+            if batch.last().is_none_or(|(last, _)| *last != address) {
+                // Storage of no account is not part of the trie.
+                match snapshot.get(Domain::Account, address.as_slice()) {
+                    Ok((Some(_), _)) => {}
+                    Ok((None, _)) => {
+                        report.problems.push(orphan_storage(address.as_slice()));
+                        orphan = Some(address);
+                        return true;
+                    }
+                    Err(e) => {
+                        failed = Some(e);
+                        return false;
+                    }
+                }
+                if batch.len() >= BATCH_ACCOUNTS || batch_slots >= BATCH_SLOTS {
+                    if let Err(e) = build_batch(block, &mut batch, sorts) {
+                        failed = Some(e);
+                        return false;
+                    }
+                    batch_slots = 0;
+                }
+                batch.push((address, Vec::new()));
+            }
+            batch.last_mut().expect("pushed").1.push((slot, value));
+            batch_slots += 1;
+            true
+        })
+    });
+    walked?;
+    if let Some(error) = failed {
+        return Err(format!("building the storage tries: {error}"));
+    }
+    build_batch(block, &mut batch, sorts).map_err(|e| format!("building the storage tries: {e}"))
+}
+
+/// One account's storage trie: its address, root, slot count and records.
+type BuiltStorage = (Address, B256, u64, Vec<(Vec<u8>, bytes::Bytes)>);
+
+/// Builds the storage tries of `batch` (emptied) on rayon, their records
+/// and roots into the sorts.
+fn build_batch(block: u64, batch: &mut Vec<AccountSlots>, sorts: &mut Sorts) -> Result<()> {
+    let built: Vec<Result<BuiltStorage>> = batch
+        .par_drain(..)
+        .map_init(StorageTrieBuilder::new, |tries, (address, slots)| {
+            let count = slots.len() as u64;
+            let mut hashed: Vec<(B256, B256, U256)> = slots
+                .into_iter()
+                .map(|(slot, value)| (keccak256(slot), slot, value))
+                .collect();
+            hashed.sort_unstable_by_key(|(hashed_slot, _, _)| *hashed_slot);
+            let mut records = Vec::new();
+            let root = tries
+                .build(keccak256(address), address, hashed, |path, record| {
+                    records.push((record_key(&path), record))
+                })
+                .map_err(|source| Error::Commitment { block, source })?;
+            Ok((address, root, count, records))
+        })
+        .collect();
+    for account in built {
+        let (address, root, count, records) = account?;
+        let mut entry = [0u8; ROOT_ENTRY_LEN];
+        entry[..32].copy_from_slice(root.as_slice());
+        entry[32..].copy_from_slice(&count.to_be_bytes());
+        sorts.roots.push(address.as_slice(), &entry)?;
+        for (key, record) in &records {
+            sorts.records.push(key, record)?;
+        }
+    }
+    Ok(())
+}
+
+/// Step 2: the digest of every live code, by address (a key that is not
+/// an address is a problem in `problems`).
+fn digest_codes(
+    snapshot: &Snapshot,
+    codes: &mut ExternalSorter,
+    problems: &mut Vec<String>,
+) -> std::result::Result<(), String> {
+    let mut failed: Option<RunError> = None;
+    guarded("redb table `code` and the code files", || {
+        snapshot.visit_live_range(Domain::Code, None, &[], None, |key, code| {
+            if address_key(&key).is_none() {
+                problems.push(format!("code key 0x{} is not an address", hex(&key)));
+                return true;
+            }
+            match codes.push(&key, &CodeDigest::of(&code).encode()) {
+                Ok(()) => true,
+                Err(e) => {
+                    failed = Some(e);
+                    false
+                }
+            }
+        })
+    })?;
+    match failed {
+        Some(e) => Err(format!("sorting the code digests: {e}")),
+        None => Ok(()),
+    }
+}
+
+/// Step 3: walks the live accounts in address order beside the storage
+/// roots and code digests; checks codes; sorts the leaves.
+fn walk_accounts(
+    snapshot: &Snapshot,
+    mut roots: SortedPairs,
+    mut codes: Option<SortedPairs>,
+    leaves: &mut ExternalSorter,
+    report: &mut VerifyReport,
+) -> std::result::Result<(), String> {
+    let mut failed: Option<String> = None;
+    let mut code_by_hash =
+        |hash: &B256| guarded("redb table `code_by_hash`", || snapshot.code_by_hash(hash));
+    let mut problems = Vec::new();
+    let mut accounts = 0u64;
+    let mut codes_checked = 0u64;
+    guarded("redb table `account` and the account files", || {
+        snapshot.visit_live_range(Domain::Account, None, &[], None, |key, raw| {
+            let step = (|| -> std::result::Result<(), String> {
+                let root = take_up_to(&mut roots, &key, |orphan, _| {
+                    problems.push(orphan_storage(orphan))
+                })?;
+                let code = match codes.as_mut() {
+                    Some(codes) => take_up_to(codes, &key, |orphan, digest| {
+                        problems.push(orphan_code(orphan, decode_digest(digest)))
+                    })?,
+                    None => None,
+                };
+                let Some(address) = address_key(&key) else {
+                    problems.push(format!("account key 0x{} is not an address", hex(&key)));
+                    return Ok(());
+                };
+                let account = match Account::decode(&raw) {
+                    Ok(account) => account,
+                    Err(what) => {
+                        problems.push(format!("account {address}: {what}"));
+                        // Its storage and code belong to no decodable account.
+                        if root.is_some() {
+                            problems.push(orphan_storage(&key));
+                        }
+                        if let Some(code) = code {
+                            problems.push(orphan_code(&key, decode_digest(&code)));
+                        }
+                        return Ok(());
+                    }
+                };
+                if codes.is_some() {
+                    let digest = code.as_deref().map(decode_digest);
+                    codes_checked += u64::from(check_account_code(
+                        address,
+                        &account,
+                        digest,
+                        &mut code_by_hash,
+                        &mut problems,
+                    ));
+                }
+                let storage_root = root
+                    .as_deref()
+                    .map_or(EMPTY_ROOT, |entry| B256::from_slice(&entry[..32]));
+                let leaf = LeafEntry {
+                    address,
+                    leaf: AccountLeaf {
+                        nonce: account.nonce,
+                        balance: account.balance,
+                        code_hash: account.code_hash,
+                    },
+                    storage_root,
+                };
+                leaves
+                    .push(keccak256(address).as_slice(), &leaf.encode())
+                    .map_err(|e| format!("sorting the account leaves: {e}"))?;
+                accounts += 1;
+                Ok(())
+            })();
+            match step {
+                Ok(()) => true,
+                Err(problem) => {
+                    failed = Some(problem);
+                    false
+                }
+            }
+        })
+    })?;
+    if let Some(problem) = failed {
+        return Err(problem);
+    }
+    let end = [0xffu8; 21];
+    take_up_to(&mut roots, &end, |orphan, _| {
+        problems.push(orphan_storage(orphan))
+    })?;
+    if let Some(codes) = codes.as_mut() {
+        take_up_to(codes, &end, |orphan, digest| {
+            problems.push(orphan_code(orphan, decode_digest(digest)))
+        })?;
+    }
+    report.accounts += accounts;
+    report.codes_checked += codes_checked;
+    report.problems.extend(problems);
+    Ok(())
+}
+
+/// Takes the entries of `pairs` before `key` (each given to `orphan`) and
+/// returns the value at `key`, if any.
+fn take_up_to(
+    pairs: &mut SortedPairs,
+    key: &[u8],
+    mut orphan: impl FnMut(&[u8], &[u8]),
+) -> std::result::Result<Option<Vec<u8>>, String> {
+    while let Some(next) = pairs.peek_key() {
+        if next > key {
+            break;
+        }
+        let (found, value) = pairs
+            .next()
+            .expect("peeked")
+            .map_err(|e| format!("reading back a sort: {e}"))?;
+        if found == key {
+            return Ok(Some(value));
+        }
+        orphan(&found, &value);
+    }
+    Ok(None)
+}
+
+/// The problem of live storage whose address (`key`) has no account.
+fn orphan_storage(key: &[u8]) -> String {
+    match address_key(key) {
+        Some(address) => format!("storage of {address} exists without its account"),
+        None => format!("storage of 0x{} exists without its account", hex(key)),
+    }
+}
+
+/// A digest the code sort wrote (always [`CodeDigest::LEN`] bytes).
+fn decode_digest(bytes: &[u8]) -> CodeDigest {
+    CodeDigest::decode(bytes).expect("the code sort holds digests")
+}
