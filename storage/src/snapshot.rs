@@ -311,51 +311,22 @@ impl Snapshot {
         })
     }
 
-    /// Every db-tier key of `domain` with the step that wrote it.
-    pub(crate) fn db_keys_and_steps(&self, domain: Domain) -> Result<Vec<(Vec<u8>, u64)>> {
+    /// Calls `visit` with every db-tier key of `domain` and the step that
+    /// wrote it, in key order; stops at its first error.
+    pub(crate) fn visit_db_keys_and_steps(
+        &self,
+        domain: Domain,
+        mut visit: impl FnMut(&[u8], u64) -> Result<()>,
+    ) -> Result<()> {
         let table = &self.db.tables[domain.index()];
         guarded(domain.name(), || {
-            let mut out = Vec::new();
             for entry in table.iter().map_err(db_err("iterate"))? {
                 let (k, v) = entry.map_err(db_err("iterate"))?;
                 let (step, _) = value::decode(domain, k.value(), v.value())?;
-                out.push((k.value().to_vec(), step));
+                visit(k.value(), step)?;
             }
-            Ok(out)
+            Ok(())
         })
-    }
-
-    /// Every db-tier entry of `domain`, in key order.
-    pub(crate) fn db_entries(&self, domain: Domain) -> Result<Vec<DbEntry>> {
-        self.db_entries_in_steps(domain, 0, u64::MAX)
-    }
-
-    /// Every live key of `domain` in key order, with `value` applied to its
-    /// newest value across the tiers (files oldest to newest, then the db
-    /// tier, then memory); deleted keys are left out. A full scan, for
-    /// verify and stats.
-    pub(crate) fn live_entries<T>(
-        &self,
-        domain: Domain,
-        mut value: impl FnMut(Bytes) -> T,
-    ) -> Result<Vec<(Vec<u8>, T)>> {
-        let mut newest: BTreeMap<Vec<u8>, Option<T>> = BTreeMap::new();
-        for file in self.files.files(domain).iter().rev() {
-            for entry in file.iter() {
-                let (key, found) = entry?;
-                newest.insert(key.to_vec(), found.into_value().map(&mut value));
-            }
-        }
-        for (key, found) in self.db_entries(domain)? {
-            newest.insert(key, found.map(|v| value(Bytes::from(v))));
-        }
-        for (key, found) in self.memory.entries(domain) {
-            newest.insert(key.to_vec(), found.map(&mut value));
-        }
-        Ok(newest
-            .into_iter()
-            .filter_map(|(key, found)| found.map(|v| (key, v)))
-            .collect())
     }
 
     /// The db tier's table of `domain`, for whole-domain walks elsewhere

@@ -140,9 +140,9 @@ pub struct LiveSize {
     pub value_bytes: u64,
 }
 
-/// The live size of every domain `snapshot` shows: a full scan of each
-/// domain's files (oldest first) and db entries, the newest version of a key
-/// winning. Holds the live keys of one domain in memory at a time.
+/// The live size of every domain `snapshot` shows: a merged scan of each
+/// domain's tiers in key order, the newest version of a key winning. Holds
+/// one entry per tier at a time, whatever the state's size.
 pub(crate) fn live_sizes(snapshot: &Snapshot) -> Result<Vec<LiveSize>> {
     let mut out = Vec::with_capacity(Domain::ALL.len());
     for domain in Domain::ALL {
@@ -152,11 +152,12 @@ pub(crate) fn live_sizes(snapshot: &Snapshot) -> Result<Vec<LiveSize>> {
             key_bytes: 0,
             value_bytes: 0,
         };
-        for (key, len) in snapshot.live_entries(domain, |value| value.len() as u64)? {
+        snapshot.visit_live_range(domain, None, &[], None, |key, value| {
             size.keys += 1;
             size.key_bytes += key.len() as u64;
-            size.value_bytes += len;
-        }
+            size.value_bytes += value.len() as u64;
+            true
+        })?;
         out.push(size);
     }
     Ok(out)

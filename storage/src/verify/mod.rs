@@ -321,18 +321,19 @@ fn check_tiers_agree(snapshot: &Snapshot, domain: Domain) -> Result<Vec<String>>
     if files.is_empty() {
         return Ok(problems);
     }
-    for (key, step) in snapshot.db_keys_and_steps(domain)? {
+    snapshot.visit_db_keys_and_steps(domain, |key, step| {
         for file in files {
-            if file.meta().from_step > step && file.may_contain(&key) && file.get(&key)?.is_some() {
+            if file.meta().from_step > step && file.may_contain(key) && file.get(key)?.is_some() {
                 problems.push(format!(
                     "{domain} key 0x{}: file {} (steps {}..{}) is newer than the db record at step {step}",
-                    hex(&key),
+                    hex(key),
                     file.path().display(),
                     file.meta().from_step,
                     file.meta().to_step
                 ));
             }
         }
-    }
+        Ok(())
+    })?;
     Ok(problems)
 }
