@@ -18,7 +18,9 @@
 //!
 //! The caller then compares the stored records with the sorted derived
 //! ones as a merge. Peak memory: the sorts' budget, one batch of accounts'
-//! storage, and the largest single account's storage and records.
+//! storage (at most [`BATCH_SLOTS`] slots beyond one account), and one
+//! account's storage up to a fifth of the budget: a larger account is
+//! sorted on its own and streamed into its builder.
 
 use std::path::Path;
 
@@ -70,15 +72,24 @@ struct Sorts {
     codes: ExternalSorter,
     /// keccak(address) → [`LeafEntry`].
     leaves: ExternalSorter,
+    /// Where the runs go.
+    dir: std::path::PathBuf,
+    /// The budget of one large account's own sort.
+    large_budget: usize,
+    /// Runs the large accounts' sorts spilled.
+    large_runs: usize,
 }
 
 impl Sorts {
     fn new(dir: &Path, budget: usize) -> Self {
         Self {
-            records: ExternalSorter::new(dir, "records", budget / 100 * 50),
-            roots: ExternalSorter::new(dir, "roots", budget / 100 * 15),
-            codes: ExternalSorter::new(dir, "codes", budget / 100 * 15),
+            records: ExternalSorter::new(dir, "records", budget / 100 * 40),
+            roots: ExternalSorter::new(dir, "roots", budget / 100 * 10),
+            codes: ExternalSorter::new(dir, "codes", budget / 100 * 10),
             leaves: ExternalSorter::new(dir, "leaves", budget / 100 * 20),
+            dir: dir.to_path_buf(),
+            large_budget: budget / 100 * 20,
+            large_runs: 0,
         }
     }
 }
@@ -133,7 +144,7 @@ pub(super) fn derive(
     let root = build_account_trie(block, leaves, &mut sorts.records)
         .map_err(|error| vec![format!("recomputing the root: {error}")])?;
     let record_count = sorts.records.pairs();
-    report.sort_runs += sorts.records.runs();
+    report.sort_runs += sorts.records.runs() + sorts.large_runs;
     let records = sorts
         .records
         .finish()
@@ -145,7 +156,8 @@ pub(super) fn derive(
     })
 }
 
-/// One account's live slots, `(slot, value)` in slot order.
+/// One account's live slots, `(slot, value)` in slot order (held while
+/// the account is small).
 type AccountSlots = (Address, Vec<(B256, U256)>);
 
 /// Step 1: walks the live slots, building each account's storage trie
@@ -156,11 +168,10 @@ fn build_storage_tries(
     sorts: &mut Sorts,
     report: &mut VerifyReport,
 ) -> std::result::Result<(), String> {
-    let mut batch: Vec<AccountSlots> = Vec::new();
-    let mut batch_slots = 0usize;
+    let mut tries = StorageTries::new(block, sorts.large_budget);
     let mut failed: Option<Error> = None;
-    // The last address found to have storage but no account.
-    let mut orphan: Option<Address> = None;
+    // The account whose slots are coming, and whether it is live.
+    let mut current: Option<(Address, bool)> = None;
     let walked = guarded("redb table `storage` and the storage files", || {
         snapshot.visit_live_range(Domain::Storage, None, &[], None, |key, raw| {
             report.slots += 1;
@@ -179,34 +190,28 @@ fn build_storage_tries(
                     return true;
                 }
             };
-            if orphan == Some(address) {
-                return true;
-            }
-            if batch.last().is_none_or(|(last, _)| *last != address) {
-                // Storage of no account is not part of the trie.
-                match snapshot.get(Domain::Account, address.as_slice()) {
-                    Ok((Some(_), _)) => {}
-                    Ok((None, _)) => {
+            let live = match current {
+                Some((at, live)) if at == address => live,
+                _ => {
+                    // Storage of no account is not part of the trie.
+                    let live = match snapshot.get(Domain::Account, address.as_slice()) {
+                        Ok((found, _)) => found.is_some(),
+                        Err(e) => {
+                            failed = Some(e);
+                            return false;
+                        }
+                    };
+                    if !live {
                         report.problems.push(orphan_storage(address.as_slice()));
-                        orphan = Some(address);
-                        return true;
                     }
-                    Err(e) => {
-                        failed = Some(e);
-                        return false;
-                    }
+                    current = Some((address, live));
+                    live
                 }
-                if batch.len() >= BATCH_ACCOUNTS || batch_slots >= BATCH_SLOTS {
-                    if let Err(e) = build_batch(block, &mut batch, sorts) {
-                        failed = Some(e);
-                        return false;
-                    }
-                    batch_slots = 0;
-                }
-                batch.push((address, Vec::new()));
+            };
+            if live && let Err(e) = tries.add(sorts, address, slot, value) {
+                failed = Some(e);
+                return false;
             }
-            batch.last_mut().expect("pushed").1.push((slot, value));
-            batch_slots += 1;
             true
         })
     });
@@ -214,7 +219,161 @@ fn build_storage_tries(
     if let Some(error) = failed {
         return Err(format!("building the storage tries: {error}"));
     }
-    build_batch(block, &mut batch, sorts).map_err(|e| format!("building the storage tries: {e}"))
+    tries
+        .finish(sorts)
+        .map_err(|e| format!("building the storage tries: {e}"))
+}
+
+/// Bytes one slot costs while its account is held in memory (the slot and
+/// value, then its hashed copy and its share of the records), for the
+/// threshold of a large account.
+const HELD_BYTES_PER_SLOT: usize = 64 + 96 + 64;
+
+/// Groups the slots by account and builds each account's storage trie:
+/// accounts in batches on rayon, and an account too large to hold (more
+/// slots than a fifth of the budget holds) through an external sort of its
+/// own, streamed into the builder — so one huge contract does not break the
+/// memory bound.
+struct StorageTries {
+    block: u64,
+    batch: Vec<AccountSlots>,
+    batch_slots: usize,
+    /// Slots above which an account is sorted on its own.
+    large_slots: usize,
+    large_budget: usize,
+    large: Option<LargeAccount>,
+}
+
+/// An account whose slots go through a sort of their own:
+/// keccak(slot) → slot ‖ value.
+struct LargeAccount {
+    address: Address,
+    slots: ExternalSorter,
+    count: u64,
+}
+
+impl StorageTries {
+    fn new(block: u64, large_budget: usize) -> Self {
+        Self {
+            block,
+            batch: Vec::new(),
+            batch_slots: 0,
+            large_slots: (large_budget / HELD_BYTES_PER_SLOT).max(1),
+            large_budget,
+            large: None,
+        }
+    }
+
+    /// Adds the next live slot (in key order, so grouped by account).
+    fn add(&mut self, sorts: &mut Sorts, address: Address, slot: B256, value: U256) -> Result<()> {
+        if let Some(large) = &mut self.large {
+            if large.address == address {
+                return large.push(slot, value);
+            }
+            self.finish_large(sorts)?;
+        }
+        match self.batch.last_mut() {
+            Some((last, slots)) if *last == address => {
+                slots.push((slot, value));
+                self.batch_slots += 1;
+                if slots.len() >= self.large_slots {
+                    let (address, slots) = self.batch.pop().expect("the last account");
+                    self.batch_slots -= slots.len();
+                    let mut large = LargeAccount {
+                        address,
+                        slots: ExternalSorter::new(&sorts.dir, "large", self.large_budget),
+                        count: 0,
+                    };
+                    for (slot, value) in slots {
+                        large.push(slot, value)?;
+                    }
+                    self.large = Some(large);
+                }
+            }
+            _ => {
+                if self.batch.len() >= BATCH_ACCOUNTS || self.batch_slots >= BATCH_SLOTS {
+                    build_batch(self.block, &mut self.batch, sorts)?;
+                    self.batch_slots = 0;
+                }
+                self.batch.push((address, vec![(slot, value)]));
+                self.batch_slots += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Builds what is still held.
+    fn finish(mut self, sorts: &mut Sorts) -> Result<()> {
+        if self.large.is_some() {
+            self.finish_large(sorts)?;
+        }
+        build_batch(self.block, &mut self.batch, sorts)
+    }
+
+    /// Streams the large account's sorted slots into its storage trie.
+    fn finish_large(&mut self, sorts: &mut Sorts) -> Result<()> {
+        let Some(LargeAccount {
+            address,
+            slots,
+            count,
+        }) = self.large.take()
+        else {
+            return Ok(());
+        };
+        sorts.large_runs += slots.runs();
+        let mut unreadable: Option<RunError> = None;
+        let mut unwritable: Option<RunError> = None;
+        let sorted = slots.finish()?.map_while(|pair| match pair {
+            Ok((hashed, entry)) => Some((
+                B256::from_slice(&hashed),
+                B256::from_slice(&entry[..32]),
+                U256::from_be_slice(&entry[32..]),
+            )),
+            Err(e) => {
+                unreadable = Some(e);
+                None
+            }
+        });
+        let records = &mut sorts.records;
+        let root = StorageTrieBuilder::new()
+            .build(keccak256(address), address, sorted, |path, record| {
+                if unwritable.is_none()
+                    && let Err(e) = records.push(&record_key(&path), &record)
+                {
+                    unwritable = Some(e);
+                }
+            })
+            .map_err(|source| Error::Commitment {
+                block: self.block,
+                source,
+            })?;
+        if let Some(e) = unreadable.or(unwritable) {
+            return Err(e.into());
+        }
+        sorts
+            .roots
+            .push(address.as_slice(), &root_entry(root, count))?;
+        Ok(())
+    }
+}
+
+impl LargeAccount {
+    fn push(&mut self, slot: B256, value: U256) -> Result<()> {
+        let mut entry = [0u8; 64];
+        entry[..32].copy_from_slice(slot.as_slice());
+        entry[32..].copy_from_slice(&value.to_be_bytes::<32>());
+        self.slots.push(keccak256(slot).as_slice(), &entry)?;
+        self.count += 1;
+        Ok(())
+    }
+}
+
+/// A storage root entry: the root and the account's slot count.
+fn root_entry(root: B256, count: u64) -> [u8; ROOT_ENTRY_LEN] {
+    let mut entry = [0u8; ROOT_ENTRY_LEN];
+    entry[..32].copy_from_slice(root.as_slice());
+    entry[32..].copy_from_slice(&count.to_be_bytes());
+    entry
 }
 
 /// One account's storage trie: its address, root, slot count and records.
@@ -243,10 +402,9 @@ fn build_batch(block: u64, batch: &mut Vec<AccountSlots>, sorts: &mut Sorts) -> 
         .collect();
     for account in built {
         let (address, root, count, records) = account?;
-        let mut entry = [0u8; ROOT_ENTRY_LEN];
-        entry[..32].copy_from_slice(root.as_slice());
-        entry[32..].copy_from_slice(&count.to_be_bytes());
-        sorts.roots.push(address.as_slice(), &entry)?;
+        sorts
+            .roots
+            .push(address.as_slice(), &root_entry(root, count))?;
         for (key, record) in &records {
             sorts.records.push(key, record)?;
         }

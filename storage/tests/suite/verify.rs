@@ -314,3 +314,58 @@ fn storage_and_code_of_no_account_are_reported_and_left_out_of_the_trie() {
     assert_eq!(report.record_differences, 0, "{text}");
     assert_eq!(report.computed_root, report.stored_root);
 }
+
+#[test]
+fn an_account_too_large_to_hold_is_sorted_on_its_own_and_verifies() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut alloc = GenesisAlloc::new();
+    for n in 1..=20u8 {
+        let storage = (1..=u64::from(n % 4))
+            .map(|slot| (B256::from(U256::from(slot)), U256::from(slot + 7)))
+            .collect();
+        alloc.insert(
+            contract(n),
+            GenesisAccount {
+                nonce: 1,
+                balance: U256::from(n),
+                code: Bytes::new(),
+                storage,
+            },
+        );
+    }
+    let big = (0..3000u64)
+        .map(|slot| (B256::from(U256::from(slot)), U256::from(slot * 3 + 1)))
+        .collect();
+    alloc.insert(
+        contract(99),
+        GenesisAccount {
+            nonce: 1,
+            balance: U256::ZERO,
+            code: code_of(99),
+            storage: big,
+        },
+    );
+    let db = StateDb::open(dir.path(), options()).unwrap();
+    db.init_genesis(&alloc).unwrap();
+    let whole = db.verify().unwrap();
+    assert!(whole.is_ok(), "{:#?}", whole.problems);
+    assert_eq!(whole.slots, 3000 + (1..=20u64).map(|n| n % 4).sum::<u64>());
+    // 64 KiB: an account of more than ~58 slots goes through a sort of its
+    // own, which spills; the small ones are built in memory.
+    let scratch = tempfile::tempdir().unwrap();
+    let small_budget = VerifyOptions {
+        sort_memory_bytes: 64 << 10,
+        temp_dir: Some(scratch.path().to_path_buf()),
+    };
+    let streamed = db.verify_with(&small_budget).unwrap();
+    assert!(streamed.is_ok(), "{:#?}", streamed.problems);
+    assert!(streamed.sort_runs > 5, "runs: {}", streamed.sort_runs);
+    assert_eq!(
+        (
+            streamed.slots,
+            streamed.records_checked,
+            streamed.computed_root
+        ),
+        (whole.slots, whole.records_checked, whole.computed_root)
+    );
+}
