@@ -4,6 +4,7 @@
 mod corruption;
 mod faults;
 mod fixtures;
+mod layouts;
 mod roundtrip;
 
 use std::collections::BTreeMap;
