@@ -46,6 +46,8 @@
 //! # }
 //! ```
 
+#[cfg(feature = "test-utils")]
+pub mod bench_support;
 mod block;
 mod dir;
 mod error;

@@ -299,9 +299,14 @@ impl SortedFile {
             .ok_or_else(|| self.block_corrupted(b, "block trailer changed after open"))
     }
 
-    #[cfg(test)]
+    #[cfg(any(test, feature = "test-utils"))]
     pub(crate) fn blocks_for_test(&self) -> &[BlockHandle] {
         &self.blocks
+    }
+
+    #[cfg(feature = "test-utils")]
+    pub(crate) fn bytes_for_bench(&self) -> &Bytes {
+        &self.data
     }
 
     pub(crate) fn block_count_internal(&self) -> usize {
