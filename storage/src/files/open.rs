@@ -345,12 +345,10 @@ fn check_blocks(
     Ok(hash.digest())
 }
 
-/// The key just checked and the one before it (the previous block's last
-/// key at a block start), decoded from shared prefixes.
+/// The last key checked (decoded from shared prefixes), across blocks.
 #[derive(Default)]
 struct KeyPair {
     previous: Vec<u8>,
-    current: Vec<u8>,
     any: bool,
 }
 
@@ -430,25 +428,29 @@ fn check_block(
                 ),
             ));
         }
-        keys.current.clear();
-        keys.current
-            .extend_from_slice(&keys.previous[..entry.shared]);
-        keys.current.extend_from_slice(&block[entry.suffix.clone()]);
-        if j == 0 && keys.current != h.first_key(c.data) {
-            return Err(bad(0, "first key differs from the index".into()));
-        }
-        if keys.any && keys.current <= keys.previous {
+        // The key is the previous key's first `shared` bytes and the
+        // suffix: it is greater than the previous key exactly when the
+        // suffix is greater than the rest of the previous key, so only the
+        // suffix is compared and copied.
+        let suffix = &block[entry.suffix.clone()];
+        if keys.any && suffix <= &keys.previous[entry.shared..] {
+            let mut key = keys.previous[..entry.shared].to_vec();
+            key.extend_from_slice(suffix);
             return Err(bad(
                 next,
                 format!(
                     "key {} is not greater than the previous key {}",
-                    HexKey(&keys.current),
+                    HexKey(&key),
                     HexKey(&keys.previous)
                 ),
             ));
         }
-        std::mem::swap(&mut keys.previous, &mut keys.current);
+        keys.previous.truncate(entry.shared);
+        keys.previous.extend_from_slice(suffix);
         keys.any = true;
+        if j == 0 && keys.previous != h.first_key(c.data) {
+            return Err(bad(0, "first key differs from the index".into()));
+        }
         next = entry.end;
     }
     if restart != restarts {
