@@ -1,4 +1,6 @@
-//! Data blocks: building them, and finding entries inside one.
+//! Format-1 data blocks (read for files written before format 2; written
+//! only by tests and the benches' baseline): building them, and finding
+//! entries inside one.
 //!
 //! A block is `entry* | offset(u32)* | count(u32) | checksum(u64)`, where an
 //! entry is `key_len(u16) | value_len(u32) | key | value` and a value length
@@ -182,6 +184,31 @@ impl<'a> BlockView<'a> {
         Some(RawEntry {
             key: key_start..key_end,
             value,
+        })
+    }
+
+    /// Decodes the entry starting at byte `at` (entries are back to back,
+    /// which `open` checks); `None` if any part of it is out of bounds.
+    #[inline]
+    pub(crate) fn decode_at(&self, at: usize) -> Option<super::prefixed::Decoded> {
+        let key_len = read_u16(self.block, at)? as usize;
+        let value_len = read_u32(self.block, at.checked_add(2)?)?;
+        let key_start = at.checked_add(ENTRY_HEADER)?;
+        let key_end = key_start.checked_add(key_len)?;
+        let (value, end) = if value_len == TOMBSTONE_LEN {
+            (None, key_end)
+        } else {
+            let value_end = key_end.checked_add(value_len as usize)?;
+            (Some(key_end..value_end), value_end)
+        };
+        if end > self.offsets_at {
+            return None;
+        }
+        Some(super::prefixed::Decoded {
+            shared: 0,
+            suffix: key_start..key_end,
+            value,
+            end,
         })
     }
 

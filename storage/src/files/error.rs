@@ -62,13 +62,14 @@ pub enum FileError {
         key: Vec<u8>,
     },
     /// The file was written by a format version this build cannot read.
-    #[error("{}: unsupported format version {found} (supported: {supported})", file.display())]
+    #[error("{}: unsupported format version {found} (supported: 1 to {supported})", file.display())]
     UnsupportedVersion {
         /// The file.
         file: PathBuf,
         /// The version stored in the footer.
         found: u32,
-        /// The version this build reads and writes.
+        /// The newest version this build reads (the one it writes); it
+        /// reads every version from 1 up to it.
         supported: u32,
     },
     /// A key or value is larger than the format allows.

@@ -137,14 +137,26 @@ pub(crate) enum FilterDefect {
 impl Filter {
     /// Decodes and checks the filter region `region` (a slice of the map),
     /// which starts at file offset `offset`.
+    #[cfg(test)]
     pub(crate) fn decode(region: Bytes, offset: u64) -> Result<Filter, FilterDefect> {
+        Self::decode_with(region, offset, checksum)
+    }
+
+    /// [`Filter::decode`] with the checksum of the bits computed by
+    /// `checksum_of` (the opener hashes them in chunks, letting each chunk's
+    /// pages go once hashed).
+    pub(crate) fn decode_with(
+        region: Bytes,
+        offset: u64,
+        checksum_of: impl FnOnce(&[u8]) -> u64,
+    ) -> Result<Filter, FilterDefect> {
         let body = region
             .len()
             .checked_sub(CHECKSUM_LEN)
             .filter(|_| region.len() >= FILTER_TRAILER)
             .ok_or(FilterDefect::Short)?;
         let expected = read_u64(&region, body).ok_or(FilterDefect::Short)?;
-        let found = checksum(&region[..body]);
+        let found = checksum_of(&region[..body]);
         if expected != found {
             return Err(FilterDefect::Checksum(expected, found));
         }

@@ -8,8 +8,9 @@ use super::meta::{domain_from_id, domain_id};
 /// Last 8 bytes of every sorted file.
 pub(crate) const MAGIC: [u8; 8] = *b"STRATSST";
 
-/// The format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The format version this build writes; it also reads version 1 (see
+/// `layout.rs`).
+pub const FORMAT_VERSION: u32 = 2;
 
 /// Size of the fixed footer at the end of the file.
 pub(crate) const FOOTER_LEN: usize = 88;

@@ -2,8 +2,8 @@
 
 use bytes::Bytes;
 
-use super::block::BlockView;
 use super::error::FileError;
+use super::layout::Block;
 use super::reader::{FileValue, SortedFile};
 
 /// One entry of a file: the key (a zero-copy slice) and its value or tombstone.
@@ -15,8 +15,12 @@ pub type FileEntry = (Bytes, FileValue);
 pub struct FileIter<'a> {
     file: &'a SortedFile,
     block: usize,
-    entry: usize,
-    view: Option<BlockView<'a>>,
+    /// Offset in the block of the next entry to decode.
+    at: usize,
+    /// The key of the entry decoded last in this block: the next entry's
+    /// shared prefix comes from it.
+    key: Vec<u8>,
+    view: Option<Block<'a>>,
     prefix: Option<Vec<u8>>,
     pending: Option<FileError>,
     done: bool,
@@ -45,9 +49,14 @@ impl SortedFile {
             return FileIter::new(self, 0, 0, prefix);
         };
         let mut it = FileIter::new(self, block, 0, prefix);
-        match self.view(block).map(|v| v.search(start)) {
-            Ok(Some(Ok(i) | Err(i))) => it.entry = i,
-            Ok(None) => {
+        let mut key = Vec::new();
+        match self.view(block).map(|v| (v, v.seek(start, &mut key))) {
+            Ok((view, Some(at))) => {
+                it.at = at;
+                it.key = key;
+                it.view = Some(view);
+            }
+            Ok((_, None)) => {
                 it.pending = Some(self.block_corrupted(block, "entry layout changed after open"));
             }
             Err(e) => it.pending = Some(e),
@@ -57,11 +66,12 @@ impl SortedFile {
 }
 
 impl<'a> FileIter<'a> {
-    fn new(file: &'a SortedFile, block: usize, entry: usize, prefix: Option<Vec<u8>>) -> Self {
+    fn new(file: &'a SortedFile, block: usize, at: usize, prefix: Option<Vec<u8>>) -> Self {
         FileIter {
             file,
             block,
-            entry,
+            at,
+            key: Vec::new(),
             view: None,
             prefix,
             pending: None,
@@ -82,18 +92,30 @@ impl<'a> FileIter<'a> {
                     v
                 }
             };
-            if self.entry >= view.len() {
+            if self.at >= view.entries_end() {
                 self.block += 1;
-                self.entry = 0;
+                self.at = 0;
+                self.key.clear();
                 self.view = None;
                 continue;
             }
-            let raw = view.entry(self.entry).ok_or_else(|| {
-                self.file
-                    .block_corrupted(self.block, "entry layout changed after open")
-            })?;
-            self.entry += 1;
-            let key = self.file.block_slice(self.block, raw.key);
+            let raw = view
+                .decode_at(self.at)
+                .filter(|d| d.shared <= self.key.len())
+                .ok_or_else(|| {
+                    self.file
+                        .block_corrupted(self.block, "entry layout changed after open")
+                })?;
+            self.at = raw.end;
+            let suffix = self.file.block_slice(self.block, raw.suffix);
+            self.key.truncate(raw.shared);
+            self.key.extend_from_slice(&suffix);
+            // A key stored whole stays a zero-copy slice of the map.
+            let key = if raw.shared == 0 {
+                suffix
+            } else {
+                Bytes::copy_from_slice(&self.key)
+            };
             let value = match raw.value {
                 Some(r) => FileValue::Value(self.file.block_slice(self.block, r)),
                 None => FileValue::Tombstone,

@@ -3,8 +3,9 @@
 //! A file holds one domain's entries for a step range `[from_step, to_step)`:
 //! sorted unique keys, each with a value or a tombstone that shadows older
 //! files. Data lives in ~4 KiB checksummed blocks found through a binary-
-//! searched block index; inside a block an offset array makes the key search
-//! binary too. A blocked Bloom filter per file lets lookups skip files that
+//! searched block index; inside a block keys share their prefix with the
+//! previous key, and restart points (whole keys every 16 entries) make the
+//! key search binary down to a short scan. A blocked Bloom filter per file lets lookups skip files that
 //! cannot hold a key. The byte format is specified in `storage/FORMAT.md`.
 //!
 //! * [`SortedFileWriter`] writes a file durably (temp name, fsync, rename,
@@ -45,6 +46,8 @@
 //! # }
 //! ```
 
+#[cfg(feature = "test-utils")]
+pub mod bench_support;
 mod block;
 mod dir;
 mod error;
@@ -52,11 +55,13 @@ mod filter;
 mod format;
 pub mod fs;
 mod iter;
+mod layout;
 mod lookup;
 mod merge;
 mod meta;
 mod mmap;
 mod open;
+mod prefixed;
 mod reader;
 mod writer;
 
@@ -69,6 +74,7 @@ pub use filter::KeyHash;
 pub use format::{FORMAT_VERSION, MAX_KEY_LEN, MAX_VALUE_LEN};
 pub use fs::{FileSystem, MemFileSystem, OsFileSystem};
 pub use iter::{FileEntry, FileIter};
+pub use layout::FileLayout;
 pub use lookup::{FileHit, lookup_newest_first};
 pub use merge::merge_files;
 pub use meta::{FILE_EXTENSION, FileInfo, FileMeta, TEMP_SUFFIX};

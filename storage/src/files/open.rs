@@ -1,24 +1,26 @@
 //! Opening a sorted file: every structure is checked once — footer, index,
 //! filter, each data block (checksum, layout, key order) and the whole-file
-//! checksum — so lookups afterwards can trust the immutable map.
+//! checksum — so lookups afterwards can trust the immutable map. The check
+//! lets the pages it has passed over go as it goes, so opening a file of any
+//! size keeps only a few MiB of it resident.
 
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
+use xxhash_rust::xxh3::Xxh3;
 
-use super::block::BlockView;
 use super::error::{FileError, HexKey};
 use super::filter::{Filter, FilterDefect};
 use super::format::{
-    BLOCK_TRAILER, CHECKSUM_LEN, ENTRY_HEADER, FOOTER_CHECKSUM_AT, FOOTER_LEN, FORMAT_VERSION,
-    Footer, INDEX_ENTRY_HEADER, MAGIC, checksum, read_u16, read_u32, read_u64,
+    BLOCK_TRAILER, CHECKSUM_LEN, FOOTER_CHECKSUM_AT, FOOTER_LEN, FORMAT_VERSION, Footer,
+    INDEX_ENTRY_HEADER, MAGIC, read_u16, read_u32, read_u64,
 };
 use super::fs::file_name_of;
+use super::layout::{Block, Layout};
 use super::meta::FileMeta;
+use super::prefixed::PREFIXED_TRAILER;
 use super::reader::{BlockHandle, SortedFile};
-
-/// Smallest possible block: one entry with an empty key, its offset, trailer.
-const MIN_BLOCK_LEN: usize = ENTRY_HEADER + 4 + BLOCK_TRAILER;
 
 struct Checker<'a> {
     path: &'a Path,
@@ -51,8 +53,27 @@ impl Checker<'_> {
     }
 }
 
+/// Bytes hashed and checked between two page releases: what an open keeps
+/// resident of a file, whatever its size.
+pub(crate) const RELEASE_CHUNK: usize = 4 << 20;
+
+/// Hands finished-with byte ranges of the file to the map's owner, which
+/// may drop their pages from the resident set (they fault back in on the
+/// next read). Ranges are released in increasing order.
+pub(crate) type Release<'a> = &'a mut dyn FnMut(Range<usize>);
+
 /// Checks `data` (the whole file) and builds the reader over it.
-pub(crate) fn open_bytes(path: PathBuf, data: Bytes) -> Result<SortedFile, FileError> {
+///
+/// One pass over the data blocks: each block is added to the whole-file
+/// hash and checked while it is in cache, and every [`RELEASE_CHUNK`] bytes
+/// the pages passed over are released. The index and filter (a few percent
+/// of the file) are read for their own checks first, then hashed with the
+/// rest; their pages are released the same way.
+pub(crate) fn open_bytes(
+    path: PathBuf,
+    data: Bytes,
+    release: Release<'_>,
+) -> Result<SortedFile, FileError> {
     let c = Checker {
         path: &path,
         data: &data,
@@ -77,33 +98,47 @@ pub(crate) fn open_bytes(path: PathBuf, data: Bytes) -> Result<SortedFile, FileE
         ));
     }
     let footer = Footer::decode(&raw);
-    if footer.version != FORMAT_VERSION {
-        return Err(FileError::UnsupportedVersion {
+    let layout =
+        Layout::of_version(footer.version).ok_or_else(|| FileError::UnsupportedVersion {
             file: path.clone(),
             found: footer.version,
             supported: FORMAT_VERSION,
-        });
-    }
+        })?;
     let meta = check_footer(&c, &footer, &raw, footer_start)?;
-    let blocks = parse_index(&c, &footer)?;
+    let blocks = parse_index(&c, &footer, layout, release)?;
     let filter_at = footer.filter_offset as usize;
-    let filter = Filter::decode(data.slice(filter_at..footer_start), footer.filter_offset)
-        .map_err(|defect| filter_error(&c, filter_at, defect))?;
-    check_blocks(&c, &footer, &blocks)?;
-    let covered = footer_start + FOOTER_CHECKSUM_AT;
-    let found = checksum(&data[..covered]);
+    let filter = Filter::decode_with(
+        data.slice(filter_at..footer_start),
+        footer.filter_offset,
+        |bits| chunked_checksum(bits, filter_at, release),
+    )
+    .map_err(|defect| filter_error(&c, filter_at, defect))?;
+    let found = check_blocks(&c, &footer, layout, &blocks, release)?;
     if found != footer.checksum {
         return Err(c.mismatch(0, "whole file", footer.checksum, found));
     }
     Ok(SortedFile::from_parts(
         path,
         meta,
+        layout,
         data,
         footer.entry_count,
         footer.checksum,
         blocks,
         filter,
     ))
+}
+
+/// xxh3-64 of `bytes` (which start at file offset `at`), computed chunk by
+/// chunk, each chunk released once hashed.
+fn chunked_checksum(bytes: &[u8], at: usize, release: Release<'_>) -> u64 {
+    let mut hash = Xxh3::new();
+    for (i, chunk) in bytes.chunks(RELEASE_CHUNK).enumerate() {
+        hash.update(chunk);
+        let from = at + i * RELEASE_CHUNK;
+        release(from..from + chunk.len());
+    }
+    hash.digest()
 }
 
 /// Checks the footer's values and returns the file's identity.
@@ -168,19 +203,28 @@ fn check_footer(
 
 /// Checks the index checksum and decodes one handle per block; the blocks
 /// must tile the data region exactly.
-fn parse_index(c: &Checker<'_>, f: &Footer) -> Result<Vec<BlockHandle>, FileError> {
+fn parse_index(
+    c: &Checker<'_>,
+    f: &Footer,
+    layout: Layout,
+    release: Release<'_>,
+) -> Result<Vec<BlockHandle>, FileError> {
     let start = f.index_offset as usize;
     let region = &c.data[start..f.filter_offset as usize];
     let body = region.len() - CHECKSUM_LEN;
     let expected = read_u64(region, body).unwrap_or(0);
-    let found = checksum(&region[..body]);
+    let found = chunked_checksum(&region[..body], start, release);
     if expected != found {
         return Err(c.mismatch(start, "index", expected, found));
     }
     let count = f.block_count as usize;
     let mut blocks = Vec::with_capacity(count.min(body / INDEX_ENTRY_HEADER));
-    let (mut at, mut next_block) = (0usize, 0usize);
+    let (mut at, mut next_block, mut released) = (0usize, 0usize, 0usize);
     for i in 0..count {
+        if at - released >= RELEASE_CHUNK {
+            release(start + released..start + at);
+            released = at;
+        }
         let bad = |what: &str| c.corrupted(start + at, format!("index entry {i}: {what}"));
         let (Some(offset), Some(len), Some(entries), Some(key_len)) = (
             read_u64(&region[..body], at),
@@ -202,7 +246,7 @@ fn parse_index(c: &Checker<'_>, f: &Footer) -> Result<Vec<BlockHandle>, FileErro
         }
         let len = len as usize;
         let end = next_block + len;
-        if len < MIN_BLOCK_LEN || end as u64 > f.index_offset {
+        if len < layout.min_block_len() || end as u64 > f.index_offset {
             return Err(bad(&format!(
                 "block length {len} does not fit the data region"
             )));
@@ -220,6 +264,7 @@ fn parse_index(c: &Checker<'_>, f: &Footer) -> Result<Vec<BlockHandle>, FileErro
         next_block = end;
         at = key_end;
     }
+    release(start + released..start + at);
     if at != body {
         return Err(c.corrupted(
             start + at,
@@ -253,67 +298,31 @@ fn filter_error(c: &Checker<'_>, at: usize, defect: FilterDefect) -> FileError {
     }
 }
 
-/// Checks every block: checksum, entry layout, key order (across blocks
-/// too), first key against the index, and the total entry count.
-fn check_blocks(c: &Checker<'_>, f: &Footer, blocks: &[BlockHandle]) -> Result<(), FileError> {
-    let mut previous: Option<&[u8]> = None;
+/// Checks every block — checksum, entry layout, key order (across blocks
+/// too), first key against the index — and the total entry count, while
+/// hashing the whole file; returns that hash. Pages are released every
+/// [`RELEASE_CHUNK`] bytes, once both the hash and the checks are past them.
+fn check_blocks(
+    c: &Checker<'_>,
+    f: &Footer,
+    layout: Layout,
+    blocks: &[BlockHandle],
+    release: Release<'_>,
+) -> Result<u64, FileError> {
+    let mut hash = Xxh3::new();
+    let mut keys = KeyPair::default();
     let mut total = 0u64;
+    let mut released = 0usize;
     for (i, h) in blocks.iter().enumerate() {
         let block = &c.data[h.offset..h.offset + h.len];
-        let bad =
-            |at: usize, what: String| c.corrupted(h.offset + at, format!("data block {i}: {what}"));
-        let view = BlockView::new(block).ok_or_else(|| {
-            bad(
-                h.len - BLOCK_TRAILER,
-                "entry count does not fit the block".into(),
-            )
-        })?;
-        let (expected, found) = view.checksums();
-        if expected != found {
-            return Err(c.mismatch(h.offset, format!("data block {i}"), expected, found));
-        }
-        if view.len() != h.entries as usize {
-            return Err(bad(
-                h.len - BLOCK_TRAILER,
-                format!("{} entries, the index says {}", view.len(), h.entries),
-            ));
-        }
-        let mut next = 0usize;
-        for j in 0..view.len() {
-            let entry = match view.entry_offset(j) {
-                Some(off) if off == next => view.entry(j),
-                _ => None,
-            }
-            .ok_or_else(|| bad(next, format!("entry {j} is not laid out where expected")))?;
-            let key = &block[entry.key.clone()];
-            if j == 0 && key != h.first_key(c.data) {
-                return Err(bad(0, "first key differs from the index".into()));
-            }
-            if let Some(prev) = previous
-                && key <= prev
-            {
-                return Err(bad(
-                    next,
-                    format!(
-                        "key {} is not greater than the previous key {}",
-                        HexKey(key),
-                        HexKey(prev)
-                    ),
-                ));
-            }
-            previous = Some(key);
-            next = entry.value.map_or(entry.key.end, |v| v.end);
-        }
-        if next != view.entries_end() {
-            return Err(bad(
-                next,
-                format!(
-                    "{} unused bytes after the last entry",
-                    view.entries_end() - next
-                ),
-            ));
-        }
+        hash.update(block);
+        check_block(c, layout, i, h, &mut keys)?;
         total += u64::from(h.entries);
+        let done = h.offset + h.len;
+        if done - released >= RELEASE_CHUNK {
+            release(released..done);
+            released = done;
+        }
     }
     if total != f.entry_count {
         return Err(c.corrupted(
@@ -321,6 +330,145 @@ fn check_blocks(c: &Checker<'_>, f: &Footer, blocks: &[BlockHandle]) -> Result<(
             format!(
                 "blocks hold {total} entries, the footer says {}",
                 f.entry_count
+            ),
+        ));
+    }
+    // The index, filter and footer fields close the whole-file hash.
+    let from = f.index_offset as usize;
+    let covered = c.data.len() - FOOTER_LEN + FOOTER_CHECKSUM_AT;
+    release(released..from);
+    for (n, chunk) in c.data[from..covered].chunks(RELEASE_CHUNK).enumerate() {
+        hash.update(chunk);
+        let at = from + n * RELEASE_CHUNK;
+        release(at..at + chunk.len());
+    }
+    Ok(hash.digest())
+}
+
+/// The last key checked (decoded from shared prefixes), across blocks.
+#[derive(Default)]
+struct KeyPair {
+    previous: Vec<u8>,
+    any: bool,
+}
+
+/// Checks one block; `keys.previous` holds the file's last key so far.
+fn check_block(
+    c: &Checker<'_>,
+    layout: Layout,
+    i: usize,
+    h: &BlockHandle,
+    keys: &mut KeyPair,
+) -> Result<(), FileError> {
+    let block = &c.data[h.offset..h.offset + h.len];
+    let bad =
+        |at: usize, what: String| c.corrupted(h.offset + at, format!("data block {i}: {what}"));
+    let trailer = match layout {
+        Layout::Plain => BLOCK_TRAILER,
+        Layout::Prefixed => PREFIXED_TRAILER,
+    };
+    let view = Block::new(layout, block).ok_or_else(|| {
+        bad(
+            h.len - trailer,
+            "entry or restart count does not fit the block".into(),
+        )
+    })?;
+    let (expected, found) = view.checksums();
+    if expected != found {
+        return Err(c.mismatch(h.offset, format!("data block {i}"), expected, found));
+    }
+    if view.len() != h.entries as usize {
+        return Err(bad(
+            h.len - trailer,
+            format!("{} entries, the index says {}", view.len(), h.entries),
+        ));
+    }
+    let restarts = match view {
+        Block::Prefixed(v) if v.restart(0) != Some(0) => {
+            return Err(bad(
+                v.entries_end(),
+                "the first entry is not a restart point".into(),
+            ));
+        }
+        Block::Prefixed(v) => v.restart_count(),
+        Block::Plain(_) => 0,
+    };
+    let (mut next, mut restart) = (0usize, 0usize);
+    for j in 0..view.len() {
+        let laid_out = match view {
+            Block::Plain(v) => v.entry_offset(j) == Some(next),
+            Block::Prefixed(_) => next < view.entries_end(),
+        };
+        let entry = laid_out
+            .then(|| view.decode_at(next))
+            .flatten()
+            .ok_or_else(|| bad(next, format!("entry {j} is not laid out where expected")))?;
+        if let Block::Prefixed(v) = view
+            && v.restart(restart) == Some(next)
+        {
+            if entry.shared != 0 {
+                return Err(bad(
+                    next,
+                    format!(
+                        "entry {j} is a restart point but shares {} bytes with the previous key",
+                        entry.shared
+                    ),
+                ));
+            }
+            restart += 1;
+        }
+        // A block decodes on its own: its first entry shares nothing.
+        let base_len = if j == 0 { 0 } else { keys.previous.len() };
+        if entry.shared > base_len {
+            return Err(bad(
+                next,
+                format!(
+                    "entry {j} shares {} bytes with a previous key of {base_len} bytes",
+                    entry.shared
+                ),
+            ));
+        }
+        // The key is the previous key's first `shared` bytes and the
+        // suffix: it is greater than the previous key exactly when the
+        // suffix is greater than the rest of the previous key, so only the
+        // suffix is compared and copied.
+        let suffix = &block[entry.suffix.clone()];
+        if keys.any && suffix <= &keys.previous[entry.shared..] {
+            let mut key = keys.previous[..entry.shared].to_vec();
+            key.extend_from_slice(suffix);
+            return Err(bad(
+                next,
+                format!(
+                    "key {} is not greater than the previous key {}",
+                    HexKey(&key),
+                    HexKey(&keys.previous)
+                ),
+            ));
+        }
+        keys.previous.truncate(entry.shared);
+        keys.previous.extend_from_slice(suffix);
+        keys.any = true;
+        if j == 0 && keys.previous != h.first_key(c.data) {
+            return Err(bad(0, "first key differs from the index".into()));
+        }
+        next = entry.end;
+    }
+    if restart != restarts {
+        let at = match view {
+            Block::Prefixed(v) => v.entries_end() + 4 * restart,
+            Block::Plain(_) => view.entries_end(),
+        };
+        return Err(bad(
+            at,
+            format!("restart point {restart} is not at the start of an entry"),
+        ));
+    }
+    if next != view.entries_end() {
+        return Err(bad(
+            next,
+            format!(
+                "{} unused bytes after the last entry",
+                view.entries_end() - next
             ),
         ));
     }

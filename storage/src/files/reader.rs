@@ -5,10 +5,10 @@ use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 
-use super::block::{BlockView, RawEntry};
 use super::error::FileError;
 use super::filter::{Filter, KeyHash};
 use super::fs::FileSystem;
+use super::layout::{Block, Layout};
 use super::meta::FileMeta;
 
 /// What a file holds for a key.
@@ -102,6 +102,7 @@ impl BlockHandle {
 pub struct SortedFile {
     path: PathBuf,
     meta: FileMeta,
+    layout: Layout,
     data: Bytes,
     entries: u64,
     checksum: u64,
@@ -117,10 +118,11 @@ impl SortedFile {
     /// filter, every block checksum and layout, key order and the whole-file
     /// checksum. Errors name the file, the offset and what is wrong.
     pub fn open(fs: &dyn FileSystem, path: &Path) -> Result<SortedFile, FileError> {
-        // The check reads every page; later reads bring back only theirs.
+        // The check releases the pages it has passed over as it goes; later
+        // reads bring back only theirs.
         let mut opened = None;
-        fs.map_checked(path, &mut |data| {
-            let file = Self::from_bytes(path, data.clone());
+        fs.map_checked(path, &mut |data, release| {
+            let file = super::open::open_bytes(path.to_path_buf(), data.clone(), release);
             let ok = file.is_ok();
             opened = Some(file);
             ok
@@ -136,12 +138,17 @@ impl SortedFile {
     /// Verifies `data` as the content of the file `path` (which is only used
     /// to name the file in errors and to cross-check the name).
     pub fn from_bytes(path: &Path, data: Bytes) -> Result<SortedFile, FileError> {
-        super::open::open_bytes(path.to_path_buf(), data)
+        super::open::open_bytes(path.to_path_buf(), data, &mut |_| {})
     }
 
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the parts open checked, handed over once"
+    )]
     pub(crate) fn from_parts(
         path: PathBuf,
         meta: FileMeta,
+        layout: Layout,
         data: Bytes,
         entries: u64,
         checksum: u64,
@@ -152,6 +159,7 @@ impl SortedFile {
         SortedFile {
             path,
             meta,
+            layout,
             data,
             entries,
             checksum,
@@ -184,6 +192,14 @@ impl SortedFile {
     /// The whole-file checksum from the footer.
     pub fn checksum(&self) -> u64 {
         self.checksum
+    }
+
+    /// The format version of the file (1 or 2).
+    pub fn format_version(&self) -> u32 {
+        match self.layout {
+            Layout::Plain => super::layout::VERSION_PLAIN,
+            Layout::Prefixed => super::layout::VERSION_PREFIXED,
+        }
     }
 
     /// Number of data blocks.
@@ -220,7 +236,7 @@ impl SortedFile {
     /// tombstone, or `None` if the file has no entry for it. The value is a
     /// zero-copy slice of the map that keeps the map alive.
     pub fn get(&self, key: &[u8]) -> Result<Option<FileValue>, FileError> {
-        Ok(self.locate(key)?.map(|(b, entry)| match entry.value {
+        Ok(self.locate(key)?.map(|(b, value)| match value {
             Some(r) => FileValue::Value(self.block_slice(b, r)),
             None => FileValue::Tombstone,
         }))
@@ -230,7 +246,7 @@ impl SortedFile {
     /// of taking a reference-counted slice: no shared counter is touched, so
     /// many threads reading one file do not contend on it.
     pub fn get_ref(&self, key: &[u8]) -> Result<Option<FileValueRef<'_>>, FileError> {
-        Ok(self.locate(key)?.map(|(b, entry)| match entry.value {
+        Ok(self.locate(key)?.map(|(b, value)| match value {
             Some(r) => {
                 let off = self.blocks[b].offset;
                 FileValueRef::Value(&self.data[off + r.start..off + r.end])
@@ -239,22 +255,24 @@ impl SortedFile {
         }))
     }
 
-    /// The block and the entry holding `key`, if any.
+    /// The block holding `key` and where its value lies in that block
+    /// (`None` for a tombstone), if the file has an entry for it.
     #[inline]
-    fn locate(&self, key: &[u8]) -> Result<Option<(usize, RawEntry)>, FileError> {
+    #[expect(
+        clippy::type_complexity,
+        reason = "block, then value range or tombstone"
+    )]
+    fn locate(
+        &self,
+        key: &[u8],
+    ) -> Result<Option<(usize, Option<std::ops::Range<usize>>)>, FileError> {
         let Some(b) = self.block_for(key) else {
             return Ok(None);
         };
-        let view = self.view(b)?;
-        let i = match view.search(key) {
-            Some(Ok(i)) => i,
-            Some(Err(_)) => return Ok(None),
-            None => return Err(self.block_corrupted(b, "entry layout changed after open")),
-        };
-        let entry = view
-            .entry(i)
-            .ok_or_else(|| self.block_corrupted(b, "entry layout changed after open"))?;
-        Ok(Some((b, entry)))
+        match self.view(b)?.get(key) {
+            Ok(found) => Ok(found.map(|value| (b, value))),
+            Err(()) => Err(self.block_corrupted(b, "entry layout changed after open")),
+        }
     }
 
     /// Index of the last block whose first key is ≤ `key`, if any: a binary
@@ -275,15 +293,20 @@ impl SortedFile {
 
     /// A view of block `b`.
     #[inline]
-    pub(crate) fn view(&self, b: usize) -> Result<BlockView<'_>, FileError> {
+    pub(crate) fn view(&self, b: usize) -> Result<Block<'_>, FileError> {
         let h = &self.blocks[b];
-        BlockView::new(&self.data[h.offset..h.offset + h.len])
+        Block::new(self.layout, &self.data[h.offset..h.offset + h.len])
             .ok_or_else(|| self.block_corrupted(b, "block trailer changed after open"))
     }
 
-    #[cfg(test)]
+    #[cfg(any(test, feature = "test-utils"))]
     pub(crate) fn blocks_for_test(&self) -> &[BlockHandle] {
         &self.blocks
+    }
+
+    #[cfg(feature = "test-utils")]
+    pub(crate) fn bytes_for_bench(&self) -> &Bytes {
+        &self.data
     }
 
     pub(crate) fn block_count_internal(&self) -> usize {

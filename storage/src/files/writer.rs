@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use xxhash_rust::xxh3::Xxh3;
 
-use super::block::{BlockBuilder, entry_cost};
 use super::error::FileError;
 use super::filter::{self, KeyHash};
-use super::format::{BLOCK_TARGET, FORMAT_VERSION, Footer, MAX_KEY_LEN, MAX_VALUE_LEN, checksum};
+use super::format::{BLOCK_TARGET, Footer, MAX_KEY_LEN, MAX_VALUE_LEN, checksum};
 use super::fs::{FileSystem, WritableFile};
+use super::layout::{Builder, FileLayout};
 use super::meta::{FileInfo, FileMeta, TEMP_SUFFIX};
 
 /// Builds one sorted file from strictly increasing keys.
@@ -28,7 +28,8 @@ pub struct SortedFileWriter {
     out: Box<dyn WritableFile>,
     file_hash: Xxh3,
     offset: u64,
-    block: BlockBuilder,
+    layout: FileLayout,
+    block: Builder,
     pending: Vec<u8>,
     index: Vec<u8>,
     block_count: u32,
@@ -91,7 +92,8 @@ impl SortedFileWriter {
             out,
             file_hash: Xxh3::new(),
             offset: 0,
-            block: BlockBuilder::default(),
+            layout: FileLayout::default(),
+            block: Builder::new(FileLayout::default()),
             pending: Vec::with_capacity(2 * BLOCK_TARGET),
             index: Vec::new(),
             block_count: 0,
@@ -111,6 +113,18 @@ impl SortedFileWriter {
     pub fn with_expected_keys(mut self, keys: u64) -> Self {
         if self.entries == 0 {
             self.filter = FilterInput::Sized(filter::FilterBuilder::for_keys(keys));
+        }
+        self
+    }
+
+    /// Writes the file in `layout` instead of the current format (tests
+    /// and benches: a format-1 file, another restart interval). Call it
+    /// before the first [`SortedFileWriter::push`]; later it is ignored.
+    #[cfg(any(test, feature = "test-utils"))]
+    pub fn with_layout(mut self, layout: FileLayout) -> Self {
+        if self.entries == 0 {
+            self.layout = layout;
+            self.block = Builder::new(layout);
         }
         self
     }
@@ -147,7 +161,7 @@ impl SortedFileWriter {
             });
         }
         if !self.block.is_empty()
-            && self.block.encoded_len() + entry_cost(key, value) > BLOCK_TARGET
+            && self.block.encoded_len() + self.block.cost(key, value) > BLOCK_TARGET
         {
             self.flush_block()?;
         }
@@ -206,7 +220,7 @@ impl SortedFileWriter {
         };
         self.write(&filter)?;
         let mut footer = Footer {
-            version: FORMAT_VERSION,
+            version: self.layout.version(),
             domain_id: Footer::domain_id_of(self.meta.domain),
             from_step: self.meta.from_step,
             to_step: self.meta.to_step,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use parking_lot::Mutex;
 
-use super::{FileSystem, WritableFile};
+use super::{CheckMap, FileSystem, WritableFile};
 
 /// An operation to fail. Each armed fault fires on every matching call until
 /// [`FaultyFileSystem::clear`].
@@ -152,7 +152,7 @@ impl FileSystem for FaultyFileSystem {
         self.inner.map(path)
     }
 
-    fn map_checked(&self, path: &Path, check: &mut dyn FnMut(&Bytes) -> bool) -> io::Result<Bytes> {
+    fn map_checked(&self, path: &Path, check: &mut CheckMap<'_>) -> io::Result<Bytes> {
         if self.armed(Fault::Map) {
             return Err(injected("map"));
         }

@@ -13,6 +13,7 @@ mod os;
 
 use std::fmt::Debug;
 use std::io;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
@@ -59,19 +60,26 @@ pub trait FileSystem: Send + Sync + Debug {
     /// unchanged) for as long as any clone or slice of them lives.
     fn map(&self, path: &Path) -> io::Result<Bytes>;
     /// Maps the whole file like [`FileSystem::map`] and runs `check` over the
-    /// map (a check that reads every page). When `check` returns `true`, the
-    /// map's pages may leave this process's resident set: they stay in the
-    /// page cache and come back on the next read, so that opening a large
-    /// datadir does not make its whole size resident. The default only maps
-    /// and checks.
-    fn map_checked(&self, path: &Path, check: &mut dyn FnMut(&Bytes) -> bool) -> io::Result<Bytes> {
+    /// map (a check that reads every page). `check` is also given a
+    /// *release* callback: the byte ranges it passes there, as it finishes
+    /// with them, may leave this process's resident set — their pages stay
+    /// in the page cache and come back on the next read — so that opening a
+    /// file of any size keeps only a bounded part of it resident. When
+    /// `check` returns `true` the whole map is released likewise. The
+    /// default only maps and checks (nothing to release in memory).
+    fn map_checked(&self, path: &Path, check: &mut CheckMap<'_>) -> io::Result<Bytes> {
         let map = self.map(path)?;
-        check(&map);
+        check(&map, &mut |_| {});
         Ok(map)
     }
     /// The file's length in bytes.
     fn file_len(&self, path: &Path) -> io::Result<u64>;
 }
+
+/// A check over a whole map, given the map and a callback that releases
+/// the pages of a byte range the check is done with (see
+/// [`FileSystem::map_checked`]); returns whether the file is valid.
+pub type CheckMap<'a> = dyn FnMut(&Bytes, &mut dyn FnMut(Range<usize>)) -> bool + 'a;
 
 /// The final path component as text, for error messages and name parsing.
 pub(crate) fn file_name_of(path: &Path) -> Option<&str> {

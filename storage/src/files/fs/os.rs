@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 
-use super::{FileSystem, WritableFile};
+use super::{CheckMap, FileSystem, WritableFile};
 use crate::files::mmap;
 
 /// Buffer size of file writers: large enough that a 4 KiB block is never a
@@ -90,7 +90,7 @@ impl FileSystem for OsFileSystem {
         mmap::map_read_only(&File::open(path)?)
     }
 
-    fn map_checked(&self, path: &Path, check: &mut dyn FnMut(&Bytes) -> bool) -> io::Result<Bytes> {
+    fn map_checked(&self, path: &Path, check: &mut CheckMap<'_>) -> io::Result<Bytes> {
         mmap::map_checked(&File::open(path)?, check)
     }
 

@@ -6,19 +6,23 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{meta, write_model};
+use super::meta;
 use crate::Domain;
 use crate::files::format::{FOOTER_LEN, Footer};
-use crate::files::{FileError, FileSystem, MemFileSystem, OsFileSystem, SortedFile};
+use crate::files::{
+    FileError, FileLayout, FileSystem, MemFileSystem, OsFileSystem, SortedFile, SortedFileWriter,
+};
 
 fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
 /// The valid file every fixture is damaged from: 120 account-like entries
-/// (20-byte keys), steps [0, 1), a few blocks.
+/// (20-byte keys), steps [0, 1), a few blocks, in format 1 (these fixtures
+/// predate format 2 and stay byte-identical: the format-1 writer path is
+/// the previous release's).
 fn base() -> Vec<u8> {
-    let model = (0u8..120)
+    let model: super::Model = (0u8..120)
         .map(|i| {
             let mut key = vec![0xa0u8; 20];
             key[19] = i;
@@ -27,7 +31,17 @@ fn base() -> Vec<u8> {
         .collect();
     let mem = MemFileSystem::new();
     let fs: Arc<dyn FileSystem> = Arc::new(mem.clone());
-    let info = write_model(&fs, Path::new("/f"), meta(Domain::Account, 0, 1), &model);
+    let mut w = SortedFileWriter::new(
+        Arc::clone(&fs),
+        Path::new("/f"),
+        meta(Domain::Account, 0, 1),
+    )
+    .unwrap()
+    .with_layout(FileLayout::V1);
+    for (k, v) in &model {
+        w.push(k, v.as_deref()).unwrap();
+    }
+    let info = w.finish().unwrap();
     mem.contents(&info.path).unwrap()
 }
 
@@ -37,7 +51,7 @@ fn generate() -> Vec<(&'static str, Vec<u8>)> {
     let footer = good.len() - FOOTER_LEN;
 
     let mut bumped_version = good.clone();
-    bumped_version[footer..footer + 4].copy_from_slice(&2u32.to_le_bytes());
+    bumped_version[footer..footer + 4].copy_from_slice(&3u32.to_le_bytes());
 
     let truncated = good[..good.len() - 100].to_vec();
 
@@ -62,6 +76,7 @@ fn generate() -> Vec<(&'static str, Vec<u8>)> {
         ("truncated.sst", truncated),
         ("flipped_block.sst", flipped_block),
         ("flipped_footer.sst", flipped_footer),
+        ("format1_storage.sst", super::layouts::format1_fixture()),
     ]
 }
 
@@ -100,8 +115,8 @@ fn unsupported_version_fixture() {
         matches!(
             err,
             FileError::UnsupportedVersion {
-                found: 2,
-                supported: 1,
+                found: 3,
+                supported: 2,
                 ..
             }
         ),

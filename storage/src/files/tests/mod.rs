@@ -4,6 +4,8 @@
 mod corruption;
 mod faults;
 mod fixtures;
+mod layouts;
+mod open_rss;
 mod roundtrip;
 
 use std::collections::BTreeMap;
