@@ -137,21 +137,29 @@ enum Variant {
 }
 
 impl Variant {
-    fn name(self) -> &'static str {
+    fn name(self) -> String {
         match self {
-            Variant::File(FileLayout::V1) => "v1 (whole keys)",
+            Variant::File(FileLayout::V1) => "v1 (whole keys)".to_owned(),
             Variant::File(FileLayout::V2 {
                 restart_interval: u32::MAX,
-            }) => "v2, restart/block",
-            Variant::File(_) => "v2, restart/16",
-            Variant::Lz4 => "v2/16 + lz4",
-            Variant::Zstd => "v2/16 + zstd3",
+            }) => "v2, restart/block".to_owned(),
+            Variant::File(FileLayout::V2 { restart_interval }) => {
+                format!("v2, restart/{restart_interval}")
+            }
+            Variant::Lz4 => "v2/16 + lz4".to_owned(),
+            Variant::Zstd => "v2/16 + zstd3".to_owned(),
         }
     }
 }
 
-const VARIANTS: [Variant; 5] = [
+const VARIANTS: [Variant; 7] = [
     Variant::File(FileLayout::V1),
+    Variant::File(FileLayout::V2 {
+        restart_interval: 1,
+    }),
+    Variant::File(FileLayout::V2 {
+        restart_interval: 4,
+    }),
     Variant::File(FileLayout::V2 {
         restart_interval: 16,
     }),
