@@ -9,7 +9,7 @@ use clap::builder::RangedU64ValueParser;
 use crate::CliError;
 use crate::generator::{
     GenConfig, GenOutputError, GenSummary, MAX_BLOCKS, MAX_GENESIS_ACCOUNTS, MAX_PER_BLOCK,
-    generate,
+    MAX_SLOTS_PER_ACCOUNT, SlotDensity, generate_with,
 };
 use crate::trace::TraceWriter;
 
@@ -23,6 +23,11 @@ pub struct GenTraceArgs {
     /// Contracts in the genesis.
     #[arg(long, value_name = "C", value_parser = genesis_count())]
     pub contracts: usize,
+    /// Mean non-zero storage slots per genesis account (EOAs and contracts),
+    /// spread over the contracts by popularity; 0 to 100, e.g. 3 for a
+    /// mainnet-like density (default: about 2, as the earlier traces had).
+    #[arg(long, value_name = "X", value_parser = slots_per_account)]
+    pub slots_per_account: Option<f64>,
     /// Number of blocks (at most 100,000,000).
     #[arg(long, value_name = "B", value_parser = clap::value_parser!(u64).range(0..=MAX_BLOCKS))]
     pub blocks: u64,
@@ -55,6 +60,17 @@ fn genesis_count() -> RangedU64ValueParser<usize> {
     RangedU64ValueParser::new().range(0..=MAX_GENESIS_ACCOUNTS as u64)
 }
 
+fn slots_per_account(text: &str) -> Result<f64, String> {
+    let x: f64 = text
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number"))?;
+    if (0.0..=MAX_SLOTS_PER_ACCOUNT).contains(&x) {
+        Ok(x)
+    } else {
+        Err(format!("{text} is not in 0..={MAX_SLOTS_PER_ACCOUNT}"))
+    }
+}
+
 fn per_block_count() -> RangedU64ValueParser<usize> {
     RangedU64ValueParser::new().range(0..=MAX_PER_BLOCK as u64)
 }
@@ -63,7 +79,7 @@ pub(super) fn run(args: GenTraceArgs) -> Result<(), CliError> {
     if args.accounts + args.contracts > MAX_GENESIS_ACCOUNTS {
         return Err(CliError::Usage(format!(
             "--accounts {} + --contracts {} is more than {MAX_GENESIS_ACCOUNTS} genesis accounts \
-             (the generator keeps the whole state in memory, about 2.5 KiB per account)",
+             (the generator keeps the whole state in memory)",
             args.accounts, args.contracts
         )));
     }
@@ -77,6 +93,9 @@ pub(super) fn run(args: GenTraceArgs) -> Result<(), CliError> {
         slot_reads: args.slot_reads,
         slot_writes: args.slot_writes,
     };
+    let density = args
+        .slots_per_account
+        .map_or(SlotDensity::Default, SlotDensity::PerAccount);
     let mut state_file = match &args.state_out {
         Some(path) => Some(BufWriter::with_capacity(
             1 << 20,
@@ -89,7 +108,7 @@ pub(super) fn run(args: GenTraceArgs) -> Result<(), CliError> {
         Some(path) => {
             let file = std::fs::File::create(path).map_err(CliError::file(path))?;
             let mut writer = TraceWriter::new(BufWriter::new(file));
-            let summary = generate(&config, &mut writer, state_out)
+            let summary = generate_with(&config, density, &mut writer, state_out)
                 .map_err(|e| output_error(e, CliError::file(path), &args))?;
             writer.finish().map_err(CliError::file(path))?;
             summary
@@ -97,7 +116,7 @@ pub(super) fn run(args: GenTraceArgs) -> Result<(), CliError> {
         None => {
             let stdout = std::io::stdout().lock();
             let mut writer = TraceWriter::new(BufWriter::new(stdout));
-            let summary = generate(&config, &mut writer, state_out)
+            let summary = generate_with(&config, density, &mut writer, state_out)
                 .map_err(|e| output_error(e, CliError::Output, &args))?;
             writer
                 .finish()
@@ -196,5 +215,15 @@ mod tests {
         }
         assert_eq!(counted(1, "block"), "1 block");
         assert_eq!(counted(1_000, "block"), "1,000 blocks");
+    }
+
+    #[test]
+    fn slots_per_account_is_a_bounded_number() {
+        assert_eq!(slots_per_account("3"), Ok(3.0));
+        assert_eq!(slots_per_account("0.5"), Ok(0.5));
+        assert_eq!(slots_per_account("100"), Ok(100.0));
+        for bad in ["-1", "100.5", "NaN", "inf", "three", ""] {
+            assert!(slots_per_account(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -171,8 +171,9 @@ impl BlockBuilder {
                 .random_range(1..=6usize)
                 .min(self.shape.slot_reads - read)
             {
-                let slot = if !contract.slots.is_empty() && rng.random_bool(0.85) {
-                    contract.slots[rng.random_range(0..contract.slots.len())]
+                let known = contract.known_slots();
+                let slot = if known > 0 && rng.random_bool(0.85) {
+                    contract.known_slot(draft.state, rng.random_range(0..known))
                 } else {
                     let holder = meta
                         .eoas
@@ -287,6 +288,7 @@ impl BlockBuilder {
             meta.add_contract(Contract {
                 address,
                 mapping_index,
+                genesis_slots: 0,
                 slots,
                 alive: true,
             });
@@ -318,7 +320,7 @@ impl BlockBuilder {
             let write = draft.write(address);
             write.deleted = true;
             let contract = &mut meta.contracts[index];
-            contract.slots.clear();
+            contract.clear_slots();
             contract.alive = recreate;
             if recreate {
                 write.nonce = Some(1);

@@ -37,10 +37,12 @@ pub const DEFAULT_SLOT_READS: usize = 5_000;
 pub const DEFAULT_SLOT_WRITES: usize = 1_500;
 
 /// The most genesis accounts (EOAs + contracts) the generator accepts. It
-/// keeps the whole state and its model trie in memory, about 2.5 KiB per
-/// account with the default holders (537 MB measured for 200,000 accounts),
-/// so 10 million accounts already need ~25 GB.
+/// keeps the whole state and its model trie in memory: about 250 bytes an
+/// account and 100 a slot at peak (10 million accounts with 30.3 million
+/// slots peaked at 5.1 GiB).
 pub const MAX_GENESIS_ACCOUNTS: usize = 10_000_000;
+/// The most genesis slots per genesis account [`SlotDensity::PerAccount`] accepts.
+pub const MAX_SLOTS_PER_ACCOUNT: f64 = 100.0;
 /// The most blocks one run generates (the block numbers then stay far from
 /// overflow, and the run is already weeks long at mainnet-sized blocks).
 pub const MAX_BLOCKS: u64 = 100_000_000;
@@ -67,6 +69,34 @@ pub struct GenConfig {
     pub slot_reads: Option<usize>,
     /// Slots written per block (`None` = default, scaled).
     pub slot_writes: Option<usize>,
+}
+
+/// How many storage slots the genesis holds: contracts get holders
+/// (balance slots `keccak(holder ‖ mapping index)`) in proportion to their
+/// popularity (Zipf, s = 1), plus 1 to 5 fixed slots each.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum SlotDensity {
+    /// Twice as many holder draws as EOAs: about 2 slots per account (the
+    /// traces of earlier versions, byte for byte).
+    #[default]
+    Default,
+    /// About this many non-zero slots per genesis account (EOAs and
+    /// contracts): `round(x × accounts)` holder draws. A holder drawn twice
+    /// for one contract is one slot, and each contract adds its fixed
+    /// slots, so the count found differs by a few percent.
+    PerAccount(f64),
+}
+
+impl SlotDensity {
+    /// Holder draws over all contracts.
+    fn holder_draws(self, config: &GenConfig) -> usize {
+        match self {
+            Self::Default => 2 * config.accounts,
+            Self::PerAccount(x) => {
+                (x * (config.accounts + config.contracts) as f64).round() as usize
+            }
+        }
+    }
 }
 
 /// The per-block targets after scaling to the state size.
@@ -154,10 +184,19 @@ pub fn generate<W: Write>(
     out: &mut TraceWriter<W>,
     state_out: Option<&mut dyn Write>,
 ) -> Result<GenSummary, GenOutputError> {
+    generate_with(config, SlotDensity::Default, out, state_out)
+}
+
+/// [`generate`] with a genesis of `density` slots.
+pub fn generate_with<W: Write>(
+    config: &GenConfig,
+    density: SlotDensity,
+    out: &mut TraceWriter<W>,
+    state_out: Option<&mut dyn Write>,
+) -> Result<GenSummary, GenOutputError> {
     let start = Instant::now();
     let mut rng = StdRng::seed_from_u64(config.seed);
-    let (alloc, mut meta) = world::genesis(config, &mut rng);
-    let mut state = WorldState::from_alloc(&alloc);
+    let (mut state, mut meta) = world::genesis(config, density, &mut rng);
     let genesis_slots = state.slot_count();
     let shape = config.shape(genesis_slots);
     let root_start = Instant::now();
@@ -165,23 +204,11 @@ pub fn generate<W: Write>(
     let mut root_time = root_start.elapsed();
     match state_out {
         Some(state_out) => {
-            let mut dump =
-                DumpWriter::new(state_out, genesis_root).map_err(GenOutputError::State)?;
-            for (address, account) in &alloc {
-                dump.account(
-                    *address,
-                    account.nonce,
-                    account.balance,
-                    &account.code,
-                    account.storage.iter().map(|(slot, value)| (*slot, *value)),
-                )
-                .map_err(GenOutputError::State)?;
-            }
-            dump.into_inner().flush().map_err(GenOutputError::State)?;
+            write_dump(&state, genesis_root, state_out).map_err(GenOutputError::State)?
         }
         None => out
             .write(&TraceLine::Genesis {
-                alloc,
+                alloc: state.to_alloc(),
                 state_root: Some(genesis_root),
             })
             .map_err(GenOutputError::Trace)?,
@@ -224,4 +251,74 @@ pub fn generate<W: Write>(
         root_time,
         total_time: start.elapsed(),
     })
+}
+
+/// The state as a dump with its root, accounts in address order.
+fn write_dump(state: &WorldState, root: B256, out: &mut dyn Write) -> std::io::Result<()> {
+    let mut dump = DumpWriter::new(out, root)?;
+    for (address, account) in state.accounts() {
+        dump.account(
+            *address,
+            account.nonce(),
+            account.balance(),
+            account.code(),
+            account.storage(),
+        )?;
+    }
+    dump.into_inner().flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{GenConfig, SlotDensity, generate, generate_with};
+    use crate::model::verify_trace;
+    use crate::trace::TraceWriter;
+
+    fn config(accounts: usize, contracts: usize, blocks: u64) -> GenConfig {
+        GenConfig {
+            accounts,
+            contracts,
+            blocks,
+            seed: 3,
+            account_reads: None,
+            account_writes: None,
+            slot_reads: None,
+            slot_writes: None,
+        }
+    }
+
+    #[test]
+    fn slots_per_account_sets_the_genesis_density() {
+        let config = config(20_000, 230, 0);
+        for x in [1.0, 3.0, 5.5] {
+            let mut out = TraceWriter::new(Vec::new());
+            let summary =
+                generate_with(&config, SlotDensity::PerAccount(x), &mut out, None).unwrap();
+            let mean = summary.genesis_slots as f64 / summary.genesis_accounts as f64;
+            assert!((mean - x).abs() < 0.05 * x, "asked {x}, got {mean}");
+        }
+    }
+
+    #[test]
+    fn default_density_is_what_generate_makes() {
+        let config = config(3_000, 40, 3);
+        let mut plain = TraceWriter::new(Vec::new());
+        generate(&config, &mut plain, None).unwrap();
+        let mut with = TraceWriter::new(Vec::new());
+        generate_with(&config, SlotDensity::Default, &mut with, None).unwrap();
+        assert_eq!(plain.finish().unwrap(), with.finish().unwrap());
+    }
+
+    /// A denser trace still checks out against the model replayed from its
+    /// genesis line (reads are the pre-block values, roots match).
+    #[test]
+    fn a_dense_trace_checks_out() {
+        let config = config(3_000, 40, 4);
+        let mut out = TraceWriter::new(Vec::new());
+        let summary = generate_with(&config, SlotDensity::PerAccount(4.0), &mut out, None).unwrap();
+        let trace = out.finish().unwrap();
+        let report = verify_trace(trace.as_slice(), None).unwrap();
+        assert_eq!((report.blocks, report.roots_checked), (4, 4));
+        assert_eq!(report.final_root, summary.final_root);
+    }
 }

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 
 use alloy_primitives::{Address, B256, Bytes, U256, keccak256};
 use rand::Rng;
-use strata_storage::genesis::{GenesisAccount, GenesisAlloc};
 
-use super::{Exponent, GenConfig, Zipf};
+use super::{Exponent, GenConfig, SlotDensity, Zipf};
+use crate::model::{NewAccount, WorldState};
 
 /// A contract the generator knows about.
 #[derive(Debug, Clone)]
@@ -16,10 +16,41 @@ pub(super) struct Contract {
     pub(super) address: Address,
     /// Index of the balances mapping in the contract's storage layout.
     pub(super) mapping_index: u64,
-    /// Slots that have held a value (some may have been cleared since).
+    /// How many of the slots that have held a value are the ones the
+    /// contract had in the genesis: the model lists them
+    /// ([`crate::model::AccountRef::initial_slot`]), so they are not copied
+    /// here. Zero for a contract created by a block, or once self-destructed.
+    pub(super) genesis_slots: usize,
+    /// The other slots that have held a value (some may have been cleared
+    /// since): the `k`-th known slot is genesis slot `k`, then
+    /// `slots[k - genesis_slots]`.
     pub(super) slots: Vec<B256>,
     /// False after a self-destruct without re-creation.
     pub(super) alive: bool,
+}
+
+impl Contract {
+    /// Number of slots that have held a value.
+    pub(super) fn known_slots(&self) -> usize {
+        self.genesis_slots + self.slots.len()
+    }
+
+    /// The `k`-th slot that has held a value (`k < known_slots()`).
+    pub(super) fn known_slot(&self, state: &WorldState, k: usize) -> B256 {
+        match k.checked_sub(self.genesis_slots) {
+            Some(added) => self.slots[added],
+            None => state
+                .account(&self.address)
+                .and_then(|account| account.initial_slot(k))
+                .expect("a live genesis contract keeps its genesis slots in the model"),
+        }
+    }
+
+    /// Forget every slot (a self-destruct).
+    pub(super) fn clear_slots(&mut self) {
+        self.genesis_slots = 0;
+        self.slots.clear();
+    }
 }
 
 /// Generator bookkeeping.
@@ -88,22 +119,64 @@ fn bytecode<R: Rng + ?Sized>(rng: &mut R) -> Bytes {
     Bytes::from(code)
 }
 
-/// Build the genesis allocation and the bookkeeping for `config`.
-pub(super) fn genesis<R: Rng + ?Sized>(config: &GenConfig, rng: &mut R) -> (GenesisAlloc, Meta) {
-    let mut alloc = GenesisAlloc::new();
+/// Draws distinct indices below `n` (rejecting repeats) until cleared.
+struct Distinct {
+    n: usize,
+    /// A bit per index: drawn since the last clear.
+    taken: Vec<u64>,
+    drawn: Vec<usize>,
+}
+
+impl Distinct {
+    fn new(n: usize) -> Self {
+        Self {
+            n,
+            taken: vec![0; n.div_ceil(64)],
+            drawn: Vec::new(),
+        }
+    }
+
+    /// An index not drawn since the last clear (there must be one left).
+    fn draw<R: Rng + ?Sized>(&mut self, rng: &mut R) -> usize {
+        debug_assert!(self.drawn.len() < self.n, "an index is left");
+        loop {
+            let index = rng.random_range(0..self.n);
+            let (word, bit) = (index / 64, 1u64 << (index % 64));
+            if self.taken[word] & bit == 0 {
+                self.taken[word] |= bit;
+                self.drawn.push(index);
+                return index;
+            }
+        }
+    }
+
+    /// Forget the draws.
+    fn clear(&mut self) {
+        for index in self.drawn.drain(..) {
+            self.taken[index / 64] = 0;
+        }
+    }
+}
+
+/// Build the genesis state and the bookkeeping for `config`, with
+/// `density` slots.
+pub(super) fn genesis<R: Rng + ?Sized>(
+    config: &GenConfig,
+    density: SlotDensity,
+    rng: &mut R,
+) -> (WorldState, Meta) {
+    let mut accounts = Vec::with_capacity(config.accounts + config.contracts);
     let eoas: Vec<Address> = (0..config.accounts).map(|_| random_address(rng)).collect();
     for address in &eoas {
         let balance = U256::from(rng.random_range(10u128.pow(14)..10u128.pow(22)));
         let u = rng.random::<f64>();
         let nonce = (u * u * u * 2_000.0) as u64;
-        alloc.insert(
-            *address,
-            GenesisAccount {
-                nonce,
-                balance,
-                ..GenesisAccount::default()
-            },
-        );
+        accounts.push(NewAccount {
+            address: *address,
+            nonce,
+            balance,
+            ..NewAccount::default()
+        });
     }
 
     let code_count = (config.contracts / 3).clamp(1, 8);
@@ -119,29 +192,40 @@ pub(super) fn genesis<R: Rng + ?Sized>(config: &GenConfig, rng: &mut R) -> (Gene
         code_zipf,
     };
 
-    // Holders per contract follow the contracts' popularity (Zipf, s = 1):
-    // about two balance slots per EOA in total.
+    // Holders per contract follow the contracts' popularity (Zipf, s = 1).
     let popularity = Zipf::new(config.contracts.max(1), Exponent::One);
-    let budget = 2 * config.accounts;
+    let budget = density.holder_draws(config);
+    // With a density asked for, a contract's holders are distinct EOAs, so
+    // the slots found are the holders drawn (the default draws with
+    // repetition, as the traces of earlier versions did).
+    let mut distinct = (density != SlotDensity::Default).then(|| Distinct::new(config.accounts));
     for rank in 0..config.contracts {
         let address = random_address(rng);
         let mapping_index = rng.random_range(0..8u64);
-        let mut storage = BTreeMap::new();
+        let mut storage = Vec::new();
         for fixed in 0..rng.random_range(1..6u64) {
             if fixed != mapping_index {
-                storage.insert(
+                storage.push((
                     B256::from(U256::from(fixed)),
                     U256::from(rng.random::<u64>() | 1),
-                );
+                ));
             }
         }
         let holders = ((budget as f64 * popularity.weight(rank)).round() as usize)
             .clamp(1, config.accounts.max(1));
         if !meta.eoas.is_empty() {
+            storage.reserve_exact(holders);
             for _ in 0..holders {
-                let holder = meta.eoas[rng.random_range(0..meta.eoas.len())];
-                storage.insert(mapping_slot(&holder, mapping_index), token_amount(rng));
+                let index = match &mut distinct {
+                    Some(distinct) => distinct.draw(rng),
+                    None => rng.random_range(0..meta.eoas.len()),
+                };
+                let holder = meta.eoas[index];
+                storage.push((mapping_slot(&holder, mapping_index), token_amount(rng)));
             }
+        }
+        if let Some(distinct) = &mut distinct {
+            distinct.clear();
         }
         let code = meta.pick_code(rng);
         let balance = if rng.random_bool(0.2) {
@@ -152,19 +236,24 @@ pub(super) fn genesis<R: Rng + ?Sized>(config: &GenConfig, rng: &mut R) -> (Gene
         meta.add_contract(Contract {
             address,
             mapping_index,
-            slots: storage.keys().copied().collect(),
+            genesis_slots: 0,
+            slots: Vec::new(),
             alive: true,
         });
         debug_assert_eq!(meta.contracts.len(), rank + 1);
-        alloc.insert(
+        accounts.push(NewAccount {
             address,
-            GenesisAccount {
-                nonce: 1,
-                balance,
-                code,
-                storage,
-            },
-        );
+            nonce: 1,
+            balance,
+            code,
+            storage,
+        });
     }
-    (alloc, meta)
+    let state = WorldState::from_accounts(accounts);
+    for contract in &mut meta.contracts {
+        contract.genesis_slots = state
+            .account(&contract.address)
+            .map_or(0, |account| account.storage().len());
+    }
+    (state, meta)
 }

@@ -6,111 +6,143 @@
 mod check;
 mod root;
 mod shards;
+mod storage;
 mod verify;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, btree_map};
 
 use alloy_primitives::{Address, B256, Bytes, U256, keccak256};
 use alloy_trie::KECCAK_EMPTY;
+use rayon::prelude::*;
 use strata_storage::genesis::{GenesisAccount, GenesisAlloc};
 
 use crate::trace::{AccountRead, AccountWrite, TraceBlock};
 use shards::ShardCache;
+use storage::Storage;
 
 pub use check::ReadMismatch;
+pub use storage::StorageIter;
 pub use verify::{VerifyError, VerifyReport, verify_trace};
 
-/// One account of the model.
-#[derive(Debug, Clone)]
-pub struct Account {
-    nonce: u64,
+/// One account of the model, kept small (56 bytes, plus its storage for a
+/// contract): the code is an index into the state's code pool, and neither
+/// the hashed address nor the leaf encoding is stored (both are recomputed
+/// when the account's sub-trie is).
+#[derive(Debug, Clone, Default)]
+struct Account {
     balance: U256,
-    code: Bytes,
-    code_hash: B256,
-    storage: BTreeMap<B256, U256>,
-    /// The same slots keyed by keccak256(slot): the storage trie's leaf order.
-    hashed_storage: BTreeMap<B256, U256>,
-    /// keccak256 of the address (the account's trie key), computed once.
-    hashed_address: B256,
-    /// Cached storage root; `None` after a storage change.
-    storage_root: Option<B256>,
-    /// Cached RLP of the account leaf; `None` after any change.
-    leaf: Option<Vec<u8>>,
-    /// Cached sub-trie hashes of a large storage trie.
-    shards: ShardCache,
+    nonce: u64,
+    /// Index in [`Codes`]; 0 is the empty code.
+    code: u32,
+    /// `None` for an account that never had a slot.
+    storage: Option<Box<Storage>>,
 }
 
-impl Account {
-    fn empty(address: &Address) -> Self {
+/// The distinct bytecodes of the state, each kept once (contracts share a
+/// few codes); index 0 is the empty code. Codes are never dropped.
+#[derive(Debug, Clone)]
+struct Codes {
+    codes: Vec<(B256, Bytes)>,
+    index: HashMap<B256, u32>,
+}
+
+impl Default for Codes {
+    fn default() -> Self {
         Self {
-            nonce: 0,
-            balance: U256::ZERO,
-            code: Bytes::new(),
-            code_hash: KECCAK_EMPTY,
-            storage: BTreeMap::new(),
-            hashed_storage: BTreeMap::new(),
-            hashed_address: keccak256(address),
-            storage_root: None,
-            leaf: None,
-            shards: ShardCache::default(),
+            codes: vec![(KECCAK_EMPTY, Bytes::new())],
+            index: HashMap::from([(KECCAK_EMPTY, 0)]),
         }
     }
+}
 
+impl Codes {
+    /// The index of `code`, added if new.
+    fn intern(&mut self, code: &Bytes) -> u32 {
+        if code.is_empty() {
+            return 0;
+        }
+        let hash = keccak256(code);
+        *self.index.entry(hash).or_insert_with(|| {
+            self.codes.push((hash, code.clone()));
+            u32::try_from(self.codes.len() - 1).expect("fewer than 2^32 distinct codes")
+        })
+    }
+
+    fn get(&self, index: u32) -> &(B256, Bytes) {
+        &self.codes[index as usize]
+    }
+}
+
+/// An account of a [`WorldState`], as read.
+#[derive(Debug, Clone, Copy)]
+pub struct AccountRef<'a> {
+    account: &'a Account,
+    codes: &'a Codes,
+}
+
+impl<'a> AccountRef<'a> {
     /// The nonce.
     pub fn nonce(&self) -> u64 {
-        self.nonce
+        self.account.nonce
     }
 
     /// The balance.
     pub fn balance(&self) -> U256 {
-        self.balance
+        self.account.balance
     }
 
     /// The bytecode (empty for an EOA).
-    pub fn code(&self) -> &Bytes {
-        &self.code
+    pub fn code(&self) -> &'a Bytes {
+        &self.codes.get(self.account.code).1
     }
 
     /// keccak256 of the code (`KECCAK_EMPTY` for an EOA).
     pub fn code_hash(&self) -> B256 {
-        self.code_hash
+        self.codes.get(self.account.code).0
     }
 
-    /// The non-zero storage slots.
-    pub fn storage(&self) -> &BTreeMap<B256, U256> {
-        &self.storage
+    /// The non-zero storage slots in slot order.
+    pub fn storage(&self) -> StorageIter<'a> {
+        self.account
+            .storage
+            .as_deref()
+            .map_or_else(StorageIter::empty, Storage::iter)
     }
 
-    fn set_code(&mut self, code: Bytes) {
-        self.code_hash = if code.is_empty() {
-            KECCAK_EMPTY
-        } else {
-            keccak256(&code)
-        };
-        self.code = code;
-    }
-
-    fn set_slot(&mut self, slot: B256, value: U256) {
-        let hashed = keccak256(slot);
-        if value.is_zero() {
-            self.storage.remove(&slot);
-            self.hashed_storage.remove(&hashed);
-        } else {
-            self.storage.insert(slot, value);
-            self.hashed_storage.insert(hashed, value);
-        }
-        self.shards.invalidate(&hashed);
-        self.storage_root = None;
+    /// The `index`-th slot, in slot order, of the storage the account was
+    /// created with ([`WorldState::from_accounts`] or [`WorldState::from_alloc`]).
+    /// The list never changes while the account lives, even when a block
+    /// clears or adds slots; an account created by a block has none.
+    pub fn initial_slot(&self, index: usize) -> Option<B256> {
+        self.account.storage.as_deref()?.base_slot(index)
     }
 }
 
-/// The whole state: address → account, with cached per-account storage
-/// roots and leaf encodings, and the accounts' trie order.
+/// An account to build a [`WorldState`] from ([`WorldState::from_accounts`]).
+#[derive(Debug, Clone, Default)]
+pub struct NewAccount {
+    /// The address.
+    pub address: Address,
+    /// The nonce.
+    pub nonce: u64,
+    /// The balance.
+    pub balance: U256,
+    /// The bytecode (empty for an EOA).
+    pub code: Bytes,
+    /// Slots in any order; for a slot listed twice the later value counts,
+    /// and zero values are left out.
+    pub storage: Vec<(B256, U256)>,
+}
+
+/// The whole state: address → account (compact: see [`Account`] and
+/// [`Storage`]), the accounts' trie order, the code pool, and the cached
+/// sub-trie hashes of the account trie.
 #[derive(Debug, Clone, Default)]
 pub struct WorldState {
     accounts: BTreeMap<Address, Account>,
     /// keccak256(address) → address: the account trie's leaf order.
     by_hash: BTreeMap<B256, Address>,
+    codes: Codes,
     /// Cached sub-trie hashes of the account trie.
     shards: ShardCache,
 }
@@ -123,33 +155,67 @@ impl WorldState {
 
     /// The state of a genesis allocation.
     pub fn from_alloc(alloc: &GenesisAlloc) -> Self {
-        let mut state = Self::new();
-        for (address, genesis) in alloc {
-            let mut account = Account::empty(address);
-            account.nonce = genesis.nonce;
-            account.balance = genesis.balance;
-            account.set_code(genesis.code.clone());
-            for (slot, value) in &genesis.storage {
-                if !value.is_zero() {
-                    account.set_slot(*slot, *value);
-                }
-            }
-            state.by_hash.insert(account.hashed_address, *address);
-            state.accounts.insert(*address, account);
+        Self::from_accounts(
+            alloc
+                .iter()
+                .map(|(address, genesis)| NewAccount {
+                    address: *address,
+                    nonce: genesis.nonce,
+                    balance: genesis.balance,
+                    code: genesis.code.clone(),
+                    storage: genesis.storage.iter().map(|(k, v)| (*k, *v)).collect(),
+                })
+                .collect(),
+        )
+    }
+
+    /// The state of `accounts` in any order; for an address listed twice
+    /// the later entry counts (as inserting into a [`GenesisAlloc`] does).
+    /// Built in bulk: the maps are filled from sorted runs (full nodes),
+    /// each storage becomes one sorted array.
+    pub fn from_accounts(accounts: Vec<NewAccount>) -> Self {
+        let mut codes = Codes::default();
+        let code_ids: Vec<u32> = accounts.iter().map(|a| codes.intern(&a.code)).collect();
+        let built: Vec<(Address, Account)> = accounts
+            .into_par_iter()
+            .zip(code_ids)
+            .map(|(new, code)| {
+                let storage = (!new.storage.is_empty())
+                    .then(|| Box::new(Storage::from_sorted(sorted_slots(new.storage))));
+                let account = Account {
+                    balance: new.balance,
+                    nonce: new.nonce,
+                    code,
+                    storage,
+                };
+                (new.address, account)
+            })
+            .collect();
+        // `from_iter` sorts stably and keeps the last of equal keys.
+        let accounts: BTreeMap<Address, Account> = built.into_iter().collect();
+        let by_hash = accounts
+            .keys()
+            .map(|address| (keccak256(address), *address))
+            .collect::<Vec<_>>()
+            .into_iter()
+            .collect();
+        Self {
+            accounts,
+            by_hash,
+            codes,
+            shards: ShardCache::default(),
         }
-        state
     }
 
     /// The state as a genesis allocation.
     pub fn to_alloc(&self) -> GenesisAlloc {
-        self.accounts
-            .iter()
+        self.accounts()
             .map(|(address, a)| {
                 let genesis = GenesisAccount {
-                    nonce: a.nonce,
-                    balance: a.balance,
-                    code: a.code.clone(),
-                    storage: a.storage.clone(),
+                    nonce: a.nonce(),
+                    balance: a.balance(),
+                    code: a.code().clone(),
+                    storage: a.storage().collect(),
                 };
                 (*address, genesis)
             })
@@ -168,25 +234,35 @@ impl WorldState {
 
     /// Total number of non-zero storage slots.
     pub fn slot_count(&self) -> usize {
-        self.accounts.values().map(|a| a.storage.len()).sum()
+        self.accounts
+            .values()
+            .filter_map(|a| a.storage.as_deref())
+            .map(Storage::len)
+            .sum()
     }
 
     /// One account, if it exists.
-    pub fn account(&self, address: &Address) -> Option<&Account> {
-        self.accounts.get(address)
+    pub fn account(&self, address: &Address) -> Option<AccountRef<'_>> {
+        self.accounts.get(address).map(|account| AccountRef {
+            account,
+            codes: &self.codes,
+        })
     }
 
     /// All accounts in address order.
-    pub fn accounts(&self) -> impl Iterator<Item = (&Address, &Account)> {
-        self.accounts.iter()
+    pub fn accounts(&self) -> impl Iterator<Item = (&Address, AccountRef<'_>)> {
+        self.accounts.iter().map(|(address, account)| {
+            let codes = &self.codes;
+            (address, AccountRef { account, codes })
+        })
     }
 
     /// A slot's value (zero when the account or the slot does not exist).
     pub fn slot(&self, address: &Address, slot: &B256) -> U256 {
         self.accounts
             .get(address)
-            .and_then(|a| a.storage.get(slot).copied())
-            .unwrap_or(U256::ZERO)
+            .and_then(|a| a.storage.as_deref())
+            .map_or(U256::ZERO, |storage| storage.get(slot))
     }
 
     /// What a block reading `address` (and `slots`) would find, in the trace's
@@ -197,7 +273,7 @@ impl WorldState {
         slots: impl IntoIterator<Item = B256>,
         with_code: bool,
     ) -> AccountRead {
-        let account = self.accounts.get(address);
+        let account = self.account(address);
         let storage = slots
             .into_iter()
             .map(|slot| (slot, self.slot(address, &slot)))
@@ -208,12 +284,12 @@ impl WorldState {
                 ..AccountRead::default()
             },
             Some(a) => {
-                let has_code = !a.code.is_empty();
+                let has_code = !a.code().is_empty();
                 AccountRead {
-                    balance: a.balance,
-                    nonce: a.nonce,
-                    code_hash: has_code.then_some(a.code_hash),
-                    code: (has_code && with_code).then(|| a.code.clone()),
+                    balance: a.balance(),
+                    nonce: a.nonce(),
+                    code_hash: has_code.then_some(a.code_hash()),
+                    code: (has_code && with_code).then(|| a.code().clone()),
                     storage,
                 }
             }
@@ -222,23 +298,24 @@ impl WorldState {
 
     /// Apply one account's write entry: `deleted` first, then the fields.
     pub fn apply_write(&mut self, address: &Address, write: &AccountWrite) {
+        let hashed = keccak256(address);
         if write.deleted {
-            if let Some(gone) = self.accounts.remove(address) {
-                self.by_hash.remove(&gone.hashed_address);
-                self.shards.invalidate(&gone.hashed_address);
+            if self.accounts.remove(address).is_some() {
+                self.by_hash.remove(&hashed);
+                self.shards.invalidate(&hashed);
             }
             if !write.has_fields() {
                 return;
             }
         }
-        let by_hash = &mut self.by_hash;
-        let account = self.accounts.entry(*address).or_insert_with(|| {
-            let account = Account::empty(address);
-            by_hash.insert(account.hashed_address, *address);
-            account
-        });
-        account.leaf = None;
-        self.shards.invalidate(&account.hashed_address);
+        self.shards.invalidate(&hashed);
+        let account = match self.accounts.entry(*address) {
+            btree_map::Entry::Occupied(entry) => entry.into_mut(),
+            btree_map::Entry::Vacant(entry) => {
+                self.by_hash.insert(hashed, *address);
+                entry.insert(Account::default())
+            }
+        };
         if let Some(nonce) = write.nonce {
             account.nonce = nonce;
         }
@@ -246,10 +323,13 @@ impl WorldState {
             account.balance = balance;
         }
         if let Some(code) = &write.code {
-            account.set_code(code.clone());
+            account.code = self.codes.intern(code);
         }
-        for (slot, value) in &write.storage {
-            account.set_slot(*slot, *value);
+        if !write.storage.is_empty() {
+            let storage = account.storage.get_or_insert_with(Box::default);
+            for (slot, value) in &write.storage {
+                storage.set(*slot, *value);
+            }
         }
     }
 
@@ -259,4 +339,19 @@ impl WorldState {
             self.apply_write(address, write);
         }
     }
+}
+
+/// `slots` sorted by slot, the later of a repeated slot kept, zeros left out.
+fn sorted_slots(mut slots: Vec<(B256, U256)>) -> Vec<(B256, U256)> {
+    slots.sort_by_key(|(slot, _)| *slot);
+    slots.dedup_by(|later, earlier| {
+        let same = later.0 == earlier.0;
+        if same {
+            earlier.1 = later.1;
+        }
+        same
+    });
+    slots.retain(|(_, value)| !value.is_zero());
+    slots.shrink_to_fit();
+    slots
 }

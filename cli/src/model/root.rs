@@ -12,69 +12,87 @@
 
 use alloy_primitives::{B256, U256};
 use alloy_rlp::{Encodable, Header};
-use alloy_trie::{HashBuilder, Nibbles};
+use alloy_trie::{EMPTY_ROOT_HASH, HashBuilder, Nibbles};
 use rayon::prelude::*;
 
 use super::shards::{SHARD_MIN_LEAVES, branch_hash, shard_range, sharded_root};
-use super::{Account, WorldState};
+use super::storage::Storage;
+use super::{Account, Codes, WorldState};
 
 /// Tries with fewer leaves are built in one piece on the calling thread.
 const SPLIT_MIN_LEAVES: usize = 256;
 
-impl Account {
-    /// The root of this account's storage trie (cached until the storage changes).
-    pub fn storage_root(&mut self) -> B256 {
-        if let Some(root) = self.storage_root {
+fn encode_value((hashed_slot, value): (B256, U256)) -> (B256, Vec<u8>) {
+    let mut rlp = Vec::with_capacity(33);
+    value.encode(&mut rlp);
+    (hashed_slot, rlp)
+}
+
+impl Storage {
+    /// The root of this storage trie (cached until the storage changes).
+    fn refresh_root(&mut self) -> B256 {
+        if let Some(root) = self.root {
             return root;
         }
-        let storage = &self.hashed_storage;
-        let encode = |(hashed_slot, value): (&B256, &U256)| {
-            let mut rlp = Vec::with_capacity(33);
-            value.encode(&mut rlp);
-            (*hashed_slot, rlp)
-        };
-        let sharded = (storage.len() >= SHARD_MIN_LEAVES)
-            .then(|| {
-                sharded_root(&mut self.shards, |shard| {
-                    storage.range(shard_range(shard)).map(encode).collect()
-                })
-            })
-            .flatten();
-        let root =
-            sharded.unwrap_or_else(|| trie_root(&storage.iter().map(encode).collect::<Vec<_>>()));
-        self.storage_root = Some(root);
+        let sharded = self
+            .shardable()
+            .then(|| self.sorted_delta())
+            .and_then(|delta| {
+                let mut shards = std::mem::take(&mut self.shards);
+                let this = &*self;
+                let root = sharded_root(&mut shards, |shard| {
+                    this.shard_leaves(shard, &delta)
+                        .into_iter()
+                        .map(encode_value)
+                        .collect()
+                });
+                self.shards = shards;
+                root
+            });
+        let root = sharded.unwrap_or_else(|| {
+            let leaves: Vec<(B256, Vec<u8>)> =
+                self.hashed_leaves().into_iter().map(encode_value).collect();
+            trie_root(&leaves)
+        });
+        self.root = Some(root);
         root
     }
+}
 
-    /// The account leaf's RLP (cached until the account changes).
-    fn refresh_leaf(&mut self) {
-        if self.leaf.is_none() {
-            let storage_root = self.storage_root();
-            self.leaf = Some(account_rlp(
-                self.nonce,
-                self.balance,
-                storage_root,
-                self.code_hash,
-            ));
-        }
+impl Account {
+    /// The account leaf's RLP; the storage root must be fresh
+    /// ([`Storage::refresh_root`]).
+    fn leaf(&self, codes: &Codes) -> Vec<u8> {
+        let storage_root = self.storage.as_deref().map_or(EMPTY_ROOT_HASH, |storage| {
+            storage
+                .root
+                .expect("storage roots are refreshed before the account trie")
+        });
+        account_rlp(
+            self.nonce,
+            self.balance,
+            storage_root,
+            codes.get(self.code).0,
+        )
     }
 }
 
 impl WorldState {
     /// The Ethereum state root of the whole state.
     pub fn state_root(&mut self) -> B256 {
-        // Changed accounts first: storage roots and leaf encodings, in parallel.
-        let mut dirty: Vec<&mut Account> = self
+        // Changed storage tries first, in parallel.
+        let mut dirty: Vec<&mut Storage> = self
             .accounts
             .values_mut()
-            .filter(|a| a.leaf.is_none())
+            .filter_map(|a| a.storage.as_deref_mut())
+            .filter(|storage| storage.root.is_none())
             .collect();
-        dirty
-            .par_iter_mut()
-            .for_each(|account| account.refresh_leaf());
-        let accounts = &self.accounts;
+        dirty.par_iter_mut().for_each(|storage| {
+            storage.refresh_root();
+        });
+        let (accounts, codes) = (&self.accounts, &self.codes);
         let leaf = |(hashed, address): (&B256, &alloy_primitives::Address)| {
-            Some((*hashed, accounts.get(address)?.leaf.as_deref()?))
+            Some((*hashed, accounts.get(address)?.leaf(codes)))
         };
         if self.by_hash.len() >= SHARD_MIN_LEAVES {
             let by_hash = &self.by_hash;
@@ -205,20 +223,17 @@ mod tests {
     /// The root recomputed from scratch, one HashBuilder per trie, no caches.
     fn plain_root(state: &super::WorldState) -> B256 {
         let mut leaves: Vec<(B256, Vec<u8>)> = state
-            .accounts
-            .values()
-            .map(|a| {
-                let storage: Vec<(B256, Vec<u8>)> = a
-                    .storage
-                    .iter()
+            .accounts()
+            .map(|(address, a)| {
+                let mut storage: Vec<(B256, Vec<u8>)> = a
+                    .storage()
                     .map(|(slot, value)| (keccak256(slot), alloy_rlp::encode(value)))
                     .collect();
-                let mut storage = storage;
                 storage.sort();
                 let storage_root = one_piece_root(&storage);
                 (
-                    a.hashed_address,
-                    super::account_rlp(a.nonce, a.balance, storage_root, a.code_hash),
+                    keccak256(address),
+                    super::account_rlp(a.nonce(), a.balance(), storage_root, a.code_hash()),
                 )
             })
             .collect();
@@ -230,16 +245,37 @@ mod tests {
     fn cached_sharded_roots_follow_random_updates() {
         use alloy_primitives::{Address, Bytes};
 
-        use crate::model::WorldState;
+        use crate::model::{NewAccount, WorldState};
         use crate::trace::AccountWrite;
 
         let n = super::SHARD_MIN_LEAVES + 1_000;
         let mut rng = StdRng::seed_from_u64(11);
-        let mut state = WorldState::new();
         let big = Address::with_last_byte(0xbb);
         let slots: Vec<B256> = (0..n as u64).map(|i| B256::from(U256::from(i))).collect();
+        let code = Bytes::from_static(&[0x60, 0x00]);
+        // `big` starts with its slots (a base with a keccak index: sub-tries),
+        // `grown` gets the same number through writes (built in one piece).
+        let mut genesis = vec![NewAccount {
+            address: big,
+            code: code.clone(),
+            storage: slots
+                .iter()
+                .map(|slot| (*slot, U256::from(rng.random_range(1..1_000u64))))
+                .collect(),
+            ..NewAccount::default()
+        }];
+        let addresses: Vec<Address> = (0..n)
+            .map(|_| Address::from(rng.random::<[u8; 20]>()))
+            .collect();
+        genesis.extend(addresses.iter().map(|address| NewAccount {
+            address: *address,
+            balance: U256::from(rng.random::<u64>()),
+            ..NewAccount::default()
+        }));
+        let mut state = WorldState::from_accounts(genesis);
+        let grown = Address::with_last_byte(0xcc);
         let mut write = AccountWrite {
-            code: Some(Bytes::from_static(&[0x60, 0x00])),
+            code: Some(code),
             ..AccountWrite::default()
         };
         for slot in &slots {
@@ -247,30 +283,18 @@ mod tests {
                 .storage
                 .insert(*slot, U256::from(rng.random_range(1..1_000u64)));
         }
-        state.apply_write(&big, &write);
-        let addresses: Vec<Address> = (0..n)
-            .map(|_| Address::from(rng.random::<[u8; 20]>()))
-            .collect();
-        for address in &addresses {
-            state.apply_write(
-                address,
-                &AccountWrite {
-                    balance: Some(U256::from(rng.random::<u64>())),
-                    ..AccountWrite::default()
-                },
-            );
-        }
+        state.apply_write(&grown, &write);
         assert_eq!(state.state_root(), plain_root(&state), "initial");
         // The sharded path is really taken (not the one-piece fallback).
-        let account = state.accounts.get_mut(&big).unwrap();
-        let storage = account.hashed_storage.clone();
-        let sharded = crate::model::shards::sharded_root(&mut Default::default(), |s| {
-            storage
-                .range(crate::model::shards::shard_range(s))
-                .map(|(k, v)| (*k, alloy_rlp::encode(v)))
-                .collect()
-        });
-        assert_eq!(sharded, Some(account.storage_root()));
+        let storage = state.accounts[&big].storage.as_deref().unwrap();
+        assert!(storage.shardable());
+        assert!(
+            !state.accounts[&grown]
+                .storage
+                .as_deref()
+                .unwrap()
+                .shardable()
+        );
         for round in 0..3 {
             // Balance changes, deletions, creations, slot changes and clears.
             for _ in 0..200 {
@@ -310,6 +334,7 @@ mod tests {
                     .insert(slots[rng.random_range(0..slots.len())], value);
             }
             state.apply_write(&big, &write);
+            state.apply_write(&grown, &write);
             assert_eq!(state.state_root(), plain_root(&state), "round {round}");
         }
     }

@@ -37,8 +37,8 @@ impl ShardCache {
     }
 }
 
-/// The 3-nibble prefix of a hashed key.
-fn shard_of(key: &B256) -> u16 {
+/// The 3-nibble prefix of a hashed key: its sub-trie.
+pub(super) fn shard_of(key: &B256) -> u16 {
     (u16::from(key[0]) << 4) | u16::from(key[1] >> 4)
 }
 
