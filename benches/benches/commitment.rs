@@ -6,22 +6,33 @@
 //!     accounts held in a `MemoryBranchStore` + `MemoryState`, 1 vs 2 threads,
 //!     with keccak calls per block and the keccak floor beside it.
 //!
+//! (c) What (b)'s block spends decoding records: the records its walk reads,
+//!     counted per trie depth, each depth's records decoded apart (criterion
+//!     group `commitment_record_decode`, ns per record), and the block's
+//!     depth ≤ 2 and all records decoded in one pass, timed alternately with
+//!     the block itself.
+//!
 //! `cargo bench -p strata-benches --bench commitment`; the 4M-account state
 //! of (b) runs only with `STRATA_BENCH_BIG=1`; `STRATA_BENCH_ONLY=bulk` or
-//! `=block` runs one part; `STRATA_BENCH_SIZES=100000,4000000` picks the
+//! `=block` runs one part (`=decode`: (c) without (b)'s own timing); `STRATA_BENCH_SIZES=100000,4000000` picks the
 //! state sizes of (b); `STRATA_BENCH_REPS=N` makes (b) compute exactly N
 //! blocks on 1 thread per size and skip the timing, so `perf stat` of a run
 //! with N minus a run with 0 gives the instructions and cycles of N blocks
 //! on a machine too busy for wall-clock figures.
 
+use std::collections::BTreeMap;
 use std::hint::black_box;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use alloy_primitives::{Address, B256, U256, keccak256};
 use alloy_trie::{HashBuilder, Nibbles};
+use bytes::Bytes;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use rayon::{ThreadPool, ThreadPoolBuilder};
+use strata_commitment::bench_support::RecordDecoder;
+use strata_commitment::source::{BranchSource, SourceError};
 use strata_commitment::{
     AccountLeaf, ComputeOptions, MemoryBranchStore, MemoryState, SortedAccount, TrieUpdate,
     build_from_sorted, compute_root,
@@ -275,8 +286,177 @@ fn block(n: u64, state: &mut MemoryState, rng: &mut StdRng) -> TrieUpdate {
     u
 }
 
+/// Where a record sits: its depth in the account trie (path length), or
+/// `STORAGE` for every record of a storage sub-trie.
+type Depth = usize;
+const STORAGE: Depth = usize::MAX;
+
+/// A branch source that keeps every record it hands out (path and bytes),
+/// so the records one block's walk decodes can be counted per depth and
+/// decoded again on their own.
+struct Census<'a> {
+    inner: &'a MemoryBranchStore,
+    seen: Mutex<Vec<(Vec<u8>, Bytes)>>,
+}
+
+impl BranchSource for Census<'_> {
+    fn branch(&self, path: &[u8]) -> Result<Option<Bytes>, SourceError> {
+        let r = self.inner.branch(path)?;
+        if let Some(b) = &r {
+            self.seen
+                .lock()
+                .expect("census lock")
+                .push((path.to_vec(), b.clone()));
+        }
+        Ok(r)
+    }
+}
+
+fn depth_of(path: &[u8]) -> Depth {
+    if path.len() >= 64 {
+        STORAGE
+    } else {
+        path.len()
+    }
+}
+
+fn depth_name(d: Depth) -> String {
+    if d == STORAGE {
+        "storage".into()
+    } else {
+        format!("depth_{d}")
+    }
+}
+
+/// The records `update`'s walk decodes (every record the source returns is
+/// decoded once), grouped by depth.
+fn census(
+    update: &TrieUpdate,
+    store: &MemoryBranchStore,
+    state: &MemoryState,
+) -> BTreeMap<Depth, Vec<(Vec<u8>, Bytes)>> {
+    let c = Census {
+        inner: store,
+        seen: Mutex::new(Vec::new()),
+    };
+    // No rayon split: the reads are the same, in one order.
+    let opts = ComputeOptions {
+        parallel_threshold: usize::MAX,
+    };
+    compute_root(update, &c, state, &opts).expect("compute");
+    let mut by_depth: BTreeMap<Depth, Vec<(Vec<u8>, Bytes)>> = BTreeMap::new();
+    for (p, b) in c.seen.into_inner().expect("census lock") {
+        by_depth.entry(depth_of(&p)).or_default().push((p, b));
+    }
+    by_depth
+}
+
+/// Decodes every record of `records` once; returns the cells decoded.
+fn decode_all(dec: &mut RecordDecoder, records: &[(Vec<u8>, Bytes)]) -> usize {
+    records
+        .iter()
+        .map(|(p, b)| dec.decode(p, b).expect("decode"))
+        .sum()
+}
+
+/// ns per call of `f`, which does `per_call` units of work: the median of 15
+/// rounds of about a millisecond each.
+fn ns_per(per_call: usize, mut f: impl FnMut()) -> f64 {
+    f();
+    let t = Instant::now();
+    f();
+    let one = t.elapsed().as_nanos().max(1) as usize;
+    let reps = (1_000_000 / one).max(1);
+    let rounds: Vec<f64> = (0..15)
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..reps {
+                f();
+            }
+            t.elapsed().as_nanos() as f64 / (reps * per_call) as f64
+        })
+        .collect();
+    let mut r = rounds;
+    r.sort_by(f64::total_cmp);
+    r[r.len() / 2]
+}
+
+/// Part (c) for one state: counts per depth, ns per decode per depth, the
+/// cost of the copy a kept decoded record would still need, and the decode
+/// of the block's records down to depth 2, down to depth 3 and all of them,
+/// each timed alternately with the block's root.
+fn decode_census(
+    n: u64,
+    update: &TrieUpdate,
+    store: &MemoryBranchStore,
+    state: &MemoryState,
+    block_1_thread: &mut dyn FnMut(),
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+) {
+    let by_depth = census(update, store, state);
+    let mut dec = RecordDecoder::new();
+    let mut counts = Vec::new();
+    let mut per_depth = Vec::new();
+    for (&d, recs) in &by_depth {
+        let cells = decode_all(&mut dec, recs);
+        let ns = ns_per(recs.len(), || {
+            black_box(decode_all(&mut dec, recs));
+        });
+        counts.push(format!(
+            "{} {} ({:.1} cells)",
+            depth_name(d),
+            recs.len(),
+            cells as f64 / recs.len() as f64
+        ));
+        per_depth.push(format!("{} {ns:.0}", depth_name(d)));
+    }
+    // A kept decoded record still costs a copy per use (the walk takes the
+    // children out of the array it folds): the root record's, as the example.
+    let copy_ns = match by_depth.get(&0).and_then(|r| r.first()) {
+        Some((p, b)) if dec.keep(p, b).expect("decode") => ns_per(1, || {
+            black_box(dec.copy_kept());
+        }),
+        _ => f64::NAN,
+    };
+    println!(
+        "block on {n} accounts: records decoded per depth: {} | ns per decode: {} | copy of a kept root record {copy_ns:.0} ns",
+        counts.join(", "),
+        per_depth.join(", "),
+    );
+    // Each pass (the block's records down to a depth, decoded once) timed
+    // alternately with the block itself, so a busy period hits both alike.
+    let passes: [(&str, Depth); 3] = [("depth<=2", 2), ("depth<=3", 3), ("all", STORAGE)];
+    let mut shares = Vec::new();
+    for (name, max) in passes {
+        let recs: Vec<(Vec<u8>, Bytes)> = by_depth
+            .range(0..=max)
+            .flat_map(|(_, r)| r.iter().cloned())
+            .collect();
+        let ((_, block_t), (_, pass_t)) = time_pair(15, &mut *block_1_thread, || {
+            black_box(decode_all(&mut dec, &recs));
+        });
+        shares.push(format!(
+            "{name} {} records {:.0} us = {:.2}% of the block ({:.2} ms)",
+            recs.len(),
+            pass_t.as_secs_f64() * 1e6,
+            100.0 * pass_t.as_secs_f64() / block_t.as_secs_f64(),
+            block_t.as_secs_f64() * 1e3,
+        ));
+    }
+    println!(
+        "block on {n} accounts: decode of its records, 1 thread, medians of 15 alternating with the block: {}",
+        shares.join(" | ")
+    );
+    for (&d, recs) in by_depth.range(0..=4).chain(by_depth.range(STORAGE..)) {
+        group.throughput(Throughput::Elements(recs.len() as u64));
+        group.bench_with_input(BenchmarkId::new(depth_name(d), n), recs, |b, r| {
+            b.iter(|| decode_all(&mut dec, r))
+        });
+    }
+}
+
 fn incremental_block(c: &mut Criterion) {
-    if !enabled("block") {
+    if !enabled("block") && !enabled("decode") {
         return;
     }
     let (p1, p2) = (pool(1), pool(2));
@@ -299,12 +479,9 @@ fn incremental_block(c: &mut Criterion) {
     let reps: Option<usize> = std::env::var("STRATA_BENCH_REPS")
         .ok()
         .map(|r| r.parse().expect("STRATA_BENCH_REPS: a count"));
-    let mut group = c.benchmark_group("commitment_block");
-    group
-        .sample_size(10)
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(3));
     let opts = ComputeOptions::default();
+    // `STRATA_BENCH_ONLY=decode`: part (c) alone.
+    let block_timing = enabled("block");
     for n in sizes {
         let (store, mut state, _) = state_of(n);
         let mut rng = StdRng::seed_from_u64(n ^ 7);
@@ -330,6 +507,28 @@ fn incremental_block(c: &mut Criterion) {
                 "block on {n} accounts: root {} after {reps} reps",
                 out1.root
             );
+            continue;
+        }
+        let mut decode_group = c.benchmark_group("commitment_record_decode");
+        decode_group
+            .sample_size(10)
+            .warm_up_time(Duration::from_millis(300))
+            .measurement_time(Duration::from_secs(1));
+        decode_census(
+            n,
+            &update,
+            &store,
+            &state,
+            &mut || {
+                black_box(
+                    p1.install(|| compute_root(&update, &store, &state, &opts))
+                        .expect("compute"),
+                );
+            },
+            &mut decode_group,
+        );
+        decode_group.finish();
+        if !block_timing {
             continue;
         }
         let ((t1, m1), (t2, m2)) = time_pair(
@@ -378,6 +577,11 @@ fn incremental_block(c: &mut Criterion) {
             s.records_deleted,
             s.leaves_read,
         );
+        let mut group = c.benchmark_group("commitment_block");
+        group
+            .sample_size(10)
+            .warm_up_time(Duration::from_millis(500))
+            .measurement_time(Duration::from_secs(3));
         group.throughput(Throughput::Elements(8_000));
         group.bench_with_input(BenchmarkId::new("strata_1_thread", n), &update, |b, u| {
             b.iter(|| {
@@ -391,8 +595,8 @@ fn incremental_block(c: &mut Criterion) {
                     .expect("compute")
             })
         });
+        group.finish();
     }
-    group.finish();
 }
 
 criterion_group!(benches, bulk_build, incremental_block);

@@ -37,6 +37,8 @@
 //! ```
 #![deny(missing_docs)]
 
+#[cfg(feature = "test-utils")]
+pub mod bench_support;
 mod bulk;
 mod compute;
 mod error;
