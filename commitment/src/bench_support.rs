@@ -32,15 +32,7 @@ impl RecordDecoder {
         let spare = &mut self.spare;
         let rec = decode_record_into(path, bytes, || spare.pop().unwrap_or_default())?;
         Ok(match rec {
-            Record::Branch { mut children, .. } => {
-                let n = children
-                    .iter()
-                    .filter(|c| !matches!(c, Cell::Empty))
-                    .count();
-                children.iter_mut().for_each(|c| *c = Cell::Empty);
-                self.spare.push(children);
-                n
-            }
+            Record::Branch { children, .. } => self.recycle(children),
             Record::RootCell(_) => 1,
         })
     }
@@ -68,6 +60,12 @@ impl RecordDecoder {
         };
         let mut children = self.spare.pop().unwrap_or_default();
         children.clone_from(kept);
+        self.recycle(children)
+    }
+
+    /// Empties `children` back into the spare arrays; returns how many
+    /// cells it held.
+    fn recycle(&mut self, mut children: Box<[Cell; 16]>) -> usize {
         let n = children
             .iter()
             .filter(|c| !matches!(c, Cell::Empty))

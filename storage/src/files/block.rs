@@ -167,23 +167,10 @@ impl<'a> BlockView<'a> {
         if i >= self.count {
             return None;
         }
-        let off = self.entry_offset(i)?;
-        let key_len = read_u16(self.block, off)? as usize;
-        let value_len = read_u32(self.block, off + 2)?;
-        let key_start = off.checked_add(ENTRY_HEADER)?;
-        let key_end = key_start.checked_add(key_len)?;
-        let (value, end) = if value_len == TOMBSTONE_LEN {
-            (None, key_end)
-        } else {
-            let value_end = key_end.checked_add(value_len as usize)?;
-            (Some(key_end..value_end), value_end)
-        };
-        if end > self.offsets_at {
-            return None;
-        }
+        let decoded = self.decode_at(self.entry_offset(i)?)?;
         Some(RawEntry {
-            key: key_start..key_end,
-            value,
+            key: decoded.suffix,
+            value: decoded.value,
         })
     }
 
