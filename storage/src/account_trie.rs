@@ -3,12 +3,52 @@
 //! external sort by hashed address as a fixed-size [`LeafEntry`], then
 //! streams into the [`BulkBuilder`]. Shared by the import and `verify`.
 
-use alloy_primitives::{Address, B256, U256};
+use alloy_primitives::{Address, B256, U256, keccak256};
 use bytes::Bytes;
-use strata_commitment::{AccountLeaf, BulkBuilder, record_key};
+use strata_commitment::{AccountLeaf, BulkBuilder, StorageTrieBuilder, record_key};
 
 use crate::error::{Error, Result};
-use crate::sort::{ExternalSorter, RunError, SortedPairs, run_error};
+use crate::sort::{ExternalSorter, RunError, SortedPairs};
+
+/// One account's storage trie, built on its own.
+pub(crate) struct BuiltStorage {
+    /// `(keccak(slot), slot, value)` of the non-zero slots, in hashed order.
+    pub(crate) slots: Vec<(B256, B256, U256)>,
+    /// The storage root.
+    pub(crate) root: B256,
+    /// The trie's records, `(record key, record)`.
+    pub(crate) records: Vec<(Vec<u8>, Bytes)>,
+}
+
+/// Builds the storage trie of `address` from its `(slot, value)` pairs in
+/// any order (zero values left out), reusing `tries`' buffers.
+pub(crate) fn build_storage_trie(
+    tries: &mut StorageTrieBuilder,
+    block: u64,
+    address: Address,
+    slots: impl IntoIterator<Item = (B256, U256)>,
+) -> Result<BuiltStorage> {
+    let mut hashed: Vec<(B256, B256, U256)> = slots
+        .into_iter()
+        .filter(|(_, value)| !value.is_zero())
+        .map(|(slot, value)| (keccak256(slot), slot, value))
+        .collect();
+    hashed.sort_unstable_by_key(|(hashed_slot, _, _)| *hashed_slot);
+    let mut records = Vec::new();
+    let root = tries
+        .build(
+            keccak256(address),
+            address,
+            hashed.iter().copied(),
+            |path, record| records.push((record_key(&path), record)),
+        )
+        .map_err(|source| Error::Commitment { block, source })?;
+    Ok(BuiltStorage {
+        slots: hashed,
+        root,
+        records,
+    })
+}
 
 /// An account leaf as the sort carries it: address, nonce, balance, code
 /// hash and storage root, big-endian, [`LeafEntry::LEN`] bytes.
@@ -69,7 +109,7 @@ pub(crate) fn build_account_trie(
     });
     let mut previous: Option<Vec<u8>> = None;
     for pair in leaves {
-        let (hashed, entry) = pair.map_err(run_error)?;
+        let (hashed, entry) = pair?;
         let entry = LeafEntry::decode(&entry).ok_or_else(|| {
             Error::ImportIncomplete(format!(
                 "an account leaf of {} bytes in the sort (expected {})",
@@ -96,7 +136,7 @@ pub(crate) fn build_account_trie(
         .finish()
         .map_err(|source| Error::Commitment { block, source })?;
     match failed {
-        Some(e) => Err(run_error(e)),
+        Some(e) => Err(e.into()),
         None => Ok(root),
     }
 }

@@ -43,18 +43,14 @@ pub(crate) struct RunError {
     pub(crate) source: io::Error,
 }
 
+/// A run's failure as the crate's error (naming the run file).
 impl From<RunError> for crate::error::Error {
     fn from(e: RunError) -> Self {
-        run_error(e)
-    }
-}
-
-/// A run's failure as the crate's error (naming the run file).
-pub(crate) fn run_error(e: RunError) -> crate::error::Error {
-    crate::error::Error::Datadir {
-        path: e.path,
-        what: e.op,
-        source: e.source,
+        crate::error::Error::Datadir {
+            path: e.path,
+            what: e.op,
+            source: e.source,
+        }
     }
 }
 

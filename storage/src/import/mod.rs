@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use alloy_primitives::{Address, B256, U256, keccak256};
 use bytes::Bytes;
 use rayon::prelude::*;
-use strata_commitment::{AccountLeaf, StorageTrieBuilder, record_key};
+use strata_commitment::{AccountLeaf, StorageTrieBuilder};
 
 use crate::account::{Account, code_hash, encode_slot_value};
 use crate::db::meta::{self, Head};
@@ -50,8 +50,8 @@ use crate::keys::storage_key;
 use crate::ledger::Change;
 use crate::sources::ROOT_RECORD_KEY;
 
-use crate::account_trie::{LeafEntry, build_account_trie};
-use crate::sort::{ExternalSorter, Pair, RunError, ScratchDir, SortedPairs, run_error};
+use crate::account_trie::{BuiltStorage, LeafEntry, build_account_trie, build_storage_trie};
+use crate::sort::{ExternalSorter, Pair, RunError, ScratchDir, SortedPairs};
 
 /// The scratch folder of an import, inside the datadir.
 pub const IMPORT_DIR: &str = "import.tmp";
@@ -153,11 +153,7 @@ where
         codes,
     } = sorters;
     let leaf_runs = leaves.runs();
-    let root = build_account_trie(
-        options.block,
-        leaves.finish().map_err(run_error)?,
-        &mut records,
-    )?;
+    let root = build_account_trie(options.block, leaves.finish()?, &mut records)?;
     report.account_trie = started.elapsed();
     if let Some(expected) = options.expected_root
         && expected != root
@@ -183,7 +179,7 @@ where
     let mut codes = Some(codes);
     let wrote = write_plain_files(inner, plain, counts, to_step, &mut files).and_then(|()| {
         let count = records.pairs();
-        let records = records.finish().map_err(run_error)?;
+        let records = records.finish()?;
         files.extend(write_file(
             inner,
             Domain::Commitment,
@@ -192,7 +188,7 @@ where
             records,
         )?);
         let codes = codes.take().expect("taken once");
-        codes.finish().map_err(run_error)
+        Ok(codes.finish()?)
     });
     let codes = match wrote {
         Ok(codes) => codes,
@@ -258,22 +254,11 @@ fn process(
 ) -> Result<Ingested> {
     let hashed = keccak256(address);
     let code_hash = code_hash(&account.code);
-    let mut hashed_slots: Vec<(B256, B256, U256)> = account
-        .storage
-        .iter()
-        .filter(|(_, value)| !value.is_zero())
-        .map(|(slot, value)| (keccak256(slot), *slot, *value))
-        .collect();
-    hashed_slots.sort_unstable_by_key(|(hashed_slot, _, _)| *hashed_slot);
-    let mut records = Vec::new();
-    let storage_root = tries
-        .build(
-            hashed,
-            address,
-            hashed_slots.iter().copied(),
-            |path, record| records.push((record_key(&path), record)),
-        )
-        .map_err(|source| Error::Commitment { block, source })?;
+    let BuiltStorage {
+        slots,
+        root: storage_root,
+        records,
+    } = build_storage_trie(tries, block, address, account.storage)?;
     let leaf = LeafEntry {
         address,
         leaf: AccountLeaf {
@@ -297,7 +282,7 @@ fn process(
         account: encoded,
         code_hash,
         code: account.code.0,
-        slots: hashed_slots,
+        slots,
         records,
     })
 }
@@ -355,34 +340,27 @@ fn push(sorters: &mut Sorters, account: Ingested, report: &mut ImportReport) -> 
     let address = account.address.as_slice();
     sorters
         .leaves
-        .push(account.hashed.as_slice(), &account.leaf)
-        .map_err(run_error)?;
+        .push(account.hashed.as_slice(), &account.leaf)?;
     sorters
         .plain
-        .push(&plain_key(Domain::Account, address), &account.account)
-        .map_err(run_error)?;
+        .push(&plain_key(Domain::Account, address), &account.account)?;
     if !account.code.is_empty() {
         sorters
             .plain
-            .push(&plain_key(Domain::Code, address), &account.code)
-            .map_err(run_error)?;
+            .push(&plain_key(Domain::Code, address), &account.code)?;
         sorters
             .codes
-            .push(account.code_hash.as_slice(), &account.code)
-            .map_err(run_error)?;
+            .push(account.code_hash.as_slice(), &account.code)?;
         report.contracts += 1;
     }
     for (_, slot, value) in &account.slots {
-        sorters
-            .plain
-            .push(
-                &plain_key(Domain::Storage, &storage_key(&account.address, slot)),
-                &encode_slot_value(*value),
-            )
-            .map_err(run_error)?;
+        sorters.plain.push(
+            &plain_key(Domain::Storage, &storage_key(&account.address, slot)),
+            &encode_slot_value(*value),
+        )?;
     }
     for (key, record) in &account.records {
-        sorters.records.push(key, record).map_err(run_error)?;
+        sorters.records.push(key, record)?;
     }
     report.accounts += 1;
     report.slots += account.slots.len() as u64;
@@ -404,7 +382,7 @@ fn write_plain_files(
     to_step: u64,
     written: &mut Vec<Written>,
 ) -> Result<()> {
-    let mut pairs = plain.finish().map_err(run_error)?;
+    let mut pairs = plain.finish()?;
     let domains = [Domain::Account, Domain::Storage, Domain::Code];
     for (domain, count) in domains.into_iter().zip(counts) {
         let tag = domain.index() as u8;
@@ -455,7 +433,7 @@ fn write_file(
         SortedFileWriter::new(inner.fs.clone(), &inner.files_dir, meta)?.with_expected_keys(count);
     let mut raw_bytes = 0;
     for pair in pairs {
-        let (key, value) = pair.map_err(run_error)?;
+        let (key, value) = pair?;
         raw_bytes += (key.len() + value.len()) as u64;
         writer.push(&key, Some(&value))?;
     }
@@ -501,7 +479,7 @@ fn commit(
             .map_err(db_err("open code by hash"))?;
         let mut previous: Option<Vec<u8>> = None;
         for pair in codes {
-            let (hash, code) = pair.map_err(run_error)?;
+            let (hash, code) = pair?;
             if previous.as_ref() != Some(&hash) {
                 by_hash
                     .insert(hash.as_slice(), code.as_slice())

@@ -29,7 +29,7 @@ use rayon::prelude::*;
 use strata_commitment::{AccountLeaf, EMPTY_ROOT, StorageTrieBuilder, record_key};
 
 use crate::account::{Account, decode_slot_value};
-use crate::account_trie::{LeafEntry, build_account_trie};
+use crate::account_trie::{BuiltStorage, LeafEntry, build_account_trie, build_storage_trie};
 use crate::db::value::hex;
 use crate::domain::Domain;
 use crate::error::{Error, Result};
@@ -45,9 +45,6 @@ use super::guard::guarded;
 const BATCH_ACCOUNTS: usize = 2048;
 /// Storage slots built together (fewer accounts when they are large).
 const BATCH_SLOTS: usize = 1 << 16;
-
-/// Bytes of a storage root entry: the root and the account's slot count.
-const ROOT_ENTRY_LEN: usize = 32 + 8;
 
 /// What the values imply.
 pub(super) struct Derived {
@@ -66,7 +63,7 @@ pub(super) type NotDerived = Vec<String>;
 struct Sorts {
     /// Record key → record.
     records: ExternalSorter,
-    /// Address → storage root ‖ slot count, of the accounts with storage.
+    /// Address → storage root, of the accounts with storage.
     roots: ExternalSorter,
     /// Address → [`CodeDigest`].
     codes: ExternalSorter,
@@ -249,7 +246,6 @@ struct StorageTries {
 struct LargeAccount {
     address: Address,
     slots: ExternalSorter,
-    count: u64,
 }
 
 impl StorageTries {
@@ -282,7 +278,6 @@ impl StorageTries {
                     let mut large = LargeAccount {
                         address,
                         slots: ExternalSorter::new(&sorts.dir, "large", self.large_budget),
-                        count: 0,
                     };
                     for (slot, value) in slots {
                         large.push(slot, value)?;
@@ -312,12 +307,7 @@ impl StorageTries {
 
     /// Streams the large account's sorted slots into its storage trie.
     fn finish_large(&mut self, sorts: &mut Sorts) -> Result<()> {
-        let Some(LargeAccount {
-            address,
-            slots,
-            count,
-        }) = self.large.take()
-        else {
+        let Some(LargeAccount { address, slots }) = self.large.take() else {
             return Ok(());
         };
         sorts.large_runs += slots.runs();
@@ -350,9 +340,7 @@ impl StorageTries {
         if let Some(e) = unreadable.or(unwritable) {
             return Err(e.into());
         }
-        sorts
-            .roots
-            .push(address.as_slice(), &root_entry(root, count))?;
+        sorts.roots.push(address.as_slice(), root.as_slice())?;
         Ok(())
     }
 }
@@ -363,49 +351,25 @@ impl LargeAccount {
         entry[..32].copy_from_slice(slot.as_slice());
         entry[32..].copy_from_slice(&value.to_be_bytes::<32>());
         self.slots.push(keccak256(slot).as_slice(), &entry)?;
-        self.count += 1;
         Ok(())
     }
 }
 
-/// A storage root entry: the root and the account's slot count.
-fn root_entry(root: B256, count: u64) -> [u8; ROOT_ENTRY_LEN] {
-    let mut entry = [0u8; ROOT_ENTRY_LEN];
-    entry[..32].copy_from_slice(root.as_slice());
-    entry[32..].copy_from_slice(&count.to_be_bytes());
-    entry
-}
-
-/// One account's storage trie: its address, root, slot count and records.
-type BuiltStorage = (Address, B256, u64, Vec<(Vec<u8>, bytes::Bytes)>);
-
 /// Builds the storage tries of `batch` (emptied) on rayon, their records
 /// and roots into the sorts.
 fn build_batch(block: u64, batch: &mut Vec<AccountSlots>, sorts: &mut Sorts) -> Result<()> {
-    let built: Vec<Result<BuiltStorage>> = batch
+    let built: Vec<Result<(Address, BuiltStorage)>> = batch
         .par_drain(..)
         .map_init(StorageTrieBuilder::new, |tries, (address, slots)| {
-            let count = slots.len() as u64;
-            let mut hashed: Vec<(B256, B256, U256)> = slots
-                .into_iter()
-                .map(|(slot, value)| (keccak256(slot), slot, value))
-                .collect();
-            hashed.sort_unstable_by_key(|(hashed_slot, _, _)| *hashed_slot);
-            let mut records = Vec::new();
-            let root = tries
-                .build(keccak256(address), address, hashed, |path, record| {
-                    records.push((record_key(&path), record))
-                })
-                .map_err(|source| Error::Commitment { block, source })?;
-            Ok((address, root, count, records))
+            Ok((address, build_storage_trie(tries, block, address, slots)?))
         })
         .collect();
     for account in built {
-        let (address, root, count, records) = account?;
+        let (address, storage) = account?;
         sorts
             .roots
-            .push(address.as_slice(), &root_entry(root, count))?;
-        for (key, record) in &records {
+            .push(address.as_slice(), storage.root.as_slice())?;
+        for (key, record) in &storage.records {
             sorts.records.push(key, record)?;
         }
     }
@@ -498,7 +462,7 @@ fn walk_accounts(
                 }
                 let storage_root = root
                     .as_deref()
-                    .map_or(EMPTY_ROOT, |entry| B256::from_slice(&entry[..32]));
+                    .map_or(EMPTY_ROOT, |entry| B256::from_slice(entry));
                 let leaf = LeafEntry {
                     address,
                     leaf: AccountLeaf {
