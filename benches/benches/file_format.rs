@@ -19,6 +19,10 @@
 //! `STRATA_BENCH_ROUNDS` rounds of every measurement (3; the median is
 //! reported). Files go to `STRATA_BENCH_DIR` (a temp dir by default).
 //!
+//! Then, for the file each domain is written in, the reader's block index
+//! sampled every 1 (dense), 4, 16 (the reader's) and 64 blocks, alternately:
+//! get latency and the index's memory.
+//!
 //! Run: `cargo bench -p strata-benches --bench file_format`.
 
 use std::cell::RefCell;
@@ -354,6 +358,59 @@ fn measure(
         .collect()
 }
 
+/// Blocks per in-memory index sample compared: 1 (a dense index, what the
+/// reader held before), 4, 16 (the reader's) and 64.
+const INDEX_SHIFTS: [u32; 4] = [0, 2, 4, 6];
+
+/// The default layout's file read through block indexes sampled every 1,
+/// 4, 16 and 64 blocks, alternately in each round: get p50/p99 of hits and
+/// misses (medians over rounds) and the index's memory.
+fn index_sampling(
+    dir: &Path,
+    domain: Domain,
+    entries: &Entries,
+    hits: &[Vec<u8>],
+    misses: &[Vec<u8>],
+    rounds: usize,
+) {
+    let sub = dir.join("index-sampling");
+    std::fs::create_dir_all(&sub).expect("dir");
+    let (mut file, _) = write(&sub, domain, FileLayout::for_domain(domain), entries);
+    let mut figures = vec![Vec::new(); INDEX_SHIFTS.len()];
+    let mut memory = vec![0; INDEX_SHIFTS.len()];
+    for _ in 0..rounds {
+        for (i, &shift) in INDEX_SHIFTS.iter().enumerate() {
+            file.resample_index(shift).expect("resample");
+            memory[i] = file.index_memory_bytes();
+            let hit = timed(hits, |k| matches!(file.get(k), Ok(Some(_))));
+            let miss = timed(misses, |k| matches!(file.get(k), Ok(Some(_))));
+            figures[i].push((hit, miss));
+        }
+    }
+    println!(
+        "  block index ({} blocks, {} B/block in the file's index region):",
+        file.block_count(),
+        entries.first().map_or(0, |(k, _)| k.len()) + 18
+    );
+    let pick = |i: usize, f: &dyn Fn(&((f64, f64), (f64, f64))) -> f64| {
+        median(figures[i].iter().map(f).collect())
+    };
+    for (i, shift) in INDEX_SHIFTS.iter().enumerate() {
+        println!(
+            "  sample every {:>2}: {:>10} B in memory ({:>5.2} B/block)  get hit {:>5.0}/{:<5.0}ns  miss {:>5.0}/{:<5.0}ns  (x{:.2} hit, x{:.2} miss p50 vs every 1)",
+            1u32 << shift,
+            memory[i],
+            memory[i] as f64 / file.block_count().max(1) as f64,
+            pick(i, &|f| f.0.0),
+            pick(i, &|f| f.0.1),
+            pick(i, &|f| f.1.0),
+            pick(i, &|f| f.1.1),
+            pick(i, &|f| f.0.0) / pick(0, &|f| f.0.0),
+            pick(i, &|f| f.1.0) / pick(0, &|f| f.1.0),
+        );
+    }
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -449,5 +506,6 @@ fn main() {
                 miss.1 / v1(&|f| f.miss.1),
             );
         }
+        index_sampling(&dir, *domain, entries, &hits, &misses, rounds);
     }
 }

@@ -3,6 +3,7 @@
 use bytes::Bytes;
 
 use super::error::FileError;
+use super::index::BlockHandle;
 use super::layout::Block;
 use super::reader::{FileValue, SortedFile};
 
@@ -14,7 +15,8 @@ pub type FileEntry = (Bytes, FileValue);
 #[derive(Debug)]
 pub struct FileIter<'a> {
     file: &'a SortedFile,
-    block: usize,
+    /// The block being read; `None` past the last one.
+    block: Option<BlockHandle>,
     /// Offset in the block of the next entry to decode.
     at: usize,
     /// The key of the entry decoded last in this block: the next entry's
@@ -29,7 +31,7 @@ pub struct FileIter<'a> {
 impl SortedFile {
     /// All entries in key order.
     pub fn iter(&self) -> FileIter<'_> {
-        FileIter::new(self, 0, 0, None)
+        FileIter::from_first(self, None)
     }
 
     /// Entries with key ≥ `start`, in key order; seeks through the index.
@@ -45,19 +47,25 @@ impl SortedFile {
     }
 
     fn seek(&self, start: &[u8], prefix: Option<Vec<u8>>) -> FileIter<'_> {
-        let Some(block) = self.block_for(start) else {
-            return FileIter::new(self, 0, 0, prefix);
+        let block = match self.block_for(start) {
+            Ok(Some(block)) => block,
+            Ok(None) => return FileIter::from_first(self, prefix),
+            Err(e) => {
+                let mut it = FileIter::new(self, None, prefix);
+                it.pending = Some(e);
+                return it;
+            }
         };
-        let mut it = FileIter::new(self, block, 0, prefix);
+        let mut it = FileIter::new(self, Some(block), prefix);
         let mut key = Vec::new();
-        match self.view(block).map(|v| (v, v.seek(start, &mut key))) {
+        match self.view(&block).map(|v| (v, v.seek(start, &mut key))) {
             Ok((view, Some(at))) => {
                 it.at = at;
                 it.key = key;
                 it.view = Some(view);
             }
             Ok((_, None)) => {
-                it.pending = Some(self.block_corrupted(block, "entry layout changed after open"));
+                it.pending = Some(self.block_corrupted(&block, "entry layout changed after open"));
             }
             Err(e) => it.pending = Some(e),
         }
@@ -66,11 +74,26 @@ impl SortedFile {
 }
 
 impl<'a> FileIter<'a> {
-    fn new(file: &'a SortedFile, block: usize, at: usize, prefix: Option<Vec<u8>>) -> Self {
+    /// From the file's first entry.
+    fn from_first(file: &'a SortedFile, prefix: Option<Vec<u8>>) -> Self {
+        if file.block_count() == 0 {
+            return FileIter::new(file, None, prefix);
+        }
+        match file.block(0) {
+            Ok(first) => FileIter::new(file, Some(first), prefix),
+            Err(e) => {
+                let mut it = FileIter::new(file, None, prefix);
+                it.pending = Some(e);
+                it
+            }
+        }
+    }
+
+    fn new(file: &'a SortedFile, block: Option<BlockHandle>, prefix: Option<Vec<u8>>) -> Self {
         FileIter {
             file,
             block,
-            at,
+            at: 0,
             key: Vec::new(),
             view: None,
             prefix,
@@ -81,19 +104,19 @@ impl<'a> FileIter<'a> {
 
     fn next_entry(&mut self) -> Result<Option<FileEntry>, FileError> {
         loop {
-            if self.block >= self.file.block_count_internal() {
+            let Some(block) = self.block else {
                 return Ok(None);
-            }
+            };
             let view = match self.view {
                 Some(v) => v,
                 None => {
-                    let v = self.file.view(self.block)?;
+                    let v = self.file.view(&block)?;
                     self.view = Some(v);
                     v
                 }
             };
             if self.at >= view.entries_end() {
-                self.block += 1;
+                self.block = self.file.next_block(&block)?;
                 self.at = 0;
                 self.key.clear();
                 self.view = None;
@@ -104,10 +127,10 @@ impl<'a> FileIter<'a> {
                 .filter(|d| d.shared <= self.key.len())
                 .ok_or_else(|| {
                     self.file
-                        .block_corrupted(self.block, "entry layout changed after open")
+                        .block_corrupted(&block, "entry layout changed after open")
                 })?;
             self.at = raw.end;
-            let suffix = self.file.block_slice(self.block, raw.suffix);
+            let suffix = self.file.block_slice(&block, raw.suffix);
             self.key.truncate(raw.shared);
             self.key.extend_from_slice(&suffix);
             // A key stored whole stays a zero-copy slice of the map.
@@ -117,7 +140,7 @@ impl<'a> FileIter<'a> {
                 Bytes::copy_from_slice(&self.key)
             };
             let value = match raw.value {
-                Some(r) => FileValue::Value(self.file.block_slice(self.block, r)),
+                Some(r) => FileValue::Value(self.file.block_slice(&block, r)),
                 None => FileValue::Tombstone,
             };
             return Ok(Some((key, value)));

@@ -54,6 +54,7 @@ mod error;
 mod filter;
 mod format;
 pub mod fs;
+mod index;
 mod iter;
 mod layout;
 mod lookup;

@@ -17,10 +17,11 @@ use super::format::{
     INDEX_ENTRY_HEADER, MAGIC, read_u16, read_u32, read_u64,
 };
 use super::fs::file_name_of;
+use super::index::{BlockHandle, BlockIndex};
 use super::layout::{Block, Layout};
 use super::meta::FileMeta;
 use super::prefixed::PREFIXED_TRAILER;
-use super::reader::{BlockHandle, SortedFile};
+use super::reader::SortedFile;
 
 struct Checker<'a> {
     path: &'a Path,
@@ -105,7 +106,7 @@ pub(crate) fn open_bytes(
             supported: FORMAT_VERSION,
         })?;
     let meta = check_footer(&c, &footer, &raw, footer_start)?;
-    let blocks = parse_index(&c, &footer, layout, release)?;
+    let index = parse_index(&c, &footer, layout, release)?;
     let filter_at = footer.filter_offset as usize;
     let filter = Filter::decode_with(
         data.slice(filter_at..footer_start),
@@ -113,7 +114,7 @@ pub(crate) fn open_bytes(
         |bits| chunked_checksum(bits, filter_at, release),
     )
     .map_err(|defect| filter_error(&c, filter_at, defect))?;
-    let found = check_blocks(&c, &footer, layout, &blocks, release)?;
+    let found = check_blocks(&c, &footer, layout, &index, release)?;
     if found != footer.checksum {
         return Err(c.mismatch(0, "whole file", footer.checksum, found));
     }
@@ -124,7 +125,7 @@ pub(crate) fn open_bytes(
         data,
         footer.entry_count,
         footer.checksum,
-        blocks,
+        index,
         filter,
     ))
 }
@@ -201,14 +202,14 @@ fn check_footer(
     Ok(meta)
 }
 
-/// Checks the index checksum and decodes one handle per block; the blocks
-/// must tile the data region exactly.
+/// Checks the index checksum and every entry, and samples them into the
+/// in-memory [`BlockIndex`]; the blocks must tile the data region exactly.
 fn parse_index(
     c: &Checker<'_>,
     f: &Footer,
     layout: Layout,
     release: Release<'_>,
-) -> Result<Vec<BlockHandle>, FileError> {
+) -> Result<BlockIndex, FileError> {
     let start = f.index_offset as usize;
     let region = &c.data[start..f.filter_offset as usize];
     let body = region.len() - CHECKSUM_LEN;
@@ -218,7 +219,8 @@ fn parse_index(
         return Err(c.mismatch(start, "index", expected, found));
     }
     let count = f.block_count as usize;
-    let mut blocks = Vec::with_capacity(count.min(body / INDEX_ENTRY_HEADER));
+    let mut index =
+        BlockIndex::with_capacity(count.min(body / INDEX_ENTRY_HEADER), start, start + body);
     let (mut at, mut next_block, mut released) = (0usize, 0usize, 0usize);
     for i in 0..count {
         if at - released >= RELEASE_CHUNK {
@@ -254,13 +256,7 @@ fn parse_index(
         if entries == 0 {
             return Err(bad("block has no entries"));
         }
-        blocks.push(BlockHandle::new(
-            &c.data[start + key_start..start + key_end],
-            start + key_start,
-            next_block,
-            len,
-            entries,
-        ));
+        index.push(start + at, &c.data[start + key_start..start + key_end]);
         next_block = end;
         at = key_end;
     }
@@ -280,7 +276,7 @@ fn parse_index(
             ),
         ));
     }
-    Ok(blocks)
+    Ok(index)
 }
 
 fn filter_error(c: &Checker<'_>, at: usize, defect: FilterDefect) -> FileError {
@@ -306,17 +302,23 @@ fn check_blocks(
     c: &Checker<'_>,
     f: &Footer,
     layout: Layout,
-    blocks: &[BlockHandle],
+    index: &BlockIndex,
     release: Release<'_>,
 ) -> Result<u64, FileError> {
     let mut hash = Xxh3::new();
     let mut keys = KeyPair::default();
     let mut total = 0u64;
     let mut released = 0usize;
-    for (i, h) in blocks.iter().enumerate() {
+    for (i, h) in index.iter(c.data).enumerate() {
+        let h = h.ok_or_else(|| {
+            c.corrupted(
+                index.start(),
+                format!("index entry {i} cannot be read back"),
+            )
+        })?;
         let block = &c.data[h.offset..h.offset + h.len];
         hash.update(block);
-        check_block(c, layout, i, h, &mut keys)?;
+        check_block(c, layout, i, &h, &mut keys)?;
         total += u64::from(h.entries);
         let done = h.offset + h.len;
         if done - released >= RELEASE_CHUNK {

@@ -8,6 +8,7 @@ use bytes::Bytes;
 use super::error::FileError;
 use super::filter::{Filter, KeyHash};
 use super::fs::FileSystem;
+use super::index::{BlockHandle, BlockIndex};
 use super::layout::{Block, Layout};
 use super::meta::FileMeta;
 
@@ -49,52 +50,6 @@ pub enum FileValueRef<'a> {
     Tombstone,
 }
 
-/// Where a data block lies, and its first key for the index search.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct BlockHandle {
-    /// The first 8 bytes of the first key, big-endian, zero-padded: most
-    /// index comparisons end here without touching the key bytes.
-    prefix: u64,
-    key_start: usize,
-    key_len: usize,
-    pub(crate) offset: usize,
-    pub(crate) len: usize,
-    pub(crate) entries: u32,
-}
-
-#[inline]
-fn key_prefix(key: &[u8]) -> u64 {
-    let mut b = [0u8; 8];
-    let n = key.len().min(8);
-    b[..n].copy_from_slice(&key[..n]);
-    u64::from_be_bytes(b)
-}
-
-impl BlockHandle {
-    pub(crate) fn new(
-        first_key: &[u8],
-        key_start: usize,
-        offset: usize,
-        len: usize,
-        entries: u32,
-    ) -> Self {
-        BlockHandle {
-            prefix: key_prefix(first_key),
-            key_start,
-            key_len: first_key.len(),
-            offset,
-            len,
-            entries,
-        }
-    }
-
-    /// The block's first key (`data` is the file the handle was built from).
-    #[inline]
-    pub(crate) fn first_key<'a>(&self, data: &'a [u8]) -> &'a [u8] {
-        &data[self.key_start..self.key_start + self.key_len]
-    }
-}
-
 /// One immutable sorted file, memory-mapped and verified at open.
 ///
 /// Cheap to share behind an `Arc`; all methods take `&self` and never block.
@@ -106,10 +61,7 @@ pub struct SortedFile {
     data: Bytes,
     entries: u64,
     checksum: u64,
-    blocks: Vec<BlockHandle>,
-    /// `blocks[i].prefix` again, densely packed: the index search runs over
-    /// this small array and touches the handles only to break ties.
-    prefixes: Vec<u64>,
+    index: BlockIndex,
     filter: Filter,
 }
 
@@ -152,10 +104,9 @@ impl SortedFile {
         data: Bytes,
         entries: u64,
         checksum: u64,
-        blocks: Vec<BlockHandle>,
+        index: BlockIndex,
         filter: Filter,
     ) -> Self {
-        let prefixes = blocks.iter().map(|h| h.prefix).collect();
         SortedFile {
             path,
             meta,
@@ -163,8 +114,7 @@ impl SortedFile {
             data,
             entries,
             checksum,
-            blocks,
-            prefixes,
+            index,
             filter,
         }
     }
@@ -204,7 +154,13 @@ impl SortedFile {
 
     /// Number of data blocks.
     pub fn block_count(&self) -> usize {
-        self.blocks.len()
+        self.index.len()
+    }
+
+    /// Bytes of memory the block index holds (a sample every
+    /// 16 blocks; the rest is read from the mapped file).
+    pub fn index_memory_bytes(&self) -> usize {
+        self.index.memory_bytes()
     }
 
     /// Size of the existence filter's bit array in bytes.
@@ -236,8 +192,8 @@ impl SortedFile {
     /// tombstone, or `None` if the file has no entry for it. The value is a
     /// zero-copy slice of the map that keeps the map alive.
     pub fn get(&self, key: &[u8]) -> Result<Option<FileValue>, FileError> {
-        Ok(self.locate(key)?.map(|(b, value)| match value {
-            Some(r) => FileValue::Value(self.block_slice(b, r)),
+        Ok(self.locate(key)?.map(|(h, value)| match value {
+            Some(r) => FileValue::Value(self.block_slice(&h, r)),
             None => FileValue::Tombstone,
         }))
     }
@@ -246,11 +202,8 @@ impl SortedFile {
     /// of taking a reference-counted slice: no shared counter is touched, so
     /// many threads reading one file do not contend on it.
     pub fn get_ref(&self, key: &[u8]) -> Result<Option<FileValueRef<'_>>, FileError> {
-        Ok(self.locate(key)?.map(|(b, value)| match value {
-            Some(r) => {
-                let off = self.blocks[b].offset;
-                FileValueRef::Value(&self.data[off + r.start..off + r.end])
-            }
+        Ok(self.locate(key)?.map(|(h, value)| match value {
+            Some(r) => FileValueRef::Value(&self.data[h.offset + r.start..h.offset + r.end]),
             None => FileValueRef::Tombstone,
         }))
     }
@@ -265,65 +218,91 @@ impl SortedFile {
     fn locate(
         &self,
         key: &[u8],
-    ) -> Result<Option<(usize, Option<std::ops::Range<usize>>)>, FileError> {
-        let Some(b) = self.block_for(key) else {
+    ) -> Result<Option<(BlockHandle, Option<std::ops::Range<usize>>)>, FileError> {
+        let Some(h) = self.block_for(key)? else {
             return Ok(None);
         };
-        match self.view(b)?.get(key) {
-            Ok(found) => Ok(found.map(|value| (b, value))),
-            Err(()) => Err(self.block_corrupted(b, "entry layout changed after open")),
+        match self.view(&h)?.get(key) {
+            Ok(found) => Ok(found.map(|value| (h, value))),
+            Err(()) => Err(self.block_corrupted(&h, "entry layout changed after open")),
         }
     }
 
-    /// Index of the last block whose first key is ≤ `key`, if any: a binary
-    /// search over the in-memory index.
+    /// The last block whose first key is ≤ `key`, if any: a binary search
+    /// over the index's samples, then a few entries of the mapped index.
     #[inline]
-    pub(crate) fn block_for(&self, key: &[u8]) -> Option<usize> {
-        let prefix = key_prefix(key);
-        // Blocks whose first key has a smaller 8-byte prefix all start
-        // before `key`; among those with an equal prefix (many, for storage
-        // keys of one contract) the full keys decide — both binary searches.
-        let below = self.prefixes.partition_point(|&p| p < prefix);
-        let equal = self.prefixes[below..].partition_point(|&p| p == prefix);
-        let data = &self.data[..];
-        let ties = &self.blocks[below..below + equal];
-        let after = below + ties.partition_point(|h| h.first_key(data) <= key);
-        after.checked_sub(1)
+    pub(crate) fn block_for(&self, key: &[u8]) -> Result<Option<BlockHandle>, FileError> {
+        self.index
+            .block_for(&self.data, key)
+            .ok_or_else(|| self.index_corrupted())
     }
 
-    /// A view of block `b`.
+    /// Block `number`'s handle.
+    pub(crate) fn block(&self, number: usize) -> Result<BlockHandle, FileError> {
+        self.index
+            .block(&self.data, number)
+            .ok_or_else(|| self.index_corrupted())
+    }
+
+    /// The block after `h`, or `None` after the last one.
     #[inline]
-    pub(crate) fn view(&self, b: usize) -> Result<Block<'_>, FileError> {
-        let h = &self.blocks[b];
+    pub(crate) fn next_block(&self, h: &BlockHandle) -> Result<Option<BlockHandle>, FileError> {
+        self.index
+            .next(&self.data, h)
+            .ok_or_else(|| self.index_corrupted())
+    }
+
+    /// A view of the block `h`.
+    #[inline]
+    pub(crate) fn view(&self, h: &BlockHandle) -> Result<Block<'_>, FileError> {
         Block::new(self.layout, &self.data[h.offset..h.offset + h.len])
-            .ok_or_else(|| self.block_corrupted(b, "block trailer changed after open"))
+            .ok_or_else(|| self.block_corrupted(h, "block trailer changed after open"))
+    }
+
+    /// Samples the block index every `1 << shift` blocks instead of 16
+    /// (benches: a dense index, `shift` 0, beside the default).
+    #[cfg(feature = "test-utils")]
+    pub fn resample_index(&mut self, shift: u32) -> Result<(), FileError> {
+        self.index = self
+            .index
+            .resampled(&self.data, shift)
+            .ok_or_else(|| self.index_corrupted())?;
+        Ok(())
+    }
+
+    /// Every block's handle, in order.
+    #[cfg(any(test, feature = "test-utils"))]
+    pub(crate) fn blocks_for_test(&self) -> Vec<BlockHandle> {
+        self.index
+            .iter(&self.data)
+            .map(|h| h.expect("the index was checked at open"))
+            .collect()
     }
 
     #[cfg(any(test, feature = "test-utils"))]
-    pub(crate) fn blocks_for_test(&self) -> &[BlockHandle] {
-        &self.blocks
-    }
-
-    #[cfg(feature = "test-utils")]
     pub(crate) fn bytes_for_bench(&self) -> &Bytes {
         &self.data
     }
 
-    pub(crate) fn block_count_internal(&self) -> usize {
-        self.blocks.len()
+    /// The bytes of `range` in block `h` as a zero-copy slice.
+    pub(crate) fn block_slice(&self, h: &BlockHandle, range: std::ops::Range<usize>) -> Bytes {
+        self.data
+            .slice(h.offset + range.start..h.offset + range.end)
     }
 
-    /// The bytes of block `b`'s entry `range` as a zero-copy slice.
-    pub(crate) fn block_slice(&self, b: usize, range: std::ops::Range<usize>) -> Bytes {
-        let off = self.blocks[b].offset;
-        self.data.slice(off + range.start..off + range.end)
-    }
-
-    pub(crate) fn block_corrupted(&self, b: usize, what: &str) -> FileError {
+    pub(crate) fn block_corrupted(&self, h: &BlockHandle, what: &str) -> FileError {
         FileError::Corrupted {
             file: self.path.clone(),
-            offset: self.blocks[b].offset as u64,
-            what: format!("data block {b}: {what}"),
+            offset: h.offset as u64,
+            what: format!("data block {}: {what}", h.number),
+        }
+    }
+
+    fn index_corrupted(&self) -> FileError {
+        FileError::Corrupted {
+            file: self.path.clone(),
+            offset: self.index.start() as u64,
+            what: "index: an entry changed after open".into(),
         }
     }
 }

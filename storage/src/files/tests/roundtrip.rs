@@ -388,3 +388,44 @@ fn one_contract_spanning_many_blocks() {
         );
     }
 }
+
+/// The sampled block index agrees with a walk of every block: each block's
+/// first key finds that block, the key just before it the block before,
+/// a key below the file none; numbered access and the chain of next blocks
+/// give the same handles; memory is a sample per 16 blocks.
+#[test]
+fn sampled_index_finds_every_block_boundary() {
+    let mut tied = Model::new();
+    for slot in 0..12_000u64 {
+        let mut key = vec![0x22; 20];
+        key.extend_from_slice(&slot.to_be_bytes());
+        tied.insert(key, Some(vec![7; 40]));
+    }
+    for model in [sample_model(30_000, 40), tied] {
+        let file = file_of(&model);
+        let handles = file.blocks_for_test();
+        assert!(handles.len() > 100, "{} blocks", handles.len());
+        assert_eq!(handles.len(), file.block_count());
+        let data = file.bytes_for_bench();
+        let keys: Vec<&Vec<u8>> = model.keys().collect();
+        let mut next = 0;
+        for (b, h) in handles.iter().enumerate() {
+            assert_eq!(h.number, b);
+            let first = h.first_key(data);
+            let at = keys[next..]
+                .iter()
+                .position(|k| k.as_slice() == first)
+                .unwrap()
+                + next;
+            next = at + h.entries as usize;
+            assert_eq!(file.block_for(first).unwrap().unwrap().number, b);
+            let before = file.block_for(keys.get(at.wrapping_sub(1)).map_or(&[][..], |k| k));
+            assert_eq!(before.unwrap().map(|h| h.number), b.checked_sub(1));
+            assert_eq!(file.block(b).unwrap().offset, h.offset);
+            let following = file.next_block(h).unwrap().map(|n| n.number);
+            assert_eq!(following, (b + 1 < handles.len()).then_some(b + 1));
+        }
+        assert_eq!(next, model.len());
+        assert!(file.index_memory_bytes() <= handles.len().div_ceil(16) * 16);
+    }
+}
