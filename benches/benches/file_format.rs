@@ -362,6 +362,9 @@ fn measure(
 /// reader held before), 4, 16 (the reader's) and 64.
 const INDEX_SHIFTS: [u32; 4] = [0, 2, 4, 6];
 
+/// Get p50/p99 of hits, then of misses, in one round.
+type HitMiss = ((f64, f64), (f64, f64));
+
 /// The default layout's file read through block indexes sampled every 1,
 /// 4, 16 and 64 blocks, alternately in each round: get p50/p99 of hits and
 /// misses (medians over rounds) and the index's memory.
@@ -392,9 +395,7 @@ fn index_sampling(
         file.block_count(),
         entries.first().map_or(0, |(k, _)| k.len()) + 18
     );
-    let pick = |i: usize, f: &dyn Fn(&((f64, f64), (f64, f64))) -> f64| {
-        median(figures[i].iter().map(f).collect())
-    };
+    let pick = |i: usize, f: &dyn Fn(&HitMiss) -> f64| median(figures[i].iter().map(f).collect());
     for (i, shift) in INDEX_SHIFTS.iter().enumerate() {
         println!(
             "  sample every {:>2}: {:>10} B in memory ({:>5.2} B/block)  get hit {:>5.0}/{:<5.0}ns  miss {:>5.0}/{:<5.0}ns  (x{:.2} hit, x{:.2} miss p50 vs every 1)",
