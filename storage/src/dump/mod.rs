@@ -27,17 +27,21 @@
 //! slots and values, when not empty) — the fields reth's `init-state`
 //! reads, under geth's names (geth's per-account `root` is not written).
 
-use std::collections::{BTreeMap, VecDeque};
-use std::io::{BufRead, Write};
+use std::collections::VecDeque;
+use std::io::BufRead;
 
-use alloy_primitives::{Address, B256, Bytes, U256};
+use alloy_primitives::{Address, B256};
 use rayon::prelude::*;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use crate::account::code_hash;
 use crate::genesis::{
     GenesisAccount, GenesisError, RawAccount, Scalar, ValueError, parse_address, typed_account,
 };
+
+mod writer;
+
+pub use writer::{AccountLine, DumpWriter};
 
 /// Lines parsed together on the rayon pool.
 const BATCH_LINES: usize = 1024;
@@ -121,91 +125,6 @@ struct Header<'a> {
     root: Scalar<'a>,
     #[serde(default, borrow)]
     address: Scalar<'a>,
-}
-
-/// The dump's first line, as written.
-#[derive(Serialize)]
-struct RootLine {
-    root: B256,
-}
-
-/// An account line, as written.
-#[derive(Serialize)]
-struct AccountLine<'a> {
-    address: Address,
-    balance: U256,
-    nonce: u64,
-    #[serde(rename = "codeHash")]
-    code_hash: B256,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    code: Option<&'a Bytes>,
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    storage: BTreeMap<B256, B256>,
-}
-
-/// Writes a state dump: the root line at creation, then one line per
-/// account (in the caller's order; `strata export` writes address order).
-pub struct DumpWriter<W> {
-    out: W,
-    accounts: u64,
-    slots: u64,
-}
-
-impl<W: Write> DumpWriter<W> {
-    /// Starts a dump of the state whose root is `root`.
-    pub fn new(mut out: W, root: B256) -> std::io::Result<Self> {
-        write_line(&mut out, &RootLine { root })?;
-        Ok(Self {
-            out,
-            accounts: 0,
-            slots: 0,
-        })
-    }
-
-    /// Writes one account; zero storage values are left out.
-    pub fn account(
-        &mut self,
-        address: Address,
-        nonce: u64,
-        balance: U256,
-        code: &Bytes,
-        storage: impl IntoIterator<Item = (B256, U256)>,
-    ) -> std::io::Result<()> {
-        let storage: BTreeMap<B256, B256> = storage
-            .into_iter()
-            .filter(|(_, value)| !value.is_zero())
-            .map(|(slot, value)| (slot, B256::from(value)))
-            .collect();
-        self.slots += storage.len() as u64;
-        self.accounts += 1;
-        let code_hash = code_hash(code);
-        write_line(
-            &mut self.out,
-            &AccountLine {
-                address,
-                balance,
-                nonce,
-                code_hash,
-                code: (!code.is_empty()).then_some(code),
-                storage,
-            },
-        )
-    }
-
-    /// Accounts and non-zero slots written so far.
-    pub fn counts(&self) -> (u64, u64) {
-        (self.accounts, self.slots)
-    }
-
-    /// The output, after the last line.
-    pub fn into_inner(self) -> W {
-        self.out
-    }
-}
-
-fn write_line(out: &mut impl Write, value: &impl Serialize) -> std::io::Result<()> {
-    serde_json::to_writer(&mut *out, value)?;
-    out.write_all(b"\n")
 }
 
 /// Reads a state dump: [`DumpReader::root`], then the accounts as an
@@ -374,7 +293,7 @@ pub fn parse_account_line(line: u64, text: &str) -> Result<(Address, GenesisAcco
 #[cfg(test)]
 mod tests {
     use super::*;
-    use alloy_primitives::U256;
+    use alloy_primitives::{Bytes, U256};
 
     fn read(text: &str) -> Result<(B256, Vec<(Address, GenesisAccount)>), DumpError> {
         let reader = DumpReader::new(text.as_bytes())?;
