@@ -289,8 +289,10 @@ impl<R: BufRead> DumpReader<R> {
                     self.done = true;
                     break;
                 }
-                Ok(n) if text.len() > limit => {
-                    let ended = n <= limit || text.last() == Some(&b'\n');
+                Ok(_) if text.len() > limit => {
+                    // Without its newline the rest follows (or the input
+                    // ends: the rest is then empty).
+                    let ended = text.last() == Some(&b'\n');
                     self.long = Some(LongLine {
                         line: self.line,
                         head: text,
@@ -351,7 +353,7 @@ impl<R: BufRead> AccountSource for DumpReader<R> {
 /// Reads one line into `text` (with its newline), at most `limit + 1`
 /// bytes of it; returns the bytes read (0 at the end of the input). A
 /// `text` longer than `limit` is a long line, whole when it ends with the
-/// newline or was shorter than `limit + 1` (the input's last line).
+/// newline.
 fn read_bounded(
     input: &mut impl BufRead,
     text: &mut Vec<u8>,

@@ -355,10 +355,13 @@ mod tests {
         format!("{{{head}\"storage\":{{{}}}{tail}}}\n", entries.join(","))
     }
 
+    /// An account as the source returned it, with the slots streamed for it.
+    type ReadAccount = (SourceAccount, Vec<(B256, U256)>);
+
     /// The accounts of `text` read with a stream threshold of half of
     /// `budget`, each with the slots streamed for it (non-zero, in hashed
     /// order).
-    fn read(text: &str, budget: usize) -> Result<Vec<(SourceAccount, Vec<(B256, U256)>)>, String> {
+    fn read(text: &str, budget: usize) -> Result<Vec<ReadAccount>, String> {
         let dir = tempfile::tempdir().unwrap();
         let mut large = LargeStorage::new(dir.path(), budget);
         let mut reader = DumpReader::new(text.as_bytes()).map_err(|e| e.to_string())?;
@@ -436,7 +439,7 @@ mod tests {
         assert_eq!(slots.len(), 300);
         assert!(matches!(accounts[3].0, SourceAccount::Whole(..)));
         // A budget that holds every line: all whole.
-        let whole = read(&text, 1 << 20).unwrap();
+        let whole = read(&text, 8 << 20).unwrap();
         assert!(
             whole
                 .iter()

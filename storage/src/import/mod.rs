@@ -34,7 +34,9 @@
 //! merge's read buffers (256 KiB per run) and the largest account held
 //! whole — whose dump line is at most half a tenth of the budget (12.8 MiB
 //! by default); a larger account is never held. None of it grows with the
-//! state or with the largest account.
+//! state or with the largest account: a dump of one contract with 5M slots
+//! (a 690 MB line) imports in 280 MiB peak RSS, where holding the line took
+//! 2,104 MiB (`/usr/bin/time -v strata init --state`, README "State size").
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
