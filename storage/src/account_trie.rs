@@ -1,13 +1,17 @@
 //! The account trie of a whole state, built in bounded memory: each
 //! account's leaf (with its storage root, built before) goes through an
 //! external sort by hashed address as a fixed-size [`LeafEntry`], then
-//! streams into the [`BulkBuilder`]. Shared by the import and `verify`.
+//! streams into the [`BulkBuilder`]. A storage trie is built in memory
+//! ([`build_storage_trie`]) or, for an account too large to hold, through
+//! a sort of its own ([`SlotSort`]). Shared by the import and `verify`.
 
 use alloy_primitives::{Address, B256, U256, keccak256};
 use bytes::Bytes;
 use strata_commitment::{AccountLeaf, BulkBuilder, StorageTrieBuilder, record_key};
 
 use crate::error::{Error, Result};
+use std::path::Path;
+
 use crate::sort::{ExternalSorter, RunError, SortedPairs};
 
 /// One account's storage trie, built on its own.
@@ -48,6 +52,121 @@ pub(crate) fn build_storage_trie(
         root,
         records,
     })
+}
+
+/// One account's slots sorted on disk by hashed slot (keccak(slot) →
+/// slot ‖ value), for an account with more slots than memory may hold;
+/// [`SlotSort::build`] streams them into the account's storage trie.
+pub(crate) struct SlotSort {
+    slots: ExternalSorter,
+}
+
+/// A slot given twice to one [`SlotSort`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RepeatedSlot(pub(crate) B256);
+
+/// Why [`SlotSort::build`] stopped.
+#[derive(Debug)]
+pub(crate) enum SlotSortError {
+    /// A slot came twice (zero values included).
+    Repeated(RepeatedSlot),
+    /// The sort, the builder or the caller's `each` failed.
+    Failed(Error),
+}
+
+impl From<Error> for SlotSortError {
+    fn from(e: Error) -> Self {
+        SlotSortError::Failed(e)
+    }
+}
+
+impl From<RunError> for SlotSortError {
+    fn from(e: RunError) -> Self {
+        SlotSortError::Failed(e.into())
+    }
+}
+
+impl SlotSort {
+    /// A sort whose runs go to `dir` as `large-{n}.run`, spilling each
+    /// `budget` bytes.
+    pub(crate) fn new(dir: &Path, budget: usize) -> Self {
+        Self {
+            slots: ExternalSorter::new(dir, "large", budget),
+        }
+    }
+
+    /// Adds a slot (zero values too: [`SlotSort::build`] drops them after
+    /// the check for repeats).
+    pub(crate) fn push(&mut self, slot: B256, value: U256) -> std::result::Result<(), RunError> {
+        let mut entry = [0u8; 64];
+        entry[..32].copy_from_slice(slot.as_slice());
+        entry[32..].copy_from_slice(&value.to_be_bytes::<32>());
+        self.slots.push(keccak256(slot).as_slice(), &entry)
+    }
+
+    /// Runs spilled so far.
+    pub(crate) fn runs(&self) -> usize {
+        self.slots.runs()
+    }
+
+    /// Streams the sorted non-zero slots into the storage trie of
+    /// `address` (its records into `records`), handing each to `each` as
+    /// well; returns the storage root.
+    pub(crate) fn build(
+        self,
+        block: u64,
+        address: Address,
+        records: &mut ExternalSorter,
+        mut each: impl FnMut(B256, U256) -> Result<()>,
+    ) -> std::result::Result<B256, SlotSortError> {
+        let mut stopped: Option<SlotSortError> = None;
+        let mut unwritable: Option<RunError> = None;
+        let mut previous: Option<B256> = None;
+        let mut pairs = self.slots.finish()?;
+        let sorted = std::iter::from_fn(|| {
+            loop {
+                let (hashed, entry) = match pairs.next()? {
+                    Ok(pair) => pair,
+                    Err(e) => {
+                        stopped = Some(e.into());
+                        return None;
+                    }
+                };
+                let hashed = B256::from_slice(&hashed);
+                let slot = B256::from_slice(&entry[..32]);
+                if previous == Some(hashed) {
+                    stopped = Some(SlotSortError::Repeated(RepeatedSlot(slot)));
+                    return None;
+                }
+                previous = Some(hashed);
+                let value = U256::from_be_slice(&entry[32..]);
+                if value.is_zero() {
+                    continue;
+                }
+                if let Err(e) = each(slot, value) {
+                    stopped = Some(SlotSortError::Failed(e));
+                    return None;
+                }
+                return Some((hashed, slot, value));
+            }
+        });
+        let root = StorageTrieBuilder::new()
+            .build(keccak256(address), address, sorted, |path, record| {
+                if unwritable.is_none()
+                    && let Err(e) = records.push(&record_key(&path), &record)
+                {
+                    unwritable = Some(e);
+                }
+            })
+            .map_err(|source| Error::Commitment { block, source })?;
+        if let Some(e) = stopped {
+            return Err(e);
+        }
+        if let Some(e) = unwritable {
+            return Err(e.into());
+        }
+        Ok(root)
+    }
 }
 
 /// An account leaf as the sort carries it: address, nonce, balance, code

@@ -173,6 +173,17 @@ pub enum Error {
         /// The address.
         address: alloy_primitives::Address,
     },
+    /// A slot appears twice in one imported account's storage; nothing
+    /// was written.
+    #[error(
+        "account {address}: storage slot {slot} appears twice in the imported state; nothing was written"
+    )]
+    ImportRepeatedSlot {
+        /// The account.
+        address: alloy_primitives::Address,
+        /// The slot.
+        slot: B256,
+    },
     /// The accounts of an import could not be read; nothing was written.
     #[error("import input: {source}; nothing was written")]
     ImportInput {

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use alloy_primitives::{Address, B256};
+use alloy_primitives::B256;
 use redb::TableHandle;
 use strata_cache::{CacheStats, WarmupPool, build_cache};
 
@@ -15,7 +15,6 @@ use crate::domain::{Domain, Regime};
 use crate::error::{Error, Result, db_err};
 use crate::files::{FileSystem, OsFileSystem};
 use crate::fileset::FileSet;
-use crate::genesis::GenesisAccount;
 use crate::inner::Inner;
 use crate::ledger::{FlushStats, FlushWorker, Ledger};
 use crate::maintenance::{self, MaintenanceReport, MaintenanceWorker};
@@ -318,20 +317,18 @@ impl StateDb {
     }
 
     /// Imports a whole state — `accounts` in any order, e.g. the lines of a
-    /// state dump ([`crate::dump::DumpReader`]) — as block `options.block`
-    /// of an empty store, in bounded memory, straight into immutable files
-    /// (see [`crate::import`]). With `options.expected_root`, a state whose
-    /// root differs is refused before anything is written. The store then
-    /// continues at `options.block + 1`; the blocks before it cannot be read
-    /// or unwound to.
-    pub fn import_state<E>(
+    /// state dump ([`crate::dump::DumpReader`]) or any iterator of
+    /// `Result<(Address, GenesisAccount), E>` ([`crate::import::AccountSource`])
+    /// — as block `options.block` of an empty store, in bounded memory,
+    /// straight into immutable files (see [`crate::import`]). With
+    /// `options.expected_root`, a state whose root differs is refused before
+    /// anything is written. The store then continues at `options.block + 1`;
+    /// the blocks before it cannot be read or unwound to.
+    pub fn import_state(
         &self,
-        accounts: impl IntoIterator<Item = std::result::Result<(Address, GenesisAccount), E>>,
+        accounts: impl crate::import::AccountSource,
         options: &crate::import::ImportOptions,
-    ) -> Result<crate::import::ImportReport>
-    where
-        E: std::error::Error + Send + Sync + 'static,
-    {
+    ) -> Result<crate::import::ImportReport> {
         self.inner.check_poisoned()?;
         let _write_side = WriterTicket::take(&self.inner, Wait::Yes)?;
         crate::import::import(&self.inner, accounts, options)

@@ -2,7 +2,9 @@
 //! last block as a line-by-line state dump — first `{"root": "0x…"}`, then
 //! one account per line in address order with its balance, nonce, code
 //! hash, code and storage — streamed page by page through the range reads
-//! (`StateReader::accounts`, `storage_range`), opened read-only.
+//! (`StateReader::accounts`, `storage_range`), opened read-only. An
+//! account's storage goes into its line a page at a time, so memory does
+//! not grow with the largest account's storage.
 //!
 //! The lines carry the fields reth's `init-state` reads (`address`,
 //! `balance`, `nonce`, `code`, `storage` with 32-byte slot keys and values)
@@ -10,12 +12,12 @@
 //! storage root of geth's dump is not written.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use alloy_primitives::{Address, B256, Bytes, KECCAK256_EMPTY, U256};
+use alloy_primitives::{Address, B256, Bytes, KECCAK256_EMPTY};
 use clap::Args;
-use strata_storage::dump::DumpWriter;
+use strata_storage::dump::{AccountLine, DumpWriter};
 use strata_storage::keys::next_key;
 use strata_storage::{Regime, StateReader};
 
@@ -137,29 +139,38 @@ fn write_dump(
                 })?;
                 Bytes::from(code)
             };
-            let storage = account_storage(reader, &address).map_err(read)?;
-            dump.account(address, account.nonce, account.balance, &code, storage)
+            let mut line = dump
+                .begin_account(address, account.nonce, account.balance, &code)
                 .map_err(Failure::Write)?;
+            write_storage(reader, &address, &mut line, &args.datadir)?;
+            line.finish().map_err(Failure::Write)?;
         }
     }
     Ok(dump.counts())
 }
 
-fn account_storage(
+/// Writes the storage of `address` into its `line`, a page of slots at a
+/// time (slot order, as the range reads return them).
+fn write_storage(
     reader: &StateReader,
     address: &Address,
-) -> strata_storage::Result<Vec<(B256, U256)>> {
-    let mut storage = Vec::new();
+    line: &mut AccountLine<'_, impl Write>,
+    datadir: &Path,
+) -> Result<(), Failure> {
     let mut from = Some(B256::ZERO);
     while let Some(start) = from {
-        let page = reader.storage_range(address, &start, SLOT_PAGE)?;
+        let page = reader
+            .storage_range(address, &start, SLOT_PAGE)
+            .map_err(|e| Failure::Cli(CliError::storage(datadir)(e)))?;
         from = match page.last() {
             Some((last, _)) if page.len() == SLOT_PAGE => next_word(last),
             _ => None,
         };
-        storage.extend(page);
+        for (slot, value) in page {
+            line.slot(slot, value).map_err(Failure::Write)?;
+        }
     }
-    Ok(storage)
+    Ok(())
 }
 
 /// The address after `address`, `None` after the last.
@@ -172,7 +183,6 @@ fn next_word(word: &B256) -> Option<B256> {
     next_key(word.as_slice()).map(|b| B256::from_slice(&b))
 }
 
-/// Writes `value` as one line of JSON.
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,8 +1,9 @@
 //! `strata init --datadir DIR (--genesis FILE | --state FILE)`: create a
 //! data directory from a genesis (geth genesis JSON or a bare alloc map) as
 //! block 0, or from a line-by-line state dump as block N (streamed, in
-//! bounded memory, into immutable files; the dump's root checked before
-//! anything is written). Prints the root on the last line. A datadir that
+//! bounded memory, into immutable files — an account line too long to hold
+//! parsed as it is read, its slots sorted on disk; the dump's root checked
+//! before anything is written). Prints the root on the last line. A datadir that
 //! already holds blocks is refused.
 
 use std::fs::File;
@@ -140,7 +141,7 @@ pub(crate) fn import(
 fn print_report(report: &ImportReport, datadir: &Path, seconds: f64) {
     println!(
         "imported: {} accounts ({} with code), {} slots, {} commitment records into {} as block {} in {seconds:.1} s \
-         (read and sort {:.1} s, account trie {:.1} s, files {:.1} s; {} sort runs)",
+         (read and sort {:.1} s, account trie {:.1} s, files {:.1} s; {} sort runs; {} accounts streamed)",
         report.accounts,
         report.contracts,
         report.slots,
@@ -151,6 +152,7 @@ fn print_report(report: &ImportReport, datadir: &Path, seconds: f64) {
         report.account_trie.as_secs_f64(),
         report.write.as_secs_f64(),
         report.runs,
+        report.streamed,
     );
     let entries = report.accounts + report.slots + report.contracts + report.records;
     println!(

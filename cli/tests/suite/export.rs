@@ -256,3 +256,72 @@ fn a_dump_is_checked_on_resume_and_its_write_errors_name_it() {
         assert!(err.contains("/dev/full"), "{err}");
     }
 }
+
+/// An account too large to hold whole (120,000 slots: a 16.6 MB line, longer
+/// than the default import holds) goes through `init --state` streamed and
+/// comes back from `export` byte for byte; that export imports again to the
+/// same root.
+#[test]
+fn a_large_account_round_trips_through_init_and_export() {
+    use alloy_primitives::{Address, B256, Bytes, U256, keccak256};
+    use strata_storage::dump::DumpWriter;
+    use strata_storage::genesis::{GenesisAccount, GenesisAlloc};
+
+    let mut alloc = GenesisAlloc::new();
+    alloc.insert(
+        Address::repeat_byte(0x11),
+        GenesisAccount {
+            nonce: 3,
+            balance: U256::from(10),
+            ..GenesisAccount::default()
+        },
+    );
+    alloc.insert(
+        Address::repeat_byte(0x22),
+        GenesisAccount {
+            nonce: 1,
+            code: Bytes::from_static(&[0x60, 0x01, 0x00]),
+            storage: (1..=120_000u64)
+                .map(|i| (keccak256(i.to_be_bytes()), U256::from(i)))
+                .collect(),
+            ..GenesisAccount::default()
+        },
+    );
+    let root: B256 = WorldState::from_alloc(&alloc).state_root();
+    let dir = tempfile::tempdir().unwrap();
+    let dump = dir.path().join("large.jsonl");
+    let mut writer = DumpWriter::new(Vec::new(), root).unwrap();
+    for (address, account) in &alloc {
+        let storage = account.storage.iter().map(|(s, v)| (*s, *v));
+        writer
+            .account(
+                *address,
+                account.nonce,
+                account.balance,
+                &account.code,
+                storage,
+            )
+            .unwrap();
+    }
+    let text = writer.into_inner();
+    assert!(text.len() > 16_000_000, "{} bytes", text.len());
+    std::fs::write(&dump, &text).unwrap();
+
+    let first = dir.path().join("first");
+    let f = first.to_str().unwrap();
+    let out = strata_ok(&["init", "--datadir", f, "--state", dump.to_str().unwrap()]);
+    assert!(out.contains("120000 slots"), "{out}");
+    assert!(out.contains("1 accounts streamed"), "{out}");
+    assert_eq!(out.lines().last(), Some(root.to_string().as_str()), "{out}");
+    let exported = dir.path().join("exported.jsonl");
+    let e = exported.to_str().unwrap();
+    strata_ok(&["export", "--datadir", f, "--out", e]);
+    assert!(
+        std::fs::read(&exported).unwrap() == text,
+        "export differs from the dump"
+    );
+
+    let second = dir.path().join("second");
+    let out = strata_ok(&["init", "--datadir", second.to_str().unwrap(), "--state", e]);
+    assert_eq!(out.lines().last(), Some(root.to_string().as_str()), "{out}");
+}

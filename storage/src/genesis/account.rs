@@ -39,6 +39,25 @@ pub struct RawAccount<'a> {
 }
 
 impl<'a> RawAccount<'a> {
+    /// An account of these fields as written, without storage (a dump line
+    /// whose storage is read apart).
+    pub(crate) fn without_storage(
+        balance: Scalar<'a>,
+        nonce: Scalar<'a>,
+        code: Scalar<'a>,
+        code_hash: Scalar<'a>,
+        address: Scalar<'a>,
+    ) -> Self {
+        Self {
+            balance,
+            nonce,
+            code,
+            code_hash,
+            storage: Entries::Missing,
+            address,
+        }
+    }
+
     /// The `address` field as written (`Missing` when absent).
     pub fn address(&self) -> &Scalar<'a> {
         &self.address

@@ -1,12 +1,17 @@
 //! Import of a whole state (a dump of block N) into an empty store, in
 //! bounded memory, straight into immutable files.
 //!
-//! 1. **Ingest**: accounts arrive in any order. Batches are processed on
-//!    rayon: each account's storage trie is built on its own
-//!    ([`StorageTrieBuilder`]), and its entries go to external sorters —
+//! 1. **Ingest**: accounts arrive in any order ([`AccountSource`]). Batches
+//!    are processed on rayon: each account's storage trie is built on its
+//!    own ([`StorageTrieBuilder`]), and its entries go to external sorters —
 //!    the plain domain entries (account, storage, code) by key, the account
 //!    leaves (with their storage roots) by hashed address, the commitment
-//!    records by record key, the codes by hash.
+//!    records by record key, the codes by hash. An account too large to
+//!    hold (a dump line longer than [`LargeStorage::stream_above_bytes`])
+//!    is streamed instead: its slots go, as the source reads them, to a
+//!    sort of its own by hashed slot ([`LargeStorage`], a tenth of the
+//!    budget), then stream from it into its storage trie's builder and the
+//!    plain sort; a slot it lists twice is refused there.
 //! 2. **Account trie**: the leaves come back in hashed order into the
 //!    streaming [`BulkBuilder`](strata_commitment::BulkBuilder); a repeated address is refused here. The
 //!    root is checked against the expected one before anything is written.
@@ -23,9 +28,15 @@
 //! files the manifest does not list (removed at the next open) and scratch
 //! runs in the import folder (removed by the next import or open).
 //!
-//! Peak memory: the sorters' budget ([`ImportOptions::sort_memory_bytes`]),
-//! one batch of accounts, the merge's read buffers (256 KiB per run) and
-//! the largest single account's storage and records.
+//! Peak memory: the sorters' budget ([`ImportOptions::sort_memory_bytes`],
+//! the streamed account's sort included), one batch of accounts (at most
+//! 65,536 slots beyond the first account, and a dump reader's batch of lines: 16 MiB), the
+//! merge's read buffers (256 KiB per run) and the largest account held
+//! whole — whose dump line is at most half a tenth of the budget (12.8 MiB
+//! by default); a larger account is never held. None of it grows with the
+//! state or with the largest account: a dump of one contract with 5M slots
+//! (a 690 MB line) imports in 280 MiB peak RSS, where holding the line took
+//! 2,104 MiB (`/usr/bin/time -v strata init --state`, README "State size").
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -50,8 +61,15 @@ use crate::keys::storage_key;
 use crate::ledger::Change;
 use crate::sources::ROOT_RECORD_KEY;
 
-use crate::account_trie::{BuiltStorage, LeafEntry, build_account_trie, build_storage_trie};
+use crate::account_trie::{
+    BuiltStorage, LeafEntry, RepeatedSlot, SlotSort, SlotSortError, build_account_trie,
+    build_storage_trie,
+};
 use crate::sort::{ExternalSorter, Pair, RunError, ScratchDir, SortedPairs};
+
+mod source;
+
+pub use source::{AccountSource, LargePushError, LargeStorage, SourceAccount};
 
 /// The scratch folder of an import, inside the datadir.
 pub const IMPORT_DIR: &str = "import.tmp";
@@ -112,6 +130,9 @@ pub struct ImportReport {
     pub file_bytes: u64,
     /// Runs the external sorters spilled to disk.
     pub runs: usize,
+    /// Accounts whose storage was streamed through a sort of its own (too
+    /// large to hold; see [`AccountSource`]).
+    pub streamed: u64,
     /// Reading the accounts, building the storage tries, sorting.
     pub ingest: Duration,
     /// Building the account trie from the sorted leaves.
@@ -121,14 +142,11 @@ pub struct ImportReport {
 }
 
 /// Imports `accounts` into the empty store of `inner` (see the module docs).
-pub(crate) fn import<E>(
+pub(crate) fn import(
     inner: &Arc<Inner>,
-    accounts: impl IntoIterator<Item = std::result::Result<(Address, GenesisAccount), E>>,
+    accounts: impl AccountSource,
     options: &ImportOptions,
-) -> Result<ImportReport>
-where
-    E: std::error::Error + Send + Sync + 'static,
-{
+) -> Result<ImportReport> {
     if let Some(last) = inner.current.load().block() {
         return Err(Error::GenesisExists { last });
     }
@@ -151,6 +169,8 @@ where
         leaves,
         mut records,
         codes,
+        large_runs,
+        ..
     } = sorters;
     let leaf_runs = leaves.runs();
     let root = build_account_trie(options.block, leaves.finish()?, &mut records)?;
@@ -166,7 +186,7 @@ where
     }
     report.root = root;
     report.records = records.pairs();
-    report.runs = plain.runs() + leaf_runs + records.runs() + codes.runs();
+    report.runs = plain.runs() + leaf_runs + records.runs() + codes.runs() + large_runs;
 
     let started = Instant::now();
     let head = Head {
@@ -210,7 +230,7 @@ where
     Ok(report)
 }
 
-/// The four sorts of an import.
+/// The four sorts of an import, and the share of a large account's own.
 struct Sorters {
     /// Domain byte ‖ key → value, for the account, storage and code files.
     plain: ExternalSorter,
@@ -220,15 +240,21 @@ struct Sorters {
     records: ExternalSorter,
     /// Code hash → code (repeats of one code allowed), for redb's code table.
     codes: ExternalSorter,
+    /// The slots of the streamed account being read.
+    large: LargeStorage,
+    /// Runs the streamed accounts' sorts spilled.
+    large_runs: usize,
 }
 
 impl Sorters {
     fn new(dir: &Path, budget: usize) -> Self {
         Self {
-            plain: ExternalSorter::new(dir, "plain", budget / 100 * 45),
+            plain: ExternalSorter::new(dir, "plain", budget / 100 * 40),
             leaves: ExternalSorter::new(dir, "leaves", budget / 100 * 15),
-            records: ExternalSorter::new(dir, "records", budget / 100 * 35),
+            records: ExternalSorter::new(dir, "records", budget / 100 * 30),
             codes: ExternalSorter::new(dir, "codes", budget / 100 * 5),
+            large: LargeStorage::new(dir, budget / 100 * 10),
+            large_runs: 0,
         }
     }
 }
@@ -250,15 +276,27 @@ fn process(
     block: u64,
     tries: &mut StorageTrieBuilder,
     address: Address,
-    account: GenesisAccount,
+    mut account: GenesisAccount,
 ) -> Result<Ingested> {
-    let hashed = keccak256(address);
-    let code_hash = code_hash(&account.code);
+    let storage = std::mem::take(&mut account.storage);
     let BuiltStorage {
         slots,
         root: storage_root,
         records,
-    } = build_storage_trie(tries, block, address, account.storage)?;
+    } = build_storage_trie(tries, block, address, storage)?;
+    Ok(ingested(address, account, storage_root, slots, records))
+}
+
+/// What the sorters take from `account` (its storage aside), whose storage
+/// trie has `storage_root`, `slots` and `records`.
+fn ingested(
+    address: Address,
+    account: GenesisAccount,
+    storage_root: B256,
+    slots: Vec<(B256, B256, U256)>,
+    records: Vec<(Vec<u8>, Bytes)>,
+) -> Ingested {
+    let code_hash = code_hash(&account.code);
     let leaf = LeafEntry {
         address,
         leaf: AccountLeaf {
@@ -275,8 +313,8 @@ fn process(
         code_hash,
     }
     .encode();
-    Ok(Ingested {
-        hashed,
+    Ingested {
+        hashed: keccak256(address),
         leaf,
         address,
         account: encoded,
@@ -284,7 +322,7 @@ fn process(
         code: account.code.0,
         slots,
         records,
-    })
+    }
 }
 
 fn plain_key(domain: Domain, key: &[u8]) -> Vec<u8> {
@@ -294,24 +332,45 @@ fn plain_key(domain: Domain, key: &[u8]) -> Vec<u8> {
     out
 }
 
-fn ingest<E>(
+fn ingest<S: AccountSource>(
     block: u64,
-    accounts: impl IntoIterator<Item = std::result::Result<(Address, GenesisAccount), E>>,
+    mut accounts: S,
     sorters: &mut Sorters,
     report: &mut ImportReport,
-) -> Result<()>
-where
-    E: std::error::Error + Send + Sync + 'static,
-{
-    let mut accounts = accounts.into_iter();
+) -> Result<()> {
     loop {
         let mut batch = Vec::with_capacity(BATCH_ACCOUNTS);
         let mut slots = 0;
         while batch.len() < BATCH_ACCOUNTS && slots < BATCH_SLOTS {
-            match accounts.next() {
-                Some(Ok((address, account))) => {
+            let next = accounts.next_account(&mut sorters.large);
+            // A failed spill is the import's own failure, whatever the
+            // source made of it.
+            let large = sorters.large.take()?;
+            match next {
+                Some(Ok(SourceAccount::Whole(address, account))) => {
+                    if large.is_some() {
+                        return Err(Error::ImportIncomplete(format!(
+                            "the source streamed slots for account {address} but returned it whole"
+                        )));
+                    }
                     slots += account.storage.len();
                     batch.push((address, account));
+                }
+                Some(Ok(SourceAccount::Streamed(address, account))) => {
+                    let sort = large.unwrap_or_else(|| sorters.large.empty_sort());
+                    ingest_streamed(block, address, account, sort, sorters, report).map_err(
+                        |e| match e {
+                            Error::ImportRepeatedSlot { address, slot } => {
+                                match accounts.repeated_slot(address, slot) {
+                                    Some(source) => Error::ImportInput {
+                                        source: Box::new(source),
+                                    },
+                                    None => Error::ImportRepeatedSlot { address, slot },
+                                }
+                            }
+                            other => other,
+                        },
+                    )?;
                 }
                 Some(Err(source)) => {
                     return Err(Error::ImportInput {
@@ -334,6 +393,45 @@ where
             push(sorters, account?, report)?;
         }
     }
+}
+
+/// Ingests an account whose slots are in `slots` (and in
+/// `account.storage`): they stream, in hashed order, into its storage trie
+/// (records to the record sort) and into the plain sort.
+fn ingest_streamed(
+    block: u64,
+    address: Address,
+    account: GenesisAccount,
+    mut slots: SlotSort,
+    sorters: &mut Sorters,
+    report: &mut ImportReport,
+) -> Result<()> {
+    for (slot, value) in &account.storage {
+        slots.push(*slot, *value)?;
+    }
+    sorters.large_runs += slots.runs();
+    let mut count = 0u64;
+    let plain = &mut sorters.plain;
+    let storage_root = slots
+        .build(block, address, &mut sorters.records, |slot, value| {
+            count += 1;
+            plain.push(
+                &plain_key(Domain::Storage, &storage_key(&address, &slot)),
+                &encode_slot_value(value),
+            )?;
+            Ok(())
+        })
+        .map_err(|e| match e {
+            SlotSortError::Failed(e) => e,
+            SlotSortError::Repeated(RepeatedSlot(slot)) => {
+                Error::ImportRepeatedSlot { address, slot }
+            }
+        })?;
+    let ingested = ingested(address, account, storage_root, Vec::new(), Vec::new());
+    push(sorters, ingested, report)?;
+    report.slots += count;
+    report.streamed += 1;
+    Ok(())
 }
 
 fn push(sorters: &mut Sorters, account: Ingested, report: &mut ImportReport) -> Result<()> {

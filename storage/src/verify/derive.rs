@@ -26,10 +26,13 @@ use std::path::Path;
 
 use alloy_primitives::{Address, B256, U256, keccak256};
 use rayon::prelude::*;
-use strata_commitment::{AccountLeaf, EMPTY_ROOT, StorageTrieBuilder, record_key};
+use strata_commitment::{AccountLeaf, EMPTY_ROOT, StorageTrieBuilder};
 
 use crate::account::{Account, decode_slot_value};
-use crate::account_trie::{BuiltStorage, LeafEntry, build_account_trie, build_storage_trie};
+use crate::account_trie::{
+    BuiltStorage, LeafEntry, RepeatedSlot, SlotSort, SlotSortError, build_account_trie,
+    build_storage_trie,
+};
 use crate::db::value::hex;
 use crate::domain::Domain;
 use crate::error::{Error, Result};
@@ -241,11 +244,10 @@ struct StorageTries {
     large: Option<LargeAccount>,
 }
 
-/// An account whose slots go through a sort of their own:
-/// keccak(slot) → slot ‖ value.
+/// An account whose slots go through a sort of their own.
 struct LargeAccount {
     address: Address,
-    slots: ExternalSorter,
+    slots: SlotSort,
 }
 
 impl StorageTries {
@@ -264,7 +266,7 @@ impl StorageTries {
     fn add(&mut self, sorts: &mut Sorts, address: Address, slot: B256, value: U256) -> Result<()> {
         if let Some(large) = &mut self.large {
             if large.address == address {
-                return large.push(slot, value);
+                return Ok(large.slots.push(slot, value)?);
             }
             self.finish_large(sorts)?;
         }
@@ -277,10 +279,10 @@ impl StorageTries {
                     self.batch_slots -= slots.len();
                     let mut large = LargeAccount {
                         address,
-                        slots: ExternalSorter::new(&sorts.dir, "large", self.large_budget),
+                        slots: SlotSort::new(&sorts.dir, self.large_budget),
                     };
                     for (slot, value) in slots {
-                        large.push(slot, value)?;
+                        large.slots.push(slot, value)?;
                     }
                     self.large = Some(large);
                 }
@@ -311,46 +313,17 @@ impl StorageTries {
             return Ok(());
         };
         sorts.large_runs += slots.runs();
-        let mut unreadable: Option<RunError> = None;
-        let mut unwritable: Option<RunError> = None;
-        let sorted = slots.finish()?.map_while(|pair| match pair {
-            Ok((hashed, entry)) => Some((
-                B256::from_slice(&hashed),
-                B256::from_slice(&entry[..32]),
-                U256::from_be_slice(&entry[32..]),
-            )),
-            Err(e) => {
-                unreadable = Some(e);
-                None
-            }
-        });
-        let records = &mut sorts.records;
-        let root = StorageTrieBuilder::new()
-            .build(keccak256(address), address, sorted, |path, record| {
-                if unwritable.is_none()
-                    && let Err(e) = records.push(&record_key(&path), &record)
-                {
-                    unwritable = Some(e);
-                }
-            })
-            .map_err(|source| Error::Commitment {
-                block: self.block,
-                source,
+        let root = slots
+            .build(self.block, address, &mut sorts.records, |_, _| Ok(()))
+            .map_err(|e| match e {
+                SlotSortError::Failed(e) => e,
+                // Live keys are unique: a repeat is a fault of the merge.
+                SlotSortError::Repeated(RepeatedSlot(slot)) => Error::Corrupt {
+                    table: "storage",
+                    what: format!("slot {slot} of {address} came twice from the live range"),
+                },
             })?;
-        if let Some(e) = unreadable.or(unwritable) {
-            return Err(e.into());
-        }
         sorts.roots.push(address.as_slice(), root.as_slice())?;
-        Ok(())
-    }
-}
-
-impl LargeAccount {
-    fn push(&mut self, slot: B256, value: U256) -> Result<()> {
-        let mut entry = [0u8; 64];
-        entry[..32].copy_from_slice(slot.as_slice());
-        entry[32..].copy_from_slice(&value.to_be_bytes::<32>());
-        self.slots.push(keccak256(slot).as_slice(), &entry)?;
         Ok(())
     }
 }

@@ -9,6 +9,7 @@ use alloy_primitives::{Address, B256, Bytes, U256};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
+use strata_storage::dump::{DumpReader, DumpWriter};
 use strata_storage::genesis::GenesisAccount;
 use strata_storage::import::{IMPORT_DIR, ImportOptions};
 use strata_storage::{Account, Error, FILES_DIR, Regime, StateDb};
@@ -336,4 +337,163 @@ fn a_failed_file_write_removes_the_files_already_written() {
         .import_state(ok(input), &ImportOptions::default())
         .unwrap();
     assert_eq!(report.root, model_root(&model));
+}
+
+/// `model` as a state dump, accounts in address order.
+fn dump_of(model: &Model, root: B256) -> Vec<u8> {
+    let mut dump = DumpWriter::new(Vec::new(), root).unwrap();
+    for (address, entry) in model {
+        let code = entry.code.clone().unwrap_or_default();
+        let storage = entry.storage.iter().map(|(slot, value)| (*slot, *value));
+        dump.account(
+            *address,
+            entry.account.nonce,
+            entry.account.balance,
+            &code,
+            storage,
+        )
+        .unwrap();
+    }
+    dump.into_inner()
+}
+
+/// A small random state and one contract of `slots` slots.
+fn model_with_a_large_account(seed: u64, slots: u64) -> (Model, Address) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut model = random_model(&mut rng, 300);
+    let code = Bytes::from_static(&[0x60, 0x2a, 0x00]);
+    let large = Address::repeat_byte(0xb1);
+    let entry = ModelAccount {
+        account: Account {
+            nonce: 1,
+            balance: U256::from(5),
+            code_hash: code_hash(&code),
+        },
+        code: Some(code),
+        storage: (0..slots)
+            .map(|i| {
+                let slot = B256::from(U256::from(i.wrapping_mul(0x9e37_79b9_7f4a_7c15)));
+                (slot, U256::from(i + 1))
+            })
+            .collect(),
+    };
+    model.insert(large, entry);
+    (model, large)
+}
+
+/// A dump line too long for the sort budget is parsed as it is read, its
+/// 200,000 slots sorted on disk on their own: the root, the reads and
+/// verify are those of the same state held whole, and no scratch is left.
+#[test]
+fn an_account_too_large_to_hold_streams_to_the_root_of_one_held_whole() {
+    let (model, large) = model_with_a_large_account(45, 200_000);
+    let root = model_root(&model);
+    let mut rng = StdRng::seed_from_u64(46);
+
+    let whole_dir = tempfile::tempdir().unwrap();
+    let whole = StateDb::open(whole_dir.path(), small_options()).unwrap();
+    let report = whole
+        .import_state(
+            ok(shuffled_input(&mut rng, &model)),
+            &ImportOptions::default(),
+        )
+        .unwrap();
+    assert_eq!((report.root, report.streamed), (root, 0));
+
+    let dump = dump_of(&model, root);
+    let dir = tempfile::tempdir().unwrap();
+    let db = StateDb::open(dir.path(), small_options()).unwrap();
+    let options = ImportOptions {
+        block: BLOCK,
+        expected_root: Some(root),
+        // A tenth for the large account's sort: lines above 50 KiB stream.
+        sort_memory_bytes: 1 << 20,
+        ..ImportOptions::default()
+    };
+    let reader = DumpReader::new(&dump[..]).unwrap();
+    let report = db.import_state(reader, &options).unwrap();
+    assert_eq!(report.root, root);
+    assert_eq!(report.streamed, 1, "only the large account streams");
+    assert_eq!(report.accounts, model.len() as u64);
+    let slots: usize = model.values().map(|e| e.storage.len()).sum();
+    assert_eq!(report.slots, slots as u64);
+    // 200,000 slots of 96 bytes in runs of ~100 KiB.
+    assert!(report.runs > 150, "runs: {}", report.runs);
+    assert!(!dir.path().join(IMPORT_DIR).exists(), "scratch removed");
+    assert_state(&db, &model, "streamed import");
+    assert_eq!(
+        db.reader(Regime::Exec)
+            .storage_range(&large, &B256::ZERO, usize::MAX)
+            .unwrap()
+            .len(),
+        200_000
+    );
+    db.verify().unwrap();
+}
+
+/// A streamed line's refusals name its line (and the slot); nothing is
+/// written and no scratch is left.
+#[test]
+fn a_streamed_lines_refusals_name_the_line_and_write_nothing() {
+    let (model, large) = model_with_a_large_account(47, 2_000);
+    let root = model_root(&model);
+    let text = String::from_utf8(dump_of(&model, root)).unwrap();
+    let (number, line) = text
+        .lines()
+        .enumerate()
+        .find(|(_, line)| line.len() > 100_000)
+        .map(|(i, line)| (i + 1, line.to_owned()))
+        .unwrap();
+    let word = |n: u64| format!("\"{}\"", B256::from(U256::from(n)));
+    let slot = |i: u64| B256::from(U256::from(i.wrapping_mul(0x9e37_79b9_7f4a_7c15)));
+    let slot_key = |i: u64| format!("\"{}\":", slot(i));
+    let bad_value = line.replace(
+        &format!("{}{}", slot_key(1500), word(1501)),
+        &format!("{}\"0xzz\"", slot_key(1500)),
+    );
+    let repeated = line.replace(&slot_key(1500), &slot_key(7));
+    let at = text.find(&line).unwrap();
+    let cases = [
+        (
+            text.replacen(&line, &bad_value, 1),
+            format!(
+                "line {number}: account {large}: field \"storage[{}]\": invalid hex \"0xzz\"",
+                slot(1500)
+            ),
+        ),
+        (
+            text.replacen(&line, &repeated, 1),
+            format!(
+                "line {number}: account {large}: storage slot {} is listed twice",
+                slot(7)
+            ),
+        ),
+        (
+            // The dump cut in the middle of the line.
+            text[..at + line.len() * 2 / 3].to_owned(),
+            format!("line {number}: invalid JSON: EOF while parsing"),
+        ),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let db = StateDb::open(dir.path(), small_options()).unwrap();
+    let options = ImportOptions {
+        sort_memory_bytes: 64 << 10,
+        ..ImportOptions::default()
+    };
+    for (dump, expected) in cases {
+        let reader = DumpReader::new(dump.as_bytes()).unwrap();
+        let err = db.import_state(reader, &options).unwrap_err();
+        assert!(matches!(err, Error::ImportInput { .. }), "{err}");
+        assert!(err.to_string().contains(&expected), "{expected}\n{err}");
+        assert_eq!(db.last_block(), None);
+        assert_eq!(
+            std::fs::read_dir(dir.path().join(FILES_DIR))
+                .unwrap()
+                .count(),
+            0
+        );
+        assert!(!dir.path().join(IMPORT_DIR).exists(), "no scratch left");
+    }
+    let reader = DumpReader::new(text.as_bytes()).unwrap();
+    assert_eq!(db.import_state(reader, &options).unwrap().root, root);
 }

@@ -21,28 +21,40 @@
 //! line without `address` is refused.
 //!
 //! [`DumpReader`] reads a dump in bounded memory: it parses batches of
-//! lines on the rayon pool and yields the accounts in file order.
-//! [`DumpWriter`] writes one, a line per account: `address`, `balance`,
+//! lines on the rayon pool and yields the accounts in file order; as an
+//! import's [`AccountSource`], a line longer than the import's
+//! [`LargeStorage::stream_above_bytes`] is parsed as it is read, its slots
+//! streamed into the import's sort of its own ([`stream`]), so that no
+//! account is ever held whole. [`DumpWriter`] writes one, a line per account: `address`, `balance`,
 //! `nonce`, `codeHash`, `code` (when not empty) and `storage` (32-byte
 //! slots and values, when not empty) — the fields reth's `init-state`
 //! reads, under geth's names (geth's per-account `root` is not written).
 
-use std::collections::{BTreeMap, VecDeque};
-use std::io::{BufRead, Write};
+use std::collections::VecDeque;
+use std::io::BufRead;
 
-use alloy_primitives::{Address, B256, Bytes, U256};
+use alloy_primitives::{Address, B256};
 use rayon::prelude::*;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use crate::account::code_hash;
 use crate::genesis::{
     GenesisAccount, GenesisError, RawAccount, Scalar, ValueError, parse_address, typed_account,
 };
+use crate::import::{AccountSource, LargeStorage, SourceAccount};
+
+mod stream;
+mod writer;
+
+use stream::{LongLine, parse_long_line};
+pub use writer::{AccountLine, DumpWriter};
 
 /// Lines parsed together on the rayon pool.
 const BATCH_LINES: usize = 1024;
 /// Bytes of lines parsed together (a few accounts with large storage).
 const BATCH_BYTES: usize = 16 << 20;
+/// The longest first line read (`{"root": …}` is 77 bytes).
+const ROOT_LINE_BYTES: usize = 64 << 10;
 
 /// Why a state dump could not be read; each names its 1-based line.
 #[derive(Debug, thiserror::Error)]
@@ -112,6 +124,35 @@ pub enum DumpError {
         /// keccak256 of `code` (of the empty code when `code` is absent).
         computed: B256,
     },
+    /// A storage entry of a streamed line (one too long to hold) is bad,
+    /// before the line's `address` was read.
+    #[error("line {line}: field {field:?}: {source}")]
+    Field {
+        /// The line.
+        line: u64,
+        /// `storage` or `storage[slot]`.
+        field: String,
+        /// What is wrong.
+        #[source]
+        source: ValueError,
+    },
+    /// A streamed line lists a slot twice (in any spelling).
+    #[error("line {line}: account {address}: storage slot {slot} is listed twice")]
+    RepeatedSlot {
+        /// The line.
+        line: u64,
+        /// The account.
+        address: Address,
+        /// The slot.
+        slot: B256,
+    },
+    /// The storage of a streamed line could not be set aside in the
+    /// import's scratch folder (the import reports why).
+    #[error("line {line}: the account's storage could not be sorted on disk")]
+    Spill {
+        /// The line.
+        line: u64,
+    },
 }
 
 /// The dump's first line.
@@ -123,99 +164,19 @@ struct Header<'a> {
     address: Scalar<'a>,
 }
 
-/// The dump's first line, as written.
-#[derive(Serialize)]
-struct RootLine {
-    root: B256,
-}
-
-/// An account line, as written.
-#[derive(Serialize)]
-struct AccountLine<'a> {
-    address: Address,
-    balance: U256,
-    nonce: u64,
-    #[serde(rename = "codeHash")]
-    code_hash: B256,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    code: Option<&'a Bytes>,
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    storage: BTreeMap<B256, B256>,
-}
-
-/// Writes a state dump: the root line at creation, then one line per
-/// account (in the caller's order; `strata export` writes address order).
-pub struct DumpWriter<W> {
-    out: W,
-    accounts: u64,
-    slots: u64,
-}
-
-impl<W: Write> DumpWriter<W> {
-    /// Starts a dump of the state whose root is `root`.
-    pub fn new(mut out: W, root: B256) -> std::io::Result<Self> {
-        write_line(&mut out, &RootLine { root })?;
-        Ok(Self {
-            out,
-            accounts: 0,
-            slots: 0,
-        })
-    }
-
-    /// Writes one account; zero storage values are left out.
-    pub fn account(
-        &mut self,
-        address: Address,
-        nonce: u64,
-        balance: U256,
-        code: &Bytes,
-        storage: impl IntoIterator<Item = (B256, U256)>,
-    ) -> std::io::Result<()> {
-        let storage: BTreeMap<B256, B256> = storage
-            .into_iter()
-            .filter(|(_, value)| !value.is_zero())
-            .map(|(slot, value)| (slot, B256::from(value)))
-            .collect();
-        self.slots += storage.len() as u64;
-        self.accounts += 1;
-        let code_hash = code_hash(code);
-        write_line(
-            &mut self.out,
-            &AccountLine {
-                address,
-                balance,
-                nonce,
-                code_hash,
-                code: (!code.is_empty()).then_some(code),
-                storage,
-            },
-        )
-    }
-
-    /// Accounts and non-zero slots written so far.
-    pub fn counts(&self) -> (u64, u64) {
-        (self.accounts, self.slots)
-    }
-
-    /// The output, after the last line.
-    pub fn into_inner(self) -> W {
-        self.out
-    }
-}
-
-fn write_line(out: &mut impl Write, value: &impl Serialize) -> std::io::Result<()> {
-    serde_json::to_writer(&mut *out, value)?;
-    out.write_all(b"\n")
-}
-
-/// Reads a state dump: [`DumpReader::root`], then the accounts as an
-/// iterator of `(address, account)` in file order.
+/// Reads a state dump: [`DumpReader::root`], then the accounts in file
+/// order — as an import's [`AccountSource`] (long lines streamed), or
+/// whole ([`DumpReader::whole_accounts`]).
 pub struct DumpReader<R> {
     input: R,
     root: B256,
     /// 1-based number of the last line read.
     line: u64,
     parsed: VecDeque<Result<(Address, GenesisAccount), DumpError>>,
+    /// A line too long to parse whole, after the lines of `parsed`.
+    long: Option<LongLine>,
+    /// The line of the last streamed account.
+    streamed_line: u64,
     done: bool,
 }
 
@@ -223,12 +184,11 @@ impl<R: BufRead> DumpReader<R> {
     /// Reads the first line (the root) of `input`.
     pub fn new(mut input: R) -> Result<Self, DumpError> {
         let mut line = 0;
-        let mut text = String::new();
+        let mut text = Vec::new();
         loop {
             text.clear();
             line += 1;
-            let read = input
-                .read_line(&mut text)
+            let read = read_bounded(&mut input, &mut text, ROOT_LINE_BYTES)
                 .map_err(|source| DumpError::Io { line, source })?;
             if read == 0 {
                 return Err(DumpError::MissingRoot {
@@ -236,10 +196,20 @@ impl<R: BufRead> DumpReader<R> {
                     found: "the end of the input".to_owned(),
                 });
             }
-            if !text.trim().is_empty() {
+            if text.len() > ROOT_LINE_BYTES {
+                return Err(DumpError::MissingRoot {
+                    line,
+                    found: format!("a line of more than {ROOT_LINE_BYTES} bytes"),
+                });
+            }
+            if !text.trim_ascii().is_empty() {
                 break;
             }
         }
+        let text = std::str::from_utf8(&text).map_err(|e| DumpError::Io {
+            line,
+            source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+        })?;
         let header: Header<'_> =
             serde_json::from_str(text.trim_end()).map_err(|e| DumpError::Json {
                 line,
@@ -267,6 +237,8 @@ impl<R: BufRead> DumpReader<R> {
             root,
             line,
             parsed: VecDeque::new(),
+            long: None,
+            streamed_line: 0,
             done: false,
         })
     }
@@ -276,23 +248,61 @@ impl<R: BufRead> DumpReader<R> {
         self.root
     }
 
-    /// Reads the next batch of lines and parses them in parallel.
-    fn fill(&mut self) {
-        let mut lines: Vec<(u64, String)> = Vec::with_capacity(BATCH_LINES);
+    /// The accounts, every line parsed whole (a line's storage is held in
+    /// memory however large; an import streams long lines instead).
+    pub fn whole_accounts(
+        mut self,
+    ) -> impl Iterator<Item = Result<(Address, GenesisAccount), DumpError>> {
+        std::iter::from_fn(move || self.next_parsed(usize::MAX))
+    }
+
+    /// The next line parsed whole, reading batches of lines up to a line
+    /// longer than `limit` (left in `self.long`); `None` at the end or at a
+    /// long line.
+    fn next_parsed(
+        &mut self,
+        limit: usize,
+    ) -> Option<Result<(Address, GenesisAccount), DumpError>> {
+        while self.parsed.is_empty() && self.long.is_none() && !self.done {
+            self.fill(limit);
+        }
+        let next = self.parsed.pop_front()?;
+        if next.is_err() {
+            // Nothing after the first error: the caller stops there.
+            self.parsed.clear();
+            self.long = None;
+            self.done = true;
+        }
+        Some(next)
+    }
+
+    /// Reads the next batch of lines and parses them in parallel; stops
+    /// before a line longer than `limit`.
+    fn fill(&mut self, limit: usize) {
+        let mut lines: Vec<(u64, Vec<u8>)> = Vec::with_capacity(BATCH_LINES);
         let mut bytes = 0;
         while lines.len() < BATCH_LINES && bytes < BATCH_BYTES {
-            let mut text = String::new();
+            let mut text = Vec::new();
             self.line += 1;
-            match self.input.read_line(&mut text) {
+            match read_bounded(&mut self.input, &mut text, limit) {
                 Ok(0) => {
                     self.done = true;
                     break;
                 }
+                Ok(_) if text.len() > limit => {
+                    // Without its newline the rest follows (or the input
+                    // ends: the rest is then empty).
+                    let ended = text.last() == Some(&b'\n');
+                    self.long = Some(LongLine {
+                        line: self.line,
+                        head: text,
+                        ended,
+                    });
+                    break;
+                }
                 Ok(n) => {
                     bytes += n;
-                    if !text.trim().is_empty() {
-                        lines.push((self.line, text));
-                    }
+                    lines.push((self.line, text));
                 }
                 Err(source) => {
                     self.done = true;
@@ -305,27 +315,72 @@ impl<R: BufRead> DumpReader<R> {
         }
         let parsed: Vec<_> = lines
             .par_iter()
-            .map(|(line, text)| parse_account_line(*line, text))
+            .filter_map(|(line, text)| parse_line_bytes(*line, text))
             .collect();
         self.parsed.extend(parsed);
     }
 }
 
-impl<R: BufRead> Iterator for DumpReader<R> {
-    type Item = Result<(Address, GenesisAccount), DumpError>;
+impl<R: BufRead> AccountSource for DumpReader<R> {
+    type Error = DumpError;
 
-    fn next(&mut self) -> Option<Self::Item> {
-        while self.parsed.is_empty() && !self.done {
-            self.fill();
+    fn next_account(
+        &mut self,
+        large: &mut LargeStorage,
+    ) -> Option<Result<SourceAccount, DumpError>> {
+        let limit = large.stream_above_bytes();
+        if let Some(next) = self.next_parsed(limit) {
+            return Some(next.map(|(address, account)| SourceAccount::Whole(address, account)));
         }
-        let next = self.parsed.pop_front()?;
-        if next.is_err() {
-            // Nothing after the first error: the caller stops there.
-            self.parsed.clear();
+        let long = self.long.take()?;
+        self.streamed_line = long.line;
+        let streamed = parse_long_line(long, &mut self.input, large);
+        if streamed.is_err() {
             self.done = true;
         }
-        Some(next)
+        Some(streamed.map(|(address, account)| SourceAccount::Streamed(address, account)))
     }
+
+    fn repeated_slot(&self, address: Address, slot: B256) -> Option<DumpError> {
+        Some(DumpError::RepeatedSlot {
+            line: self.streamed_line,
+            address,
+            slot,
+        })
+    }
+}
+
+/// Reads one line into `text` (with its newline), at most `limit + 1`
+/// bytes of it; returns the bytes read (0 at the end of the input). A
+/// `text` longer than `limit` is a long line, whole when it ends with the
+/// newline.
+fn read_bounded(
+    input: &mut impl BufRead,
+    text: &mut Vec<u8>,
+    limit: usize,
+) -> std::io::Result<usize> {
+    let most = u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1);
+    std::io::Read::take(&mut *input, most).read_until(b'\n', text)
+}
+
+/// Parses one line read as bytes; `None` for a blank line.
+fn parse_line_bytes(
+    line: u64,
+    text: &[u8],
+) -> Option<Result<(Address, GenesisAccount), DumpError>> {
+    let text = match std::str::from_utf8(text) {
+        Ok(text) => text,
+        Err(e) => {
+            return Some(Err(DumpError::Io {
+                line,
+                source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+            }));
+        }
+    };
+    if text.trim().is_empty() {
+        return None;
+    }
+    Some(parse_account_line(line, text))
 }
 
 /// Parses one account line (`line` is its 1-based number, for errors).
@@ -335,6 +390,15 @@ pub fn parse_account_line(line: u64, text: &str) -> Result<(Address, GenesisAcco
             line,
             message: e.to_string(),
         })?;
+    account_from_raw(line, raw)
+}
+
+/// Types an account line's fields: its address, the account convention's
+/// fields, `codeHash` against `code`.
+fn account_from_raw(
+    line: u64,
+    raw: RawAccount<'_>,
+) -> Result<(Address, GenesisAccount), DumpError> {
     let address = match raw.address() {
         Scalar::Missing => {
             return Err(DumpError::Address {
@@ -374,12 +438,15 @@ pub fn parse_account_line(line: u64, text: &str) -> Result<(Address, GenesisAcco
 #[cfg(test)]
 mod tests {
     use super::*;
-    use alloy_primitives::U256;
+    use alloy_primitives::{Bytes, U256};
 
     fn read(text: &str) -> Result<(B256, Vec<(Address, GenesisAccount)>), DumpError> {
         let reader = DumpReader::new(text.as_bytes())?;
         let root = reader.root();
-        Ok((root, reader.collect::<Result<Vec<_>, _>>()?))
+        Ok((
+            root,
+            reader.whole_accounts().collect::<Result<Vec<_>, _>>()?,
+        ))
     }
 
     const ROOT: &str = "0x56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421";
