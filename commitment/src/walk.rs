@@ -5,6 +5,7 @@ use alloy_primitives::{Address, B256};
 use bytes::Bytes;
 use rayon::prelude::*;
 
+use crate::children::Children;
 use crate::compute::CommitStats;
 use crate::error::{CommitmentError, corrupted, path_hex};
 use crate::nibbles::{common_prefix, nibble, push_key_nibbles};
@@ -46,10 +47,10 @@ pub(crate) trait Touch: Sync {
     ) -> Result<Cell>;
 }
 
-/// A branch as persisted before the block: its record and the references
-/// its parent held, reused when the branch comes out unchanged.
+/// A branch as persisted before the block: the references its parent held,
+/// reused when the branch comes out unchanged. Its record is the one its
+/// children were decoded from ([`Children::record`]).
 pub(crate) struct OldBranch {
-    bytes: Bytes,
     branch_ref: NodeRef,
     /// The reference of the node in front of it (the extension, or the
     /// branch itself), when stored.
@@ -76,7 +77,7 @@ pub(crate) struct Walker<'a> {
         clippy::vec_box,
         reason = "the arrays move in and out as boxes (decoded records hold them), a pointer at a time"
     )]
-    spare: Vec<Box<[Cell; 16]>>,
+    spare: Vec<Box<Children>>,
     /// Key weight above which a branch's children are walked on rayon
     /// (`None`: never). A split hands its walkers a threshold of at least a
     /// quarter of its weight, so only a child that holds much of the work
@@ -125,15 +126,15 @@ impl<'a> Walker<'a> {
     }
 
     /// An all-empty child array, reused when one is spare.
-    fn children(&mut self) -> Box<[Cell; 16]> {
+    fn children(&mut self) -> Box<Children> {
         self.spare.pop().unwrap_or_default()
     }
 
     /// Empties a child array and keeps it for reuse.
-    fn recycle(&mut self, mut children: Box<[Cell; 16]>) {
+    fn recycle(&mut self, mut children: Box<Children>) {
         const KEEP: usize = 64;
         if self.spare.len() < KEEP {
-            children.iter_mut().for_each(|c| *c = Cell::Empty);
+            children.clear();
             self.spare.push(children);
         }
     }
@@ -214,7 +215,7 @@ impl<'a> Walker<'a> {
             Some((bytes, Record::RootCell(cell))) => {
                 (self.update(sub, 0, cell, keys)?, Some(bytes))
             }
-            Some((bytes, Record::Branch { children, root_ref })) => {
+            Some((_, Record::Branch { children, root_ref })) => {
                 let first = *keys.first().map_or(&B256::ZERO, |k| k.hashed());
                 let Some(root_ref) = root_ref else {
                     return Err(corrupted(
@@ -223,7 +224,6 @@ impl<'a> Walker<'a> {
                     ));
                 };
                 let old = OldBranch {
-                    bytes,
                     branch_ref: root_ref,
                     node_ref: Some(root_ref),
                 };
@@ -307,10 +307,13 @@ impl<'a> Walker<'a> {
                 }
                 let mut children = self.children();
                 let n = nibble(&leaf.hashed, c) as usize;
-                children[n] = Cell::Leaf(Leaf {
-                    node_ref: None,
-                    ..leaf
-                });
+                children.set(
+                    n,
+                    Cell::Leaf(Leaf {
+                        node_ref: None,
+                        ..leaf
+                    }),
+                );
                 self.branch_node(sub, depth, c, &first, children, keys, None)
             }
             Cell::Branch(b) => {
@@ -334,12 +337,12 @@ impl<'a> Walker<'a> {
                     let loaded = self.read()?;
                     let result = match loaded {
                         Some((
-                            bytes,
+                            _,
                             Record::Branch {
                                 root_ref: None,
                                 children,
                             },
-                        )) => Ok((bytes, children)),
+                        )) => Ok(children),
                         Some(_) => Err(corrupted(
                             &self.path,
                             "expected a branch record (tag 1) below a branch cell",
@@ -350,9 +353,8 @@ impl<'a> Walker<'a> {
                         )),
                     };
                     self.path.truncate(plen);
-                    let (bytes, children) = result?;
+                    let children = result?;
                     let old = OldBranch {
-                        bytes,
                         branch_ref: b.branch_ref,
                         node_ref: b.node_ref,
                     };
@@ -360,11 +362,14 @@ impl<'a> Walker<'a> {
                 } else {
                     let mut children = self.children();
                     let n = b.ext[c - depth] as usize;
-                    children[n] = Cell::Branch(BranchCell {
-                        ext: Ext::from_slice(&b.ext[c - depth + 1..]),
-                        branch_ref: b.branch_ref,
-                        node_ref: None,
-                    });
+                    children.set(
+                        n,
+                        Cell::Branch(BranchCell {
+                            ext: Ext::from_slice(&b.ext[c - depth + 1..]),
+                            branch_ref: b.branch_ref,
+                            node_ref: None,
+                        }),
+                    );
                     self.branch_node(sub, depth, c, &first, children, keys, None)
                 }
             }
@@ -380,7 +385,7 @@ impl<'a> Walker<'a> {
         depth: usize,
         bdepth: usize,
         repr: &B256,
-        mut children: Box<[Cell; 16]>,
+        mut children: Box<Children>,
         keys: &[T],
         old: Option<OldBranch>,
     ) -> Result<Cell> {
@@ -407,9 +412,9 @@ impl<'a> Walker<'a> {
         };
         if let Some(t) = self.parallel_threshold.filter(|&t| weight > t) {
             let inner = Some(t.max(weight / 4));
-            let tasks: Vec<(usize, Cell, &[T])> = groups
-                .map(|(n, g)| (n, std::mem::take(&mut children[n]), g))
-                .collect();
+            let tasks = groups
+                .map(|(n, g)| Ok((n, children.take(n, &self.path)?, g)))
+                .collect::<Result<Vec<(usize, Cell, &[T])>>>()?;
             let (branches, state) = (self.branches, self.state);
             let base = self.path.clone();
             let results: Vec<Result<(usize, Cell, Walker<'_>)>> = tasks
@@ -425,18 +430,18 @@ impl<'a> Walker<'a> {
                 .collect();
             for r in results {
                 let (n, c, w) = r?;
-                children[n] = c;
+                children.set(n, c);
                 self.writes.extend(w.writes);
                 self.stats.add(&w.stats);
                 self.keccak.add(&w.keccak);
             }
         } else {
             for (n, group) in groups {
+                let cell = children.take(n, &self.path)?;
                 self.path.push(n as u8);
-                let cell = std::mem::take(&mut children[n]);
                 let updated = self.update(sub, bdepth + 1, cell, group);
                 self.path.pop();
-                children[n] = updated?;
+                children.set(n, updated?);
             }
         }
         debug_assert_eq!(
@@ -458,23 +463,22 @@ impl<'a> Walker<'a> {
         depth: usize,
         bdepth: usize,
         repr: &B256,
-        mut children: Box<[Cell; 16]>,
+        mut children: Box<Children>,
         old: Option<OldBranch>,
     ) -> Result<Cell> {
-        let count = children
-            .iter()
-            .filter(|c| !matches!(c, Cell::Empty))
-            .count();
-        if count <= 1 {
+        let present = children.present();
+        if present.count_ones() <= 1 {
             if old.is_some() {
                 self.write(None);
             }
-            let Some(n) = children.iter().position(|c| !matches!(c, Cell::Empty)) else {
+            if present == 0 {
                 self.recycle(children);
                 return Ok(Cell::Empty);
-            };
-            let only = std::mem::take(&mut children[n]);
+            }
+            let n = present.trailing_zeros() as usize;
+            let only = children.take(n, &self.path);
             self.recycle(children);
+            let only = only?;
             return Ok(match only {
                 Cell::Leaf(l) => Cell::Leaf(Leaf {
                     node_ref: None,
@@ -494,11 +498,18 @@ impl<'a> Walker<'a> {
             });
         }
         let mut refs: [Option<NodeRef>; 16] = [None; 16];
-        for (n, child) in children.iter_mut().enumerate() {
-            self.path.push(n as u8);
-            let r = self.ensure_ref(sub, bdepth + 1, child);
-            self.path.pop();
-            refs[n] = r?;
+        let mut bits = present;
+        while bits != 0 {
+            let n = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            if children.is_stored(n) {
+                refs[n] = Some(children.stored_ref(n, &self.path)?);
+            } else if let Some(child) = children.live_mut(n) {
+                self.path.push(n as u8);
+                let r = self.ensure_ref(sub, bdepth + 1, child);
+                self.path.pop();
+                refs[n] = r?;
+            }
         }
         let root = bdepth == 0;
         let mut rec = std::mem::take(&mut self.rec);
@@ -507,7 +518,7 @@ impl<'a> Walker<'a> {
         // the same walk reached) keeps its hashes: nothing to re-hash.
         if let Some(o) = &old {
             encode_branch_record(root.then_some(&o.branch_ref), &children, &mut rec);
-            if o.bytes[..] == rec[..] {
+            if children.record() == &rec[..] {
                 self.rec = rec;
                 self.recycle(children);
                 return Ok(Cell::Branch(BranchCell {
@@ -523,7 +534,7 @@ impl<'a> Walker<'a> {
         if root || old.is_none() {
             encode_branch_record(root.then_some(&branch_ref), &children, &mut rec);
         }
-        if old.as_ref().is_none_or(|o| o.bytes[..] != rec[..]) {
+        if old.is_none() || children.record() != &rec[..] {
             self.write(Some(Bytes::copy_from_slice(&rec)));
         }
         self.rec = rec;
@@ -656,9 +667,12 @@ impl<'a> Walker<'a> {
         match rec {
             Record::RootCell(Cell::Branch(b)) => self.delete_below(&b.ext)?,
             Record::RootCell(_) => {}
-            Record::Branch { children, .. } => {
-                for (n, c) in children.iter().enumerate() {
-                    if let Cell::Branch(b) = c {
+            Record::Branch { mut children, .. } => {
+                let mut present = children.present();
+                while present != 0 {
+                    let n = present.trailing_zeros() as usize;
+                    present &= present - 1;
+                    if let Cell::Branch(b) = children.take(n, &self.path)? {
                         self.path.push(n as u8);
                         let r = self.delete_below(&b.ext);
                         self.path.pop();
