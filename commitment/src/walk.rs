@@ -405,7 +405,13 @@ impl<'a> Walker<'a> {
             count += 1;
             i = j;
         }
-        let groups = ranges[..count].iter().map(|&(n, i, j)| (n, &keys[i..j]));
+        // Children are walked from the highest nibble down, so the writes
+        // (each branch's after those below it) come out in reverse path
+        // order: `compute_root` reverses them instead of sorting.
+        let groups = ranges[..count]
+            .iter()
+            .rev()
+            .map(|&(n, i, j)| (n, &keys[i..j]));
         let weight = match self.parallel_threshold {
             Some(_) if count > 1 => keys.iter().map(Touch::weight).sum(),
             _ => 0,
@@ -429,6 +435,7 @@ impl<'a> Walker<'a> {
                 })
                 .collect();
             for r in results {
+                // In task order: highest nibble first, as a serial walk.
                 let (n, c, w) = r?;
                 children.set(n, c);
                 self.writes.extend(w.writes);
@@ -658,20 +665,20 @@ impl<'a> Walker<'a> {
             })
     }
 
-    /// Emits deletes for every record of the sub-trie at the current path.
+    /// Emits deletes for every record of the sub-trie at the current path
+    /// (those below first, highest nibble first, as the walk's writes).
     pub(crate) fn delete_records(&mut self) -> Result<()> {
         let Some((_, rec)) = self.read()? else {
             return Ok(());
         };
-        self.write(None);
         match rec {
             Record::RootCell(Cell::Branch(b)) => self.delete_below(&b.ext)?,
             Record::RootCell(_) => {}
             Record::Branch { mut children, .. } => {
                 let mut present = children.present();
                 while present != 0 {
-                    let n = present.trailing_zeros() as usize;
-                    present &= present - 1;
+                    let n = 15 - present.leading_zeros() as usize;
+                    present &= !(1 << n);
                     if let Cell::Branch(b) = children.take(n, &self.path)? {
                         self.path.push(n as u8);
                         let r = self.delete_below(&b.ext);
@@ -682,6 +689,7 @@ impl<'a> Walker<'a> {
                 self.recycle(children);
             }
         }
+        self.write(None);
         Ok(())
     }
 
