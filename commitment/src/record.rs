@@ -323,6 +323,62 @@ impl<'a> Reader<'a> {
     /// building it: where it lies.
     #[inline]
     fn scan_cell(&mut self, storage: bool) -> Result<Span, CommitmentError> {
+        match self.scan_valid_cell(storage) {
+            Some(span) => Ok(span),
+            None => self.scan_cell_checked(storage),
+        }
+    }
+
+    /// [`Reader::scan_cell`] for a valid cell, with one bounds check per
+    /// field that has a length: `None` for anything else, which
+    /// [`Reader::scan_cell_checked`] then reads again to name the fault.
+    #[inline]
+    fn scan_valid_cell(&mut self, storage: bool) -> Option<Span> {
+        let b = self.bytes;
+        let at = self.pos;
+        let ref_len = |i: usize| -> Option<usize> {
+            let len = *b.get(i)? as usize;
+            (1..=32).contains(&len).then_some(len)
+        };
+        let node_ref = match *b.get(at)? {
+            KIND_SLOT if storage => at + 1 + 32 + 32,
+            KIND_ACCOUNT if !storage => at + 1 + 32 + 20 + 32,
+            KIND_BRANCH => {
+                let len = *b.get(at + 1)? as usize;
+                if len > 64 {
+                    return None;
+                }
+                let branch_ref = at + 2 + len.div_ceil(2);
+                if len % 2 == 1 && *b.get(branch_ref - 1)? & 0x0f != 0 {
+                    return None;
+                }
+                if len == 0 {
+                    branch_ref
+                } else {
+                    branch_ref + 1 + ref_len(branch_ref)?
+                }
+            }
+            _ => return None,
+        };
+        // The node reference is every cell's last field; the fields before
+        // it lie below its length byte, which `ref_len` found inside.
+        let end = node_ref + 1 + ref_len(node_ref)?;
+        if end > b.len() {
+            return None;
+        }
+        self.pos = end;
+        // The record's length was checked to fit offsets in 16 bits.
+        Some(Span {
+            at: at as u16,
+            node_ref: node_ref as u16,
+            end: end as u16,
+        })
+    }
+
+    /// [`Reader::scan_cell`] field by field, naming what is wrong.
+    #[cold]
+    #[inline(never)]
+    fn scan_cell_checked(&mut self, storage: bool) -> Result<Span, CommitmentError> {
         let at = self.pos;
         let kind = self.byte("cell kind")?;
         let node_ref = match kind {
