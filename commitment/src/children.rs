@@ -155,6 +155,8 @@ impl Children {
     #[inline]
     pub(crate) fn put(&self, n: usize, out: &mut Vec<u8>) {
         if self.is_stored(n) {
+            // A stored child's span came from the scan of this record, which
+            // found the cell whole inside it.
             let s = self.spans[n];
             out.extend_from_slice(&self.record[s.at as usize..s.end as usize]);
         } else {
