@@ -11,7 +11,7 @@ use bytes::Bytes;
 
 use crate::error::{CommitmentError, corrupted};
 use crate::node::NodeRef;
-use crate::record::{Cell, materialize, put_cell, stored_ref};
+use crate::record::{Cell, Ext, materialize, put_cell, stored_ext, stored_ref};
 
 /// Where one stored cell lies in its record: its first byte, the length byte
 /// of its node reference (the last field of every cell) and its end.
@@ -117,6 +117,14 @@ impl Children {
     #[inline]
     pub(crate) fn live_mut(&mut self, n: usize) -> Option<&mut Cell> {
         (self.live & (1 << n) != 0).then(|| &mut self.cells[n])
+    }
+
+    /// The extension of child `n` when it is a branch cell still as stored.
+    pub(crate) fn stored_branch_ext(&self, n: usize) -> Option<Ext> {
+        if !self.is_stored(n) {
+            return None;
+        }
+        stored_ext(&self.record, self.spans[n])
     }
 
     /// The node reference of child `n` when it is still as stored.

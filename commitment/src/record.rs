@@ -492,6 +492,17 @@ pub(crate) fn stored_ref(record: &[u8], at: u16) -> Option<NodeRef> {
     NodeRef::from_stored(record.get(at + 1..at + 1 + len)?)
 }
 
+/// The extension of the branch cell a scan found at `span` of `record`
+/// (`None` for a leaf).
+pub(crate) fn stored_ext(record: &[u8], span: Span) -> Option<Ext> {
+    let cell = record.get(span.at as usize..span.end as usize)?;
+    if *cell.first()? != KIND_BRANCH {
+        return None;
+    }
+    let len = *cell.get(1)? as usize;
+    Ext::from_packed(cell.get(2..2 + len.div_ceil(2))?, len)
+}
+
 /// Builds the cell that a scan found at `span` of `record` (`None` when the
 /// span does not lie inside the record, which a scan never gives).
 pub(crate) fn materialize(record: &[u8], storage: bool, span: Span) -> Option<Cell> {

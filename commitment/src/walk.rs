@@ -78,6 +78,9 @@ pub(crate) struct Walker<'a> {
         reason = "the arrays move in and out as boxes (decoded records hold them), a pointer at a time"
     )]
     spare: Vec<Box<Children>>,
+    /// Records read ahead of the walk (path, what the source gave), each
+    /// taken by the [`Walker::read`] at its path; see [`Walker::read_ahead`].
+    ahead: Vec<(Vec<u8>, Option<Bytes>)>,
     /// Key weight above which a branch's children are walked on rayon
     /// (`None`: never). A split hands its walkers a threshold of at least a
     /// quarter of its weight, so only a child that holds much of the work
@@ -102,19 +105,23 @@ impl<'a> Walker<'a> {
             rec: Vec::with_capacity(2048),
             val: Vec::with_capacity(128),
             spare: Vec::new(),
+            ahead: Vec::new(),
             parallel_threshold,
         }
     }
 
     fn read(&mut self) -> Result<Option<(Bytes, Record)>> {
         self.stats.records_read += 1;
-        let bytes = self
-            .branches
-            .branch(&self.path)
-            .map_err(|source| CommitmentError::Branch {
-                path: path_hex(&self.path),
-                source,
-            })?;
+        let bytes = match self.ahead.iter().rposition(|(p, _)| *p == self.path) {
+            Some(i) => self.ahead.swap_remove(i).1,
+            None => self
+                .branches
+                .branch(&self.path)
+                .map_err(|source| CommitmentError::Branch {
+                    path: path_hex(&self.path),
+                    source,
+                })?,
+        };
         match bytes {
             None => Ok(None),
             Some(b) => {
@@ -443,6 +450,8 @@ impl<'a> Walker<'a> {
                 self.keccak.add(&w.keccak);
             }
         } else {
+            let mark = self.ahead.len();
+            self.read_ahead(&children, bdepth, &ranges[..count], keys);
             for (n, group) in groups {
                 let cell = children.take(n, &self.path)?;
                 self.path.push(n as u8);
@@ -450,6 +459,7 @@ impl<'a> Walker<'a> {
                 self.path.pop();
                 children.set(n, updated?);
             }
+            self.ahead.truncate(mark);
         }
         debug_assert_eq!(
             self.path.len(),
@@ -460,6 +470,50 @@ impl<'a> Walker<'a> {
         let result = self.fold_branch(sub, depth, bdepth, repr, children, old);
         self.path.truncate(plen);
         result
+    }
+
+    /// Reads the records the walk is about to read below the branch at the
+    /// current path (relative depth `bdepth`): those of its stored branch
+    /// cells whose whole extension the keys of their group (`ranges` of
+    /// `keys`, by nibble) follow, which `update` reads first. Their lookups
+    /// and then one byte of every cache line of each record go out back to
+    /// back, so the memory latencies overlap instead of coming one record
+    /// at a time. A source error is left for the walk's own read to report.
+    fn read_ahead<T: Touch>(
+        &mut self,
+        children: &Children,
+        bdepth: usize,
+        ranges: &[(usize, usize, usize)],
+        keys: &[T],
+    ) {
+        let mark = self.ahead.len();
+        for &(n, i, j) in ranges {
+            let Some(ext) = children.stored_branch_ext(n) else {
+                continue;
+            };
+            let from = bdepth + 1;
+            if from + ext.len() >= 64 {
+                continue; // corrupt: `update` reports it
+            }
+            let follows = |k: &B256| (0..ext.len()).all(|e| nibble(k, from + e) == ext[e]);
+            if !(follows(keys[i].hashed()) && follows(keys[j - 1].hashed())) {
+                continue;
+            }
+            let mut path = Vec::with_capacity(self.path.len() + 1 + ext.len());
+            path.extend_from_slice(&self.path);
+            path.push(n as u8);
+            path.extend_from_slice(&ext);
+            if let Ok(bytes) = self.branches.branch(&path) {
+                self.ahead.push((path, bytes));
+            }
+        }
+        let mut x = 0u8;
+        for bytes in self.ahead[mark..].iter().filter_map(|(_, b)| b.as_deref()) {
+            for b in bytes.iter().step_by(64) {
+                x ^= *b;
+            }
+        }
+        std::hint::black_box(x);
     }
 
     /// Turns updated children into the cell that replaces the branch: nothing,
