@@ -184,7 +184,9 @@ impl Children {
         self.record = Bytes::new();
     }
 
-    /// Makes these (empty) children a copy of `other`'s.
+    /// Makes these (empty) children a copy of `other`'s (for the bench's
+    /// kept-record copy).
+    #[cfg(feature = "test-utils")]
     pub(crate) fn copy_from(&mut self, other: &Children) {
         debug_assert!(
             self.stored == 0 && self.live == 0,
