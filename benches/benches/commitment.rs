@@ -8,7 +8,8 @@
 //!
 //! (c) What (b)'s block spends decoding records: the records its walk reads,
 //!     counted per trie depth, each depth's records decoded apart (criterion
-//!     group `commitment_record_decode`, ns per record), and the block's
+//!     group `commitment_record_decode`, ns per record; a decode checks and
+//!     locates the cells, and is also timed with every cell built), and the block's
 //!     depth ≤ 2 and all records decoded in one pass, timed alternately with
 //!     the block itself.
 //!
@@ -18,7 +19,9 @@
 //! state sizes of (b); `STRATA_BENCH_REPS=N` makes (b) compute exactly N
 //! blocks on 1 thread per size and skip the timing, so `perf stat` of a run
 //! with N minus a run with 0 gives the instructions and cycles of N blocks
-//! on a machine too busy for wall-clock figures.
+//! on a machine too busy for wall-clock figures; it also prints the blocks'
+//! CPU time (the pool thread's, from `/proc/thread-self/schedstat`), which
+//! (b) prints beside its wall-clock times too.
 
 use std::collections::BTreeMap;
 use std::hint::black_box;
@@ -126,6 +129,25 @@ fn strata_root(accts: &[SortedAccount], parallel: bool) -> B256 {
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
+}
+
+/// CPU time the calling thread has run so far (Linux:
+/// `/proc/thread-self/schedstat`; `None` elsewhere). Unlike wall-clock time
+/// it leaves out the time other tenants of a busy machine hold the core.
+fn thread_cpu() -> Option<Duration> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: u64 = s.split_whitespace().next()?.parse().ok()?;
+    Some(Duration::from_nanos(ns))
+}
+
+/// One block's root on `pool`, timed in CPU time of the pool's thread (for a
+/// 1-thread pool, all of the block's work).
+fn block_cpu(pool: &ThreadPool, f: impl FnOnce() + Send) -> Option<Duration> {
+    pool.install(|| {
+        let t0 = thread_cpu()?;
+        f();
+        Some(thread_cpu()?.saturating_sub(t0))
+    })
 }
 
 fn once(f: impl FnOnce()) -> Duration {
@@ -359,6 +381,15 @@ fn decode_all(dec: &mut RecordDecoder, records: &[(Vec<u8>, Bytes)]) -> usize {
         .sum()
 }
 
+/// [`decode_all`] with every cell built in memory (what a decode cost when
+/// it built all of them; the walk builds only those it takes).
+fn decode_all_built(dec: &mut RecordDecoder, records: &[(Vec<u8>, Bytes)]) -> usize {
+    records
+        .iter()
+        .map(|(p, b)| dec.decode_built(p, b).expect("decode"))
+        .sum()
+}
+
 /// ns per call of `f`, which does `per_call` units of work: the median of 15
 /// rounds of about a millisecond each.
 fn ns_per(per_call: usize, mut f: impl FnMut()) -> f64 {
@@ -397,11 +428,16 @@ fn decode_census(
     let mut dec = RecordDecoder::new();
     let mut counts = Vec::new();
     let mut per_depth = Vec::new();
+    let mut per_depth_built = Vec::new();
     for (&d, recs) in &by_depth {
         let cells = decode_all(&mut dec, recs);
         let ns = ns_per(recs.len(), || {
             black_box(decode_all(&mut dec, recs));
         });
+        let built_ns = ns_per(recs.len(), || {
+            black_box(decode_all_built(&mut dec, recs));
+        });
+        per_depth_built.push(format!("{} {built_ns:.0}", depth_name(d)));
         counts.push(format!(
             "{} {} ({:.1} cells)",
             depth_name(d),
@@ -419,9 +455,10 @@ fn decode_census(
         _ => f64::NAN,
     };
     println!(
-        "block on {n} accounts: records decoded per depth: {} | ns per decode: {} | copy of a kept root record {copy_ns:.0} ns",
+        "block on {n} accounts: records decoded per depth: {} | ns per decode: {} | ns per decode with every cell built: {} | copy of a kept root record {copy_ns:.0} ns",
         counts.join(", "),
         per_depth.join(", "),
+        per_depth_built.join(", "),
     );
     // Each pass (the block's records down to a depth, decoded once) timed
     // alternately with the block itself, so a busy period hits both alike.
@@ -497,15 +534,19 @@ fn incremental_block(c: &mut Criterion) {
             // Exactly `reps` blocks on 1 thread and nothing else, for a
             // counter such as `perf stat` that cannot tell setup from work:
             // run with 0 and with N, and take the difference.
+            let mut cpu = Vec::with_capacity(reps);
             for _ in 0..reps {
-                black_box(
-                    p1.install(|| compute_root(&update, &store, &state, &opts))
-                        .expect("compute"),
-                );
+                cpu.extend(block_cpu(&p1, || {
+                    black_box(compute_root(&update, &store, &state, &opts).expect("compute"));
+                }));
             }
+            let ms = |d: Duration| d.as_secs_f64() * 1e3;
+            let fastest = cpu.iter().copied().min().unwrap_or_default();
             println!(
-                "block on {n} accounts: root {} after {reps} reps",
-                out1.root
+                "block on {n} accounts: root {} after {reps} reps; 1 thread CPU time per block fastest {:.2} ms, median {:.2} ms",
+                out1.root,
+                ms(fastest),
+                ms(if cpu.is_empty() { fastest } else { median(cpu) }),
             );
             continue;
         }
@@ -531,13 +572,14 @@ fn incremental_block(c: &mut Criterion) {
         if !block_timing {
             continue;
         }
+        // The 1-thread runs also record their CPU time (the pool thread's).
+        let mut cpu1 = Vec::with_capacity(16);
         let ((t1, m1), (t2, m2)) = time_pair(
             15,
             || {
-                black_box(
-                    p1.install(|| compute_root(&update, &store, &state, &opts))
-                        .expect("compute"),
-                );
+                cpu1.extend(block_cpu(&p1, || {
+                    black_box(compute_root(&update, &store, &state, &opts).expect("compute"));
+                }));
             },
             || {
                 black_box(
@@ -577,6 +619,20 @@ fn incremental_block(c: &mut Criterion) {
             s.records_deleted,
             s.leaves_read,
         );
+        if cpu1.len() > 1 {
+            cpu1.remove(0); // the warm-up
+            let fastest = cpu1.iter().copied().min().unwrap_or_default();
+            let med = median(cpu1);
+            println!(
+                "block on {n} accounts: 1 thread CPU time of 15: fastest {:.2} ms, median {:.2} ms (= {:.2}x / {:.2}x floor A, {:.2}x / {:.2}x floor B)",
+                fastest.as_secs_f64() * 1e3,
+                med.as_secs_f64() * 1e3,
+                fastest.as_nanos() as f64 / floor_a,
+                med.as_nanos() as f64 / floor_a,
+                fastest.as_nanos() as f64 / floor_b,
+                med.as_nanos() as f64 / floor_b,
+            );
+        }
         let mut group = c.benchmark_group("commitment_block");
         group
             .sample_size(10)

@@ -2,20 +2,25 @@
 //! incremental walk drives it, so its cost per record can be measured apart
 //! from the walk.
 
+use bytes::Bytes;
+
+use crate::children::Children;
 use crate::error::CommitmentError;
-use crate::record::{Cell, Record, decode_record_into};
+use crate::record::{Record, decode_record_into};
 
 /// Decodes stored records into reused child arrays, as a walk does (a walk
 /// pops a spare array for each branch record it reads and empties it for
-/// reuse after folding the branch).
+/// reuse after folding the branch). A branch record's cells are checked and
+/// located, not built: the walk builds a cell only when it takes it
+/// ([`RecordDecoder::decode_built`] builds them all).
 #[derive(Default)]
 pub struct RecordDecoder {
     #[allow(
         clippy::vec_box,
         reason = "the walk keeps its spare arrays as boxes; the bench does the same"
     )]
-    spare: Vec<Box<[Cell; 16]>>,
-    kept: Option<Box<[Cell; 16]>>,
+    spare: Vec<Box<Children>>,
+    kept: Option<Box<Children>>,
 }
 
 impl RecordDecoder {
@@ -28,7 +33,7 @@ impl RecordDecoder {
     /// and empties its child array for the next call, as the walk's read
     /// and recycle do. Returns the number of cells decoded (a branch
     /// record's children; 1 for a root cell).
-    pub fn decode(&mut self, path: &[u8], bytes: &[u8]) -> Result<usize, CommitmentError> {
+    pub fn decode(&mut self, path: &[u8], bytes: &Bytes) -> Result<usize, CommitmentError> {
         let spare = &mut self.spare;
         let rec = decode_record_into(path, bytes, || spare.pop().unwrap_or_default())?;
         Ok(match rec {
@@ -37,10 +42,31 @@ impl RecordDecoder {
         })
     }
 
+    /// [`RecordDecoder::decode`], then every cell of a branch record built
+    /// in memory as the walk builds the ones it descends into (what the
+    /// decoder cost before it became lazy). Returns the cells built.
+    pub fn decode_built(&mut self, path: &[u8], bytes: &Bytes) -> Result<usize, CommitmentError> {
+        let spare = &mut self.spare;
+        let rec = decode_record_into(path, bytes, || spare.pop().unwrap_or_default())?;
+        Ok(match rec {
+            Record::Branch { mut children, .. } => {
+                let mut present = children.present();
+                while present != 0 {
+                    let n = present.trailing_zeros() as usize;
+                    present &= present - 1;
+                    let cell = children.take(n, path)?;
+                    children.set(n, std::hint::black_box(cell));
+                }
+                self.recycle(children)
+            }
+            Record::RootCell(_) => 1,
+        })
+    }
+
     /// Decodes the branch record `bytes` at `path` once and keeps its
     /// children, for [`RecordDecoder::copy_kept`]. Returns whether it was a
     /// branch record (a root cell is not kept).
-    pub fn keep(&mut self, path: &[u8], bytes: &[u8]) -> Result<bool, CommitmentError> {
+    pub fn keep(&mut self, path: &[u8], bytes: &Bytes) -> Result<bool, CommitmentError> {
         Ok(match decode_record_into(path, bytes, Box::default)? {
             Record::Branch { children, .. } => {
                 self.kept = Some(children);
@@ -59,18 +85,15 @@ impl RecordDecoder {
             return 0;
         };
         let mut children = self.spare.pop().unwrap_or_default();
-        children.clone_from(kept);
+        children.copy_from(kept);
         self.recycle(children)
     }
 
     /// Empties `children` back into the spare arrays; returns how many
     /// cells it held.
-    fn recycle(&mut self, mut children: Box<[Cell; 16]>) -> usize {
-        let n = children
-            .iter()
-            .filter(|c| !matches!(c, Cell::Empty))
-            .count();
-        children.iter_mut().for_each(|c| *c = Cell::Empty);
+    fn recycle(&mut self, mut children: Box<Children>) -> usize {
+        let n = children.present().count_ones() as usize;
+        children.clear();
         self.spare.push(children);
         n
     }
@@ -121,6 +144,7 @@ mod tests {
         // for keccak keys; these are fixed, so the test is deterministic).
         assert_eq!(dec.decode(&[], bytes).expect("decode"), 16);
         assert_eq!(dec.decode(&[], bytes).expect("decode again"), 16);
+        assert_eq!(dec.decode_built(&[], bytes).expect("decode, built"), 16);
         assert!(dec.keep(&[], bytes).expect("keep"));
         assert_eq!(dec.copy_kept(), 16);
         assert_eq!(dec.copy_kept(), 16, "the kept record survives a copy");
@@ -133,7 +157,7 @@ mod tests {
             );
         }
         assert!(
-            dec.decode(&[], &bytes[..bytes.len() - 1]).is_err(),
+            dec.decode(&[], &bytes.slice(..bytes.len() - 1)).is_err(),
             "truncated"
         );
     }

@@ -107,10 +107,16 @@ pub fn compute_root(
     stats.touched_accounts = accounts.len() as u64;
     stats.touched_slots = accounts.iter().map(|a| a.slots.len() as u64).sum();
     // Keep the last write per path (a sub-trie root may be deleted by the fold
-    // of its old branch and rewritten as a root cell).
+    // of its old branch and rewritten as a root cell). The walk writes a
+    // branch after everything below it and walks children from the highest
+    // nibble down, so reversed its writes are sorted, the latest of a path
+    // first; only a wiped storage trie written again after its deletes
+    // needs the (stable) sort.
     let mut writes = w.writes;
     writes.reverse();
-    writes.par_sort_by(|a, b| a.0.cmp(&b.0));
+    if !writes.is_sorted_by(|a, b| a.0 <= b.0) {
+        writes.par_sort_by(|a, b| a.0.cmp(&b.0));
+    }
     writes.dedup_by(|later, earlier| later.0 == earlier.0);
     stats.records_written = writes.iter().filter(|w| w.1.is_some()).count() as u64;
     stats.records_deleted = writes.len() as u64 - stats.records_written;

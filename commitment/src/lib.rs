@@ -40,6 +40,7 @@
 #[cfg(feature = "test-utils")]
 pub mod bench_support;
 mod bulk;
+mod children;
 mod compute;
 mod error;
 mod memory;

@@ -189,16 +189,12 @@ fn prove_path(
         // The cell the key continues into, and its position in the key.
         let (cell, depth) = match record {
             Record::RootCell(cell) => (cell, 0),
-            Record::Branch { children, .. } => {
-                let mut children = *children;
+            Record::Branch { mut children, .. } => {
                 let mut refs: [Option<NodeRef>; 16] = [None; 16];
-                for (slot, child) in refs.iter_mut().zip(&children) {
-                    *slot = match child {
-                        Cell::Empty => None,
-                        Cell::Leaf(leaf) => leaf.node_ref,
-                        Cell::Branch(branch) => branch.node_ref,
-                    };
-                    if slot.is_none() && !matches!(child, Cell::Empty) {
+                let present = children.present();
+                for (n, slot) in refs.iter_mut().enumerate() {
+                    *slot = children.node_ref(n, &path)?;
+                    if slot.is_none() && present & (1 << n) != 0 {
                         return Err(corrupted(&path, "a child without a stored reference"));
                     }
                 }
@@ -208,7 +204,8 @@ fn prove_path(
                 let depth = path.len() - root.len();
                 let next = nibble(key, depth);
                 path.push(next);
-                (std::mem::take(&mut children[next as usize]), depth + 1)
+                let cell = children.take(next as usize, &path[..path.len() - 1])?;
+                (cell, depth + 1)
             }
         };
         match cell {

@@ -2,6 +2,9 @@
 
 use alloy_primitives::{Address, B256};
 
+use bytes::Bytes;
+
+use crate::children::{Children, Span};
 use crate::error::{CommitmentError, corrupted};
 use crate::node::NodeRef;
 
@@ -102,6 +105,19 @@ impl Ext {
         self.len += nibbles.len() as u8;
     }
 
+    /// Unpacks `len` nibbles stored two per byte, high half first (`None`
+    /// when `packed` holds fewer or `len` is over 64).
+    #[inline]
+    fn from_packed(packed: &[u8], len: usize) -> Option<Self> {
+        let mut e = Self::EMPTY;
+        for (i, slot) in e.nibbles.get_mut(..len)?.iter_mut().enumerate() {
+            let b = *packed.get(i / 2)?;
+            *slot = if i % 2 == 0 { b >> 4 } else { b & 0x0f };
+        }
+        e.len = len as u8;
+        Some(e)
+    }
+
     /// Appends one nibble.
     #[inline]
     pub(crate) fn push(&mut self, nibble: u8) {
@@ -166,7 +182,7 @@ pub(crate) enum Record {
     /// A branch node; `root_ref` is present for a sub-trie's root branch.
     Branch {
         root_ref: Option<NodeRef>,
-        children: Box<[Cell; 16]>,
+        children: Box<Children>,
     },
     /// A sub-trie root that is a leaf or an extension.
     RootCell(Cell),
@@ -276,27 +292,96 @@ impl<'a> Reader<'a> {
         Ok(self.take(1, what)?[0])
     }
 
+    /// Checks a stored reference (length byte, then 1..=32 bytes) and moves
+    /// past it; returns the offset of its length byte.
     #[inline]
-    fn b256(&mut self, what: &str) -> Result<B256, CommitmentError> {
-        Ok(B256::from_slice(self.take(32, what)?))
+    fn skip_ref(&mut self, what: &str) -> Result<usize, CommitmentError> {
+        let at = self.pos;
+        let len = self.byte(what)? as usize;
+        if len == 0 || len > 32 {
+            return Err(self.bad_ref_len(what, at, len));
+        }
+        self.take(len, what)?;
+        Ok(at)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn bad_ref_len(&self, what: &str, at: usize, len: usize) -> CommitmentError {
+        corrupted(
+            self.path,
+            format!("{what} at offset {at}: length {len} (expected 1..=32)"),
+        )
     }
 
     fn node_ref(&mut self, what: &str) -> Result<NodeRef, CommitmentError> {
+        let at = self.skip_ref(what)?;
+        stored_ref(self.bytes, at as u16).ok_or_else(|| self.truncated(0, what))
+    }
+
+    /// Checks the cell at the current position and moves past it, without
+    /// building it: where it lies.
+    #[inline]
+    fn scan_cell(&mut self, storage: bool) -> Result<Span, CommitmentError> {
+        match self.scan_valid_cell(storage) {
+            Some(span) => Ok(span),
+            None => self.scan_cell_checked(storage),
+        }
+    }
+
+    /// [`Reader::scan_cell`] for a valid cell, with one bounds check per
+    /// field that has a length: `None` for anything else, which
+    /// [`Reader::scan_cell_checked`] then reads again to name the fault.
+    #[inline]
+    fn scan_valid_cell(&mut self, storage: bool) -> Option<Span> {
+        let b = self.bytes;
         let at = self.pos;
-        let len = self.byte(what)? as usize;
-        let s = self.take(len, what)?;
-        NodeRef::from_stored(s).ok_or_else(|| {
-            corrupted(
-                self.path,
-                format!("{what} at offset {at}: length {len} (expected 1..=32)"),
-            )
+        let ref_len = |i: usize| -> Option<usize> {
+            let len = *b.get(i)? as usize;
+            (1..=32).contains(&len).then_some(len)
+        };
+        let node_ref = match *b.get(at)? {
+            KIND_SLOT if storage => at + 1 + 32 + 32,
+            KIND_ACCOUNT if !storage => at + 1 + 32 + 20 + 32,
+            KIND_BRANCH => {
+                let len = *b.get(at + 1)? as usize;
+                if len > 64 {
+                    return None;
+                }
+                let branch_ref = at + 2 + len.div_ceil(2);
+                if len % 2 == 1 && *b.get(branch_ref - 1)? & 0x0f != 0 {
+                    return None;
+                }
+                if len == 0 {
+                    branch_ref
+                } else {
+                    branch_ref + 1 + ref_len(branch_ref)?
+                }
+            }
+            _ => return None,
+        };
+        // The node reference is every cell's last field; the fields before
+        // it lie below its length byte, which `ref_len` found inside.
+        let end = node_ref + 1 + ref_len(node_ref)?;
+        if end > b.len() {
+            return None;
+        }
+        self.pos = end;
+        // The record's length was checked to fit offsets in 16 bits.
+        Some(Span {
+            at: at as u16,
+            node_ref: node_ref as u16,
+            end: end as u16,
         })
     }
 
-    fn cell(&mut self, storage: bool) -> Result<Cell, CommitmentError> {
+    /// [`Reader::scan_cell`] field by field, naming what is wrong.
+    #[cold]
+    #[inline(never)]
+    fn scan_cell_checked(&mut self, storage: bool) -> Result<Span, CommitmentError> {
         let at = self.pos;
         let kind = self.byte("cell kind")?;
-        match kind {
+        let node_ref = match kind {
             KIND_ACCOUNT | KIND_SLOT => {
                 let expected = if storage { KIND_SLOT } else { KIND_ACCOUNT };
                 if kind != expected {
@@ -308,26 +393,14 @@ impl<'a> Reader<'a> {
                         ),
                     ));
                 }
-                let hashed = self.b256("hashed key")?;
-                let kind = if storage {
-                    LeafKind::Slot {
-                        slot: self.b256("slot")?,
-                    }
+                self.take(32, "hashed key")?;
+                if storage {
+                    self.take(32, "slot")?;
                 } else {
-                    let address = Address::from_slice(self.take(20, "address")?);
-                    let storage_root = self.b256("storage root")?;
-                    LeafKind::Account {
-                        address,
-                        storage_root,
-                    }
-                };
-                let node_ref = self.node_ref("leaf ref")?;
-                Ok(Cell::Leaf(Leaf {
-                    hashed,
-                    kind,
-                    value: None,
-                    node_ref: Some(node_ref),
-                }))
+                    self.take(20, "address")?;
+                    self.take(32, "storage root")?;
+                }
+                self.skip_ref("leaf ref")?
             }
             KIND_BRANCH => {
                 let len = self.byte("extension length")? as usize;
@@ -350,34 +423,41 @@ impl<'a> Reader<'a> {
                         ),
                     ));
                 }
-                let mut ext = Ext::EMPTY;
-                for &b in packed {
-                    ext.extend(&[b >> 4, b & 0x0f]);
-                }
-                ext.len = len as u8;
-                let branch_ref = self.node_ref("branch ref")?;
-                let node_ref = if len == 0 {
+                let branch_ref = self.skip_ref("branch ref")?;
+                if len == 0 {
                     branch_ref
                 } else {
-                    self.node_ref("extension ref")?
-                };
-                Ok(Cell::Branch(BranchCell {
-                    ext,
-                    branch_ref,
-                    node_ref: Some(node_ref),
-                }))
+                    self.skip_ref("extension ref")?
+                }
             }
-            other => Err(corrupted(
-                self.path,
-                format!("cell at offset {at}: unknown kind {other} (expected 1, 2 or 3)"),
-            )),
-        }
+            other => {
+                return Err(corrupted(
+                    self.path,
+                    format!("cell at offset {at}: unknown kind {other} (expected 1, 2 or 3)"),
+                ));
+            }
+        };
+        // The record's length was checked to fit offsets in 16 bits.
+        Ok(Span {
+            at: at as u16,
+            node_ref: node_ref as u16,
+            end: self.pos as u16,
+        })
     }
 
+    /// Checks and builds the cell at the current position.
+    fn cell(&mut self, storage: bool) -> Result<Cell, CommitmentError> {
+        let span = self.scan_cell(storage)?;
+        materialize(self.bytes, storage, span).ok_or_else(|| self.truncated(0, "cell"))
+    }
+
+    /// Checks the bitmap and the cells of a branch record and notes where
+    /// each cell lies in `children`, which keeps `record` to build them from.
     fn children(
         &mut self,
-        mut children: Box<[Cell; 16]>,
-    ) -> Result<Box<[Cell; 16]>, CommitmentError> {
+        record: &Bytes,
+        mut children: Box<Children>,
+    ) -> Result<Box<Children>, CommitmentError> {
         let at = self.pos;
         let m = self.take(2, "child bitmap")?;
         let bitmap = u16::from_be_bytes([m[0], m[1]]);
@@ -387,16 +467,14 @@ impl<'a> Reader<'a> {
                 format!("branch bitmap 0x{bitmap:04x} at offset {at} has fewer than 2 children"),
             ));
         }
-        debug_assert!(
-            children.iter().all(|c| matches!(c, Cell::Empty)),
-            "record children decoded into an array that is not empty"
-        );
         let storage = self.storage_flag();
-        for (n, child) in children.iter_mut().enumerate() {
-            if bitmap & (1 << n) != 0 {
-                *child = self.cell(storage)?;
-            }
+        let mut spans = [Span::default(); 16];
+        let mut bits = bitmap;
+        while bits != 0 {
+            spans[bits.trailing_zeros() as usize] = self.scan_cell(storage)?;
+            bits &= bits - 1;
         }
+        children.load(record.clone(), storage, bitmap, &spans);
         Ok(children)
     }
 
@@ -405,19 +483,89 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// The stored reference whose length byte is at offset `at` of `record`
+/// (`None` when it does not lie inside, or its length is not 1..=32).
+#[inline]
+pub(crate) fn stored_ref(record: &[u8], at: u16) -> Option<NodeRef> {
+    let at = at as usize;
+    let len = *record.get(at)? as usize;
+    NodeRef::from_stored(record.get(at + 1..at + 1 + len)?)
+}
+
+/// The extension of the branch cell a scan found at `span` of `record`
+/// (`None` for a leaf).
+pub(crate) fn stored_ext(record: &[u8], span: Span) -> Option<Ext> {
+    let cell = record.get(span.at as usize..span.end as usize)?;
+    if *cell.first()? != KIND_BRANCH {
+        return None;
+    }
+    let len = *cell.get(1)? as usize;
+    Ext::from_packed(cell.get(2..2 + len.div_ceil(2))?, len)
+}
+
+/// Builds the cell that a scan found at `span` of `record` (`None` when the
+/// span does not lie inside the record, which a scan never gives).
+pub(crate) fn materialize(record: &[u8], storage: bool, span: Span) -> Option<Cell> {
+    let cell = record.get(span.at as usize..span.end as usize)?;
+    let node_ref = Some(stored_ref(record, span.node_ref)?);
+    Some(match *cell.first()? {
+        KIND_BRANCH => {
+            let len = *cell.get(1)? as usize;
+            let packed = cell.get(2..2 + len.div_ceil(2))?;
+            Cell::Branch(BranchCell {
+                ext: Ext::from_packed(packed, len)?,
+                branch_ref: stored_ref(cell, (2 + packed.len()) as u16)?,
+                node_ref,
+            })
+        }
+        _ => {
+            let hashed = B256::from_slice(cell.get(1..33)?);
+            let kind = if storage {
+                LeafKind::Slot {
+                    slot: B256::from_slice(cell.get(33..65)?),
+                }
+            } else {
+                LeafKind::Account {
+                    address: Address::from_slice(cell.get(33..53)?),
+                    storage_root: B256::from_slice(cell.get(53..85)?),
+                }
+            };
+            Cell::Leaf(Leaf {
+                hashed,
+                kind,
+                value: None,
+                node_ref,
+            })
+        }
+    })
+}
+
+/// The longest record: a root branch's tag and reference, its bitmap and 16
+/// account leaves of 118 bytes (the longest cell), so offsets into any valid
+/// record fit in 16 bits.
+const RECORD_MAX: usize = 1 + 33 + 2 + 16 * 118;
+
 /// Decodes the record read at absolute nibble `path` (paths of 64 nibbles or
 /// more belong to storage sub-tries).
-pub(crate) fn decode_record(path: &[u8], bytes: &[u8]) -> Result<Record, CommitmentError> {
+pub(crate) fn decode_record(path: &[u8], bytes: &Bytes) -> Result<Record, CommitmentError> {
     decode_record_into(path, bytes, Box::default)
 }
 
 /// [`decode_record`] whose branch children go into the (empty) array that
 /// `children` hands out, so a walk reuses its arrays instead of allocating.
+/// The children keep (a reference to) `bytes` and are built from them when
+/// taken.
 pub(crate) fn decode_record_into(
     path: &[u8],
-    bytes: &[u8],
-    children: impl FnOnce() -> Box<[Cell; 16]>,
+    bytes: &Bytes,
+    children: impl FnOnce() -> Box<Children>,
 ) -> Result<Record, CommitmentError> {
+    if bytes.len() > RECORD_MAX {
+        return Err(corrupted(
+            path,
+            format!("record of {} bytes (at most {RECORD_MAX})", bytes.len()),
+        ));
+    }
     let mut r = Reader {
         path,
         bytes,
@@ -447,7 +595,7 @@ pub(crate) fn decode_record_into(
             };
             Record::Branch {
                 root_ref,
-                children: r.children(children())?,
+                children: r.children(bytes, children())?,
             }
         }
         TAG_ROOT_CELL => {
@@ -499,10 +647,21 @@ pub(crate) fn decode_record_into(
 /// every record strata writes, or [`CommitmentError::Corrupted`] naming the
 /// path, the offset and what is wrong. Never panics.
 pub fn reencode_record(path: &[u8], bytes: &[u8]) -> Result<Vec<u8>, CommitmentError> {
-    Ok(match decode_record(path, bytes)? {
-        Record::Branch { root_ref, children } => {
+    Ok(match decode_record(path, &Bytes::copy_from_slice(bytes))? {
+        Record::Branch {
+            root_ref,
+            mut children,
+        } => {
+            // Every cell built and encoded again, not copied as stored.
+            let mut built = Box::<Children>::default();
+            let mut present = children.present();
+            while present != 0 {
+                let n = present.trailing_zeros() as usize;
+                built.set(n, children.take(n, path)?);
+                present &= present - 1;
+            }
             let mut out = Vec::with_capacity(bytes.len());
-            encode_branch_record(root_ref.as_ref(), &children, &mut out);
+            encode_branch_record(root_ref.as_ref(), &built, &mut out);
             out
         }
         Record::RootCell(cell) => encode_root_cell(&cell),
@@ -513,7 +672,7 @@ pub fn reencode_record(path: &[u8], bytes: &[u8]) -> Result<Vec<u8>, CommitmentE
 /// sub-trie root branch also stores its own reference.
 pub(crate) fn encode_branch_record(
     root_ref: Option<&NodeRef>,
-    children: &[Cell; 16],
+    children: &Children,
     out: &mut Vec<u8>,
 ) {
     out.clear();
@@ -524,15 +683,12 @@ pub(crate) fn encode_branch_record(
         }
         None => out.push(TAG_BRANCH),
     }
-    let mut bitmap = 0u16;
-    for (n, c) in children.iter().enumerate() {
-        if !matches!(c, Cell::Empty) {
-            bitmap |= 1 << n;
-        }
-    }
+    let bitmap = children.present();
     out.extend_from_slice(&bitmap.to_be_bytes());
-    for c in children.iter() {
-        put_cell(out, c);
+    let mut bits = bitmap;
+    while bits != 0 {
+        children.put(bits.trailing_zeros() as usize, out);
+        bits &= bits - 1;
     }
 }
 
@@ -578,5 +734,75 @@ mod tests {
         // Even extensions have no padding: every low half is a nibble.
         let even = root_extension(4, &[0x12, 0x3f]);
         assert_eq!(reencode_record(&[], &even).expect("canonical"), even);
+    }
+
+    /// The quick scan of a cell accepts only what the field-by-field scan
+    /// accepts, and finds the same span: checked on every cell kind, with
+    /// every byte of each cell changed to a few values and every cut.
+    #[test]
+    fn quick_scan_agrees_with_the_checked_scan() {
+        let leaf_ref = NodeRef::from_stored(&[0xc5; 20]).expect("embedded ref");
+        let hash_ref = NodeRef::from_stored(&[0xab; 32]).expect("hash ref");
+        let account = LeafKind::Account {
+            address: Address::repeat_byte(0x11),
+            storage_root: B256::repeat_byte(0x22),
+        };
+        let slot = LeafKind::Slot {
+            slot: B256::repeat_byte(0x33),
+        };
+        let mut cells: Vec<(bool, Vec<u8>)> = Vec::new();
+        for (storage, kind) in [(false, account), (true, slot)] {
+            for r in [leaf_ref, hash_ref] {
+                let mut out = Vec::new();
+                put_leaf_cell(&mut out, &B256::repeat_byte(0x44), &kind, &r);
+                cells.push((storage, out));
+            }
+        }
+        for ext in [&[][..], &[0x3][..], &[0x1, 0x2][..], &[0x7; 64][..]] {
+            for storage in [false, true] {
+                let mut out = Vec::new();
+                put_branch_cell(&mut out, ext, &hash_ref, &leaf_ref);
+                cells.push((storage, out));
+            }
+        }
+        let agree = |storage: bool, bytes: &[u8]| {
+            let reader = || Reader {
+                path: &[],
+                bytes,
+                pos: 0,
+            };
+            let quick = reader().scan_valid_cell(storage);
+            let checked = reader().scan_cell_checked(storage);
+            match (quick, checked) {
+                (Some(q), Ok(c)) => assert!(
+                    (q.at, q.node_ref, q.end) == (c.at, c.node_ref, c.end),
+                    "spans differ on {bytes:02x?}"
+                ),
+                (Some(_), Err(e)) => panic!("quick scan accepts {bytes:02x?}: {e}"),
+                (None, _) => {}
+            }
+        };
+        for (storage, cell) in &cells {
+            for cut in 0..=cell.len() {
+                agree(*storage, &cell[..cut]);
+            }
+            for i in 0..cell.len() {
+                for v in [
+                    0x00, 0x01, 0x02, 0x03, 0x04, 0x0f, 0x20, 0x21, 0x40, 0x41, 0xff,
+                ] {
+                    let mut bad = cell.clone();
+                    bad[i] = v;
+                    agree(*storage, &bad);
+                }
+            }
+            // A valid cell is found by the quick scan itself.
+            let r = Reader {
+                path: &[],
+                bytes: cell,
+                pos: 0,
+            }
+            .scan_valid_cell(*storage);
+            assert!(r.is_some_and(|s| s.end as usize == cell.len()));
+        }
     }
 }

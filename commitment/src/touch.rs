@@ -1,8 +1,7 @@
 //! The keys a block touched (hashed, sorted, grouped per account) and how a
 //! touched account or slot rebuilds its leaf from the state.
 
-use std::collections::HashMap;
-
+use alloy_primitives::map::AddressHashMap;
 use alloy_primitives::{Address, B256, keccak256};
 use rayon::prelude::*;
 
@@ -52,7 +51,8 @@ const PARALLEL_HASH_MIN: usize = 64;
 /// them; returns the accounts sorted by hashed address and the number of
 /// keccak calls spent. Keys are hashed on the current rayon pool.
 pub(crate) fn prepare(update: &TrieUpdate) -> (Vec<AccountTouch>, u64) {
-    let mut index: HashMap<Address, usize> = HashMap::with_capacity(update.accounts.len());
+    let mut index: AddressHashMap<usize> =
+        AddressHashMap::with_capacity_and_hasher(update.accounts.len(), Default::default());
     let mut accounts: Vec<AccountTouch> = Vec::with_capacity(update.accounts.len());
     let mut entry = |address: Address, accounts: &mut Vec<AccountTouch>| -> usize {
         *index.entry(address).or_insert_with(|| {

@@ -5,6 +5,7 @@ use alloy_primitives::{Address, B256};
 use bytes::Bytes;
 use rayon::prelude::*;
 
+use crate::children::Children;
 use crate::compute::CommitStats;
 use crate::error::{CommitmentError, corrupted, path_hex};
 use crate::nibbles::{common_prefix, nibble, push_key_nibbles};
@@ -46,10 +47,10 @@ pub(crate) trait Touch: Sync {
     ) -> Result<Cell>;
 }
 
-/// A branch as persisted before the block: its record and the references
-/// its parent held, reused when the branch comes out unchanged.
+/// A branch as persisted before the block: the references its parent held,
+/// reused when the branch comes out unchanged. Its record is the one its
+/// children were decoded from ([`Children::record`]).
 pub(crate) struct OldBranch {
-    bytes: Bytes,
     branch_ref: NodeRef,
     /// The reference of the node in front of it (the extension, or the
     /// branch itself), when stored.
@@ -76,7 +77,10 @@ pub(crate) struct Walker<'a> {
         clippy::vec_box,
         reason = "the arrays move in and out as boxes (decoded records hold them), a pointer at a time"
     )]
-    spare: Vec<Box<[Cell; 16]>>,
+    spare: Vec<Box<Children>>,
+    /// Records read ahead of the walk (path, what the source gave), each
+    /// taken by the [`Walker::read`] at its path; see [`Walker::read_ahead`].
+    ahead: Vec<(Vec<u8>, Option<Bytes>)>,
     /// Key weight above which a branch's children are walked on rayon
     /// (`None`: never). A split hands its walkers a threshold of at least a
     /// quarter of its weight, so only a child that holds much of the work
@@ -101,19 +105,23 @@ impl<'a> Walker<'a> {
             rec: Vec::with_capacity(2048),
             val: Vec::with_capacity(128),
             spare: Vec::new(),
+            ahead: Vec::new(),
             parallel_threshold,
         }
     }
 
     fn read(&mut self) -> Result<Option<(Bytes, Record)>> {
         self.stats.records_read += 1;
-        let bytes = self
-            .branches
-            .branch(&self.path)
-            .map_err(|source| CommitmentError::Branch {
-                path: path_hex(&self.path),
-                source,
-            })?;
+        let bytes = match self.ahead.iter().rposition(|(p, _)| *p == self.path) {
+            Some(i) => self.ahead.swap_remove(i).1,
+            None => self
+                .branches
+                .branch(&self.path)
+                .map_err(|source| CommitmentError::Branch {
+                    path: path_hex(&self.path),
+                    source,
+                })?,
+        };
         match bytes {
             None => Ok(None),
             Some(b) => {
@@ -125,15 +133,15 @@ impl<'a> Walker<'a> {
     }
 
     /// An all-empty child array, reused when one is spare.
-    fn children(&mut self) -> Box<[Cell; 16]> {
+    fn children(&mut self) -> Box<Children> {
         self.spare.pop().unwrap_or_default()
     }
 
     /// Empties a child array and keeps it for reuse.
-    fn recycle(&mut self, mut children: Box<[Cell; 16]>) {
+    fn recycle(&mut self, mut children: Box<Children>) {
         const KEEP: usize = 64;
         if self.spare.len() < KEEP {
-            children.iter_mut().for_each(|c| *c = Cell::Empty);
+            children.clear();
             self.spare.push(children);
         }
     }
@@ -214,7 +222,7 @@ impl<'a> Walker<'a> {
             Some((bytes, Record::RootCell(cell))) => {
                 (self.update(sub, 0, cell, keys)?, Some(bytes))
             }
-            Some((bytes, Record::Branch { children, root_ref })) => {
+            Some((_, Record::Branch { children, root_ref })) => {
                 let first = *keys.first().map_or(&B256::ZERO, |k| k.hashed());
                 let Some(root_ref) = root_ref else {
                     return Err(corrupted(
@@ -223,7 +231,6 @@ impl<'a> Walker<'a> {
                     ));
                 };
                 let old = OldBranch {
-                    bytes,
                     branch_ref: root_ref,
                     node_ref: Some(root_ref),
                 };
@@ -307,10 +314,13 @@ impl<'a> Walker<'a> {
                 }
                 let mut children = self.children();
                 let n = nibble(&leaf.hashed, c) as usize;
-                children[n] = Cell::Leaf(Leaf {
-                    node_ref: None,
-                    ..leaf
-                });
+                children.set(
+                    n,
+                    Cell::Leaf(Leaf {
+                        node_ref: None,
+                        ..leaf
+                    }),
+                );
                 self.branch_node(sub, depth, c, &first, children, keys, None)
             }
             Cell::Branch(b) => {
@@ -334,12 +344,12 @@ impl<'a> Walker<'a> {
                     let loaded = self.read()?;
                     let result = match loaded {
                         Some((
-                            bytes,
+                            _,
                             Record::Branch {
                                 root_ref: None,
                                 children,
                             },
-                        )) => Ok((bytes, children)),
+                        )) => Ok(children),
                         Some(_) => Err(corrupted(
                             &self.path,
                             "expected a branch record (tag 1) below a branch cell",
@@ -350,9 +360,8 @@ impl<'a> Walker<'a> {
                         )),
                     };
                     self.path.truncate(plen);
-                    let (bytes, children) = result?;
+                    let children = result?;
                     let old = OldBranch {
-                        bytes,
                         branch_ref: b.branch_ref,
                         node_ref: b.node_ref,
                     };
@@ -360,11 +369,14 @@ impl<'a> Walker<'a> {
                 } else {
                     let mut children = self.children();
                     let n = b.ext[c - depth] as usize;
-                    children[n] = Cell::Branch(BranchCell {
-                        ext: Ext::from_slice(&b.ext[c - depth + 1..]),
-                        branch_ref: b.branch_ref,
-                        node_ref: None,
-                    });
+                    children.set(
+                        n,
+                        Cell::Branch(BranchCell {
+                            ext: Ext::from_slice(&b.ext[c - depth + 1..]),
+                            branch_ref: b.branch_ref,
+                            node_ref: None,
+                        }),
+                    );
                     self.branch_node(sub, depth, c, &first, children, keys, None)
                 }
             }
@@ -380,7 +392,7 @@ impl<'a> Walker<'a> {
         depth: usize,
         bdepth: usize,
         repr: &B256,
-        mut children: Box<[Cell; 16]>,
+        mut children: Box<Children>,
         keys: &[T],
         old: Option<OldBranch>,
     ) -> Result<Cell> {
@@ -400,16 +412,22 @@ impl<'a> Walker<'a> {
             count += 1;
             i = j;
         }
-        let groups = ranges[..count].iter().map(|&(n, i, j)| (n, &keys[i..j]));
+        // Children are walked from the highest nibble down, so the writes
+        // (each branch's after those below it) come out in reverse path
+        // order: `compute_root` reverses them instead of sorting.
+        let groups = ranges[..count]
+            .iter()
+            .rev()
+            .map(|&(n, i, j)| (n, &keys[i..j]));
         let weight = match self.parallel_threshold {
             Some(_) if count > 1 => keys.iter().map(Touch::weight).sum(),
             _ => 0,
         };
         if let Some(t) = self.parallel_threshold.filter(|&t| weight > t) {
             let inner = Some(t.max(weight / 4));
-            let tasks: Vec<(usize, Cell, &[T])> = groups
-                .map(|(n, g)| (n, std::mem::take(&mut children[n]), g))
-                .collect();
+            let tasks = groups
+                .map(|(n, g)| Ok((n, children.take(n, &self.path)?, g)))
+                .collect::<Result<Vec<(usize, Cell, &[T])>>>()?;
             let (branches, state) = (self.branches, self.state);
             let base = self.path.clone();
             let results: Vec<Result<(usize, Cell, Walker<'_>)>> = tasks
@@ -424,20 +442,24 @@ impl<'a> Walker<'a> {
                 })
                 .collect();
             for r in results {
+                // In task order: highest nibble first, as a serial walk.
                 let (n, c, w) = r?;
-                children[n] = c;
+                children.set(n, c);
                 self.writes.extend(w.writes);
                 self.stats.add(&w.stats);
                 self.keccak.add(&w.keccak);
             }
         } else {
+            let mark = self.ahead.len();
+            self.read_ahead(&children, bdepth, &ranges[..count], keys);
             for (n, group) in groups {
+                let cell = children.take(n, &self.path)?;
                 self.path.push(n as u8);
-                let cell = std::mem::take(&mut children[n]);
                 let updated = self.update(sub, bdepth + 1, cell, group);
                 self.path.pop();
-                children[n] = updated?;
+                children.set(n, updated?);
             }
+            self.ahead.truncate(mark);
         }
         debug_assert_eq!(
             self.path.len(),
@@ -450,6 +472,50 @@ impl<'a> Walker<'a> {
         result
     }
 
+    /// Reads the records the walk is about to read below the branch at the
+    /// current path (relative depth `bdepth`): those of its stored branch
+    /// cells whose whole extension the keys of their group (`ranges` of
+    /// `keys`, by nibble) follow, which `update` reads first. Their lookups
+    /// and then one byte of every cache line of each record go out back to
+    /// back, so the memory latencies overlap instead of coming one record
+    /// at a time. A source error is left for the walk's own read to report.
+    fn read_ahead<T: Touch>(
+        &mut self,
+        children: &Children,
+        bdepth: usize,
+        ranges: &[(usize, usize, usize)],
+        keys: &[T],
+    ) {
+        let mark = self.ahead.len();
+        for &(n, i, j) in ranges {
+            let Some(ext) = children.stored_branch_ext(n) else {
+                continue;
+            };
+            let from = bdepth + 1;
+            if from + ext.len() >= 64 {
+                continue; // corrupt: `update` reports it
+            }
+            let follows = |k: &B256| (0..ext.len()).all(|e| nibble(k, from + e) == ext[e]);
+            if !(follows(keys[i].hashed()) && follows(keys[j - 1].hashed())) {
+                continue;
+            }
+            let mut path = Vec::with_capacity(self.path.len() + 1 + ext.len());
+            path.extend_from_slice(&self.path);
+            path.push(n as u8);
+            path.extend_from_slice(&ext);
+            if let Ok(bytes) = self.branches.branch(&path) {
+                self.ahead.push((path, bytes));
+            }
+        }
+        let mut x = 0u8;
+        for bytes in self.ahead[mark..].iter().filter_map(|(_, b)| b.as_deref()) {
+            for b in bytes.iter().step_by(64) {
+                x ^= *b;
+            }
+        }
+        std::hint::black_box(x);
+    }
+
     /// Turns updated children into the cell that replaces the branch: nothing,
     /// the single remaining child pulled up, or a re-hashed branch.
     fn fold_branch(
@@ -458,23 +524,22 @@ impl<'a> Walker<'a> {
         depth: usize,
         bdepth: usize,
         repr: &B256,
-        mut children: Box<[Cell; 16]>,
+        mut children: Box<Children>,
         old: Option<OldBranch>,
     ) -> Result<Cell> {
-        let count = children
-            .iter()
-            .filter(|c| !matches!(c, Cell::Empty))
-            .count();
-        if count <= 1 {
+        let present = children.present();
+        if present.count_ones() <= 1 {
             if old.is_some() {
                 self.write(None);
             }
-            let Some(n) = children.iter().position(|c| !matches!(c, Cell::Empty)) else {
+            if present == 0 {
                 self.recycle(children);
                 return Ok(Cell::Empty);
-            };
-            let only = std::mem::take(&mut children[n]);
+            }
+            let n = present.trailing_zeros() as usize;
+            let only = children.take(n, &self.path);
             self.recycle(children);
+            let only = only?;
             return Ok(match only {
                 Cell::Leaf(l) => Cell::Leaf(Leaf {
                     node_ref: None,
@@ -494,11 +559,18 @@ impl<'a> Walker<'a> {
             });
         }
         let mut refs: [Option<NodeRef>; 16] = [None; 16];
-        for (n, child) in children.iter_mut().enumerate() {
-            self.path.push(n as u8);
-            let r = self.ensure_ref(sub, bdepth + 1, child);
-            self.path.pop();
-            refs[n] = r?;
+        let mut bits = present;
+        while bits != 0 {
+            let n = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            if children.is_stored(n) {
+                refs[n] = Some(children.stored_ref(n, &self.path)?);
+            } else if let Some(child) = children.live_mut(n) {
+                self.path.push(n as u8);
+                let r = self.ensure_ref(sub, bdepth + 1, child);
+                self.path.pop();
+                refs[n] = r?;
+            }
         }
         let root = bdepth == 0;
         let mut rec = std::mem::take(&mut self.rec);
@@ -507,7 +579,7 @@ impl<'a> Walker<'a> {
         // the same walk reached) keeps its hashes: nothing to re-hash.
         if let Some(o) = &old {
             encode_branch_record(root.then_some(&o.branch_ref), &children, &mut rec);
-            if o.bytes[..] == rec[..] {
+            if children.record() == &rec[..] {
                 self.rec = rec;
                 self.recycle(children);
                 return Ok(Cell::Branch(BranchCell {
@@ -523,7 +595,7 @@ impl<'a> Walker<'a> {
         if root || old.is_none() {
             encode_branch_record(root.then_some(&branch_ref), &children, &mut rec);
         }
-        if old.as_ref().is_none_or(|o| o.bytes[..] != rec[..]) {
+        if old.is_none() || children.record() != &rec[..] {
             self.write(Some(Bytes::copy_from_slice(&rec)));
         }
         self.rec = rec;
@@ -647,18 +719,21 @@ impl<'a> Walker<'a> {
             })
     }
 
-    /// Emits deletes for every record of the sub-trie at the current path.
+    /// Emits deletes for every record of the sub-trie at the current path
+    /// (those below first, highest nibble first, as the walk's writes).
     pub(crate) fn delete_records(&mut self) -> Result<()> {
         let Some((_, rec)) = self.read()? else {
             return Ok(());
         };
-        self.write(None);
         match rec {
             Record::RootCell(Cell::Branch(b)) => self.delete_below(&b.ext)?,
             Record::RootCell(_) => {}
-            Record::Branch { children, .. } => {
-                for (n, c) in children.iter().enumerate() {
-                    if let Cell::Branch(b) = c {
+            Record::Branch { mut children, .. } => {
+                let mut present = children.present();
+                while present != 0 {
+                    let n = 15 - present.leading_zeros() as usize;
+                    present &= !(1 << n);
+                    if let Cell::Branch(b) = children.take(n, &self.path)? {
                         self.path.push(n as u8);
                         let r = self.delete_below(&b.ext);
                         self.path.pop();
@@ -668,6 +743,7 @@ impl<'a> Walker<'a> {
                 self.recycle(children);
             }
         }
+        self.write(None);
         Ok(())
     }
 

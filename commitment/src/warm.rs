@@ -35,7 +35,9 @@ pub fn warm_path(branches: &dyn BranchSource, hashed_path: &[u8]) -> Result<usiz
                         break 'walk None;
                     };
                     at += 1;
-                    std::mem::take(&mut children[(n & 0x0f) as usize])
+                    children
+                        .take((n & 0x0f) as usize, &hashed_path[..at - 1])
+                        .map_err(Box::new)?
                 }
             };
             match cell {

@@ -173,14 +173,14 @@ fn stored_records_reencode_to_themselves() {
     let (store, _) = bulk_store(&state, false);
     let (mut accounts, mut slots) = (0, 0);
     for (path, rec) in store.iter() {
-        let again = reencode_record(path, rec).expect("a stored record decodes");
+        let again = reencode_record(&path, rec).expect("a stored record decodes");
         assert_eq!(again, rec.to_vec(), "record at {path:?}");
         if path.len() < 64 {
             accounts += 1
         } else {
             slots += 1
         }
-        let truncated = reencode_record(path, &rec[..rec.len() - 1]);
+        let truncated = reencode_record(&path, &rec[..rec.len() - 1]);
         assert!(
             matches!(truncated, Err(CommitmentError::Corrupted { .. })),
             "{truncated:?}"
