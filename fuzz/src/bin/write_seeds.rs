@@ -181,7 +181,7 @@ fn trace_parser_seeds(dir: &Path) -> Result<usize, Box<dyn std::error::Error>> {
         slot_writes: Some(2),
     };
     let mut writer = TraceWriter::new(Vec::new());
-    generate(&config, &mut writer)?;
+    generate(&config, &mut writer, None)?;
     let trace = writer.finish()?;
     let mut n = write(dir, "generated", &trace)?;
     // Each line on its own too (a block line without its genesis).
