@@ -5,13 +5,13 @@
 //! ([`build_storage_trie`]) or, for an account too large to hold, through
 //! a sort of its own ([`SlotSort`]). Shared by the import and `verify`.
 
+use std::path::Path;
+
 use alloy_primitives::{Address, B256, U256, keccak256};
 use bytes::Bytes;
 use strata_commitment::{AccountLeaf, BulkBuilder, StorageTrieBuilder, record_key};
 
 use crate::error::{Error, Result};
-use std::path::Path;
-
 use crate::sort::{ExternalSorter, RunError, SortedPairs};
 
 /// One account's storage trie, built on its own.

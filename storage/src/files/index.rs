@@ -1,6 +1,6 @@
 //! The in-memory part of a file's block index: one sample in every 16
-//! blocks ([`SAMPLE_SHIFT`]) (its first key's 8-byte prefix and where its
-//! index entry lies); the blocks between samples are found by reading the
+//! blocks ([`SAMPLE_SHIFT`]), its first key's 8-byte prefix and where its
+//! index entry lies; the blocks between samples are found by reading the
 //! index entries in the mapped file.
 //!
 //! A file's index holds a first key per ~4 KiB data block. Decoded whole it
@@ -57,7 +57,7 @@ fn key_prefix(key: &[u8]) -> u64 {
 /// bytes; one that reads an entry no longer describing a block inside the
 /// data region (the mapped bytes changed after open) returns `None`, and
 /// the caller reports the file as corrupted.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct BlockIndex {
     /// Number of blocks.
     count: usize,
@@ -230,25 +230,19 @@ impl BlockIndex {
         Some(index)
     }
 
-    /// Every block in order (`None` items where an entry is unreadable).
+    /// Every block in order; an unreadable entry is a `None` item, and the
+    /// last.
     pub(crate) fn iter<'a>(
         &'a self,
         data: &'a [u8],
     ) -> impl Iterator<Item = Option<BlockHandle>> + 'a {
-        let mut current: Option<Option<BlockHandle>> = None;
-        std::iter::from_fn(move || {
-            let next = match current {
-                None if self.count == 0 => return None,
-                None => self.block(data, 0),
-                Some(None) => return None,
-                Some(Some(h)) => match self.next(data, &h) {
-                    Some(None) => return None,
-                    Some(Some(n)) => Some(n),
-                    None => None,
-                },
-            };
-            current = Some(next);
-            Some(next)
+        let first = (self.count > 0).then(|| self.block(data, 0));
+        std::iter::successors(first, move |previous| {
+            let previous = previous.as_ref()?;
+            match self.next(data, previous) {
+                Some(next) => next.map(Some),
+                None => Some(None),
+            }
         })
     }
 }

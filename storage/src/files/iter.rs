@@ -50,11 +50,7 @@ impl SortedFile {
         let block = match self.block_for(start) {
             Ok(Some(block)) => block,
             Ok(None) => return FileIter::from_first(self, prefix),
-            Err(e) => {
-                let mut it = FileIter::new(self, None, prefix);
-                it.pending = Some(e);
-                return it;
-            }
+            Err(e) => return FileIter::failed(self, prefix, e),
         };
         let mut it = FileIter::new(self, Some(block), prefix);
         let mut key = Vec::new();
@@ -81,12 +77,15 @@ impl<'a> FileIter<'a> {
         }
         match file.block(0) {
             Ok(first) => FileIter::new(file, Some(first), prefix),
-            Err(e) => {
-                let mut it = FileIter::new(file, None, prefix);
-                it.pending = Some(e);
-                it
-            }
+            Err(e) => FileIter::failed(file, prefix, e),
         }
+    }
+
+    /// An iterator that yields `error` and ends.
+    fn failed(file: &'a SortedFile, prefix: Option<Vec<u8>>, error: FileError) -> Self {
+        let mut it = FileIter::new(file, None, prefix);
+        it.pending = Some(error);
+        it
     }
 
     fn new(file: &'a SortedFile, block: Option<BlockHandle>, prefix: Option<Vec<u8>>) -> Self {
