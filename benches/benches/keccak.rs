@@ -12,6 +12,7 @@ use std::hint::black_box;
 use alloy_primitives::keccak256;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use sha3::Digest;
+use strata_commitment::bench_support::keccak256_x4;
 use tiny_keccak::Hasher;
 
 /// A keccak256 implementation under test.
@@ -80,5 +81,35 @@ fn implementations(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, implementations);
+/// Four independent leaves hashed one after another by the scalar asm
+/// keccak against one call of strata's four-lane `keccak256_x4` (what the
+/// bulk builder does with its leaves), on account-leaf-sized (107 bytes) and
+/// storage-leaf-sized (64 bytes) inputs. Throughput is in hashes.
+fn four_at_once(c: &mut Criterion) {
+    let mut group = c.benchmark_group("keccak256_four_leaves");
+    for len in [64usize, 107] {
+        let inputs: [Vec<u8>; 4] =
+            std::array::from_fn(|s| (0..len).map(|i| (i * 31 + s * 7) as u8).collect());
+        let msgs = [&inputs[0][..], &inputs[1], &inputs[2], &inputs[3]];
+        assert_eq!(
+            keccak256_x4(msgs),
+            msgs.map(keccak256),
+            "keccak256_x4 differs on {len} bytes"
+        );
+        group.throughput(Throughput::Elements(4));
+        group.bench_with_input(
+            BenchmarkId::new("alloy_asm_keccak_4_calls", len),
+            &msgs,
+            |b, m| b.iter(|| black_box(black_box(*m).map(keccak256))),
+        );
+        group.bench_with_input(
+            BenchmarkId::new("strata_keccak256_x4", len),
+            &msgs,
+            |b, m| b.iter(|| black_box(keccak256_x4(black_box(*m)))),
+        );
+    }
+    group.finish();
+}
+
+criterion_group!(benches, implementations, four_at_once);
 criterion_main!(benches);

@@ -1,12 +1,18 @@
 //! Bulk build of the trie records from input sorted by hashed key: one pass,
 //! a stack of open branches, every node hashed exactly once. Produces the
 //! same records [`compute_root`](crate::compute_root) would.
+//!
+//! Leaves, most of the hashing, are hashed four at a time
+//! ([`keccak256_x4`]): a placed leaf's cell is written with room for its
+//! hash, and the hashes are filled in when four are waiting or before a
+//! branch above them is hashed.
 
 use alloy_primitives::{Address, B256, U256};
 use bytes::Bytes;
 use rayon::prelude::*;
 
 use crate::error::CommitmentError;
+use crate::keccak_x4::{MAX_ONE_BLOCK, keccak256_x4};
 use crate::nibbles::{common_prefix, nibble, push_key_nibbles};
 use crate::node::{
     EMPTY_ROOT, KeccakCount, NodeRef, encode_account, encode_branch, encode_extension,
@@ -47,6 +53,62 @@ impl Level {
     }
 }
 
+/// Placed leaves whose hashes are still to be computed, four at a time.
+struct PendingLeaves {
+    /// Each leaf's node RLP (one keccak block).
+    rlp: [[u8; MAX_ONE_BLOCK]; 4],
+    len: [usize; 4],
+    /// Each leaf's level, nibble in it, and offset of its hash in the
+    /// level's cells.
+    place: [(usize, usize, usize); 4],
+    count: usize,
+}
+
+impl PendingLeaves {
+    fn new() -> Self {
+        Self {
+            rlp: [[0; MAX_ONE_BLOCK]; 4],
+            len: [0; 4],
+            place: [(0, 0, 0); 4],
+            count: 0,
+        }
+    }
+
+    /// Adds a leaf; returns whether four are now waiting.
+    fn push(&mut self, rlp: &[u8], level: usize, nibble: usize, hash_at: usize) -> bool {
+        let i = self.count;
+        self.rlp[i][..rlp.len()].copy_from_slice(rlp);
+        self.len[i] = rlp.len();
+        self.place[i] = (level, nibble, hash_at);
+        self.count += 1;
+        self.count == 4
+    }
+
+    /// The waiting leaves' hashes, in the order they were pushed (those
+    /// past `count` are of empty messages and unused).
+    fn hashes(&self, keccak: &mut KeccakCount) -> [B256; 4] {
+        keccak.calls += self.count as u64;
+        keccak.blocks += self.count as u64;
+        if self.count == 1 {
+            // One leaf: the scalar keccak is cheaper than four lanes.
+            return [
+                alloy_primitives::keccak256(&self.rlp[0][..self.len[0]]),
+                B256::ZERO,
+                B256::ZERO,
+                B256::ZERO,
+            ];
+        }
+        let msg = |i: usize| -> &[u8] {
+            if i < self.count {
+                &self.rlp[i][..self.len[i]]
+            } else {
+                &[]
+            }
+        };
+        keccak256_x4([msg(0), msg(1), msg(2), msg(3)])
+    }
+}
+
 /// The streaming builder of one sub-trie (the account trie, or one account's
 /// storage trie).
 struct StackBuilder {
@@ -58,6 +120,7 @@ struct StackBuilder {
     leaf_kind: LeafKind,
     leaf_value: Vec<u8>,
     buf: Vec<u8>,
+    pending: Box<PendingLeaves>,
     keccak: KeccakCount,
 }
 
@@ -71,6 +134,7 @@ impl StackBuilder {
             leaf_kind: LeafKind::Slot { slot: B256::ZERO },
             leaf_value: Vec::with_capacity(128),
             buf: Vec::with_capacity(600),
+            pending: Box::new(PendingLeaves::new()),
             keccak: KeccakCount::default(),
         }
     }
@@ -137,6 +201,21 @@ impl StackBuilder {
             Closed::Leaf => {
                 self.buf.clear();
                 encode_key_leaf(&prev, pos, &self.leaf_value, &mut self.buf);
+                if (32..=MAX_ONE_BLOCK).contains(&self.buf.len()) {
+                    // Hashed later with three others; the cell keeps room.
+                    put_leaf_cell(
+                        &mut level.cells,
+                        &prev,
+                        &self.leaf_kind,
+                        &NodeRef::hashed(B256::ZERO),
+                    );
+                    level.bitmap |= 1 << n;
+                    let hash_at = level.cells.len() - 32;
+                    if self.pending.push(&self.buf, li, n, hash_at) {
+                        self.hash_pending();
+                    }
+                    return;
+                }
                 let r = NodeRef::of_rlp(&self.buf, &mut self.keccak);
                 put_leaf_cell(&mut level.cells, &prev, &self.leaf_kind, &r);
                 r
@@ -162,6 +241,21 @@ impl StackBuilder {
         level.bitmap |= 1 << n;
     }
 
+    /// Hashes the waiting leaves and writes their references into their
+    /// levels' cells and child arrays.
+    fn hash_pending(&mut self) {
+        if self.pending.count == 0 {
+            return;
+        }
+        let hashes = self.pending.hashes(&mut self.keccak);
+        for (&(li, n, at), hash) in self.pending.place[..self.pending.count].iter().zip(hashes) {
+            let level = &mut self.levels[li];
+            level.cells[at..at + 32].copy_from_slice(hash.as_slice());
+            level.refs[n] = Some(NodeRef::hashed(hash));
+        }
+        self.pending.count = 0;
+    }
+
     /// Places `sub` into the top level, then closes it.
     fn place_and_close(&mut self, sub: Closed, emit: &mut dyn FnMut(Vec<u8>, Bytes)) -> Closed {
         let top = self.active - 1;
@@ -171,6 +265,7 @@ impl StackBuilder {
 
     /// Hashes the top level's branch, emits its record and pops it.
     fn close_top(&mut self, emit: &mut dyn FnMut(Vec<u8>, Bytes)) -> Closed {
+        self.hash_pending();
         let top = self.active - 1;
         self.active -= 1;
         let prev = self.prev.unwrap_or_default();

@@ -43,6 +43,7 @@ mod bulk;
 mod children;
 mod compute;
 mod error;
+mod keccak_x4;
 mod memory;
 mod nibbles;
 mod node;

@@ -72,6 +72,15 @@ impl NodeRef {
         }
     }
 
+    /// The reference to a node whose RLP (32 bytes or longer) hashed to `hash`.
+    #[inline]
+    pub(crate) fn hashed(hash: B256) -> Self {
+        Self {
+            len: 32,
+            bytes: hash.0,
+        }
+    }
+
     /// Rebuilds a reference from its stored bytes (1..=32 of them).
     pub(crate) fn from_stored(stored: &[u8]) -> Option<Self> {
         if stored.is_empty() || stored.len() > 32 {

@@ -2,10 +2,11 @@
 //! touched account or slot rebuilds its leaf from the state.
 
 use alloy_primitives::map::AddressHashMap;
-use alloy_primitives::{Address, B256, keccak256};
+use alloy_primitives::{Address, B256};
 use rayon::prelude::*;
 
 use crate::error::{CommitmentError, corrupted};
+use crate::keccak_x4::hash_each;
 use crate::nibbles::push_key_nibbles;
 use crate::node::{EMPTY_ROOT, encode_storage_value};
 use crate::record::{Cell, Leaf, LeafKind};
@@ -85,21 +86,26 @@ pub(crate) fn prepare(update: &TrieUpdate) -> (Vec<AccountTouch>, u64) {
         a.slots.dedup_by(|x, y| x.slot == y.slot);
     }
     let keys: usize = accounts.iter().map(|a| 1 + a.slots.len()).sum();
-    let hash_one = |a: &mut AccountTouch| {
-        a.hashed = keccak256(a.address);
-        let hash_slots = |s: &mut SlotTouch| s.hashed = keccak256(s.slot);
-        if a.slots.len() > PARALLEL_HASH_MIN {
-            a.slots.par_iter_mut().with_min_len(32).for_each(hash_slots);
-            a.slots.par_sort_unstable_by_key(|x| x.hashed);
-        } else {
-            a.slots.iter_mut().for_each(hash_slots);
-            a.slots.sort_unstable_by_key(|x| x.hashed);
+    // Four keys per keccak call (`hash_each`), chunks of them on the pool.
+    let hash_slots = |slots: &mut [SlotTouch]| {
+        hash_each(slots, |s| s.slot.as_slice(), |s, h| s.hashed = h);
+    };
+    let hash_accounts = |accounts: &mut [AccountTouch]| {
+        hash_each(accounts, |a| a.address.as_slice(), |a, h| a.hashed = h);
+        for a in accounts {
+            if a.slots.len() > PARALLEL_HASH_MIN {
+                a.slots.par_chunks_mut(32).for_each(hash_slots);
+                a.slots.par_sort_unstable_by_key(|x| x.hashed);
+            } else {
+                hash_slots(&mut a.slots);
+                a.slots.sort_unstable_by_key(|x| x.hashed);
+            }
         }
     };
     if keys > PARALLEL_HASH_MIN {
-        accounts.par_iter_mut().with_min_len(8).for_each(hash_one);
+        accounts.par_chunks_mut(8).for_each(hash_accounts);
     } else {
-        accounts.iter_mut().for_each(hash_one);
+        hash_accounts(&mut accounts);
     }
     accounts.sort_unstable_by_key(|x| x.hashed);
     (accounts, keys as u64)
