@@ -102,7 +102,7 @@ impl RecordDecoder {
 /// keccak256 of four one-block messages (at most 135 bytes each) at once, as
 /// the bulk builder hashes its leaves (AVX-512VL when the CPU has it).
 pub fn keccak256_x4(msgs: [&[u8]; 4]) -> [alloy_primitives::B256; 4] {
-    crate::keccak_x4::keccak256_x4(msgs)
+    crate::keccak_x4::keccak256_x4(&msgs)
 }
 
 #[cfg(test)]

@@ -84,28 +84,12 @@ impl PendingLeaves {
         self.count == 4
     }
 
-    /// The waiting leaves' hashes, in the order they were pushed (those
-    /// past `count` are of empty messages and unused).
+    /// The waiting leaves' hashes, in the order they were pushed.
     fn hashes(&self, keccak: &mut KeccakCount) -> [B256; 4] {
         keccak.calls += self.count as u64;
         keccak.blocks += self.count as u64;
-        if self.count == 1 {
-            // One leaf: the scalar keccak is cheaper than four lanes.
-            return [
-                alloy_primitives::keccak256(&self.rlp[0][..self.len[0]]),
-                B256::ZERO,
-                B256::ZERO,
-                B256::ZERO,
-            ];
-        }
-        let msg = |i: usize| -> &[u8] {
-            if i < self.count {
-                &self.rlp[i][..self.len[i]]
-            } else {
-                &[]
-            }
-        };
-        keccak256_x4([msg(0), msg(1), msg(2), msg(3)])
+        let msgs: [&[u8]; 4] = std::array::from_fn(|i| &self.rlp[i][..self.len[i]]);
+        keccak256_x4(&msgs[..self.count])
     }
 }
 

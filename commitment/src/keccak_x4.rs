@@ -22,17 +22,28 @@ const RATE: usize = 136;
 /// The longest message [`keccak256_x4`] takes: one block with its padding.
 pub(crate) const MAX_ONE_BLOCK: usize = RATE - 1;
 
-/// keccak256 of four messages of at most [`MAX_ONE_BLOCK`] bytes each.
-pub(crate) fn keccak256_x4(msgs: [&[u8]; 4]) -> [B256; 4] {
+/// keccak256 of one to four messages of at most [`MAX_ONE_BLOCK`] bytes
+/// each, computed together; digest `i` is that of `msgs[i]` (the rest are
+/// zero). A single message goes to the scalar `keccak256`, which is cheaper
+/// than four lanes.
+pub(crate) fn keccak256_x4(msgs: &[&[u8]]) -> [B256; 4] {
     assert!(
-        msgs.iter().all(|m| m.len() <= MAX_ONE_BLOCK),
-        "keccak256_x4 takes one-block messages"
+        (1..=4).contains(&msgs.len()) && msgs.iter().all(|m| m.len() <= MAX_ONE_BLOCK),
+        "keccak256_x4 takes one to four one-block messages"
     );
+    let mut out = [B256::ZERO; 4];
     #[cfg(target_arch = "x86_64")]
-    if avx512::available() {
-        return avx512::digest_x4(msgs.map(padded_block));
+    if msgs.len() > 1 && avx512::available() {
+        let lanes = avx512::digest_x4(std::array::from_fn(|i| {
+            padded_block(msgs.get(i).copied().unwrap_or_default())
+        }));
+        out[..msgs.len()].copy_from_slice(&lanes[..msgs.len()]);
+        return out;
     }
-    msgs.map(keccak256)
+    for (digest, msg) in out.iter_mut().zip(msgs) {
+        *digest = keccak256(msg);
+    }
+    out
 }
 
 /// Sets each item's hash to keccak256 of its `key` (at most
@@ -44,7 +55,7 @@ pub(crate) fn hash_each<T>(
 ) {
     let mut chunks = items.chunks_exact_mut(4);
     for chunk in &mut chunks {
-        let hashes = keccak256_x4([
+        let hashes = keccak256_x4(&[
             key(&chunk[0]),
             key(&chunk[1]),
             key(&chunk[2]),
@@ -228,7 +239,12 @@ mod tests {
                 .collect();
             // Different lengths side by side too.
             let short = &msgs[3][..len / 2];
-            let got = keccak256_x4([&msgs[0], &msgs[1], &msgs[2], short]);
+            let got = keccak256_x4(&[&msgs[0], &msgs[1], &msgs[2], short]);
+            for n in 1..4 {
+                let fewer = keccak256_x4(&[&msgs[0][..], &msgs[1], &msgs[2]][..n]);
+                assert_eq!(fewer[..n], got[..n], "{n} messages of length {len}");
+                assert!(fewer[n..].iter().all(|d| d.is_zero()));
+            }
             assert_eq!(got[0], keccak256(&msgs[0]), "length {len}");
             assert_eq!(got[1], keccak256(&msgs[1]), "length {len}");
             assert_eq!(got[2], keccak256(&msgs[2]), "length {len}");
@@ -250,8 +266,8 @@ mod tests {
     }
 
     #[test]
-    #[should_panic(expected = "one-block")]
+    #[should_panic(expected = "one-block messages")]
     fn a_two_block_message_is_refused() {
-        keccak256_x4([&[0u8; 136], &[], &[], &[]]);
+        keccak256_x4(&[&[0u8; 136], &[]]);
     }
 }

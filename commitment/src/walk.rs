@@ -8,6 +8,7 @@ use rayon::prelude::*;
 use crate::children::Children;
 use crate::compute::CommitStats;
 use crate::error::{CommitmentError, corrupted, path_hex};
+use crate::keccak_x4::{MAX_ONE_BLOCK, keccak256_x4};
 use crate::nibbles::{common_prefix, nibble, push_key_nibbles};
 use crate::node::{
     EMPTY_ROOT, KeccakCount, NodeRef, encode_account, encode_branch, encode_extension,
@@ -71,6 +72,8 @@ pub(crate) struct Walker<'a> {
     rec: Vec<u8>,
     /// Scratch for leaf values.
     val: Vec<u8>,
+    /// Scratch for the leaf nodes [`Walker::hash_new_leaves`] hashes together.
+    batch: Vec<u8>,
     /// Empty child arrays kept for reuse: a walk decodes and folds one per
     /// visited branch, and reusing them keeps the allocator off the path.
     #[allow(
@@ -104,6 +107,7 @@ impl<'a> Walker<'a> {
             buf: Vec::with_capacity(600),
             rec: Vec::with_capacity(2048),
             val: Vec::with_capacity(128),
+            batch: Vec::with_capacity(16 * 140),
             spare: Vec::new(),
             ahead: Vec::new(),
             parallel_threshold,
@@ -558,6 +562,7 @@ impl<'a> Walker<'a> {
                 Cell::Empty => Cell::Empty,
             });
         }
+        self.hash_new_leaves(sub, bdepth, present, &mut children)?;
         let mut refs: [Option<NodeRef>; 16] = [None; 16];
         let mut bits = present;
         while bits != 0 {
@@ -605,6 +610,68 @@ impl<'a> Walker<'a> {
             branch_ref,
             node_ref: None,
         }))
+    }
+
+    /// Hashes the branch's live leaf children that have no reference yet
+    /// (changed or moved leaves), four at a time: their nodes are
+    /// independent, and [`keccak256_x4`] of four costs about what one
+    /// keccak call does. [`Walker::ensure_ref`] then finds them hashed; a leaf whose
+    /// node is shorter than 32 bytes or longer than one block is left to it.
+    fn hash_new_leaves(
+        &mut self,
+        sub: &Sub,
+        bdepth: usize,
+        present: u16,
+        children: &mut Children,
+    ) -> Result<()> {
+        // (nibble, start, end of its node's RLP in `self.batch`)
+        let mut nodes = [(0usize, 0usize, 0usize); 16];
+        let mut count = 0;
+        self.batch.clear();
+        let mut bits = present;
+        while bits != 0 {
+            let n = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            if children.is_stored(n) {
+                continue;
+            }
+            let Some(Cell::Leaf(leaf)) = children.live_mut(n) else {
+                continue;
+            };
+            if leaf.node_ref.is_some() {
+                continue;
+            }
+            if leaf.value.is_none() {
+                self.path.push(n as u8);
+                let value = self.leaf_value(sub, leaf);
+                self.path.pop();
+                leaf.value = Some(value?);
+            }
+            let start = self.batch.len();
+            let value = leaf.value.as_deref().unwrap_or_default();
+            encode_key_leaf(&leaf.hashed, bdepth + 1, value, &mut self.batch);
+            if (32..=MAX_ONE_BLOCK).contains(&(self.batch.len() - start)) {
+                nodes[count] = (n, start, self.batch.len());
+                count += 1;
+            } else {
+                self.batch.truncate(start);
+            }
+        }
+        for group in nodes[..count].chunks(4) {
+            let mut nodes = [&[][..]; 4];
+            for (node, &(_, start, end)) in nodes.iter_mut().zip(group) {
+                *node = &self.batch[start..end];
+            }
+            let hashes = keccak256_x4(&nodes[..group.len()]);
+            self.keccak.calls += group.len() as u64;
+            self.keccak.blocks += group.len() as u64;
+            for (&(n, _, _), hash) in group.iter().zip(hashes) {
+                if let Some(Cell::Leaf(leaf)) = children.live_mut(n) {
+                    leaf.node_ref = Some(NodeRef::hashed(hash));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Whether the current path ends with the first `depth` nibbles of
