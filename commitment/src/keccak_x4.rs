@@ -4,11 +4,11 @@
 //! does not vectorise, but four independent ones do: lane `i` of the four
 //! states sits in the four 64-bit lanes of one AVX2 register, and each step
 //! of a round is one vector instruction for all four. A trie's leaves are
-//! independent of one another and nearly all fit in one 136-byte block
-//! (an account leaf is ~110–120 bytes, a storage leaf at most ~70), so the
-//! bulk builder hashes them four at a time ([`keccak256_x4`]).
+//! independent of one another (an account leaf is one 136-byte block, a full
+//! branch four), so the bulk builder and the walk hash them four at a time
+//! ([`keccak256_x4`]).
 //!
-//! The AVX2 path is chosen at run time (`is_x86_feature_detected!`); without
+//! The AVX-512VL path is chosen at run time (`is_x86_feature_detected!`); without
 //! it each message goes through the scalar `keccak256`, so digests never
 //! depend on the machine. No crate on stable Rust offers a multi-lane
 //! Keccak (RustCrypto's `keccak` does behind nightly `portable_simd`), hence
@@ -19,35 +19,33 @@ use alloy_primitives::{B256, keccak256};
 /// Bytes absorbed per Keccak-f call by keccak256 (1600 − 2·256 bits).
 const RATE: usize = 136;
 
-/// The longest message [`keccak256_x4`] takes: one block with its padding.
+/// The longest message hashed in one Keccak-f call (one block with its
+/// padding).
 pub(crate) const MAX_ONE_BLOCK: usize = RATE - 1;
 
-/// keccak256 of one to four messages of at most [`MAX_ONE_BLOCK`] bytes
-/// each, computed together; digest `i` is that of `msgs[i]` (the rest are
-/// zero). A single message goes to the scalar `keccak256`, which is cheaper
-/// than four lanes.
+/// keccak256 of one to four messages, computed together; digest `i` is that
+/// of `msgs[i]` (the rest are zero). Messages of any length are taken, but
+/// four lanes run as many permutations as the longest needs, so callers
+/// group messages of about the same length. A single message goes to the
+/// scalar `keccak256`, which is cheaper than four lanes.
 pub(crate) fn keccak256_x4(msgs: &[&[u8]]) -> [B256; 4] {
     assert!(
-        (1..=4).contains(&msgs.len()) && msgs.iter().all(|m| m.len() <= MAX_ONE_BLOCK),
-        "keccak256_x4 takes one to four one-block messages"
+        (1..=4).contains(&msgs.len()),
+        "keccak256_x4 takes one to four messages, not {}",
+        msgs.len()
     );
-    let mut out = [B256::ZERO; 4];
     #[cfg(target_arch = "x86_64")]
     if msgs.len() > 1 && avx512::available() {
-        let lanes = avx512::digest_x4(std::array::from_fn(|i| {
-            padded_block(msgs.get(i).copied().unwrap_or_default())
-        }));
-        out[..msgs.len()].copy_from_slice(&lanes[..msgs.len()]);
-        return out;
+        return avx512::digest_x4(msgs);
     }
+    let mut out = [B256::ZERO; 4];
     for (digest, msg) in out.iter_mut().zip(msgs) {
         *digest = keccak256(msg);
     }
     out
 }
 
-/// Sets each item's hash to keccak256 of its `key` (at most
-/// [`MAX_ONE_BLOCK`] bytes), four items at a time.
+/// Sets each item's hash to keccak256 of its `key`, four items at a time.
 pub(crate) fn hash_each<T>(
     items: &mut [T],
     key: impl Fn(&T) -> &[u8],
@@ -71,13 +69,21 @@ pub(crate) fn hash_each<T>(
     }
 }
 
-/// The message's one padded block as little-endian lanes (keccak's pad10*1
-/// with the domain byte 0x01).
-fn padded_block(msg: &[u8]) -> [u64; RATE / 8] {
+/// How many blocks keccak256 absorbs for a message of `len` bytes.
+fn block_count(len: usize) -> usize {
+    len / RATE + 1
+}
+
+/// Block `b` of the padded message as little-endian lanes (keccak's
+/// pad10*1 with the domain byte 0x01 in the last block).
+fn block_lanes(msg: &[u8], b: usize) -> [u64; RATE / 8] {
     let mut block = [0u8; RATE];
-    block[..msg.len()].copy_from_slice(msg);
-    block[msg.len()] ^= 0x01;
-    block[RATE - 1] ^= 0x80;
+    let part = &msg[(b * RATE).min(msg.len())..((b + 1) * RATE).min(msg.len())];
+    block[..part.len()].copy_from_slice(part);
+    if b + 1 == block_count(msg.len()) {
+        block[part.len()] ^= 0x01;
+        block[RATE - 1] ^= 0x80;
+    }
     let mut lanes = [0u64; RATE / 8];
     for (lane, bytes) in lanes.iter_mut().zip(block.chunks_exact(8)) {
         *lane = u64::from_le_bytes(bytes.try_into().expect("8 bytes"));
@@ -127,7 +133,7 @@ mod avx512 {
         _mm256_setzero_si256, _mm256_ternarylogic_epi64, _mm256_xor_si256,
     };
 
-    use super::{B256, RATE, ROUND_CONSTANTS};
+    use super::{B256, RATE, ROUND_CONSTANTS, block_count, block_lanes};
 
     /// `vpternlogq` truth table of `a ^ b ^ c`.
     const XOR3: i32 = 0x96;
@@ -139,8 +145,8 @@ mod avx512 {
         std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512vl")
     }
 
-    /// Digests of four padded one-block messages; only where [`available`].
-    pub(super) fn digest_x4(blocks: [[u64; RATE / 8]; 4]) -> [B256; 4] {
+    /// Digests of one to four messages; only where [`available`].
+    pub(super) fn digest_x4(msgs: &[&[u8]]) -> [B256; 4] {
         assert!(
             available(),
             "keccak256_x4's AVX-512 path on a CPU without it"
@@ -149,36 +155,61 @@ mod avx512 {
         // AVX-512F and AVX-512VL, the features `digest_x4_avx512` enables.
         #[allow(unsafe_code)]
         unsafe {
-            digest_x4_avx512(&blocks)
+            digest_x4_avx512(msgs)
         }
     }
 
+    /// Absorbs the messages block by block, all four lanes at a time; a
+    /// lane's digest is read right after its last block's permutation (the
+    /// lanes of shorter or missing messages absorb zeros afterwards, unused).
     #[target_feature(enable = "avx512f,avx512vl")]
-    fn digest_x4_avx512(blocks: &[[u64; RATE / 8]; 4]) -> [B256; 4] {
+    fn digest_x4_avx512(msgs: &[&[u8]]) -> [B256; 4] {
+        let blocks: [usize; 4] =
+            std::array::from_fn(|i| msgs.get(i).map_or(0, |m| block_count(m.len())));
         let mut state = [_mm256_setzero_si256(); 25];
-        for (i, lane) in state.iter_mut().take(RATE / 8).enumerate() {
-            // `as i64` reinterprets the bits.
-            *lane = _mm256_set_epi64x(
-                blocks[3][i] as i64,
-                blocks[2][i] as i64,
-                blocks[1][i] as i64,
-                blocks[0][i] as i64,
-            );
-        }
-        permute(&mut state);
         let mut out = [B256::ZERO; 4];
-        for (w, &lane) in state[..4].iter().enumerate() {
-            let words = [
-                _mm256_extract_epi64::<0>(lane),
-                _mm256_extract_epi64::<1>(lane),
-                _mm256_extract_epi64::<2>(lane),
-                _mm256_extract_epi64::<3>(lane),
-            ];
-            for (digest, word) in out.iter_mut().zip(words) {
-                digest.0[w * 8..w * 8 + 8].copy_from_slice(&(word as u64).to_le_bytes());
+        for b in 0..blocks.iter().copied().max().unwrap_or(0) {
+            let words: [[u64; RATE / 8]; 4] = std::array::from_fn(|i| {
+                if b < blocks[i] {
+                    block_lanes(msgs[i], b)
+                } else {
+                    [0; RATE / 8]
+                }
+            });
+            for (i, lane) in state.iter_mut().take(RATE / 8).enumerate() {
+                // `as i64` reinterprets the bits.
+                let block = _mm256_set_epi64x(
+                    words[3][i] as i64,
+                    words[2][i] as i64,
+                    words[1][i] as i64,
+                    words[0][i] as i64,
+                );
+                *lane = _mm256_xor_si256(*lane, block);
+            }
+            permute(&mut state);
+            for (lane, digest) in out.iter_mut().enumerate() {
+                if blocks[lane] == b + 1 {
+                    *digest = lane_digest(&state, lane);
+                }
             }
         }
         out
+    }
+
+    /// The digest of state `lane` (0..4): its first four 64-bit words.
+    #[target_feature(enable = "avx512f,avx512vl")]
+    fn lane_digest(state: &[__m256i; 25], lane: usize) -> B256 {
+        let mut digest = B256::ZERO;
+        for (w, &v) in state[..4].iter().enumerate() {
+            let word = match lane {
+                0 => _mm256_extract_epi64::<0>(v),
+                1 => _mm256_extract_epi64::<1>(v),
+                2 => _mm256_extract_epi64::<2>(v),
+                _ => _mm256_extract_epi64::<3>(v),
+            };
+            digest.0[w * 8..w * 8 + 8].copy_from_slice(&(word as u64).to_le_bytes());
+        }
+        digest
     }
 
     /// theta's last step, rho and pi: lane `$from` (= x + 5y) xored with
@@ -227,29 +258,45 @@ mod avx512 {
 mod tests {
     use super::*;
 
-    #[test]
-    fn four_digests_match_keccak256_at_every_one_block_length() {
-        for len in 0..=MAX_ONE_BLOCK {
-            let msgs: Vec<Vec<u8>> = (0..4u8)
-                .map(|s| {
-                    (0..len)
-                        .map(|i| (i as u8).wrapping_mul(31) ^ s.wrapping_mul(77))
-                        .collect()
-                })
-                .collect();
-            // Different lengths side by side too.
-            let short = &msgs[3][..len / 2];
-            let got = keccak256_x4(&[&msgs[0], &msgs[1], &msgs[2], short]);
-            for n in 1..4 {
-                let fewer = keccak256_x4(&[&msgs[0][..], &msgs[1], &msgs[2]][..n]);
-                assert_eq!(fewer[..n], got[..n], "{n} messages of length {len}");
-                assert!(fewer[n..].iter().all(|d| d.is_zero()));
+    /// Four messages of `lens` bytes, each different.
+    fn messages(lens: [usize; 4]) -> Vec<Vec<u8>> {
+        (0..4u8)
+            .map(|s| {
+                (0..lens[s as usize])
+                    .map(|i| (i as u8).wrapping_mul(31) ^ s.wrapping_mul(77))
+                    .collect()
+            })
+            .collect()
+    }
+
+    fn check(lens: [usize; 4]) {
+        let msgs = messages(lens);
+        let refs: Vec<&[u8]> = msgs.iter().map(Vec::as_slice).collect();
+        for n in 1..=4 {
+            let got = keccak256_x4(&refs[..n]);
+            for i in 0..4 {
+                let expected = if i < n {
+                    keccak256(refs[i])
+                } else {
+                    B256::ZERO
+                };
+                assert_eq!(got[i], expected, "lane {i} of {n}, lengths {lens:?}");
             }
-            assert_eq!(got[0], keccak256(&msgs[0]), "length {len}");
-            assert_eq!(got[1], keccak256(&msgs[1]), "length {len}");
-            assert_eq!(got[2], keccak256(&msgs[2]), "length {len}");
-            assert_eq!(got[3], keccak256(short), "length {}", len / 2);
         }
+    }
+
+    #[test]
+    fn digests_match_keccak256_at_every_length_up_to_four_blocks() {
+        for len in 0..=4 * RATE + 2 {
+            check([len, len, len, len / 2]);
+        }
+    }
+
+    #[test]
+    fn lanes_of_different_block_counts_finish_apart() {
+        check([532, 107, 0, 300]);
+        check([135, 136, 271, 272]);
+        check([1, 600, 33, 532]);
     }
 
     #[test]
@@ -266,8 +313,8 @@ mod tests {
     }
 
     #[test]
-    #[should_panic(expected = "one-block messages")]
-    fn a_two_block_message_is_refused() {
-        keccak256_x4(&[&[0u8; 136], &[]]);
+    #[should_panic(expected = "one to four messages")]
+    fn five_messages_are_refused() {
+        keccak256_x4(&[&[], &[], &[], &[], &[]]);
     }
 }

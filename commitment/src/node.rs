@@ -81,6 +81,23 @@ impl NodeRef {
         }
     }
 
+    /// A placeholder for a branch node whose hash the walk computes later,
+    /// together with its siblings': its RLP waits in the walker's deferred
+    /// slot `slot`. It must be resolved before it is encoded anywhere.
+    #[inline]
+    pub(crate) fn deferred(slot: usize) -> Self {
+        let mut bytes = [0u8; 32];
+        bytes[..8].copy_from_slice(&(slot as u64).to_le_bytes());
+        Self { len: 0, bytes }
+    }
+
+    /// The deferred slot of a placeholder made by [`NodeRef::deferred`].
+    #[inline]
+    pub(crate) fn deferred_slot(&self) -> Option<usize> {
+        (self.len == 0)
+            .then(|| u64::from_le_bytes(self.bytes[..8].try_into().expect("8 bytes")) as usize)
+    }
+
     /// Rebuilds a reference from its stored bytes (1..=32 of them).
     pub(crate) fn from_stored(stored: &[u8]) -> Option<Self> {
         if stored.is_empty() || stored.len() > 32 {
@@ -97,6 +114,10 @@ impl NodeRef {
     /// The hash (32 bytes) or the embedded RLP (shorter).
     #[inline]
     pub(crate) fn as_slice(&self) -> &[u8] {
+        debug_assert!(
+            self.len != 0,
+            "a deferred node reference was used unresolved"
+        );
         &self.bytes[..self.len as usize]
     }
 

@@ -8,7 +8,7 @@ use rayon::prelude::*;
 use crate::children::Children;
 use crate::compute::CommitStats;
 use crate::error::{CommitmentError, corrupted, path_hex};
-use crate::keccak_x4::{MAX_ONE_BLOCK, keccak256_x4};
+use crate::keccak_x4::keccak256_x4;
 use crate::nibbles::{common_prefix, nibble, push_key_nibbles};
 use crate::node::{
     EMPTY_ROOT, KeccakCount, NodeRef, encode_account, encode_branch, encode_extension,
@@ -74,6 +74,10 @@ pub(crate) struct Walker<'a> {
     val: Vec<u8>,
     /// Scratch for the leaf nodes [`Walker::hash_new_leaves`] hashes together.
     batch: Vec<u8>,
+    /// RLP of branch nodes whose hashes wait for their siblings' (see
+    /// [`NodeRef::deferred`]), by slot; `free` lists the slots not in use.
+    deferred: Vec<Vec<u8>>,
+    free: Vec<usize>,
     /// Empty child arrays kept for reuse: a walk decodes and folds one per
     /// visited branch, and reusing them keeps the allocator off the path.
     #[allow(
@@ -108,6 +112,8 @@ impl<'a> Walker<'a> {
             rec: Vec::with_capacity(2048),
             val: Vec::with_capacity(128),
             batch: Vec::with_capacity(16 * 140),
+            deferred: Vec::new(),
+            free: Vec::new(),
             spare: Vec::new(),
             ahead: Vec::new(),
             parallel_threshold,
@@ -562,6 +568,7 @@ impl<'a> Walker<'a> {
                 Cell::Empty => Cell::Empty,
             });
         }
+        self.hash_deferred_branches(present, &mut children);
         self.hash_new_leaves(sub, bdepth, present, &mut children)?;
         let mut refs: [Option<NodeRef>; 16] = [None; 16];
         let mut bits = present;
@@ -596,7 +603,13 @@ impl<'a> Walker<'a> {
         }
         self.buf.clear();
         encode_branch(&refs, None, &mut self.buf);
-        let branch_ref = NodeRef::of_rlp(&self.buf, &mut self.keccak);
+        // Below the sub-trie's root the hash waits for the siblings' (the
+        // parent hashes them together); the root record needs its own now.
+        let branch_ref = if root || self.buf.len() < 32 {
+            NodeRef::of_rlp(&self.buf, &mut self.keccak)
+        } else {
+            self.defer()
+        };
         if root || old.is_none() {
             encode_branch_record(root.then_some(&branch_ref), &children, &mut rec);
         }
@@ -612,11 +625,68 @@ impl<'a> Walker<'a> {
         }))
     }
 
+    /// Keeps the branch node in `self.buf` for hashing later; returns its
+    /// placeholder reference.
+    fn defer(&mut self) -> NodeRef {
+        let slot = self.free.pop().unwrap_or_else(|| {
+            self.deferred.push(Vec::with_capacity(600));
+            self.deferred.len() - 1
+        });
+        let rlp = &mut self.deferred[slot];
+        rlp.clear();
+        rlp.extend_from_slice(&self.buf);
+        NodeRef::deferred(slot)
+    }
+
+    /// The hash of deferred slot `slot`'s branch node, which frees the slot.
+    fn resolve(&mut self, slot: usize) -> NodeRef {
+        self.free.push(slot);
+        NodeRef::hashed(self.keccak.hash(&self.deferred[slot]))
+    }
+
+    /// Hashes the deferred branch nodes among the branch's live children,
+    /// four at a time ([`keccak256_x4`]; siblings near the top are all full
+    /// branches of four blocks each).
+    fn hash_deferred_branches(&mut self, present: u16, children: &mut Children) {
+        // (nibble, slot)
+        let mut waiting = [(0usize, 0usize); 16];
+        let mut count = 0;
+        let mut bits = present;
+        while bits != 0 {
+            let n = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            if children.is_stored(n) {
+                continue;
+            }
+            if let Some(Cell::Branch(b)) = children.live_mut(n)
+                && let Some(slot) = b.branch_ref.deferred_slot()
+            {
+                waiting[count] = (n, slot);
+                count += 1;
+            }
+        }
+        for group in waiting[..count].chunks(4) {
+            let mut nodes = [&[][..]; 4];
+            for (node, &(_, slot)) in nodes.iter_mut().zip(group) {
+                *node = self.deferred[slot].as_slice();
+                self.keccak.calls += 1;
+                self.keccak.blocks += (node.len() / 136 + 1) as u64;
+            }
+            let hashes = keccak256_x4(&nodes[..group.len()]);
+            for (&(n, slot), hash) in group.iter().zip(hashes) {
+                if let Some(Cell::Branch(b)) = children.live_mut(n) {
+                    b.branch_ref = NodeRef::hashed(hash);
+                }
+                self.free.push(slot);
+            }
+        }
+    }
+
     /// Hashes the branch's live leaf children that have no reference yet
     /// (changed or moved leaves), four at a time: their nodes are
     /// independent, and [`keccak256_x4`] of four costs about what one
     /// keccak call does. [`Walker::ensure_ref`] then finds them hashed; a leaf whose
-    /// node is shorter than 32 bytes or longer than one block is left to it.
+    /// node is shorter than 32 bytes (embedded, not hashed) is left to it.
     fn hash_new_leaves(
         &mut self,
         sub: &Sub,
@@ -650,7 +720,7 @@ impl<'a> Walker<'a> {
             let start = self.batch.len();
             let value = leaf.value.as_deref().unwrap_or_default();
             encode_key_leaf(&leaf.hashed, bdepth + 1, value, &mut self.batch);
-            if (32..=MAX_ONE_BLOCK).contains(&(self.batch.len() - start)) {
+            if self.batch.len() - start >= 32 {
                 nodes[count] = (n, start, self.batch.len());
                 count += 1;
             } else {
@@ -712,6 +782,9 @@ impl<'a> Walker<'a> {
                 Ok(Some(r))
             }
             Cell::Branch(b) => {
+                if let Some(slot) = b.branch_ref.deferred_slot() {
+                    b.branch_ref = self.resolve(slot);
+                }
                 if let Some(r) = b.node_ref {
                     return Ok(Some(r));
                 }
