@@ -53,42 +53,49 @@ impl Level {
     }
 }
 
-/// Placed leaves whose hashes are still to be computed, four at a time.
-struct PendingLeaves {
-    /// Each leaf's node RLP (one keccak block).
-    rlp: [[u8; MAX_ONE_BLOCK]; 4],
-    len: [usize; 4],
-    /// Each leaf's level, nibble in it, and offset of its hash in the
+/// Placed nodes (leaves, or branches without an extension) whose hashes are
+/// still to be computed, four at a time: each one's cell was written with
+/// room for its hash.
+struct PendingHashes {
+    /// Each node's RLP.
+    rlp: [Vec<u8>; 4],
+    /// Each node's level, nibble in it, and offset of its hash in the
     /// level's cells.
     place: [(usize, usize, usize); 4],
     count: usize,
 }
 
-impl PendingLeaves {
+impl PendingHashes {
     fn new() -> Self {
         Self {
-            rlp: [[0; MAX_ONE_BLOCK]; 4],
-            len: [0; 4],
+            rlp: std::array::from_fn(|_| Vec::with_capacity(600)),
             place: [(0, 0, 0); 4],
             count: 0,
         }
     }
 
-    /// Adds a leaf; returns whether four are now waiting.
+    /// Adds a node; returns whether four are now waiting.
     fn push(&mut self, rlp: &[u8], level: usize, nibble: usize, hash_at: usize) -> bool {
         let i = self.count;
-        self.rlp[i][..rlp.len()].copy_from_slice(rlp);
-        self.len[i] = rlp.len();
+        self.rlp[i].clear();
+        self.rlp[i].extend_from_slice(rlp);
         self.place[i] = (level, nibble, hash_at);
         self.count += 1;
         self.count == 4
     }
 
-    /// The waiting leaves' hashes, in the order they were pushed.
+    /// Whether a node waits to be placed in level `li`.
+    fn waits_in(&self, li: usize) -> bool {
+        self.place[..self.count].iter().any(|&(l, _, _)| l == li)
+    }
+
+    /// The waiting nodes' hashes, in the order they were pushed.
     fn hashes(&self, keccak: &mut KeccakCount) -> [B256; 4] {
-        keccak.calls += self.count as u64;
-        keccak.blocks += self.count as u64;
-        let msgs: [&[u8]; 4] = std::array::from_fn(|i| &self.rlp[i][..self.len[i]]);
+        let msgs: [&[u8]; 4] = std::array::from_fn(|i| self.rlp[i].as_slice());
+        for m in &msgs[..self.count] {
+            keccak.calls += 1;
+            keccak.blocks += (m.len() / 136 + 1) as u64;
+        }
         keccak256_x4(&msgs[..self.count])
     }
 }
@@ -104,7 +111,14 @@ struct StackBuilder {
     leaf_kind: LeafKind,
     leaf_value: Vec<u8>,
     buf: Vec<u8>,
-    pending: Box<PendingLeaves>,
+    /// Leaves waiting for their hashes (one block each).
+    leaves: Box<PendingHashes>,
+    /// Branches waiting for their hashes (up to four blocks each), apart
+    /// from the leaves so four lanes hash messages of one size.
+    branches: Box<PendingHashes>,
+    /// The RLP of the branch [`StackBuilder::close_top`] closed last, when
+    /// its hash is left to [`StackBuilder::place`] (a [`NodeRef::deferred`]).
+    closed_rlp: Vec<u8>,
     keccak: KeccakCount,
 }
 
@@ -118,7 +132,9 @@ impl StackBuilder {
             leaf_kind: LeafKind::Slot { slot: B256::ZERO },
             leaf_value: Vec::with_capacity(128),
             buf: Vec::with_capacity(600),
-            pending: Box::new(PendingLeaves::new()),
+            leaves: Box::new(PendingHashes::new()),
+            branches: Box::new(PendingHashes::new()),
+            closed_rlp: Vec::with_capacity(600),
             keccak: KeccakCount::default(),
         }
     }
@@ -195,14 +211,33 @@ impl StackBuilder {
                     );
                     level.bitmap |= 1 << n;
                     let hash_at = level.cells.len() - 32;
-                    if self.pending.push(&self.buf, li, n, hash_at) {
-                        self.hash_pending();
+                    if self.leaves.push(&self.buf, li, n, hash_at) {
+                        self.hash_leaves();
                     }
                     return;
                 }
                 let r = NodeRef::of_rlp(&self.buf, &mut self.keccak);
                 put_leaf_cell(&mut level.cells, &prev, &self.leaf_kind, &r);
                 r
+            }
+            Closed::Branch { depth, branch_ref } if branch_ref.deferred_slot().is_some() => {
+                if depth == pos {
+                    // No extension: the branch's hash goes in with three others'.
+                    put_branch_cell(
+                        &mut level.cells,
+                        &[],
+                        &NodeRef::hashed(B256::ZERO),
+                        &branch_ref,
+                    );
+                    level.bitmap |= 1 << n;
+                    let hash_at = level.cells.len() - 32;
+                    if self.branches.push(&self.closed_rlp, li, n, hash_at) {
+                        self.hash_branches();
+                    }
+                    return;
+                }
+                let branch_ref = NodeRef::hashed(self.keccak.hash(&self.closed_rlp));
+                return self.place(Closed::Branch { depth, branch_ref }, li);
             }
             Closed::Branch { depth, branch_ref } => {
                 let mut ext = [0u8; 64];
@@ -227,17 +262,40 @@ impl StackBuilder {
 
     /// Hashes the waiting leaves and writes their references into their
     /// levels' cells and child arrays.
-    fn hash_pending(&mut self) {
-        if self.pending.count == 0 {
+    fn hash_leaves(&mut self) {
+        Self::hash_waiting(&mut self.leaves, &mut self.levels, &mut self.keccak);
+    }
+
+    /// The same for the waiting branches.
+    fn hash_branches(&mut self) {
+        Self::hash_waiting(&mut self.branches, &mut self.levels, &mut self.keccak);
+    }
+
+    fn hash_waiting(pending: &mut PendingHashes, levels: &mut [Level], keccak: &mut KeccakCount) {
+        if pending.count == 0 {
             return;
         }
-        let hashes = self.pending.hashes(&mut self.keccak);
-        for (&(li, n, at), hash) in self.pending.place[..self.pending.count].iter().zip(hashes) {
-            let level = &mut self.levels[li];
+        let hashes = pending.hashes(keccak);
+        for (&(li, n, at), hash) in pending.place[..pending.count].iter().zip(hashes) {
+            let level = &mut levels[li];
             level.cells[at..at + 32].copy_from_slice(hash.as_slice());
             level.refs[n] = Some(NodeRef::hashed(hash));
         }
-        self.pending.count = 0;
+        pending.count = 0;
+    }
+
+    /// A closed branch whose hash was deferred, hashed now (where no parent
+    /// in this builder will place it).
+    fn settle(&mut self, closed: Closed) -> Closed {
+        match closed {
+            Closed::Branch { depth, branch_ref } if branch_ref.deferred_slot().is_some() => {
+                Closed::Branch {
+                    depth,
+                    branch_ref: NodeRef::hashed(self.keccak.hash(&self.closed_rlp)),
+                }
+            }
+            other => other,
+        }
     }
 
     /// Places `sub` into the top level, then closes it.
@@ -249,14 +307,25 @@ impl StackBuilder {
 
     /// Hashes the top level's branch, emits its record and pops it.
     fn close_top(&mut self, emit: &mut dyn FnMut(Vec<u8>, Bytes)) -> Closed {
-        self.hash_pending();
+        self.hash_leaves();
         let top = self.active - 1;
+        if self.branches.waits_in(top) {
+            self.hash_branches();
+        }
         self.active -= 1;
         let prev = self.prev.unwrap_or_default();
         let level = &self.levels[top];
         self.buf.clear();
         encode_branch(&level.refs, None, &mut self.buf);
-        let branch_ref = NodeRef::of_rlp(&self.buf, &mut self.keccak);
+        // Below the root the hash is left to the parent's `place`, which
+        // hashes sibling branches four at a time.
+        let branch_ref = if level.depth > 0 && self.buf.len() >= 32 {
+            self.closed_rlp.clear();
+            self.closed_rlp.extend_from_slice(&self.buf);
+            NodeRef::deferred(0)
+        } else {
+            NodeRef::of_rlp(&self.buf, &mut self.keccak)
+        };
         // Exact capacity: the record becomes a `Bytes` without a shared header.
         let header = if level.depth == 0 {
             4 + branch_ref.as_slice().len()
@@ -289,7 +358,7 @@ impl StackBuilder {
         while self.active > 0 {
             sub = self.place_and_close(sub, emit);
         }
-        Some(sub)
+        Some(self.settle(sub))
     }
 
     /// Emits the root record for `top` (unless it is a root branch, already

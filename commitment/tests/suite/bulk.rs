@@ -138,3 +138,54 @@ fn storage_tries_built_apart_match_the_one_pass_build() {
     assert_eq!(root, whole_root);
     assert!(snapshot(&apart) == snapshot(&whole), "records differ");
 }
+
+/// Keys chosen so the storage trie has extensions below branches (a lone
+/// branch under a shared nibble run), sibling branches without extensions
+/// (whose hashes the builder computes together), leaves beside branches and
+/// a root extension: the root equals alloy-trie's `HashBuilder` on the same
+/// leaves.
+#[test]
+fn storage_trie_with_extensions_and_sibling_branches_matches_hash_builder() {
+    let prefixes: [&[u8]; 12] = [
+        &[0x10],
+        &[0x23, 0x40],
+        &[0x23, 0x41],
+        &[0x23, 0x45, 0x60],
+        &[0x23, 0x45, 0x61],
+        &[0x50],
+        &[0x51],
+        &[0x52, 0x00],
+        &[0x52, 0x01],
+        &[0x9a, 0xbc, 0xde],
+        &[0x9a, 0xbc, 0xdf],
+        &[0xf0],
+    ];
+    // The same shapes once at the root and once under a shared first byte
+    // (an extension above the root branch).
+    for lead in [None, Some(0x77u8)] {
+        let mut leaves: Vec<(B256, U256)> = Vec::new();
+        for (i, prefix) in prefixes.iter().enumerate() {
+            let mut key = [0x5au8; 32];
+            let at = usize::from(lead.is_some());
+            if let Some(l) = lead {
+                key[0] = l;
+            }
+            key[at..at + prefix.len()].copy_from_slice(prefix);
+            leaves.push((B256::from(key), U256::from(1_000 + i as u64)));
+        }
+        leaves.sort();
+        let mut hb = alloy_trie::HashBuilder::default();
+        for (k, v) in &leaves {
+            hb.add_leaf(alloy_trie::Nibbles::unpack(k), &alloy_rlp::encode(v));
+        }
+        let root = StorageTrieBuilder::new()
+            .build(
+                B256::repeat_byte(1),
+                Default::default(),
+                leaves.iter().map(|(k, v)| (*k, *k, *v)),
+                |_, _| {},
+            )
+            .expect("storage trie");
+        assert_eq!(root, hb.root(), "lead {lead:?}");
+    }
+}
