@@ -76,6 +76,17 @@ impl Children {
         self.stored | self.live
     }
 
+    /// The nibbles of the children held in memory, lowest first.
+    #[inline]
+    pub(crate) fn live_nibbles(&self) -> impl Iterator<Item = usize> + use<> {
+        let mut bits = self.live;
+        std::iter::from_fn(move || {
+            let n = (bits != 0).then(|| bits.trailing_zeros() as usize)?;
+            bits &= bits - 1;
+            Some(n)
+        })
+    }
+
     /// Whether child `n` is still as stored.
     #[inline]
     pub(crate) fn is_stored(&self, n: usize) -> bool {

@@ -568,8 +568,8 @@ impl<'a> Walker<'a> {
                 Cell::Empty => Cell::Empty,
             });
         }
-        self.hash_deferred_branches(present, &mut children);
-        self.hash_new_leaves(sub, bdepth, present, &mut children)?;
+        self.hash_deferred_branches(&mut children);
+        self.hash_new_leaves(sub, bdepth, &mut children)?;
         let mut refs: [Option<NodeRef>; 16] = [None; 16];
         let mut bits = present;
         while bits != 0 {
@@ -647,17 +647,11 @@ impl<'a> Walker<'a> {
     /// Hashes the deferred branch nodes among the branch's live children,
     /// four at a time ([`keccak256_x4`]; siblings near the top are all full
     /// branches of four blocks each).
-    fn hash_deferred_branches(&mut self, present: u16, children: &mut Children) {
+    fn hash_deferred_branches(&mut self, children: &mut Children) {
         // (nibble, slot)
         let mut waiting = [(0usize, 0usize); 16];
         let mut count = 0;
-        let mut bits = present;
-        while bits != 0 {
-            let n = bits.trailing_zeros() as usize;
-            bits &= bits - 1;
-            if children.is_stored(n) {
-                continue;
-            }
+        for n in children.live_nibbles() {
             if let Some(Cell::Branch(b)) = children.live_mut(n)
                 && let Some(slot) = b.branch_ref.deferred_slot()
             {
@@ -687,24 +681,12 @@ impl<'a> Walker<'a> {
     /// independent, and [`keccak256_x4`] of four costs about what one
     /// keccak call does. [`Walker::ensure_ref`] then finds them hashed; a leaf whose
     /// node is shorter than 32 bytes (embedded, not hashed) is left to it.
-    fn hash_new_leaves(
-        &mut self,
-        sub: &Sub,
-        bdepth: usize,
-        present: u16,
-        children: &mut Children,
-    ) -> Result<()> {
+    fn hash_new_leaves(&mut self, sub: &Sub, bdepth: usize, children: &mut Children) -> Result<()> {
         // (nibble, start, end of its node's RLP in `self.batch`)
         let mut nodes = [(0usize, 0usize, 0usize); 16];
         let mut count = 0;
         self.batch.clear();
-        let mut bits = present;
-        while bits != 0 {
-            let n = bits.trailing_zeros() as usize;
-            bits &= bits - 1;
-            if children.is_stored(n) {
-                continue;
-            }
+        for n in children.live_nibbles() {
             let Some(Cell::Leaf(leaf)) = children.live_mut(n) else {
                 continue;
             };
