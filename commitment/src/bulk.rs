@@ -2,10 +2,11 @@
 //! a stack of open branches, every node hashed exactly once. Produces the
 //! same records [`compute_root`](crate::compute_root) would.
 //!
-//! Leaves, most of the hashing, are hashed four at a time
-//! ([`keccak256_x4`]): a placed leaf's cell is written with room for its
-//! hash, and the hashes are filled in when four are waiting or before a
-//! branch above them is hashed.
+//! Nodes are hashed four at a time ([`keccak256_x4`]): a placed leaf's or
+//! branch's cell is written with room for its hash, and the hashes are
+//! filled in when four of a kind are waiting (leaves, one block each, apart
+//! from branches, up to four) or before the branch that holds them is
+//! hashed. A branch under an extension is hashed alone.
 
 use alloy_primitives::{Address, B256, U256};
 use bytes::Bytes;

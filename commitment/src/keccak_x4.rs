@@ -1,12 +1,13 @@
-//! Four keccak256 digests at once, for the bulk builder's leaves.
+//! Four keccak256 digests at once, for independent trie nodes and keys.
 //!
 //! A single Keccak-f[1600] permutation is a chain of dependent steps that
 //! does not vectorise, but four independent ones do: lane `i` of the four
-//! states sits in the four 64-bit lanes of one AVX2 register, and each step
-//! of a round is one vector instruction for all four. A trie's leaves are
-//! independent of one another (an account leaf is one 136-byte block, a full
-//! branch four), so the bulk builder and the walk hash them four at a time
-//! ([`keccak256_x4`]).
+//! states sits in the four 64-bit lanes of one 256-bit register, and each
+//! step of a round is one vector instruction for all four. Sibling nodes of
+//! a trie are independent of one another (an account leaf is one 136-byte
+//! block, a full branch four), so the bulk builder and the walk hash them
+//! four at a time ([`keccak256_x4`]), and a block's touched keys too
+//! ([`hash_each`]).
 //!
 //! The AVX-512VL path is chosen at run time (`is_x86_feature_detected!`); without
 //! it each message goes through the scalar `keccak256`, so digests never
@@ -38,6 +39,11 @@ pub(crate) fn keccak256_x4(msgs: &[&[u8]]) -> [B256; 4] {
     if msgs.len() > 1 && avx512::available() {
         return avx512::digest_x4(msgs);
     }
+    one_by_one(msgs)
+}
+
+/// The scalar path: each message through `keccak256`.
+fn one_by_one(msgs: &[&[u8]]) -> [B256; 4] {
     let mut out = [B256::ZERO; 4];
     for (digest, msg) in out.iter_mut().zip(msgs) {
         *digest = keccak256(msg);
@@ -269,18 +275,26 @@ mod tests {
             .collect()
     }
 
+    /// Both paths (the vector one where the CPU has it) against keccak256.
     fn check(lens: [usize; 4]) {
         let msgs = messages(lens);
         let refs: Vec<&[u8]> = msgs.iter().map(Vec::as_slice).collect();
-        for n in 1..=4 {
-            let got = keccak256_x4(&refs[..n]);
+        for (n, path) in (1..=4).flat_map(|n| [(n, true), (n, false)]) {
+            let got = if path {
+                keccak256_x4(&refs[..n])
+            } else {
+                one_by_one(&refs[..n])
+            };
             for i in 0..4 {
                 let expected = if i < n {
                     keccak256(refs[i])
                 } else {
                     B256::ZERO
                 };
-                assert_eq!(got[i], expected, "lane {i} of {n}, lengths {lens:?}");
+                assert_eq!(
+                    got[i], expected,
+                    "lane {i} of {n}, lengths {lens:?}, vector path {path}"
+                );
             }
         }
     }
