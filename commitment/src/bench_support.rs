@@ -99,8 +99,8 @@ impl RecordDecoder {
     }
 }
 
-/// keccak256 of four one-block messages (at most 135 bytes each) at once, as
-/// the bulk builder hashes its leaves (AVX-512VL when the CPU has it).
+/// keccak256 of four messages at once, as the bulk builder and the walk hash
+/// sibling nodes (AVX-512VL when the CPU has it).
 pub fn keccak256_x4(msgs: [&[u8]; 4]) -> [alloy_primitives::B256; 4] {
     crate::keccak_x4::keccak256_x4(&msgs)
 }

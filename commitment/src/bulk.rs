@@ -67,6 +67,7 @@ struct PendingHashes {
 }
 
 impl PendingHashes {
+    /// An empty queue with room for four branch nodes.
     fn new() -> Self {
         Self {
             rlp: std::array::from_fn(|_| Vec::with_capacity(600)),
@@ -94,8 +95,7 @@ impl PendingHashes {
     fn hashes(&self, keccak: &mut KeccakCount) -> [B256; 4] {
         let msgs: [&[u8]; 4] = std::array::from_fn(|i| self.rlp[i].as_slice());
         for m in &msgs[..self.count] {
-            keccak.calls += 1;
-            keccak.blocks += (m.len() / 136 + 1) as u64;
+            keccak.count(m);
         }
         keccak256_x4(&msgs[..self.count])
     }
@@ -140,12 +140,15 @@ impl StackBuilder {
         }
     }
 
-    /// Starts the storage sub-trie of the account hashed to `base`.
+    /// Starts the storage sub-trie of the account hashed to `base`; what a
+    /// build left behind (one stopped by an error) is dropped.
     fn reset(&mut self, base: &B256) {
         self.base.clear();
         push_key_nibbles(&mut self.base, base, 0, 64);
         self.active = 0;
         self.prev = None;
+        self.leaves.count = 0;
+        self.branches.count = 0;
     }
 
     /// Adds the next leaf; its value must already be in `self.leaf_value`
@@ -224,12 +227,8 @@ impl StackBuilder {
             Closed::Branch { depth, branch_ref } if branch_ref.deferred_slot().is_some() => {
                 if depth == pos {
                     // No extension: the branch's hash goes in with three others'.
-                    put_branch_cell(
-                        &mut level.cells,
-                        &[],
-                        &NodeRef::hashed(B256::ZERO),
-                        &branch_ref,
-                    );
+                    let room = NodeRef::hashed(B256::ZERO);
+                    put_branch_cell(&mut level.cells, &[], &room, &room);
                     level.bitmap |= 1 << n;
                     let hash_at = level.cells.len() - 32;
                     if self.branches.push(&self.closed_rlp, li, n, hash_at) {
@@ -272,6 +271,7 @@ impl StackBuilder {
         Self::hash_waiting(&mut self.branches, &mut self.levels, &mut self.keccak);
     }
 
+    /// Hashes `pending`'s nodes and writes their references into `levels`.
     fn hash_waiting(pending: &mut PendingHashes, levels: &mut [Level], keccak: &mut KeccakCount) {
         if pending.count == 0 {
             return;

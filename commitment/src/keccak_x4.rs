@@ -4,10 +4,10 @@
 //! does not vectorise, but four independent ones do: lane `i` of the four
 //! states sits in the four 64-bit lanes of one 256-bit register, and each
 //! step of a round is one vector instruction for all four. Sibling nodes of
-//! a trie are independent of one another (an account leaf is one 136-byte
-//! block, a full branch four), so the bulk builder and the walk hash them
-//! four at a time ([`keccak256_x4`]), and a block's touched keys too
-//! ([`hash_each`]).
+//! a trie are independent of one another (an account leaf usually fits one
+//! 136-byte block, a full branch takes four), so the bulk builder and the
+//! walk hash them four at a time ([`keccak256_x4`]), and a block's touched
+//! keys too ([`hash_each`]).
 //!
 //! The AVX-512VL path is chosen at run time (`is_x86_feature_detected!`); without
 //! it each message goes through the scalar `keccak256`, so digests never
@@ -76,7 +76,7 @@ pub(crate) fn hash_each<T>(
 }
 
 /// How many blocks keccak256 absorbs for a message of `len` bytes.
-fn block_count(len: usize) -> usize {
+pub(crate) fn block_count(len: usize) -> usize {
     len / RATE + 1
 }
 

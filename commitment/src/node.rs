@@ -5,6 +5,7 @@
 
 use alloy_primitives::{B256, U256, keccak256};
 
+use crate::keccak_x4::block_count;
 use crate::nibbles::nibble;
 
 /// Root of the empty trie: `keccak256(rlp(""))`.
@@ -23,9 +24,15 @@ impl KeccakCount {
     /// keccak256 of `data`, counted.
     #[inline]
     pub(crate) fn hash(&mut self, data: &[u8]) -> B256 {
-        self.calls += 1;
-        self.blocks += (data.len() / 136 + 1) as u64;
+        self.count(data);
         keccak256(data)
+    }
+
+    /// Counts one keccak256 of `data` computed elsewhere (four at a time).
+    #[inline]
+    pub(crate) fn count(&mut self, data: &[u8]) {
+        self.calls += 1;
+        self.blocks += block_count(data.len()) as u64;
     }
 
     /// Adds another counter.
@@ -45,11 +52,14 @@ pub(crate) struct NodeRef {
 
 impl std::fmt::Debug for NodeRef {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "NodeRef(0x{})",
-            alloy_primitives::hex::encode(self.as_slice())
-        )
+        match self.deferred_slot() {
+            Some(slot) => write!(f, "NodeRef(deferred {slot})"),
+            None => write!(
+                f,
+                "NodeRef(0x{})",
+                alloy_primitives::hex::encode(self.as_slice())
+            ),
+        }
     }
 }
 
@@ -81,9 +91,11 @@ impl NodeRef {
         }
     }
 
-    /// A placeholder for a branch node whose hash the walk computes later,
-    /// together with its siblings': its RLP waits in the walker's deferred
-    /// slot `slot`. It must be resolved before it is encoded anywhere.
+    /// A placeholder for a branch node whose hash is computed later, together
+    /// with its siblings': its RLP waits in the walker's deferred slot `slot`
+    /// (the bulk builder uses slot 0 and keeps the RLP in its `closed_rlp`).
+    /// It must be resolved before it is encoded anywhere: [`NodeRef::as_slice`]
+    /// refuses it.
     #[inline]
     pub(crate) fn deferred(slot: usize) -> Self {
         let mut bytes = [0u8; 32];

@@ -75,8 +75,9 @@ pub(crate) struct Walker<'a> {
     /// Scratch for the leaf nodes [`Walker::hash_new_leaves`] hashes together.
     batch: Vec<u8>,
     /// RLP of branch nodes whose hashes wait for their siblings' (see
-    /// [`NodeRef::deferred`]), by slot; `free` lists the slots not in use.
+    /// [`NodeRef::deferred`]), by slot.
     deferred: Vec<Vec<u8>>,
+    /// The slots of `deferred` not in use.
     free: Vec<usize>,
     /// Empty child arrays kept for reuse: a walk decodes and folds one per
     /// visited branch, and reusing them keeps the allocator off the path.
@@ -660,13 +661,12 @@ impl<'a> Walker<'a> {
             }
         }
         for group in waiting[..count].chunks(4) {
-            let mut nodes = [&[][..]; 4];
-            for (node, &(_, slot)) in nodes.iter_mut().zip(group) {
-                *node = self.deferred[slot].as_slice();
-                self.keccak.calls += 1;
-                self.keccak.blocks += (node.len() / 136 + 1) as u64;
+            let mut msgs = [&[][..]; 4];
+            for (msg, &(_, slot)) in msgs.iter_mut().zip(group) {
+                *msg = self.deferred[slot].as_slice();
+                self.keccak.count(msg);
             }
-            let hashes = keccak256_x4(&nodes[..group.len()]);
+            let hashes = keccak256_x4(&msgs[..group.len()]);
             for (&(n, slot), hash) in group.iter().zip(hashes) {
                 if let Some(Cell::Branch(b)) = children.live_mut(n) {
                     b.branch_ref = NodeRef::hashed(hash);
@@ -710,13 +710,12 @@ impl<'a> Walker<'a> {
             }
         }
         for group in nodes[..count].chunks(4) {
-            let mut nodes = [&[][..]; 4];
-            for (node, &(_, start, end)) in nodes.iter_mut().zip(group) {
-                *node = &self.batch[start..end];
+            let mut msgs = [&[][..]; 4];
+            for (msg, &(_, start, end)) in msgs.iter_mut().zip(group) {
+                *msg = &self.batch[start..end];
+                self.keccak.count(msg);
             }
-            let hashes = keccak256_x4(&nodes[..group.len()]);
-            self.keccak.calls += group.len() as u64;
-            self.keccak.blocks += group.len() as u64;
+            let hashes = keccak256_x4(&msgs[..group.len()]);
             for (&(n, _, _), hash) in group.iter().zip(hashes) {
                 if let Some(Cell::Leaf(leaf)) = children.live_mut(n) {
                     leaf.node_ref = Some(NodeRef::hashed(hash));

@@ -189,3 +189,28 @@ fn storage_trie_with_extensions_and_sibling_branches_matches_hash_builder() {
         assert_eq!(root, hb.root(), "lead {lead:?}");
     }
 }
+
+/// A storage-trie builder whose build stopped on unsorted input builds the
+/// next trie as a fresh one would: nothing queued by the failed build leaks
+/// into it.
+#[test]
+fn a_builder_reused_after_an_error_gives_the_fresh_root() {
+    let key = |b: u8| B256::repeat_byte(b);
+    let slots = |keys: &[u8]| -> Vec<(B256, B256, U256)> {
+        keys.iter()
+            .map(|&b| (key(b), key(b), U256::from(u64::from(b) + 1)))
+            .collect()
+    };
+    let build = |tries: &mut StorageTrieBuilder, keys: &[u8]| {
+        tries.build(key(9), Default::default(), slots(keys), |_, _| {})
+    };
+    let mut reused = StorageTrieBuilder::new();
+    let failed = build(&mut reused, &[0x11, 0x22, 0x33, 0x05]);
+    assert!(
+        matches!(failed, Err(CommitmentError::Unsorted { .. })),
+        "{failed:?}"
+    );
+    let after = build(&mut reused, &[0x44, 0x55, 0x66, 0x77]).expect("sorted");
+    let fresh = build(&mut StorageTrieBuilder::new(), &[0x44, 0x55, 0x66, 0x77]).expect("sorted");
+    assert_eq!(after, fresh);
+}
