@@ -206,10 +206,7 @@ impl<R: BufRead> DumpReader<R> {
                 break;
             }
         }
-        let text = std::str::from_utf8(&text).map_err(|e| DumpError::Io {
-            line,
-            source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
-        })?;
+        let text = line_text(line, &text)?;
         let header: Header<'_> =
             serde_json::from_str(text.trim_end()).map_err(|e| DumpError::Json {
                 line,
@@ -363,19 +360,23 @@ fn read_bounded(
     std::io::Read::take(&mut *input, most).read_until(b'\n', text)
 }
 
+/// Line `line`'s bytes as text; bytes that are not UTF-8 are an
+/// [`DumpError::Io`] of kind `InvalidData` naming the line.
+fn line_text(line: u64, bytes: &[u8]) -> Result<&str, DumpError> {
+    std::str::from_utf8(bytes).map_err(|e| DumpError::Io {
+        line,
+        source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+    })
+}
+
 /// Parses one line read as bytes; `None` for a blank line.
 fn parse_line_bytes(
     line: u64,
     text: &[u8],
 ) -> Option<Result<(Address, GenesisAccount), DumpError>> {
-    let text = match std::str::from_utf8(text) {
+    let text = match line_text(line, text) {
         Ok(text) => text,
-        Err(e) => {
-            return Some(Err(DumpError::Io {
-                line,
-                source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
-            }));
-        }
+        Err(e) => return Some(Err(e)),
     };
     if text.trim().is_empty() {
         return None;
@@ -450,6 +451,30 @@ mod tests {
     }
 
     const ROOT: &str = "0x56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421";
+
+    #[test]
+    fn bytes_that_are_not_utf8_are_refused_naming_the_line() {
+        let header = format!("{{\"root\": \"{ROOT}\"}}\n").into_bytes();
+        let mut bad_header = header.clone();
+        bad_header.insert(3, 0xff);
+        let err = DumpReader::new(&bad_header[..]).err().expect("refused");
+        assert!(
+            matches!(&err, DumpError::Io { line: 1, source } if source.kind() == std::io::ErrorKind::InvalidData),
+            "{err}"
+        );
+        let mut bad_account = header;
+        bad_account.extend_from_slice(b"{\"address\": \"0x\xff\"}\n");
+        let reader = DumpReader::new(&bad_account[..]).expect("header");
+        let err = reader
+            .whole_accounts()
+            .next()
+            .expect("a line")
+            .expect_err("refused");
+        assert!(
+            matches!(&err, DumpError::Io { line: 2, source } if source.kind() == std::io::ErrorKind::InvalidData),
+            "{err}"
+        );
+    }
 
     #[test]
     fn reads_geth_and_reth_spellings() {
