@@ -2,7 +2,7 @@
 //! a stack of open branches, every node hashed exactly once. Produces the
 //! same records [`compute_root`](crate::compute_root) would.
 //!
-//! Nodes are hashed four at a time ([`keccak256_x4`]): a placed leaf's or
+//! Nodes are hashed four at a time ([`KeccakCount::hash_x4`]): a placed leaf's or
 //! branch's cell is written with room for its hash, and the hashes are
 //! filled in when four of a kind are waiting (leaves, one block each, apart
 //! from branches, up to four) or before the branch that holds them is
@@ -13,7 +13,7 @@ use bytes::Bytes;
 use rayon::prelude::*;
 
 use crate::error::CommitmentError;
-use crate::keccak_x4::{MAX_ONE_BLOCK, keccak256_x4};
+use crate::keccak_x4::MAX_ONE_BLOCK;
 use crate::nibbles::{common_prefix, nibble, push_key_nibbles};
 use crate::node::{
     EMPTY_ROOT, KeccakCount, NodeRef, encode_account, encode_branch, encode_extension,
@@ -94,10 +94,7 @@ impl PendingHashes {
     /// The waiting nodes' hashes, in the order they were pushed.
     fn hashes(&self, keccak: &mut KeccakCount) -> [B256; 4] {
         let msgs: [&[u8]; 4] = std::array::from_fn(|i| self.rlp[i].as_slice());
-        for m in &msgs[..self.count] {
-            keccak.count(m);
-        }
-        keccak256_x4(&msgs[..self.count])
+        keccak.hash_x4(&msgs[..self.count])
     }
 }
 

@@ -185,10 +185,8 @@ impl Children {
 
     /// Empties every child and lets go of the record, for reuse.
     pub(crate) fn clear(&mut self) {
-        let mut live = self.live;
-        while live != 0 {
-            self.cells[live.trailing_zeros() as usize] = Cell::Empty;
-            live &= live - 1;
+        for n in self.live_nibbles() {
+            self.cells[n] = Cell::Empty;
         }
         self.live = 0;
         self.stored = 0;
@@ -208,11 +206,8 @@ impl Children {
         self.stored = other.stored;
         self.live = other.live;
         self.spans = other.spans;
-        let mut live = other.live;
-        while live != 0 {
-            let n = live.trailing_zeros() as usize;
+        for n in other.live_nibbles() {
             self.cells[n] = other.cells[n].clone();
-            live &= live - 1;
         }
     }
 }

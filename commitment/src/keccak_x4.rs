@@ -57,21 +57,15 @@ pub(crate) fn hash_each<T>(
     key: impl Fn(&T) -> &[u8],
     mut set: impl FnMut(&mut T, B256),
 ) {
-    let mut chunks = items.chunks_exact_mut(4);
-    for chunk in &mut chunks {
-        let hashes = keccak256_x4(&[
-            key(&chunk[0]),
-            key(&chunk[1]),
-            key(&chunk[2]),
-            key(&chunk[3]),
-        ]);
+    for chunk in items.chunks_mut(4) {
+        let mut keys = [&[][..]; 4];
+        for (k, item) in keys.iter_mut().zip(chunk.iter()) {
+            *k = key(item);
+        }
+        let hashes = keccak256_x4(&keys[..chunk.len()]);
         for (item, hash) in chunk.iter_mut().zip(hashes) {
             set(item, hash);
         }
-    }
-    for item in chunks.into_remainder() {
-        let hash = keccak256(key(item));
-        set(item, hash);
     }
 }
 

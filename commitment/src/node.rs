@@ -5,7 +5,7 @@
 
 use alloy_primitives::{B256, U256, keccak256};
 
-use crate::keccak_x4::block_count;
+use crate::keccak_x4::{block_count, keccak256_x4};
 use crate::nibbles::nibble;
 
 /// Root of the empty trie: `keccak256(rlp(""))`.
@@ -24,15 +24,20 @@ impl KeccakCount {
     /// keccak256 of `data`, counted.
     #[inline]
     pub(crate) fn hash(&mut self, data: &[u8]) -> B256 {
-        self.count(data);
+        self.calls += 1;
+        self.blocks += block_count(data.len()) as u64;
         keccak256(data)
     }
 
-    /// Counts one keccak256 of `data` computed elsewhere (four at a time).
+    /// keccak256 of one to four independent messages at once
+    /// ([`keccak256_x4`]), each counted; digest `i` is that of `msgs[i]`.
     #[inline]
-    pub(crate) fn count(&mut self, data: &[u8]) {
-        self.calls += 1;
-        self.blocks += block_count(data.len()) as u64;
+    pub(crate) fn hash_x4(&mut self, msgs: &[&[u8]]) -> [B256; 4] {
+        for m in msgs {
+            self.calls += 1;
+            self.blocks += block_count(m.len()) as u64;
+        }
+        keccak256_x4(msgs)
     }
 
     /// Adds another counter.

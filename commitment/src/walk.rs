@@ -8,7 +8,6 @@ use rayon::prelude::*;
 use crate::children::Children;
 use crate::compute::CommitStats;
 use crate::error::{CommitmentError, corrupted, path_hex};
-use crate::keccak_x4::keccak256_x4;
 use crate::nibbles::{common_prefix, nibble, push_key_nibbles};
 use crate::node::{
     EMPTY_ROOT, KeccakCount, NodeRef, encode_account, encode_branch, encode_extension,
@@ -646,7 +645,7 @@ impl<'a> Walker<'a> {
     }
 
     /// Hashes the deferred branch nodes among the branch's live children,
-    /// four at a time ([`keccak256_x4`]; siblings near the top are all full
+    /// four at a time ([`KeccakCount::hash_x4`]; siblings near the top are all full
     /// branches of four blocks each).
     fn hash_deferred_branches(&mut self, children: &mut Children) {
         // (nibble, slot)
@@ -664,9 +663,8 @@ impl<'a> Walker<'a> {
             let mut msgs = [&[][..]; 4];
             for (msg, &(_, slot)) in msgs.iter_mut().zip(group) {
                 *msg = self.deferred[slot].as_slice();
-                self.keccak.count(msg);
             }
-            let hashes = keccak256_x4(&msgs[..group.len()]);
+            let hashes = self.keccak.hash_x4(&msgs[..group.len()]);
             for (&(n, slot), hash) in group.iter().zip(hashes) {
                 if let Some(Cell::Branch(b)) = children.live_mut(n) {
                     b.branch_ref = NodeRef::hashed(hash);
@@ -678,7 +676,7 @@ impl<'a> Walker<'a> {
 
     /// Hashes the branch's live leaf children that have no reference yet
     /// (changed or moved leaves), four at a time: their nodes are
-    /// independent, and [`keccak256_x4`] of four costs about what one
+    /// independent, and hashing four at once costs about what one
     /// keccak call does. [`Walker::ensure_ref`] then finds them hashed; a leaf whose
     /// node is shorter than 32 bytes (embedded, not hashed) is left to it.
     fn hash_new_leaves(&mut self, sub: &Sub, bdepth: usize, children: &mut Children) -> Result<()> {
@@ -713,9 +711,8 @@ impl<'a> Walker<'a> {
             let mut msgs = [&[][..]; 4];
             for (msg, &(_, start, end)) in msgs.iter_mut().zip(group) {
                 *msg = &self.batch[start..end];
-                self.keccak.count(msg);
             }
-            let hashes = keccak256_x4(&msgs[..group.len()]);
+            let hashes = self.keccak.hash_x4(&msgs[..group.len()]);
             for (&(n, _, _), hash) in group.iter().zip(hashes) {
                 if let Some(Cell::Leaf(leaf)) = children.live_mut(n) {
                     leaf.node_ref = Some(NodeRef::hashed(hash));
