@@ -33,6 +33,7 @@ use crate::inner::{CommitGuard, Inner};
 use crate::journal::{BlockRecord, Journal, JournalRecord, Previous};
 use crate::memory::MemoryTier;
 use crate::options::Options;
+use crate::pause::{self, PausePoint};
 use crate::snapshot::Snapshot;
 use crate::sources::ROOT_RECORD_KEY;
 
@@ -131,17 +132,33 @@ impl Ledger {
     /// (redb's head) into a memory tier. Each record is checked: its frame's
     /// checksum (the journal), that it decodes, that blocks follow each
     /// other, and that its root record carries its block and root.
+    ///
+    /// With `void_after` (an unwind to that block committed in redb before
+    /// its journal cut), the records after it are the unwound blocks: the
+    /// cut is finished here instead of replaying them, and the caller
+    /// clears the mark.
     pub(crate) fn open(
         fs: Arc<dyn FileSystem>,
         datadir: &Path,
         flushed: Option<Head>,
+        void_after: Option<u64>,
         options: &Options,
     ) -> Result<Recovery> {
         let segment_bytes = options.journal_segment_bytes;
         let keep = history_blocks(options);
         let dir = datadir.join(JOURNAL_DIR);
         let flushed_block = flushed.map(|h| h.block);
-        let (mut journal, recovered) = Journal::open(fs, dir, flushed_block, segment_bytes)?;
+        let (mut journal, mut recovered) = Journal::open(fs, dir, flushed_block, segment_bytes)?;
+        if let Some(target) = void_after {
+            if journal.blocks().is_some_and(|(_, last)| last > target) {
+                tracing::info!(
+                    target,
+                    "journal: finishing the cut of an unwind a crash interrupted"
+                );
+                journal.truncate_after(target)?;
+            }
+            recovered.records.clear();
+        }
         if let Some((path, offset, bytes)) = &recovered.torn_tail {
             tracing::warn!(
                 segment = %path.display(),
@@ -397,12 +414,15 @@ impl Ledger {
             block: last.block,
             root: last.root,
         };
+        pause::reach(&inner.options, PausePoint::FlushBatch);
         // redb must never hold a block the journal could lose.
         self.journal.lock().sync()?;
         let keys = write_batch(inner, &batch, head, || {
+            pause::reach(&inner.options, PausePoint::FlushPart);
             let commit = inner.lock_commit();
             self.publish(inner, &commit, Change::DbView)
         })?;
+        pause::reach(&inner.options, PausePoint::FlushCommitted);
         {
             let commit = inner.lock_commit();
             self.publish(inner, &commit, Change::Flushed(&batch))?;

@@ -45,6 +45,7 @@ mod maintenance;
 mod memory;
 mod options;
 mod overlay;
+mod pause;
 mod range;
 mod read_only;
 mod reader;
@@ -71,6 +72,8 @@ pub use error::{DbError, Error, Result};
 pub use ledger::{FlushStats, JOURNAL_DIR};
 pub use maintenance::MaintenanceReport;
 pub use options::{Durability, Options};
+#[cfg(feature = "test-utils")]
+pub use pause::{PausePoint, PausePoints};
 pub use read_only::ReadOnlyStateDb;
 pub use reader::StateReader;
 pub use state_db::{DB_FILE, DbStats, DomainStats, FILES_DIR, FileStats, StateDb};

@@ -22,6 +22,7 @@ use crate::files::{
 };
 use crate::inner::Inner;
 use crate::ledger::Change;
+use crate::pause::{self, PausePoint};
 
 /// What one maintenance run did.
 #[derive(Clone, Debug, Default)]
@@ -39,6 +40,7 @@ pub struct MaintenanceReport {
 /// commit that meets redb's "previous I/O error" after it finds its cause.
 pub(crate) fn run(inner: &Arc<Inner>) -> Result<MaintenanceReport> {
     let _serial = inner.maintenance_lock.lock();
+    pause::reach(&inner.options, PausePoint::MaintenanceStart);
     let result = run_all(inner);
     inner.record_poison(result)
 }
@@ -100,7 +102,8 @@ fn collate(inner: &Arc<Inner>, domain: Domain, report: &mut MaintenanceReport) -
     if to <= from {
         return Ok(());
     }
-    let entries = snapshot.db_entries_in_steps(domain, from, to)?;
+    let entries = snapshot.db_entries_before(domain, to)?;
+    pause::reach(&inner.options, PausePoint::CollateRead);
     let built = if entries.is_empty() {
         None
     } else {
@@ -110,12 +113,13 @@ fn collate(inner: &Arc<Inner>, domain: Domain, report: &mut MaintenanceReport) -
             to_step: to,
         };
         let mut writer = SortedFileWriter::new(inner.fs.clone(), &inner.files_dir, meta)?;
-        for (key, value) in &entries {
-            writer.push(key, value.as_deref())?;
+        for entry in &entries {
+            writer.push(&entry.key, entry.value.as_deref())?;
         }
         let info = writer.finish()?;
         Some(Arc::new(SortedFile::open(inner.fs.as_ref(), &info.path)?))
     };
+    pause::reach(&inner.options, PausePoint::CollateBuilt);
 
     let _no_flush = inner.ledger.hold_flushes();
     let commit = inner.lock_commit();
@@ -134,19 +138,24 @@ fn collate(inner: &Arc<Inner>, domain: Domain, report: &mut MaintenanceReport) -
         let mut table = txn
             .open_table(domain_table(domain))
             .map_err(db_err("open table"))?;
-        for (key, _) in &entries {
-            let still_old = match table
-                .get(key.as_slice())
+        // Only what the file holds goes: a flush that landed since the
+        // entries were read may have written a newer value under a step
+        // this collation covers, and that value stays for the next one.
+        for entry in &entries {
+            let collated = match table
+                .get(entry.key.as_slice())
                 .map_err(db_err("read for prune"))?
             {
                 Some(guard) => {
-                    let (step, _) = value::decode(domain, key, guard.value())?;
-                    (from..to).contains(&step)
+                    let (step, value) = value::decode(domain, &entry.key, guard.value())?;
+                    step == entry.step && value == entry.value.as_deref()
                 }
                 None => false,
             };
-            if still_old {
-                table.remove(key.as_slice()).map_err(db_err("prune"))?;
+            if collated {
+                table
+                    .remove(entry.key.as_slice())
+                    .map_err(db_err("prune"))?;
                 pruned += 1;
             }
         }
@@ -154,6 +163,7 @@ fn collate(inner: &Arc<Inner>, domain: Domain, report: &mut MaintenanceReport) -
         meta::write_manifest(&mut meta_table, &manifest)?;
     }
     txn.commit().map_err(db_err("commit collation"))?;
+    pause::reach(&inner.options, PausePoint::CollateCommitted);
     let files = current.files.with_files(domain, files, manifest);
     inner.ledger.publish(inner, &commit, Change::Files(files))?;
     report.pruned += pruned;
@@ -187,6 +197,7 @@ fn merge_once(inner: &Arc<Inner>, domain: Domain, report: &mut MaintenanceReport
     let writer = SortedFileWriter::new(inner.fs.clone(), &inner.files_dir, meta)?;
     let info = merge_files(&[newer.as_ref(), older.as_ref()], writer, drop_tombstones)?;
     let merged = Arc::new(SortedFile::open(inner.fs.as_ref(), &info.path)?);
+    pause::reach(&inner.options, PausePoint::MergeBuilt);
 
     let _no_flush = inner.ledger.hold_flushes();
     let commit = inner.lock_commit();
@@ -223,6 +234,7 @@ fn merge_once(inner: &Arc<Inner>, domain: Domain, report: &mut MaintenanceReport
     let files = current.files.with_files(domain, files, manifest);
     inner.ledger.publish(inner, &commit, Change::Files(files))?;
     drop(commit);
+    pause::reach(&inner.options, PausePoint::MergeCommitted);
     // Readers holding the old set keep their mappings alive; the names go now.
     for name in &replaced {
         let path = inner.files_dir.join(name);

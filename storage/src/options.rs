@@ -47,6 +47,10 @@ pub struct Options {
     /// benchmarks only. Feature `test-utils`.
     #[cfg(feature = "test-utils")]
     pub mutex_telemetry_baseline: bool,
+    /// Points where tests hold the background tasks to drive their
+    /// interleavings ([`crate::PausePoints`]). Feature `test-utils`.
+    #[cfg(feature = "test-utils")]
+    pub pause_points: Option<std::sync::Arc<crate::PausePoints>>,
     /// Let other processes open the datadir read-only
     /// ([`crate::ReadOnlyStateDb`]) and follow the commits while this one
     /// writes. Every commit must then be durable: it requires
@@ -104,6 +108,8 @@ impl Default for Options {
             db_cache_bytes: 1 << 30,
             #[cfg(feature = "test-utils")]
             mutex_telemetry_baseline: false,
+            #[cfg(feature = "test-utils")]
+            pause_points: None,
             share_with_readers: false,
             follow_interval: std::time::Duration::from_millis(1),
             flush_batch_bytes: 64 << 20,

@@ -63,8 +63,15 @@ impl ValueRef<'_> {
     }
 }
 
-/// A db-tier entry: key and value (`None` for a tombstone).
-pub(crate) type DbEntry = (Vec<u8>, Option<Vec<u8>>);
+/// A db-tier entry as a collation reads it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct DbEntry {
+    pub(crate) key: Vec<u8>,
+    /// `None` for a tombstone.
+    pub(crate) value: Option<Vec<u8>>,
+    /// The step the entry is tagged with.
+    pub(crate) step: u64,
+}
 
 /// One committed state: what every read handle of that block shares.
 #[derive(Clone)]
@@ -254,21 +261,24 @@ impl Snapshot {
             .collect())
     }
 
-    /// Every db-tier entry of `domain` written in steps `[from, to)`, in key order.
-    pub(crate) fn db_entries_in_steps(
-        &self,
-        domain: Domain,
-        from: u64,
-        to: u64,
-    ) -> Result<Vec<DbEntry>> {
+    /// Every db-tier entry of `domain` tagged with a step below `to`, in
+    /// key order, with its step. Entries below the domain's `collated_to`
+    /// are rare but real: a value flushed while a collation of its step was
+    /// running, which that collation left in the db (it was newer than what
+    /// it collated) for the next one to take.
+    pub(crate) fn db_entries_before(&self, domain: Domain, to: u64) -> Result<Vec<DbEntry>> {
         let table = &self.db.tables[domain.index()];
         guarded(domain.name(), || {
             let mut out = Vec::new();
             for entry in table.iter().map_err(db_err("iterate"))? {
                 let (k, v) = entry.map_err(db_err("iterate"))?;
                 let (step, value) = value::decode(domain, k.value(), v.value())?;
-                if (from..to).contains(&step) {
-                    out.push((k.value().to_vec(), value.map(<[u8]>::to_vec)));
+                if step < to {
+                    out.push(DbEntry {
+                        key: k.value().to_vec(),
+                        value: value.map(<[u8]>::to_vec),
+                        step,
+                    });
                 }
             }
             Ok(out)

@@ -126,7 +126,16 @@ impl StateDb {
         maintenance::remove_orphans(fs.as_ref(), &files_dir, &meta.manifest)?;
         crate::sort::remove_scratch(&datadir.join(crate::import::IMPORT_DIR))?;
         let files = Arc::new(FileSet::open(&fs, &files_dir, meta.manifest.clone())?);
-        let recovery = Ledger::open(fs.clone(), &datadir, meta.head, &options)?;
+        let recovery = Ledger::open(
+            fs.clone(),
+            &datadir,
+            meta.head,
+            meta.journal_void_after,
+            &options,
+        )?;
+        if meta.journal_void_after.is_some() {
+            crate::unwind::clear_void_mark_in(&db)?;
+        }
         let mut snapshot = Snapshot::open(&db, recovery.head, files, recovery.memory)?;
         snapshot.history = recovery.history;
         let metrics = Arc::new(if options.mutex_telemetry_baseline() {
@@ -667,6 +676,7 @@ fn load_or_init_meta(
                     head: None,
                     manifest: Default::default(),
                     unwinds: 0,
+                    journal_void_after: None,
                 }
             }
         }

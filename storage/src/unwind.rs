@@ -21,6 +21,7 @@ use crate::inner::Inner;
 use crate::journal::{BlockRecord, Previous};
 use crate::ledger::{self, Change};
 use crate::overlay::Overlay;
+use crate::pause::{self, PausePoint};
 use crate::reader::StateReader;
 use crate::sources::ROOT_RECORD_KEY;
 use crate::sources::{CachedBranches, OverlayState};
@@ -31,9 +32,13 @@ use strata_commitment::{ComputeOptions, RecordWrite, compute_root};
 /// Every committed block is flushed first, so the restore is one redb
 /// transaction over the db tier. The commitment walks the touched paths
 /// over the restored values like a block's commit does, and its root must
-/// be `target`'s. The journal is cut after `target` before the transaction
-/// commits: a crash in between leaves redb at the old head with a journal
-/// that ends earlier, which the next open starts anew.
+/// be `target`'s. That transaction also marks the journal's records after
+/// `target` as unwound (`journal_void_after`); the journal is cut after
+/// `target` only once it is durable, and the mark cleared after the cut.
+/// A kill before the transaction leaves the old head with its whole
+/// journal (the unwind can be retried); a kill after it leaves the new head
+/// and the mark, and the next open finishes the cut. Nothing of the window
+/// before `target` is ever lost.
 pub(crate) fn unwind_to(inner: &Arc<Inner>, target: u64) -> Result<B256> {
     let current = inner.current.load_full();
     let Some(last) = current.block() else {
@@ -71,8 +76,11 @@ pub(crate) fn unwind_to(inner: &Arc<Inner>, target: u64) -> Result<B256> {
             root,
         };
         let records = recompute_commitment(inner, &restores, head)?;
+        pause::reach(&inner.options, PausePoint::UnwindPrepared);
+        restore(inner, &restores, &records, head, last)?;
+        pause::reach(&inner.options, PausePoint::UnwindCommitted);
         journal.truncate_after(target)?;
-        restore(inner, &restores, &records, head, last)
+        clear_void_mark(inner)
     })?;
     Ok(root)
 }
@@ -228,6 +236,7 @@ fn restore(
         let mut meta_table = txn.open_table(META).map_err(db_err("open meta"))?;
         meta::write_head(&mut meta_table, head)?;
         meta::count_unwind(&mut meta_table)?;
+        meta::void_journal_after(&mut meta_table, Some(head.block))?;
     }
     txn.commit().map_err(db_err("commit unwind"))?;
     for (path, value) in records {
@@ -240,6 +249,22 @@ fn restore(
     // at the restored head (readers of the old head bypass it).
     inner.values.reset(Some(head));
     inner.ledger.publish(inner, &commit, Change::Reset(head))
+}
+
+/// Clears the mark an unwind (or an open finishing one) left once the
+/// journal no longer holds the unwound records.
+pub(crate) fn clear_void_mark(inner: &Inner) -> Result<()> {
+    clear_void_mark_in(&inner.db)
+}
+
+/// [`clear_void_mark`] on a database before the store around it exists.
+pub(crate) fn clear_void_mark_in(db: &redb::Database) -> Result<()> {
+    let txn = db.begin_write().map_err(db_err("begin write"))?;
+    {
+        let mut meta_table = txn.open_table(META).map_err(db_err("open meta"))?;
+        meta::void_journal_after(&mut meta_table, None)?;
+    }
+    txn.commit().map_err(db_err("commit the journal cut"))
 }
 
 /// The oldest block whose state can still be restored: the journal holds

@@ -18,6 +18,7 @@ const KEY_STEP_SIZE: &str = "step_size";
 const KEY_HEAD: &str = "head";
 const KEY_MANIFEST: &str = "manifest";
 const KEY_UNWINDS: &str = "unwinds";
+const KEY_JOURNAL_VOID_AFTER: &str = "journal_void_after";
 
 /// The last committed block and its root.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,6 +93,11 @@ pub(crate) struct Meta {
     /// How many unwinds the datadir has seen: a reader that followed the
     /// journal starts over when it changes (the journal was cut).
     pub(crate) unwinds: u64,
+    /// Set by an unwind to block N in the transaction that moves the head
+    /// back to N, cleared once the journal is cut after N: until then the
+    /// journal's records after N are the unwound blocks, not blocks to
+    /// replay (a kill between the two leaves this set).
+    pub(crate) journal_void_after: Option<u64>,
 }
 
 /// Loads the metadata, or `None` for a database that was never initialised.
@@ -119,6 +125,7 @@ pub(crate) fn load<T: ReadableTable<&'static str, &'static [u8]>>(
                 head: None,
                 manifest: Manifest::default(),
                 unwinds: 0,
+                journal_void_after: None,
             },
         )));
     }
@@ -155,6 +162,17 @@ pub(crate) fn load<T: ReadableTable<&'static str, &'static [u8]>>(
         }
         None => 0,
     };
+    let journal_void_after = read(table, KEY_JOURNAL_VOID_AFTER)?
+        .map(|raw| {
+            raw.as_slice()
+                .try_into()
+                .map(u64::from_be_bytes)
+                .map_err(|_| Error::CorruptMeta {
+                    name: KEY_JOURNAL_VOID_AFTER,
+                    what: format!("{} bytes, expected 8", raw.len()),
+                })
+        })
+        .transpose()?;
     Ok(Some((
         format,
         Meta {
@@ -162,6 +180,7 @@ pub(crate) fn load<T: ReadableTable<&'static str, &'static [u8]>>(
             head,
             manifest,
             unwinds,
+            journal_void_after,
         },
     )))
 }
@@ -207,6 +226,18 @@ pub(crate) fn count_unwind(table: &mut MetaTable<'_>) -> Result<()> {
         .insert(KEY_UNWINDS, (unwinds + 1).to_be_bytes().as_slice())
         .map_err(db_err("count unwind"))?;
     Ok(())
+}
+
+/// Marks the journal's records after `block` as unwound ([`Meta::journal_void_after`]),
+/// or clears the mark with `None`.
+pub(crate) fn void_journal_after(table: &mut MetaTable<'_>, block: Option<u64>) -> Result<()> {
+    match block {
+        Some(block) => table
+            .insert(KEY_JOURNAL_VOID_AFTER, block.to_be_bytes().as_slice())
+            .map(drop),
+        None => table.remove(KEY_JOURNAL_VOID_AFTER).map(drop),
+    }
+    .map_err(db_err("mark the unwound journal records"))
 }
 
 /// Records the manifest of live files.

@@ -67,6 +67,13 @@ impl Followed {
             self.reset();
             self.unwinds = meta.unwinds;
         }
+        if meta.journal_void_after.is_some() {
+            // An unwind committed in redb whose journal cut is not done:
+            // the records after its head are the unwound blocks.
+            self.reset();
+            self.flushed = meta.head;
+            return Ok(Advance::Continues);
+        }
         let mut gone = Vec::new();
         while self
             .records

@@ -299,3 +299,77 @@ fn durable_every_n_loses_at_most_n_minus_one_blocks() {
     let lost = check_images(&roots, images, Durability::EveryN(4), dir.path());
     assert!(lost <= 3, "lost {lost} blocks with durability every 4");
 }
+
+/// B10 of the durability findings: a kill during `unwind` after its journal
+/// cut but before its redb transaction left redb at the old head over a
+/// journal ending at the target, which the next open deleted. Now every
+/// power-cut image taken while an unwind runs opens either before it (the
+/// old head, its window whole: the unwind can be run again) or after it
+/// (the target, the unwound blocks gone from the journal).
+#[test]
+fn a_power_cut_at_any_point_of_an_unwind_leaves_it_undone_or_done() {
+    let dir = tempfile::tempdir().unwrap();
+    let recorder = Arc::new(Recorder::default());
+    let backend = RecordingBackend(recorder.clone());
+    let fs: Arc<dyn FileSystem> = Arc::new(RecordingFs(recorder.clone()));
+    let options = options(Durability::EveryBlock);
+    let db = StateDb::open_with_io(dir.path(), options.clone(), fs, Some(backend)).unwrap();
+    recorder.opened.store(true, Ordering::SeqCst);
+    let mut roots = Vec::new();
+    for number in 0..12u64 {
+        let mut writer = db.begin_block(number).unwrap();
+        writer.put_account(
+            who(number),
+            &Account {
+                nonce: number,
+                ..Account::default()
+            },
+        );
+        writer.put_storage(who(number), B256::with_last_byte(1), U256::from(number + 1));
+        roots.push(writer.commit().unwrap().root);
+        if number % 4 == 3 {
+            db.compact().unwrap();
+        }
+    }
+    let (last, target) = (11u64, 8u64);
+    let before = recorder.images.lock().len();
+    assert_eq!(db.unwind_to(target).unwrap(), roots[target as usize]);
+    let images: Vec<Image> = recorder.images.lock().drain(before..).collect();
+    drop(db);
+    assert!(
+        images.len() >= 3,
+        "only {} sync points in the unwind",
+        images.len()
+    );
+    let (mut undone, mut done) = (0, 0);
+    for (i, image) in images.into_iter().enumerate() {
+        let fs: Arc<dyn FileSystem> = Arc::new(image.files);
+        let backend = ImageBackend(Mutex::new(image.db));
+        let db = StateDb::open_with_io(dir.path(), options.clone(), fs, Some(backend))
+            .unwrap_or_else(|e| panic!("unwind image {i} does not open: {e}"));
+        let block = db.last_block().unwrap();
+        assert_eq!(db.root(), roots[block as usize], "unwind image {i}: root");
+        let report = db.verify().unwrap();
+        assert!(report.is_ok(), "unwind image {i}: {:?}", report.problems);
+        match block {
+            b if b == last => {
+                undone += 1;
+                assert_eq!(
+                    db.unwind_to(target).unwrap(),
+                    roots[target as usize],
+                    "unwind image {i}: the unwind runs again"
+                );
+            }
+            b if b == target => {
+                done += 1;
+                // The unwound blocks are gone: the next block is target + 1.
+                let mut writer = db.begin_block(target + 1).unwrap();
+                writer.put_account(who(40), &Account::default());
+                writer.commit().unwrap();
+            }
+            other => panic!("unwind image {i} opened at block {other}"),
+        }
+        drop(db);
+    }
+    assert!(undone > 0 && done > 0, "undone {undone}, done {done}");
+}

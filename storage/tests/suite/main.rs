@@ -7,6 +7,7 @@ mod crash;
 mod damaged;
 mod datadir;
 mod import;
+mod interleavings;
 mod journal;
 mod model;
 mod oracle;
