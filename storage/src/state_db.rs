@@ -39,6 +39,8 @@ pub struct StateDb {
     flusher: Option<FlushWorker>,
     /// Set by [`StateDb::abandon`]: drop without the final flush.
     abandoned: bool,
+    /// Older states `reader_at` rebuilt and checked against their roots.
+    checked: crate::history::CheckedStates,
 }
 
 impl StateDb {
@@ -172,6 +174,7 @@ impl StateDb {
             worker,
             flusher,
             abandoned: false,
+            checked: Default::default(),
         })
     }
 
@@ -233,8 +236,17 @@ impl StateDb {
             None => crate::ledger::root_of(&self.inner, block)?.ok_or(not_retained)?,
         };
         let at = meta::Head { block, root };
-        Ok(StateReader::at(snapshot, undo, at, regime, metrics)
-            .with_values(self.inner.values.clone()))
+        let head_root = snapshot.root();
+        let reader = StateReader::at(snapshot, undo, at, regime, metrics)
+            .with_values(self.inner.values.clone());
+        self.checked.check_once(block, head_root, || {
+            let cache = self.inner.cache.clone();
+            reader.check_rebuilt(
+                |head| crate::sources::CachedBranches::for_commitment(head, cache),
+                self.inner.options.parallel_commitment_threshold,
+            )
+        })?;
+        Ok(reader)
     }
 
     /// The Merkle proof of `address` and `slots` after `block`, one of the
