@@ -13,10 +13,10 @@ use std::time::Instant;
 
 use alloy_primitives::B256;
 use clap::{ArgGroup, Args};
-use strata_storage::{DB_FILE, ReadOnlyStateDb, StateDb};
 use strata_storage::dump::DumpReader;
 use strata_storage::genesis::{GenesisAlloc, parse_alloc_json};
 use strata_storage::import::{ImportOptions, ImportReport};
+use strata_storage::{DB_FILE, ReadOnlyStateDb, StateDb};
 
 use super::datadir::inspect_options;
 use crate::CliError;

@@ -19,8 +19,8 @@ use strata_storage::{Domain, Options, ReadOnlyStateDb};
 
 use super::replay::TraceSource;
 use crate::CliError;
-use crate::output::Lines;
 use crate::observer::{KeyPool, OBSERVER_REGIME, Percentiles, READS, Sample, format_ns, observe};
+use crate::output::Lines;
 
 /// Arguments of `strata observe`.
 #[derive(Debug, Clone, Args)]

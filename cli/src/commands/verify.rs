@@ -18,8 +18,8 @@ use strata_storage::{VerifyOptions, VerifyReport};
 use super::datadir::inspect_options;
 use super::replay::total_memory_bytes;
 use crate::CliError;
-use crate::scratch::{LockedDir, VERIFY_PREFIX, remove_stale};
 use crate::output::{print_json, print_text};
+use crate::scratch::{LockedDir, VERIFY_PREFIX, remove_stale};
 
 /// Arguments of `strata verify`.
 #[derive(Debug, Clone, Args)]

@@ -196,7 +196,15 @@ fn verify_sort_memory_is_range_checked() {
     }
     #[cfg(target_os = "linux")]
     refused(
-        &["verify", "--datadir", "d", "--temp-dir", t, "--sort-memory", "1048576"],
+        &[
+            "verify",
+            "--datadir",
+            "d",
+            "--temp-dir",
+            t,
+            "--sort-memory",
+            "1048576",
+        ],
         &["--sort-memory 1048576 MiB is more than this machine's memory"],
     );
     assert_eq!(std::fs::read_dir(temp.path()).unwrap().count(), 0);

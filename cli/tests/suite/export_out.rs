@@ -48,7 +48,11 @@ fn a_fifo_is_written_in_place_and_stays_a_fifo() {
     // reader waiting for a writer for good.
     let kind = std::fs::symlink_metadata(&fifo).unwrap().file_type();
     assert!(kind.is_fifo(), "the FIFO is still a FIFO: {kind:?}");
-    assert_eq!(reader.join().unwrap(), dump, "the reader got the whole dump");
+    assert_eq!(
+        reader.join().unwrap(),
+        dump,
+        "the reader got the whole dump"
+    );
     let names: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
@@ -78,12 +82,22 @@ fn a_symlink_is_written_through_and_stays_a_link() {
             .is_symlink(),
         "the link is still a link"
     );
-    assert_eq!(std::fs::read(&real).unwrap(), dump, "its target holds the dump");
+    assert_eq!(
+        std::fs::read(&real).unwrap(),
+        dump,
+        "its target holds the dump"
+    );
 
     // A link to a file not there yet creates that file.
     let dangling = dir.path().join("dangling.jsonl");
     std::os::unix::fs::symlink("elsewhere/new.jsonl", &dangling).unwrap();
-    strata_ok(&["export", "--datadir", d, "--out", dangling.to_str().unwrap()]);
+    strata_ok(&[
+        "export",
+        "--datadir",
+        d,
+        "--out",
+        dangling.to_str().unwrap(),
+    ]);
     assert!(
         std::fs::symlink_metadata(&dangling)
             .unwrap()

@@ -364,7 +364,10 @@ fn readers_of_a_killed_writers_datadir_do_not_shut_each_other_out() {
     assert_eq!(first.last_block().unwrap(), second.last_block().unwrap());
     let d = datadir.to_str().unwrap();
     let root = strata_ok(&["root", "--datadir", d]);
-    assert!(root.ends_with(&format!("{}\n", first.root().unwrap())), "{root}");
+    assert!(
+        root.ends_with(&format!("{}\n", first.root().unwrap())),
+        "{root}"
+    );
     strata_ok(&["get", "--datadir", d, "account", ADDR_EOA]);
     // A writer waits for no reader: refused, with the reason.
     let out = strata(&["compact", "--datadir", d]);
@@ -375,6 +378,10 @@ fn readers_of_a_killed_writers_datadir_do_not_shut_each_other_out() {
         "{stderr}"
     );
     drop((first, second));
-    assert_eq!(tree_contents(&datadir), before, "the readers changed nothing");
+    assert_eq!(
+        tree_contents(&datadir),
+        before,
+        "the readers changed nothing"
+    );
     strata_ok(&["compact", "--datadir", d]);
 }

@@ -13,7 +13,12 @@ use strata_test_support::tree_contents;
 use crate::common::{gen_trace, replay_small_steps, strata_err, strata_ok};
 
 /// Every file's bytes and `state.redb`'s mtime.
-fn fingerprint(datadir: &Path) -> (std::collections::BTreeMap<std::path::PathBuf, Vec<u8>>, SystemTime) {
+fn fingerprint(
+    datadir: &Path,
+) -> (
+    std::collections::BTreeMap<std::path::PathBuf, Vec<u8>>,
+    SystemTime,
+) {
     let mtime = std::fs::metadata(datadir.join(strata_storage::DB_FILE))
         .unwrap()
         .modified()
@@ -29,7 +34,10 @@ fn refused_without_change(datadir: &Path, args: &[&str], needles: &[&str]) {
     std::thread::sleep(std::time::Duration::from_millis(20));
     let stderr = strata_err(args);
     for needle in needles {
-        assert!(stderr.contains(needle), "{args:?}: {needle:?} not in\n{stderr}");
+        assert!(
+            stderr.contains(needle),
+            "{args:?}: {needle:?} not in\n{stderr}"
+        );
     }
     assert!(
         fingerprint(datadir) == before,
@@ -44,7 +52,9 @@ fn without_blocks(trace: &Path, out: &Path, from: u64, to: u64) {
         .lines()
         .filter(|line| {
             let v: serde_json::Value = serde_json::from_str(line).unwrap();
-            !v["number"].as_u64().is_some_and(|n| (from..=to).contains(&n))
+            !v["number"]
+                .as_u64()
+                .is_some_and(|n| (from..=to).contains(&n))
         })
         .collect();
     std::fs::write(out, kept.join("\n") + "\n").unwrap();
@@ -64,7 +74,13 @@ fn refused_writer_commands_change_no_byte() {
     std::fs::write(&genesis, r#"{"alloc":{}}"#).unwrap();
     refused_without_change(
         &datadir,
-        &["init", "--genesis", genesis.to_str().unwrap(), "--datadir", d],
+        &[
+            "init",
+            "--genesis",
+            genesis.to_str().unwrap(),
+            "--datadir",
+            d,
+        ],
         &["already holds block 12"],
     );
     refused_without_change(
@@ -120,7 +136,13 @@ fn unwind_below_the_window_changes_no_byte() {
     ]);
     refused_without_change(
         &datadir,
-        &["unwind", "--datadir", datadir.to_str().unwrap(), "--to", "2"],
+        &[
+            "unwind",
+            "--datadir",
+            datadir.to_str().unwrap(),
+            "--to",
+            "2",
+        ],
         &["cannot unwind to block 2", "the last 128 blocks"],
     );
 }

@@ -441,7 +441,9 @@ fn open_database(datadir: &Path, db_path: &Path, options: &Options) -> Result<Re
         // read, to redb's read-only open, as a writer of another kind. The
         // recovered view tells them apart — it takes only shared locks, so
         // it opens beside such a reader and fails beside any writer.
-        Err(redb::DatabaseError::DatabaseAlreadyOpen | redb::DatabaseError::LockProtocolMismatch) => {}
+        Err(
+            redb::DatabaseError::DatabaseAlreadyOpen | redb::DatabaseError::LockProtocolMismatch,
+        ) => {}
         Err(other) => return Err(open_error(db_path, other)),
     }
     let backend = CopyOnWriteBackend::open(db_path).map_err(|source| Error::Datadir {

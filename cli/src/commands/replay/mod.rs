@@ -23,8 +23,8 @@ use strata_storage::CacheKind;
 
 use crate::CliError;
 use crate::output::Lines;
-pub use run::RunResult;
 pub(crate) use host::total_memory_bytes;
+pub use run::RunResult;
 pub(crate) use source::TraceSource;
 
 /// Arguments of `strata replay`.
@@ -285,7 +285,10 @@ pub(super) fn run(args: ReplayArgs) -> Result<(), CliError> {
         )));
     }
     let mut out = Lines::default();
-    out.line(format_args!("peak RSS {}", host::format_bytes(host::peak_rss_bytes())));
+    out.line(format_args!(
+        "peak RSS {}",
+        host::format_bytes(host::peak_rss_bytes())
+    ));
     let last = results.last().expect("at least one run");
     out.line(format_args!(
         "final root {} at block {}",

@@ -209,5 +209,7 @@ pub(super) fn print_sweep(out: &mut Lines, runs: &[RunResult]) {
         line += &format!("  {}", run.final_root);
         out.line(format_args!("{line}"));
     }
-    out.line(format_args!("(commitment-regime reads; per tier the domain with the most reads)"));
+    out.line(format_args!(
+        "(commitment-regime reads; per tier the domain with the most reads)"
+    ));
 }

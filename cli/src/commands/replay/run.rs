@@ -13,16 +13,16 @@ use strata_storage::telemetry::MetricsSnapshot;
 use strata_storage::{CacheKind, CacheStats, Durability, FlushStats, Options, Regime, StateDb};
 
 use super::apply::check_reads;
-use super::precheck;
 use super::metrics::CurrentStore;
+use super::precheck;
 use super::source::{Start, TraceSource};
 use super::{Combo, ReplayArgs};
 use crate::CliError;
-use crate::scratch::{LockedDir, SWEEP_PREFIX, remove_stale};
 use crate::observer::{
     KeyPool, OBSERVER_REGIME, ObserverFigures, ObserverProcess, ObserverReport, Window,
     monotonic_ns, observe,
 };
+use crate::scratch::{LockedDir, SWEEP_PREFIX, remove_stale};
 
 /// How long the observer measures the idle store before the blocks.
 const IDLE_OBSERVATION: Duration = Duration::from_millis(1500);
@@ -509,11 +509,7 @@ fn block_loop(
             continue;
         }
         if block.number != expected_next {
-            return Err(precheck::not_following(
-                &trace,
-                block.number,
-                expected_next,
-            ));
+            return Err(precheck::not_following(&trace, block.number, expected_next));
         }
         let reads_started = Instant::now();
         let list = Arc::new(block.access_list());
