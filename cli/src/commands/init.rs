@@ -22,6 +22,11 @@ use super::datadir::inspect_options;
 use crate::CliError;
 use crate::output::{Lines, print_text};
 
+/// Largest `init --block`: a billion blocks (about 380 years of 12 s
+/// slots); far beyond it, the step numbers of the files' names overflow
+/// (found only after the whole dump was read).
+const MAX_DUMP_BLOCK: u64 = 1_000_000_000;
+
 /// Read buffer of a state dump.
 const DUMP_READ_BUFFER: usize = 4 << 20;
 
@@ -37,8 +42,10 @@ pub struct InitArgs {
     /// account per line with its address. Its root is checked.
     #[arg(long, value_name = "FILE")]
     pub state: Option<PathBuf>,
-    /// The block the dump's state belongs to; the datadir continues after it.
-    #[arg(long, value_name = "N", default_value_t = 0, requires = "state")]
+    /// The block the dump's state belongs to; the datadir continues after
+    /// it (at most 1,000,000,000).
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "state",
+          value_parser = clap::value_parser!(u64).range(0..=MAX_DUMP_BLOCK))]
     pub block: u64,
     /// The hash of that block (served to BLOCKHASH by the blocks after it).
     #[arg(long, value_name = "HASH", requires = "state")]

@@ -209,3 +209,24 @@ fn verify_sort_memory_is_range_checked() {
     );
     assert_eq!(std::fs::read_dir(temp.path()).unwrap().count(), 0);
 }
+
+/// `init --block` is bounded before the dump is read (far beyond it the
+/// files' step numbers overflow, found only after the whole import).
+#[test]
+fn init_block_is_range_checked() {
+    let max = u64::MAX.to_string();
+    for value in [max.as_str(), "1000000001"] {
+        refused(
+            &[
+                "init",
+                "--state",
+                "s.jsonl",
+                "--datadir",
+                "d",
+                "--block",
+                value,
+            ],
+            &["--block", value, "0..=1000000000"],
+        );
+    }
+}
