@@ -463,6 +463,31 @@ impl StateDb {
         self.abandoned = true;
     }
 
+    /// Closes the store: stops the background threads and flushes the
+    /// blocks still in the memory tier into redb, returning what that final
+    /// flush (or an earlier failure that poisoned the store) did wrong.
+    /// Dropping a `StateDb` does the same but can only log a failure. Either
+    /// way every committed block is safe in the journal, which the next open
+    /// replays.
+    pub fn close(mut self) -> Result<()> {
+        if let Some(flusher) = self.flusher.take() {
+            flusher.stop();
+        }
+        if let Some(worker) = self.worker.take() {
+            worker.stop();
+        }
+        // Drop has nothing left to do, whatever happens below.
+        self.abandoned = true;
+        self.inner.check_poisoned()?;
+        self.inner.ledger.flush(&self.inner).map(|_| ())
+    }
+
+    /// Blocks per step of this datadir (recorded when it was created;
+    /// `Options::step_size` applies only to a new datadir).
+    pub fn step_size(&self) -> u64 {
+        self.inner.step_size
+    }
+
     /// The options the store was opened with.
     pub fn options(&self) -> &Options {
         &self.inner.options

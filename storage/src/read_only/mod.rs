@@ -451,11 +451,19 @@ fn open_database(datadir: &Path, db_path: &Path, options: &Options) -> Result<Re
     let opened = guarded("(database header)", || Ok(builder.open_read_only(db_path)))?;
     match opened {
         Ok(db) => return Ok(ReadDb::Shared(db)),
+        // The last writer was killed: run redb's recovery on a copy-on-write
+        // view of the file, in memory; the file itself is never written.
         Err(redb::DatabaseError::RepairAborted) => {}
+        // Either a writer that does not share the file, or another reader
+        // holding a recovered view (below): its shared locks on every byte
+        // read, to redb's read-only open, as a writer of another kind. The
+        // recovered view tells them apart — it takes only shared locks, so
+        // it opens beside such a reader and fails beside any writer.
+        Err(
+            redb::DatabaseError::DatabaseAlreadyOpen | redb::DatabaseError::LockProtocolMismatch,
+        ) => {}
         Err(other) => return Err(open_error(db_path, other)),
     }
-    // The last writer was killed: run redb's recovery on a copy-on-write
-    // view of the file, in memory; the file itself is never written.
     let backend = CopyOnWriteBackend::open(db_path).map_err(|source| Error::Datadir {
         path: db_path.to_path_buf(),
         what: "open the database read-only",
