@@ -30,7 +30,7 @@ use crate::files::FileSystem;
 use crate::fileset::FileSet;
 use crate::history::{BlockUndo, History};
 use crate::inner::{CommitGuard, Inner};
-use crate::journal::{BlockRecord, Journal, JournalRecord, Previous};
+use crate::journal::{self, BlockRecord, DatadirId, Journal, JournalRecord, Link, Previous, Tip};
 use crate::memory::MemoryTier;
 use crate::options::Options;
 use crate::snapshot::Snapshot;
@@ -128,40 +128,42 @@ pub(crate) fn history_blocks(options: &Options) -> usize {
 
 impl Ledger {
     /// Opens the journal in `datadir`, replaying the blocks after `flushed`
-    /// (redb's head) into a memory tier. Each record is checked: its frame's
-    /// checksum (the journal), that it decodes, that blocks follow each
-    /// other, and that its root record carries its block and root.
+    /// (redb's head) into a memory tier. The journal is scanned first
+    /// without changing a byte; any problem (damage, a foreign segment, a
+    /// broken chain of roots, a journal that ends before redb's head) is
+    /// refused before the scan's verdict is applied (a torn tail kept aside
+    /// and cut, segments of the first format converted). Each record is
+    /// then checked: that it decodes, that blocks follow each other, that
+    /// its root record carries its block and root, and that it continues
+    /// the root of the block before.
     pub(crate) fn open(
         fs: Arc<dyn FileSystem>,
         datadir: &Path,
+        id: DatadirId,
         flushed: Option<Head>,
         options: &Options,
     ) -> Result<Recovery> {
         let segment_bytes = options.journal_segment_bytes;
         let keep = history_blocks(options);
         let dir = datadir.join(JOURNAL_DIR);
-        let flushed_block = flushed.map(|h| h.block);
-        let (mut journal, recovered) = Journal::open(fs, dir, flushed_block, segment_bytes)?;
-        if let Some((path, offset, bytes)) = &recovered.torn_tail {
-            tracing::warn!(
-                segment = %path.display(),
-                offset,
-                bytes,
-                "journal: cut a torn tail an interrupted append left"
-            );
+        let tip = flushed.map(|h| Tip {
+            block: h.block,
+            root: h.root,
+        });
+        let expect = journal::Expect {
+            id: Some(id),
+            flushed: tip,
+        };
+        let mut verdict = journal::scan(&fs, &dir, expect)?;
+        if !verdict.problems.is_empty() {
+            return Err(verdict.problems.remove(0).into());
         }
-        if let (Some(flushed), Some((_, last))) = (flushed_block, journal.blocks())
-            && last < flushed
-        {
-            // redb is ahead of every journaled block (an unwind that a
-            // crash interrupted after cutting the journal): the journal
-            // holds nothing to replay and no unwind data that fits.
-            tracing::warn!(
-                flushed,
-                last,
-                "journal ends before the flushed block; starting it anew"
-            );
-            journal.discard_all(flushed + 1)?;
+        if let Some(problem) = ends_before_head(&verdict, flushed, &dir) {
+            return Err(problem);
+        }
+        let (journal, recovered) = Journal::open_scanned(fs, dir, id, tip, verdict, segment_bytes)?;
+        for path in &recovered.converted {
+            tracing::info!(segment = %path.display(), "journal: segment converted to this release's format");
         }
         // Damage there is unwind's to report; readers at those blocks are
         // told they are not retained.
@@ -172,13 +174,18 @@ impl Ledger {
         let mut memory = MemoryTier::default();
         let mut pending = VecDeque::new();
         let mut head = flushed;
-        for JournalRecord { block, payload } in recovered.records {
+        for JournalRecord {
+            block,
+            link,
+            payload,
+        } in recovered.records
+        {
             let record =
                 BlockRecord::decode(&payload).map_err(|e| Error::CorruptJournalRecord {
                     block,
                     what: e.to_string(),
                 })?;
-            check_recovered(&record, block, head)?;
+            check_recovered(&record, block, link, head)?;
             memory.apply(&record);
             if let Some(undo) = BlockUndo::from_record(&record, |i| &record.writes[i].previous) {
                 history = history.pushed(Arc::new(undo), keep);
@@ -238,7 +245,14 @@ impl Ledger {
                 let started = Instant::now();
                 let mut buffer = self.encode_buffer.lock();
                 record.encode_with_previous(&previous, &mut buffer);
-                let bytes = self.journal.lock().append(record.block, &buffer, durable)?;
+                let link = Link {
+                    parent: base.head.map_or(B256::ZERO, |h| h.root),
+                    root: record.root,
+                };
+                let bytes = self
+                    .journal
+                    .lock()
+                    .append(record.block, link, &buffer, durable)?;
                 Ok((started.elapsed(), bytes))
             },
             || {
@@ -474,10 +488,27 @@ impl Ledger {
     }
 }
 
-/// Checks a replayed record against its frame and the block before it.
+/// When the journal holds blocks but its newest is before redb's head:
+/// the error that refuses the open (B2: never start the journal anew).
+pub(crate) fn ends_before_head(
+    verdict: &journal::Scan,
+    flushed: Option<Head>,
+    dir: &Path,
+) -> Option<Error> {
+    let (flushed, (_, last)) = (flushed?, verdict.blocks()?);
+    (last < flushed.block).then(|| Error::JournalBehindHead {
+        dir: dir.to_path_buf(),
+        last,
+        head: flushed.block,
+    })
+}
+
+/// Checks a replayed record against its frame (block and roots) and the
+/// block before it (`previous`: its block and root, none before block 0).
 pub(crate) fn check_recovered(
     record: &BlockRecord,
     block: u64,
+    link: Link,
     previous: Option<Head>,
 ) -> Result<()> {
     let corrupt = |what: String| Error::CorruptJournalRecord { block, what };
@@ -490,6 +521,20 @@ pub(crate) fn check_recovered(
     let expected = previous.map_or(0, |h| h.block + 1);
     if block != expected {
         return Err(corrupt(format!("expected block {expected} next")));
+    }
+    if record.root != link.root {
+        return Err(corrupt(format!(
+            "the record's root {} is not its frame's {}",
+            record.root, link.root
+        )));
+    }
+    let parent = previous.map_or(B256::ZERO, |h| h.root);
+    if link.parent != parent {
+        return Err(corrupt(format!(
+            "it follows root {}, but block {} has root {parent}: the record belongs to another state",
+            link.parent,
+            block.saturating_sub(1)
+        )));
     }
     let root_record = record
         .writes

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::Domain;
 use crate::error::{Error, Result, db_err};
+use crate::journal::DatadirId;
 
 /// The on-disk format version this build reads and writes. Version 2 keeps
 /// unwind data in the journal (no `changes` table) and redb's head is the
@@ -18,6 +19,7 @@ const KEY_STEP_SIZE: &str = "step_size";
 const KEY_HEAD: &str = "head";
 const KEY_MANIFEST: &str = "manifest";
 const KEY_UNWINDS: &str = "unwinds";
+const KEY_DATADIR_ID: &str = "datadir_id";
 
 /// The last committed block and its root.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,6 +94,9 @@ pub(crate) struct Meta {
     /// How many unwinds the datadir has seen: a reader that followed the
     /// journal starts over when it changes (the journal was cut).
     pub(crate) unwinds: u64,
+    /// The datadir's identity, which every journal segment carries (`None`
+    /// for a datadir of an earlier release until a writer opens it).
+    pub(crate) datadir_id: Option<DatadirId>,
 }
 
 /// Loads the metadata, or `None` for a database that was never initialised.
@@ -119,6 +124,7 @@ pub(crate) fn load<T: ReadableTable<&'static str, &'static [u8]>>(
                 head: None,
                 manifest: Manifest::default(),
                 unwinds: 0,
+                datadir_id: None,
             },
         )));
     }
@@ -155,6 +161,15 @@ pub(crate) fn load<T: ReadableTable<&'static str, &'static [u8]>>(
         }
         None => 0,
     };
+    let datadir_id = match read(table, KEY_DATADIR_ID)? {
+        Some(raw) => Some(DatadirId(raw.as_slice().try_into().map_err(|_| {
+            Error::CorruptMeta {
+                name: KEY_DATADIR_ID,
+                what: format!("{} bytes, expected 16", raw.len()),
+            }
+        })?)),
+        None => None,
+    };
     Ok(Some((
         format,
         Meta {
@@ -162,12 +177,23 @@ pub(crate) fn load<T: ReadableTable<&'static str, &'static [u8]>>(
             head,
             manifest,
             unwinds,
+            datadir_id,
         },
     )))
 }
 
-/// Writes the fields of a new database.
-pub(crate) fn init(table: &mut MetaTable<'_>, step_size: u64) -> Result<()> {
+/// Records the datadir's identity (once: when it is created, or when a
+/// writer first opens a datadir of an earlier release that had none).
+pub(crate) fn write_datadir_id(table: &mut MetaTable<'_>, id: DatadirId) -> Result<()> {
+    table
+        .insert(KEY_DATADIR_ID, id.0.as_slice())
+        .map_err(db_err("write datadir identity"))?;
+    Ok(())
+}
+
+/// Writes the fields of a new database, its identity among them.
+pub(crate) fn init(table: &mut MetaTable<'_>, step_size: u64, id: DatadirId) -> Result<()> {
+    write_datadir_id(table, id)?;
     table
         .insert(KEY_FORMAT, FORMAT_VERSION.to_be_bytes().as_slice())
         .map_err(db_err("write format version"))?;

@@ -230,7 +230,10 @@ impl ReadOnlyStateDb {
     /// The undo data and roots of the journaled blocks `from..=last`, read
     /// back now.
     fn journal_history(&self, from: u64, last: u64) -> Result<(History, BTreeMap<u64, B256>)> {
-        let mut tail = JournalTail::new(self.follower.datadir.join(JOURNAL_DIR));
+        let id = begin(&self.follower.db, &self.follower.datadir)?
+            .1
+            .datadir_id;
+        let mut tail = JournalTail::new(self.follower.datadir.join(JOURNAL_DIR), id);
         let mut history = History::default();
         let mut roots = BTreeMap::new();
         for found in tail.read_after(from.checked_sub(1))? {
