@@ -50,7 +50,7 @@ use crate::files::fs::{FileSystem, WritableFile};
 
 pub use frame::Link;
 pub use record::{BlockRecord, Previous, RecordError, RecordWrite};
-pub use scan::{Expect, Scan, Tip, TornTail, scan};
+pub use scan::{Expect, Scan, ScannedFrame, Tip, TornTail, scan};
 pub use segment::DatadirId;
 pub use tail::JournalTail;
 

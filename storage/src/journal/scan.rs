@@ -119,15 +119,34 @@ impl Scan {
         &self.records
     }
 
-    /// Every whole frame's block and roots, oldest first, with its segment
-    /// and offset (for `verify`'s comparison with redb's roots).
-    pub fn links(&self) -> impl Iterator<Item = (&PathBuf, usize, u64, Link)> {
+    /// Every whole frame, oldest first, with its segment and offset (for
+    /// `verify`'s comparison with redb's roots and its decoding of records).
+    pub fn frames(&self) -> impl Iterator<Item = ScannedFrame<'_>> {
         self.segments.iter().flat_map(|s| {
-            s.frames
-                .iter()
-                .map(move |f| (&s.path, f.start, f.block, f.link))
+            s.frames.iter().map(move |f| ScannedFrame {
+                path: &s.path,
+                offset: f.start as u64,
+                block: f.block,
+                link: f.link,
+                payload: s.bytes.slice(f.payload.clone()),
+            })
         })
     }
+}
+
+/// One whole frame a scan found (see [`Scan::frames`]).
+#[derive(Clone, Debug)]
+pub struct ScannedFrame<'a> {
+    /// Its segment.
+    pub path: &'a PathBuf,
+    /// Where it starts in the segment (this format's bytes).
+    pub offset: u64,
+    /// Its block.
+    pub block: u64,
+    /// The roots it links.
+    pub link: Link,
+    /// Its record's bytes.
+    pub payload: Bytes,
 }
 
 /// Reads and checks every segment in `dir`, changing nothing. Only an I/O
