@@ -161,10 +161,28 @@ impl Ledger {
         if let Some(problem) = ends_before_head(&verdict, flushed, &dir) {
             return Err(problem);
         }
-        let (journal, recovered) = Journal::open_scanned(fs, dir, id, tip, verdict, segment_bytes)?;
-        for path in &recovered.converted {
-            tracing::info!(segment = %path.display(), "journal: segment converted to this release's format");
+        // Every record is decoded and checked before anything is changed.
+        let mut replayed = Vec::with_capacity(verdict.records().len());
+        let mut head = flushed;
+        for JournalRecord {
+            block,
+            link,
+            payload,
+        } in verdict.records()
+        {
+            let record = BlockRecord::decode(payload).map_err(|e| Error::CorruptJournalRecord {
+                block: *block,
+                what: e.to_string(),
+            })?;
+            check_recovered(&record, *block, *link, head)?;
+            head = Some(Head {
+                block: *block,
+                root: record.root,
+            });
+            replayed.push(record);
         }
+        let (journal, _recovered) =
+            Journal::open_scanned(fs, dir, id, tip, verdict, segment_bytes)?;
         // Damage there is unwind's to report; readers at those blocks are
         // told they are not retained.
         let mut history = flushed_history(&journal, flushed, keep).unwrap_or_else(|error| {
@@ -173,27 +191,11 @@ impl Ledger {
         });
         let mut memory = MemoryTier::default();
         let mut pending = VecDeque::new();
-        let mut head = flushed;
-        for JournalRecord {
-            block,
-            link,
-            payload,
-        } in recovered.records
-        {
-            let record =
-                BlockRecord::decode(&payload).map_err(|e| Error::CorruptJournalRecord {
-                    block,
-                    what: e.to_string(),
-                })?;
-            check_recovered(&record, block, link, head)?;
+        for record in replayed {
             memory.apply(&record);
             if let Some(undo) = BlockUndo::from_record(&record, |i| &record.writes[i].previous) {
                 history = history.pushed(Arc::new(undo), keep);
             }
-            head = Some(Head {
-                block,
-                root: record.root,
-            });
             pending.push_back(Arc::new(record));
         }
         if !pending.is_empty() {

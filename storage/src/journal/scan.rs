@@ -14,7 +14,7 @@
 //! torn tail too. Anything else is corruption.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use alloy_primitives::B256;
@@ -151,11 +151,7 @@ pub struct ScannedFrame<'a> {
 
 /// Reads and checks every segment in `dir`, changing nothing. Only an I/O
 /// failure is an error; damage is in [`Scan::problems`].
-pub fn scan(
-    fs: &Arc<dyn FileSystem>,
-    dir: &std::path::Path,
-    expect: Expect,
-) -> JournalResult<Scan> {
+pub fn scan(fs: &Arc<dyn FileSystem>, dir: &Path, expect: Expect) -> JournalResult<Scan> {
     let mut scan = Scan::default();
     let mut named = Vec::new();
     let listing = match fs.list_dir(dir) {
@@ -248,7 +244,7 @@ impl Chain {
     /// is wrong (at most one problem of each kind per segment: `reported`).
     fn follow(
         &mut self,
-        path: &PathBuf,
+        path: &Path,
         frame: &Frame,
         reported: &mut [bool; 3],
         problems: &mut Vec<JournalError>,
@@ -258,7 +254,7 @@ impl Chain {
             && !std::mem::replace(&mut reported[0], true)
         {
             problems.push(JournalError::Gap {
-                path: path.clone(),
+                path: path.to_path_buf(),
                 expected,
                 found: frame.block,
             });
@@ -268,7 +264,7 @@ impl Chain {
             && !std::mem::replace(&mut reported[1], true)
         {
             problems.push(JournalError::Chain {
-                path: path.clone(),
+                path: path.to_path_buf(),
                 offset: frame.start as u64,
                 block: frame.block,
                 expected: parent,
@@ -281,7 +277,7 @@ impl Chain {
             && !std::mem::replace(&mut reported[2], true)
         {
             problems.push(JournalError::HeadRoot {
-                path: path.clone(),
+                path: path.to_path_buf(),
                 offset: frame.start as u64,
                 block: frame.block,
                 head: flushed.root,
@@ -340,9 +336,9 @@ pub(super) fn describe(bytes: &[u8], offset: usize, damage: &Damage, newest: boo
     }
 }
 
-fn corrupt(path: &PathBuf, offset: usize, what: impl Into<String>) -> JournalError {
+fn corrupt(path: &Path, offset: usize, what: impl Into<String>) -> JournalError {
     JournalError::Corrupt {
-        path: path.clone(),
+        path: path.to_path_buf(),
         offset: offset as u64,
         what: what.into(),
     }
@@ -350,7 +346,7 @@ fn corrupt(path: &PathBuf, offset: usize, what: impl Into<String>) -> JournalErr
 
 /// Checks one segment of this format.
 fn read_segment(
-    path: &PathBuf,
+    path: &Path,
     first_block: u64,
     bytes: &Bytes,
     newest: bool,
@@ -360,7 +356,7 @@ fn read_segment(
 ) -> Option<ScannedSegment> {
     let whole_torn = |scan: &mut Scan, offset: usize| {
         scan.torn = Some(TornTail {
-            path: path.clone(),
+            path: path.to_path_buf(),
             offset: offset as u64,
             cut: bytes.slice(offset..),
             remove_segment: true,
@@ -388,7 +384,7 @@ fn read_segment(
     };
     if Some(header.id) != expect.id {
         scan.problems.push(JournalError::Foreign {
-            path: path.clone(),
+            path: path.to_path_buf(),
             found: header.id,
             expected: expect.id,
         });
@@ -419,7 +415,7 @@ fn read_segment(
             chain.after_flushed(b)
         }) {
             scan.torn = Some(TornTail {
-                path: path.clone(),
+                path: path.to_path_buf(),
                 offset: offset as u64,
                 cut: bytes.slice(offset..),
                 remove_segment: frames.is_empty(),
@@ -438,7 +434,7 @@ fn read_segment(
         if newest {
             // Created, but its first append never landed: it holds no block.
             scan.torn.get_or_insert_with(|| TornTail {
-                path: path.clone(),
+                path: path.to_path_buf(),
                 offset: segment::HEADER_LEN as u64,
                 cut: Bytes::new(),
                 remove_segment: true,
@@ -475,7 +471,7 @@ fn read_segment(
         }
     }
     Some(ScannedSegment {
-        path: path.clone(),
+        path: path.to_path_buf(),
         first_block,
         bytes: bytes.slice(..valid_len),
         frames,
@@ -488,7 +484,7 @@ fn read_segment(
 /// oldest frame's is redb's head root when it follows the head, else zero:
 /// not known). Without a datadir identity it is refused with how to convert.
 fn convert(
-    path: &PathBuf,
+    path: &Path,
     first_block: u64,
     bytes: &Bytes,
     newest: bool,
@@ -497,15 +493,16 @@ fn convert(
     scan: &mut Scan,
 ) -> Option<ScannedSegment> {
     let Some(id) = expect.id else {
-        scan.problems
-            .push(JournalError::Legacy { path: path.clone() });
+        scan.problems.push(JournalError::Legacy {
+            path: path.to_path_buf(),
+        });
         return None;
     };
     let (old, damage) = legacy::scan(bytes);
     if let Some((offset, later)) = damage {
         if newest && !later {
             scan.torn = Some(TornTail {
-                path: path.clone(),
+                path: path.to_path_buf(),
                 offset: offset as u64,
                 cut: bytes.slice(offset..),
                 remove_segment: old.is_empty(),
@@ -549,9 +546,7 @@ fn convert(
         damage.is_none() && frames.len() == old.len(),
         "a conversion reads back"
     );
-    let Some(first) = frames.first() else {
-        return None;
-    };
+    let first = frames.first()?;
     if first.block != first_block {
         scan.problems.push(corrupt(
             path,
@@ -575,7 +570,7 @@ fn convert(
         }
     }
     Some(ScannedSegment {
-        path: path.clone(),
+        path: path.to_path_buf(),
         first_block,
         bytes: converted,
         frames,
