@@ -251,6 +251,18 @@ fn only_journal_names_are_journal_files() {
     assert!(is_journal_file_name(
         "journal-00000000000000000042.log.rewrite"
     ));
+    assert!(is_journal_file_name(
+        "journal-00000000000000000042.log.convert"
+    ));
+    assert!(is_journal_file_name(
+        "journal-00000000000000000042.log.torn-4096"
+    ));
+    assert!(is_journal_file_name(
+        "journal-00000000000000000042.log.torn-4096-2"
+    ));
+    assert!(!is_journal_file_name(
+        "journal-00000000000000000042.log.torn-"
+    ));
     assert!(!is_journal_file_name("journal-42.log"));
     assert!(!is_journal_file_name("notes.txt"));
     assert_eq!(segment_first_block(&segment_name(u64::MAX)), Some(u64::MAX));

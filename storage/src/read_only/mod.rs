@@ -236,15 +236,33 @@ impl ReadOnlyStateDb {
         let mut tail = JournalTail::new(self.follower.datadir.join(JOURNAL_DIR), id);
         let mut history = History::default();
         let mut roots = BTreeMap::new();
+        let mut previous: Option<B256> = None;
         for found in tail.read_after(from.checked_sub(1))? {
             if found.block > last {
                 break;
             }
-            let record =
-                BlockRecord::decode(&found.payload).map_err(|e| Error::CorruptJournalRecord {
-                    block: found.block,
-                    what: e.to_string(),
-                })?;
+            let corrupt = |what: String| Error::CorruptJournalRecord {
+                block: found.block,
+                what,
+            };
+            let record = BlockRecord::decode(&found.payload).map_err(|e| corrupt(e.to_string()))?;
+            // The records read back form one chain of roots, ending (the
+            // caller checks) at the snapshot's root.
+            if record.root != found.link.root {
+                return Err(corrupt(format!(
+                    "the record's root {} is not its frame's {}",
+                    record.root, found.link.root
+                )));
+            }
+            if let Some(root) = previous
+                && found.link.parent != root
+            {
+                return Err(corrupt(format!(
+                    "it follows root {}, but the block before has root {root}",
+                    found.link.parent
+                )));
+            }
+            previous = Some(record.root);
             roots.insert(record.block, record.root);
             // Block 0 keeps no unwind data (nothing is before it).
             if let Some(undo) = BlockUndo::from_record(&record, |i| &record.writes[i].previous) {

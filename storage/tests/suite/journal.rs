@@ -520,3 +520,56 @@ fn a_datadir_of_the_first_journal_format_is_converted_by_a_writer_and_explained_
     let report = strata_storage::verify_datadir(dir.path(), &unflushed_options()).unwrap();
     assert!(report.is_ok(), "{:?}", report.problems);
 }
+
+#[test]
+fn a_clones_flushed_segment_is_refused_by_reads_at_a_block_verify_and_the_writer() {
+    let a = tempfile::tempdir().unwrap();
+    let db = StateDb::open(a.path(), unflushed_options()).unwrap();
+    for block in 0..3 {
+        commit(&db, block);
+    }
+    db.abandon();
+    let b = tempfile::tempdir().unwrap();
+    copy_tree(a.path(), b.path());
+    for (dir, salt) in [(&a, 0), (&b, 1)] {
+        let db = StateDb::open(dir.path(), unflushed_options()).unwrap();
+        for block in 3..6 {
+            commit_salted(&db, block, salt);
+        }
+        db.flush().unwrap();
+        drop(db);
+    }
+    let db = StateDb::open(a.path(), unflushed_options()).unwrap();
+    for block in 6..8 {
+        commit(&db, block);
+    }
+    db.flush().unwrap();
+    drop(db);
+    // B5: the other clone's flushed blocks 3..6 in place of ours.
+    let name = "journal-00000000000000000003.log";
+    let ours = a.path().join(JOURNAL_DIR).join(name);
+    std::fs::copy(b.path().join(JOURNAL_DIR).join(name), &ours).unwrap();
+    let reader = strata_storage::ReadOnlyStateDb::open(a.path(), unflushed_options()).unwrap();
+    // (Before: served from the clone's undo data.) Block 4 itself is within
+    // the window, so the refusal is the broken chain, not the window.
+    assert!(reader.reader_at(6, Regime::Exec).is_ok());
+    match reader.reader_at(4, Regime::Exec) {
+        Err(Error::CorruptJournalRecord { block: 6, what }) => {
+            assert!(what.contains("follows root"), "{what}")
+        }
+        Err(other) => panic!("another refusal: {other}"),
+        Ok(_) => panic!("a read at block 4 was served from the clone's undo data"),
+    }
+    drop(reader);
+    let report = strata_storage::verify_datadir(a.path(), &unflushed_options()).unwrap();
+    assert!(
+        report
+            .problems
+            .iter()
+            .any(|p| p.contains(name) && p.contains("roots table")),
+        "{:?}",
+        report.problems
+    );
+    let error = open_error(a.path(), unflushed_options());
+    assert!(error.to_string().contains("follows root"), "{error}");
+}
