@@ -79,8 +79,8 @@ impl Journal {
     }
 
     /// Writes the bytes `torn` cuts to a new file beside its segment, fsynced,
-    /// and returns its path (`None` when nothing but the segment's own
-    /// header-less emptiness is cut).
+    /// and returns its path; `None` when the cut holds no byte (a newest
+    /// segment whose header is all it has).
     fn keep_aside(
         &self,
         torn: &TornTail,

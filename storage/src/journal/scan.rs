@@ -211,6 +211,14 @@ pub fn scan(fs: &Arc<dyn FileSystem>, dir: &Path, expect: Expect) -> JournalResu
     Ok(scan)
 }
 
+/// Which kinds of problem a segment already reported (one of each is enough).
+#[derive(Default)]
+struct Reported {
+    gap: bool,
+    chain: bool,
+    head_root: bool,
+}
+
 /// The block order and roots as the frames go by.
 struct Chain {
     flushed: Option<Tip>,
@@ -246,12 +254,12 @@ impl Chain {
         &mut self,
         path: &Path,
         frame: &Frame,
-        reported: &mut [bool; 3],
+        reported: &mut Reported,
         problems: &mut Vec<JournalError>,
     ) {
         if let Some(expected) = self.expected
             && frame.block != expected
-            && !std::mem::replace(&mut reported[0], true)
+            && !std::mem::replace(&mut reported.gap, true)
         {
             problems.push(JournalError::Gap {
                 path: path.to_path_buf(),
@@ -261,7 +269,7 @@ impl Chain {
         }
         if let Some(parent) = self.parent_of(frame.block)
             && frame.link.parent != parent
-            && !std::mem::replace(&mut reported[1], true)
+            && !std::mem::replace(&mut reported.chain, true)
         {
             problems.push(JournalError::Chain {
                 path: path.to_path_buf(),
@@ -274,7 +282,7 @@ impl Chain {
         if let Some(flushed) = self.flushed
             && frame.block == flushed.block
             && frame.link.root != flushed.root
-            && !std::mem::replace(&mut reported[2], true)
+            && !std::mem::replace(&mut reported.head_root, true)
         {
             problems.push(JournalError::HeadRoot {
                 path: path.to_path_buf(),
@@ -459,7 +467,7 @@ fn read_segment(
         ));
         return None;
     }
-    let mut reported = [false; 3];
+    let mut reported = Reported::default();
     for found in &frames {
         chain.follow(path, found, &mut reported, &mut scan.problems);
         if chain.after_flushed(found.block) {
@@ -558,7 +566,7 @@ fn convert(
         ));
         return None;
     }
-    let mut reported = [false; 3];
+    let mut reported = Reported::default();
     for found in &frames {
         chain.follow(path, found, &mut reported, &mut scan.problems);
         if chain.after_flushed(found.block) {
