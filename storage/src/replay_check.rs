@@ -29,6 +29,7 @@ pub(crate) fn check_replayed(inner: &Inner) -> Result<()> {
     let Some((first, last)) = current.memory.blocks() else {
         return Ok(());
     };
+    let started = std::time::Instant::now();
     let corrupt = |what: String| Error::CorruptJournalRecord { block: last, what };
     let mut written = Overlay::default();
     for domain in [Domain::Account, Domain::Storage, Domain::Code] {
@@ -66,6 +67,13 @@ pub(crate) fn check_replayed(inner: &Inner) -> Result<()> {
             )));
         }
     }
+    tracing::info!(
+        first,
+        last,
+        keys = update.accounts.len() + update.storage.len(),
+        ms = started.elapsed().as_secs_f64() * 1e3,
+        "journal: the replayed blocks give their root"
+    );
     Ok(())
 }
 

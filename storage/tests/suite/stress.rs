@@ -6,8 +6,8 @@
 //! the store is compacted, reopened, compared with the model and verified.
 //!
 //! `STRATA_STRESS_RUNS` sets the number of seeded runs (4 by default); the
-//! long campaign is `cargo test -p strata-storage --release --test suite
-//! -- --ignored stress_long --nocapture` (200 runs).
+//! long campaign is `cargo test -p strata-storage --all-features --test
+//! suite -- --ignored stress_long --nocapture` (200 runs).
 
 use std::collections::HashMap;
 use std::sync::Arc;
