@@ -337,6 +337,18 @@ pub enum Error {
         /// The operating system's refusal.
         source: std::io::Error,
     },
+    /// An unwind committed (the store is at `target`) but cutting the
+    /// journal after it failed; the next open finishes the cut.
+    #[error(
+        "unwound to block {target}, but the journal cut after it failed (the next open finishes it): {source}"
+    )]
+    UnwindCutPending {
+        /// The block the store is now at.
+        target: u64,
+        /// Why the cut failed.
+        #[source]
+        source: Box<Error>,
+    },
     /// Block `block` could not be begun or committed.
     #[error("block {block} not committed: {source}")]
     BlockNotCommitted {

@@ -79,8 +79,14 @@ pub(crate) fn unwind_to(inner: &Arc<Inner>, target: u64) -> Result<B256> {
         pause::reach(&inner.options, PausePoint::UnwindPrepared);
         restore(inner, &restores, &records, head, last)?;
         pause::reach(&inner.options, PausePoint::UnwindCommitted);
-        journal.truncate_after(target)?;
-        clear_void_mark(inner)
+        journal
+            .truncate_after(target)
+            .map_err(Error::from)
+            .and_then(|()| clear_void_mark(inner))
+            .map_err(|source| Error::UnwindCutPending {
+                target,
+                source: Box::new(source),
+            })
     })?;
     Ok(root)
 }
