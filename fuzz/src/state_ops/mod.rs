@@ -8,12 +8,14 @@
 
 mod backend;
 pub mod decode;
+mod foreign;
 mod harness;
+pub mod journal;
 pub mod model;
 pub mod seeds;
 
 pub use backend::MemDb;
-pub use decode::{Config, Injected, Op, Write, decode, encode};
+pub use decode::{Config, Held, Injected, JournalDamage, Op, Other, Write, decode, encode};
 pub use harness::{Harness, RunStats};
 
 /// Runs one fuzz input: decodes it, applies every operation with a check
@@ -87,6 +89,32 @@ mod tests {
             assert!(s.failures >= 1, "{name}: {s:?}");
         }
         assert_eq!(stats("map-failure-at-open").failed_opens, 1);
+    }
+
+    /// The damage seeds reach a damaged open (served or refused), and the
+    /// concurrent ones hold a task at their point.
+    #[test]
+    fn seeds_reach_damage_and_held_tasks() {
+        for (name, bytes) in super::seeds::seeds() {
+            if std::env::var("SKIP_SEED").is_ok_and(|s| name.contains(&s)) {
+                continue;
+            }
+            if std::env::var("ONLY_SEED").is_ok_and(|s| !name.contains(&s)) {
+                continue;
+            }
+            let stats = super::run(&bytes);
+            eprintln!("{name}: {stats:?}");
+            if name.starts_with("damage-") {
+                assert_eq!(
+                    stats.damaged_opens + stats.refused_damage,
+                    2,
+                    "{name}: {stats:?}"
+                );
+            }
+            if name.starts_with("concurrent-") {
+                assert!(stats.held >= 1, "{name}: {stats:?}");
+            }
+        }
     }
 
     /// The seed files are what the seed writer produces now.

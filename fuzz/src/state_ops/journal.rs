@@ -1,0 +1,326 @@
+//! The journal as [`Op::Damage`](super::Op::Damage) sees it: the segments
+//! in the datadir's `journal/` folder on the harness's `MemFileSystem`,
+//! their frames (read with the frame layout of the format fuzzed, see
+//! [`frames`]), the damage itself, and what the engine may do after it.
+//!
+//! The rule encoded (`storage/src/journal/frame.rs`, `mod.rs`): a segment
+//! is a run of frames; only the last frame of the newest segment can be an
+//! append a crash interrupted, so damage there (a flipped bit, or a cut at
+//! or after its first byte) may cost that one block — the open cuts it as
+//! a torn tail. Removing the newest segment whole cannot be told from a
+//! crash before its first frame landed either (nothing records that it
+//! existed), so it may cost the blocks it held. Any other damage must be
+//! refused by the open or leave the last block served.
+
+use std::path::{Path, PathBuf};
+
+use strata_storage::files::{FileSystem, MemFileSystem};
+
+use super::decode::JournalDamage;
+
+/// The journal's folder inside the datadir (`strata_storage`'s `JOURNAL_DIR`).
+pub const JOURNAL_DIR: &str = "journal";
+
+/// Frame magic of the journal format fuzzed ("SJR1", little-endian).
+const MAGIC: u32 = 0x3152_4a53;
+/// Bytes before a frame's payload: magic, payload length, block.
+const HEADER: usize = 16;
+/// Bytes after a frame's payload: the checksum.
+const TRAILER: usize = 8;
+
+/// One whole frame of a segment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Frame {
+    /// Its first byte in the segment.
+    pub start: usize,
+    /// One past its last byte.
+    pub end: usize,
+    /// The block it records.
+    pub block: u64,
+}
+
+/// One segment file as found before the damage.
+#[derive(Clone, Debug)]
+pub struct Segment {
+    /// Its path on the `MemFileSystem`.
+    pub path: PathBuf,
+    /// The first block its name carries.
+    pub first_block: u64,
+    /// Its bytes.
+    pub bytes: Vec<u8>,
+    /// Its whole frames, in order.
+    pub frames: Vec<Frame>,
+}
+
+/// `journal-` + the first block in 20 digits + `.log`.
+pub fn segment_name(first_block: u64) -> String {
+    format!("journal-{first_block:020}.log")
+}
+
+fn first_block_of(path: &Path) -> Option<u64> {
+    let name = path.file_name()?.to_str()?;
+    let digits = name.strip_prefix("journal-")?.strip_suffix(".log")?;
+    (digits.len() == 20 && digits.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| digits.parse().ok())
+        .flatten()
+}
+
+/// The segments in `dir` on `fs`, by first block.
+pub fn segments(fs: &MemFileSystem, dir: &Path) -> Vec<Segment> {
+    let mut found: Vec<Segment> = fs
+        .list_dir(dir)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|path| {
+            let first_block = first_block_of(&path)?;
+            let bytes = fs.contents(&path)?;
+            let frames = frames(&bytes);
+            Some(Segment {
+                path,
+                first_block,
+                bytes,
+                frames,
+            })
+        })
+        .collect();
+    found.sort_by_key(|s| s.first_block);
+    found
+}
+
+/// The whole frames at the start of `bytes`, found by their headers (the
+/// checksum is not checked: these are the undamaged bytes); stops at the
+/// first that does not fit.
+pub fn frames(bytes: &[u8]) -> Vec<Frame> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    while let Some(header) = bytes.get(start..start + HEADER) {
+        let word = |at: usize| {
+            u32::from_le_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]])
+        };
+        if word(0) != MAGIC {
+            break;
+        }
+        let end = start + HEADER + word(4) as usize + TRAILER;
+        if end > bytes.len() {
+            break;
+        }
+        let mut block = [0; 8];
+        block.copy_from_slice(&header[8..16]);
+        out.push(Frame {
+            start,
+            end,
+            block: u64::from_le_bytes(block),
+        });
+        start = end;
+    }
+    out
+}
+
+/// What the open after the damage may serve.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Allowed {
+    /// The oldest block it may open at (the model's last block when the
+    /// damage must not cost any).
+    pub oldest: u64,
+    /// Whether the damage changed a byte at all (an input naming a
+    /// segment when there is none changes nothing).
+    pub changed: bool,
+}
+
+/// Where the input's `frame` and `within` land in `segment` (`frame`
+/// counts from the last frame back).
+fn offset_in(segment: &Segment, frame: u8, within: u16) -> Option<usize> {
+    let from = match segment.frames.len() {
+        0 => 0,
+        n => segment.frames[n - 1 - usize::from(frame) % n].start,
+    };
+    let room = segment.bytes.len().checked_sub(from).filter(|&r| r > 0)?;
+    Some(from + usize::from(within) % room)
+}
+
+/// Whether `offset` of segment `index` is in the newest segment's last
+/// frame (or after it); then the oldest block a torn-tail cut leaves.
+fn torn_tail_at(segments: &[Segment], index: usize, offset: usize) -> Option<u64> {
+    if index + 1 != segments.len() {
+        return None;
+    }
+    let last = segments[index].frames.last()?;
+    (offset >= last.start).then(|| last.block.saturating_sub(1))
+}
+
+/// Does `damage` to the journal in `dir` on `fs`, whose segments before it
+/// are `segments`; `last` is the model's last block, and `foreign` gives
+/// the foreign store's segment of a block. Returns what the next open may
+/// serve.
+pub fn apply(
+    fs: &MemFileSystem,
+    dir: &Path,
+    segments: &[Segment],
+    damage: JournalDamage,
+    last: u64,
+    foreign: &mut dyn FnMut(u64) -> Vec<u8>,
+) -> Allowed {
+    let strict = Allowed {
+        oldest: last,
+        changed: true,
+    };
+    let unchanged = Allowed {
+        oldest: last,
+        changed: false,
+    };
+    // Counted from the newest segment back.
+    let pick = |segment: u8| {
+        let n = segments.len();
+        (n > 0).then(|| n - 1 - usize::from(segment) % n)
+    };
+    match damage {
+        JournalDamage::Flip {
+            segment,
+            frame,
+            within,
+            bit,
+        } => {
+            let Some(index) = pick(segment) else {
+                return unchanged;
+            };
+            let target = &segments[index];
+            let Some(offset) = offset_in(target, frame, within) else {
+                return unchanged;
+            };
+            let byte = target.bytes[offset] ^ (1 << (bit % 8));
+            fs.patch(&target.path, offset, &[byte])
+                .expect("patch a byte inside the segment");
+            Allowed {
+                oldest: torn_tail_at(segments, index, offset).map_or(last, |o| o.min(last)),
+                changed: true,
+            }
+        }
+        JournalDamage::Truncate {
+            segment,
+            frame,
+            within,
+        } => {
+            let Some(index) = pick(segment) else {
+                return unchanged;
+            };
+            let target = &segments[index];
+            let Some(offset) = offset_in(target, frame, within) else {
+                return unchanged;
+            };
+            fs.truncate(&target.path, offset)
+                .expect("truncate inside the segment");
+            Allowed {
+                oldest: torn_tail_at(segments, index, offset).map_or(last, |o| o.min(last)),
+                changed: true,
+            }
+        }
+        JournalDamage::Delete { segment } => {
+            let Some(index) = pick(segment) else {
+                return unchanged;
+            };
+            let target = &segments[index];
+            fs.remove(&target.path).expect("remove a segment");
+            let newest = index + 1 == segments.len();
+            Allowed {
+                oldest: if newest {
+                    target.first_block.saturating_sub(1).min(last)
+                } else {
+                    last
+                },
+                changed: true,
+            }
+        }
+        JournalDamage::Duplicate { segment, name } => {
+            let Some(index) = pick(segment) else {
+                return unchanged;
+            };
+            let target = &segments[index];
+            let mut first = u64::from(name) % (last + 3);
+            if first == target.first_block {
+                first = (first + 1) % (last + 3);
+            }
+            fs.insert(&dir.join(segment_name(first)), target.bytes.clone());
+            strict
+        }
+        JournalDamage::Foreign { over, segment } => {
+            let block = match (over, pick(segment)) {
+                (true, Some(index)) => segments[index].first_block,
+                (true, None) => return unchanged,
+                (false, _) => u64::from(segment) % (last + 3),
+            };
+            fs.insert(&dir.join(segment_name(block)), foreign(block));
+            strict
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(block: u64, payload: &[u8]) -> Vec<u8> {
+        let mut out = MAGIC.to_le_bytes().to_vec();
+        out.extend((payload.len() as u32).to_le_bytes());
+        out.extend(block.to_le_bytes());
+        out.extend(payload);
+        out.extend([0xcc; TRAILER]);
+        out
+    }
+
+    #[test]
+    fn frames_are_found_by_their_headers() {
+        let mut bytes = [frame(4, b"four"), frame(5, b"")].concat();
+        let found = frames(&bytes);
+        assert_eq!(
+            found,
+            vec![
+                Frame {
+                    start: 0,
+                    end: 28,
+                    block: 4
+                },
+                Frame {
+                    start: 28,
+                    end: 52,
+                    block: 5
+                }
+            ]
+        );
+        bytes.truncate(51);
+        assert_eq!(frames(&bytes).len(), 1);
+    }
+
+    #[test]
+    fn only_the_newest_segments_last_frame_is_a_torn_tail() {
+        let fs = MemFileSystem::new();
+        let dir = Path::new("/d/journal");
+        for (first, blocks) in [(1u64, 1..=3u64), (4, 4..=5)] {
+            let bytes: Vec<u8> = blocks.flat_map(|b| frame(b, &[7; 10])).collect();
+            fs.insert(&dir.join(segment_name(first)), bytes);
+        }
+        let before = segments(&fs, dir);
+        assert_eq!(before.len(), 2);
+        assert_eq!(before[1].frames.len(), 2);
+        let mut foreign = |_| Vec::new();
+        // The newest segment's last frame (block 5), first byte: a torn tail.
+        let flip = |segment, frame, within| JournalDamage::Flip {
+            segment,
+            frame,
+            within,
+            bit: 0,
+        };
+        let allowed = apply(&fs, dir, &before, flip(1, 1, 0), 5, &mut foreign);
+        assert_eq!(allowed.oldest, 4);
+        // Block 4's frame of the newest segment, and the older segment: none.
+        assert_eq!(
+            apply(&fs, dir, &before, flip(1, 0, 3), 5, &mut foreign).oldest,
+            5
+        );
+        assert_eq!(
+            apply(&fs, dir, &before, flip(0, 2, 33), 5, &mut foreign).oldest,
+            5
+        );
+        let delete = JournalDamage::Delete { segment: 3 };
+        assert_eq!(apply(&fs, dir, &before, delete, 5, &mut foreign).oldest, 3);
+    }
+}
