@@ -49,6 +49,7 @@ mod pause;
 mod range;
 mod read_only;
 mod reader;
+mod replay_check;
 #[cfg(feature = "revm")]
 pub mod revm;
 mod sample;

@@ -158,6 +158,7 @@ impl StateDb {
             warmup,
             recovery.ledger,
         ));
+        crate::replay_check::check_replayed(&inner)?;
         let (worker, flusher) = if background {
             (
                 Some(MaintenanceWorker::start(inner.clone())?),

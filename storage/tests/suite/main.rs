@@ -15,6 +15,7 @@ mod range;
 mod readme;
 mod refusal;
 mod sample;
+mod stress;
 mod vectors;
 mod verify;
 mod writer;

@@ -12,11 +12,11 @@ use crate::oracle::{
     Model, ModelAccount, assert_proofs_match, assert_reads_match, code_hash, model_root,
 };
 
-const ADDRESSES: usize = 8;
-const SLOTS: usize = 6;
+pub(crate) const ADDRESSES: usize = 8;
+pub(crate) const SLOTS: usize = 6;
 
 #[derive(Clone, Debug)]
-enum Write {
+pub(crate) enum Write {
     Account {
         who: usize,
         nonce: u64,
@@ -69,11 +69,11 @@ fn step() -> impl Strategy<Value = Step> {
     ]
 }
 
-fn address(i: usize) -> Address {
+pub(crate) fn address(i: usize) -> Address {
     Address::with_last_byte(i as u8 + 1)
 }
 
-fn slot(i: usize) -> B256 {
+pub(crate) fn slot(i: usize) -> B256 {
     B256::with_last_byte(i as u8 + 1)
 }
 
@@ -106,7 +106,7 @@ pub(crate) fn small_options() -> Options {
 
 /// Applies one write to the store and the model; storage writes to a missing
 /// account create it first, as the EVM would.
-fn apply(writer: &mut strata_storage::BlockWriter, model: &mut Model, write: &Write) {
+pub(crate) fn apply(writer: &mut strata_storage::BlockWriter, model: &mut Model, write: &Write) {
     let ensure = |writer: &mut strata_storage::BlockWriter, model: &mut Model, who: Address| {
         if let std::collections::btree_map::Entry::Vacant(entry) = model.entry(who) {
             entry.insert(ModelAccount::default());
