@@ -167,7 +167,9 @@ fn main() {
         ("read-only handle", &follower_samples),
     ] {
         let figures = ObserverFigures::new(name, samples, idle, load, committed_before, &commits);
-        figures.print(sizes.rate);
+        let mut table = strata_cli::output::Lines::default();
+        figures.print(&mut table, sizes.rate);
+        print!("{}", table.as_str());
         for (kind, idle, load) in &figures.rows {
             let ratio = load.p99_ns as f64 / idle.p99_ns.max(1) as f64;
             println!(

@@ -94,6 +94,30 @@ pub enum CliError {
         #[source]
         source: Box<strata_storage::Error>,
     },
+    /// The flush when a writer closed the store failed (its blocks are
+    /// still in the journal).
+    #[error(
+        "datadir {datadir}: the final flush into state.redb failed: {source}; every committed block is safe in the journal, and the next open of the datadir replays it"
+    )]
+    FinalFlush {
+        /// The data directory.
+        datadir: PathBuf,
+        /// Why the flush failed.
+        #[source]
+        source: Box<strata_storage::Error>,
+    },
+    /// `--step-size` given for an existing datadir created with another.
+    #[error(
+        "datadir {datadir} was created with --step-size {recorded}, which it keeps; --step-size {asked} was given (drop it, or give {recorded}); nothing was written"
+    )]
+    StepSizeMismatch {
+        /// The data directory.
+        datadir: PathBuf,
+        /// The step size given.
+        asked: u64,
+        /// The datadir's step size.
+        recorded: u64,
+    },
     /// A directory given as a datadir holds no strata database.
     #[error("{path}: not a strata datadir (no {file} in it)")]
     NotADatadir {

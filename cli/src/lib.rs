@@ -14,6 +14,7 @@ pub mod metrics_server;
 pub mod model;
 pub mod observer;
 pub mod output;
+mod scratch;
 pub mod trace;
 
 pub use error::{CliError, ReplayReadMismatch, ReplayRootMismatch, ResumeMismatch};

@@ -2,6 +2,7 @@
 //! write is a [`CliError::Output`] rather than `println!`'s panic, and
 //! `--json` documents serialized from typed reports.
 
+use std::fmt::Write as _;
 use std::io::Write;
 
 use serde::Serialize;
@@ -27,6 +28,31 @@ pub fn print_json<T: Serialize>(value: &T) -> Result<(), CliError> {
     let mut text = serde_json::to_string_pretty(value).map_err(|e| CliError::Output(e.into()))?;
     text.push('\n');
     print_text(&text)
+}
+
+/// Text for standard output, gathered line by line and then written at
+/// once with [`Lines::print`]: the commands' one way to print a report, so
+/// that a full or failing stdout is the error [`CliError::Output`] (exit 1)
+/// and never `println!`'s panic.
+#[derive(Debug, Default)]
+pub struct Lines(String);
+
+impl Lines {
+    /// Appends `text` and a newline.
+    pub fn line(&mut self, text: impl std::fmt::Display) {
+        // Writing to a String cannot fail.
+        let _ = writeln!(self.0, "{text}");
+    }
+
+    /// The text gathered so far.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Writes the text gathered to standard output and flushes it.
+    pub fn print(self) -> Result<(), CliError> {
+        print_text(&self.0)
+    }
 }
 
 /// Whether `error` is standard output closed by its reader (`strata … |

@@ -23,8 +23,13 @@ pub enum Error {
         /// The underlying I/O error.
         source: std::io::Error,
     },
-    /// Another process (or another `StateDb` in this one) holds the database.
-    #[error("datadir {path} is locked by another process or another open StateDb")]
+    /// Another process (or another `StateDb` in this one) holds the
+    /// database: a writer, or a reader of a datadir whose writer was
+    /// killed (its in-memory recovery reads the file, so no writer may
+    /// change it until that reader closes).
+    #[error(
+        "datadir {path} is locked by another process or another open StateDb (a writer, or a reader such as `strata observe`/`root` that recovered a killed writer's database in memory and holds it until it ends)"
+    )]
     Locked {
         /// The database file.
         path: PathBuf,

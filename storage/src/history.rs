@@ -210,3 +210,35 @@ mod tests {
         assert!(BlockUndo::from_record(&genesis, |i| &genesis.writes[i].previous).is_none());
     }
 }
+
+/// The older states a handle has rebuilt and checked against their root
+/// (block, and the root of the head they were rebuilt from), so a reader at
+/// a recent block pays the commitment walk of its check once per state.
+#[derive(Debug, Default)]
+pub(crate) struct CheckedStates {
+    checked: parking_lot::Mutex<std::collections::HashSet<(u64, alloy_primitives::B256)>>,
+}
+
+impl CheckedStates {
+    /// States remembered before the set starts over.
+    const LIMIT: usize = 4096;
+
+    /// Runs `check` unless `(block, head_root)` passed it before.
+    pub(crate) fn check_once(
+        &self,
+        block: u64,
+        head_root: alloy_primitives::B256,
+        check: impl FnOnce() -> crate::Result<()>,
+    ) -> crate::Result<()> {
+        if self.checked.lock().contains(&(block, head_root)) {
+            return Ok(());
+        }
+        check()?;
+        let mut checked = self.checked.lock();
+        if checked.len() >= Self::LIMIT {
+            checked.clear();
+        }
+        checked.insert((block, head_root));
+        Ok(())
+    }
+}

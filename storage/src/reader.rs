@@ -311,6 +311,36 @@ impl StateReader {
         })
     }
 
+    /// For a reader at an older block: recomputes the commitment of the
+    /// state it reads along the paths its undo overlay touches, from the
+    /// head's records (`head_branches`), and fails with
+    /// [`Error::RootMismatch`] unless that is the root the block had.
+    /// What the undo data rebuilds is then the state of that root, whatever
+    /// the journal it came from held. Nothing for a reader of the head.
+    pub(crate) fn check_rebuilt<B: BranchSource>(
+        &self,
+        head_branches: impl FnOnce(StateReader) -> B,
+        parallel_threshold: usize,
+    ) -> Result<()> {
+        let (Some(at), Some(undo)) = (self.at, self.overlay.as_deref()) else {
+            return Ok(());
+        };
+        let head = StateReader {
+            overlay: None,
+            at: None,
+            regime: Regime::Commitment,
+            ..self.clone()
+        };
+        crate::unwind::records_at(
+            &head_branches(head),
+            self.with_regime(Regime::Commitment),
+            undo,
+            at,
+            parallel_threshold,
+        )
+        .map(drop)
+    }
+
     /// The snapshot this handle reads.
     pub(crate) fn snapshot(&self) -> &Snapshot {
         &self.snapshot

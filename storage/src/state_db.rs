@@ -39,6 +39,8 @@ pub struct StateDb {
     flusher: Option<FlushWorker>,
     /// Set by [`StateDb::abandon`]: drop without the final flush.
     abandoned: bool,
+    /// Older states `reader_at` rebuilt and checked against their roots.
+    checked: crate::history::CheckedStates,
 }
 
 impl StateDb {
@@ -172,6 +174,7 @@ impl StateDb {
             worker,
             flusher,
             abandoned: false,
+            checked: Default::default(),
         })
     }
 
@@ -233,8 +236,17 @@ impl StateDb {
             None => crate::ledger::root_of(&self.inner, block)?.ok_or(not_retained)?,
         };
         let at = meta::Head { block, root };
-        Ok(StateReader::at(snapshot, undo, at, regime, metrics)
-            .with_values(self.inner.values.clone()))
+        let head_root = snapshot.root();
+        let reader = StateReader::at(snapshot, undo, at, regime, metrics)
+            .with_values(self.inner.values.clone());
+        self.checked.check_once(block, head_root, || {
+            let cache = self.inner.cache.clone();
+            reader.check_rebuilt(
+                |head| crate::sources::CachedBranches::for_commitment(head, cache),
+                self.inner.options.parallel_commitment_threshold,
+            )
+        })?;
+        Ok(reader)
     }
 
     /// The Merkle proof of `address` and `slots` after `block`, one of the
@@ -449,6 +461,31 @@ impl StateDb {
             worker.stop();
         }
         self.abandoned = true;
+    }
+
+    /// Closes the store: stops the background threads and flushes the
+    /// blocks still in the memory tier into redb, returning what that final
+    /// flush (or an earlier failure that poisoned the store) did wrong.
+    /// Dropping a `StateDb` does the same but can only log a failure. Either
+    /// way every committed block is safe in the journal, which the next open
+    /// replays.
+    pub fn close(mut self) -> Result<()> {
+        if let Some(flusher) = self.flusher.take() {
+            flusher.stop();
+        }
+        if let Some(worker) = self.worker.take() {
+            worker.stop();
+        }
+        // Drop has nothing left to do, whatever happens below.
+        self.abandoned = true;
+        self.inner.check_poisoned()?;
+        self.inner.ledger.flush(&self.inner).map(|_| ())
+    }
+
+    /// Blocks per step of this datadir (recorded when it was created;
+    /// `Options::step_size` applies only to a new datadir).
+    pub fn step_size(&self) -> u64 {
+        self.inner.step_size
     }
 
     /// The options the store was opened with.

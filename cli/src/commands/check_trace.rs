@@ -11,6 +11,7 @@ use strata_storage::genesis::parse_alloc_json;
 
 use crate::CliError;
 use crate::model::verify_trace;
+use crate::output::print_text;
 
 /// Arguments of `strata check-trace`.
 #[derive(Debug, Clone, Args)]
@@ -42,7 +43,7 @@ pub(super) fn run(args: CheckTraceArgs) -> Result<(), CliError> {
             source: Box::new(source),
         }
     })?;
-    println!(
+    print_text(&format!(
         "{}: ok: {} blocks, {} roots and {} account/slot reads checked; final root {}; model roots {:.2?}, total {:.2?}",
         args.trace.display(),
         report.blocks,
@@ -51,6 +52,5 @@ pub(super) fn run(args: CheckTraceArgs) -> Result<(), CliError> {
         report.final_root,
         report.root_time,
         start.elapsed()
-    );
-    Ok(())
+    ))
 }

@@ -13,13 +13,19 @@ use std::time::Instant;
 
 use alloy_primitives::B256;
 use clap::{ArgGroup, Args};
-use strata_storage::StateDb;
 use strata_storage::dump::DumpReader;
 use strata_storage::genesis::{GenesisAlloc, parse_alloc_json};
 use strata_storage::import::{ImportOptions, ImportReport};
+use strata_storage::{DB_FILE, ReadOnlyStateDb, StateDb};
 
 use super::datadir::inspect_options;
 use crate::CliError;
+use crate::output::{Lines, print_text};
+
+/// Largest `init --block`: a billion blocks (about 380 years of 12 s
+/// slots); far beyond it, the step numbers of the files' names overflow
+/// (found only after the whole dump was read).
+const MAX_DUMP_BLOCK: u64 = 1_000_000_000;
 
 /// Read buffer of a state dump.
 const DUMP_READ_BUFFER: usize = 4 << 20;
@@ -36,8 +42,10 @@ pub struct InitArgs {
     /// account per line with its address. Its root is checked.
     #[arg(long, value_name = "FILE")]
     pub state: Option<PathBuf>,
-    /// The block the dump's state belongs to; the datadir continues after it.
-    #[arg(long, value_name = "N", default_value_t = 0, requires = "state")]
+    /// The block the dump's state belongs to; the datadir continues after
+    /// it (at most 1,000,000,000).
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "state",
+          value_parser = clap::value_parser!(u64).range(0..=MAX_DUMP_BLOCK))]
     pub block: u64,
     /// The hash of that block (served to BLOCKHASH by the blocks after it).
     #[arg(long, value_name = "HASH", requires = "state")]
@@ -55,6 +63,9 @@ pub(super) fn run(args: InitArgs) -> Result<(), CliError> {
         (None, Some(state)) => Input::Dump(open_dump(state)?),
         (None, None) => unreachable!("clap requires --genesis or --state"),
     };
+    // Refused before the writer's open, which would rewrite bytes of the
+    // database: a datadir holding blocks is left exactly as it was.
+    refuse_initialized(&args.datadir)?;
     let db = StateDb::open(&args.datadir, inspect_options())
         .map_err(CliError::storage(&args.datadir))?;
     if let Some(block) = db.last_block() {
@@ -64,27 +75,47 @@ pub(super) fn run(args: InitArgs) -> Result<(), CliError> {
             root: db.root(),
         });
     }
-    match input {
+    let printed = match input {
         Input::Genesis(alloc) => {
             let root = db
                 .init_genesis(&alloc)
                 .map_err(CliError::storage(&args.datadir))?;
             let slots: usize = alloc.values().map(|a| a.storage.len()).sum();
-            println!(
-                "genesis: {} accounts, {slots} slots written to {} as block 0",
+            print_text(&format!(
+                "genesis: {} accounts, {slots} slots written to {} as block 0\n{root}\n",
                 alloc.len(),
                 args.datadir.display()
-            );
-            println!("{root}");
+            ))
         }
         Input::Dump(dump) => {
             let started = Instant::now();
             let path = args.state.as_deref().expect("a dump comes from --state");
             let report = import(&db, dump, path, args.block, args.block_hash, &args.datadir)?;
-            print_report(&report, &args.datadir, started.elapsed().as_secs_f64());
+            print_report(&report, &args.datadir, started.elapsed().as_secs_f64())
         }
+    };
+    db.close().map_err(CliError::storage(&args.datadir))?;
+    printed
+}
+
+/// Refuses a datadir whose database (read-only: nothing changes) holds
+/// blocks. One that cannot be read so is left to the writer's open, which
+/// says why or recovers it.
+fn refuse_initialized(datadir: &Path) -> Result<(), CliError> {
+    if !datadir.join(DB_FILE).exists() {
+        return Ok(());
     }
-    Ok(())
+    let Ok(db) = ReadOnlyStateDb::open(datadir, inspect_options()) else {
+        return Ok(());
+    };
+    match (db.last_block(), db.root()) {
+        (Ok(Some(block)), Ok(root)) => Err(CliError::AlreadyInitialized {
+            path: datadir.to_owned(),
+            block,
+            root,
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// What `init` builds the datadir from.
@@ -138,8 +169,9 @@ pub(crate) fn import(
     })
 }
 
-fn print_report(report: &ImportReport, datadir: &Path, seconds: f64) {
-    println!(
+fn print_report(report: &ImportReport, datadir: &Path, seconds: f64) -> Result<(), CliError> {
+    let mut out = Lines::default();
+    out.line(format_args!(
         "imported: {} accounts ({} with code), {} slots, {} commitment records into {} as block {} in {seconds:.1} s \
          (read and sort {:.1} s, account trie {:.1} s, files {:.1} s; {} sort runs; {} accounts streamed)",
         report.accounts,
@@ -153,14 +185,15 @@ fn print_report(report: &ImportReport, datadir: &Path, seconds: f64) {
         report.write.as_secs_f64(),
         report.runs,
         report.streamed,
-    );
+    ));
     let entries = report.accounts + report.slots + report.contracts + report.records;
-    println!(
+    out.line(format_args!(
         "files: {} bytes for {} bytes of keys and values ({:.2}×), {:.1} bytes per entry",
         report.file_bytes,
         report.raw_bytes,
         report.file_bytes as f64 / report.raw_bytes.max(1) as f64,
         report.file_bytes as f64 / entries.max(1) as f64,
-    );
-    println!("{}", report.root);
+    ));
+    out.line(report.root);
+    out.print()
 }

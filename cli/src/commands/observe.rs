@@ -20,6 +20,7 @@ use strata_storage::{Domain, Options, ReadOnlyStateDb};
 use super::replay::TraceSource;
 use crate::CliError;
 use crate::observer::{KeyPool, OBSERVER_REGIME, Percentiles, READS, Sample, format_ns, observe};
+use crate::output::Lines;
 
 /// Arguments of `strata observe`.
 #[derive(Debug, Clone, Args)]
@@ -127,8 +128,9 @@ pub(super) fn run(args: ObserveArgs) -> Result<(), CliError> {
         observe(&open, &keys, args.rate, &stop, deadline, 2, &mut |s| {
             samples.push(s)
         });
-        print_summary(&samples);
-        Ok(())
+        let mut out = Lines::default();
+        print_summary(&mut out, &samples);
+        out.print()
     }
 }
 
@@ -152,22 +154,22 @@ fn sampled_keys(db: &ReadOnlyStateDb) -> strata_storage::Result<KeyPool> {
     Ok(KeyPool::new(accounts, slots))
 }
 
-fn print_summary(samples: &[Sample]) {
+fn print_summary(out: &mut Lines, samples: &[Sample]) {
     let blocks: Vec<u64> = samples.iter().filter_map(|s| s.block).collect();
-    println!(
+    out.line(format_args!(
         "{} observations, blocks {}..={}, {} read errors",
         samples.len(),
         blocks.iter().min().map_or("-".into(), u64::to_string),
         blocks.iter().max().map_or("-".into(), u64::to_string),
         samples.iter().map(|s| u64::from(s.errors)).sum::<u64>()
-    );
-    println!(
+    ));
+    out.line(format_args!(
         "{:<8} {:>7} {:>9} {:>9} {:>9} {:>9}",
         "read", "n", "p50", "p99", "p99.9", "worst"
-    );
+    ));
     for (kind, read) in READS {
         let p = Percentiles::of(samples.iter().filter_map(read));
-        println!(
+        out.line(format_args!(
             "{:<8} {:>7} {:>9} {:>9} {:>9} {:>9}",
             kind,
             p.count,
@@ -175,6 +177,6 @@ fn print_summary(samples: &[Sample]) {
             format_ns(p.p99_ns),
             format_ns(p.p999_ns),
             format_ns(p.max_ns)
-        );
+        ));
     }
 }

@@ -14,6 +14,7 @@ use strata_storage::{AccountProof, Regime};
 use super::datadir::open_for_reading;
 
 use crate::CliError;
+use crate::output::print_json;
 
 /// Arguments of `strata proof`.
 #[derive(Debug, Clone, Args)]
@@ -51,9 +52,7 @@ pub(super) fn run(args: ProofArgs) -> Result<(), CliError> {
             .and_then(|reader| reader.proof(&args.address, &args.slots)),
     }
     .map_err(failed)?;
-    let text = serde_json::to_string_pretty(&response(&proof)).expect("JSON values serialize");
-    println!("{text}");
-    Ok(())
+    print_json(&response(&proof))
 }
 
 /// `proof` in `eth_getProof`'s shape: quantities as minimal hex, an absent

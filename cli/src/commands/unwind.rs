@@ -8,8 +8,9 @@ use std::path::PathBuf;
 use clap::Args;
 use strata_storage::Regime;
 
-use super::datadir::{head_line, open_existing};
+use super::datadir::{head_line, head_text, inspect_options, open_existing, open_for_reading};
 use crate::CliError;
+use crate::output::print_text;
 
 /// Arguments of `strata unwind`.
 #[derive(Debug, Clone, Args)]
@@ -23,12 +24,12 @@ pub struct UnwindArgs {
 }
 
 pub(super) fn run(args: UnwindArgs) -> Result<(), CliError> {
+    if let Some(head) = refused_or_done(&args)? {
+        return print_text(&format!("{head}\n"));
+    }
     let db = open_existing(&args.datadir)?;
     let Some(last) = db.last_block() else {
-        return Err(CliError::Usage(format!(
-            "datadir {} holds no blocks: there is nothing to unwind",
-            args.datadir.display()
-        )));
+        return Err(nothing_to_unwind(&args.datadir));
     };
     db.unwind_to(args.to)
         .map_err(CliError::storage(&args.datadir))?;
@@ -39,6 +40,46 @@ pub(super) fn run(args: UnwindArgs) -> Result<(), CliError> {
             args.to
         );
     }
-    println!("{}", head_line(&db.reader(Regime::Exec)));
-    Ok(())
+    let head = head_line(&db.reader(Regime::Exec));
+    db.close().map_err(CliError::storage(&args.datadir))?;
+    print_text(&format!("{head}\n"))
+}
+
+/// What a read-only open (nothing changes) tells before the writer's open,
+/// which rewrites bytes of the database: an error for a datadir without
+/// blocks or a target that is not one of the last `unwind_depth` blocks,
+/// the head line when the target is the head already (nothing to do), or
+/// `None` when the writer must decide (the window's exact start depends on
+/// the journal the writer reads). A datadir the read-only open cannot read
+/// is left to the writer's open, which says why or recovers it.
+fn refused_or_done(args: &UnwindArgs) -> Result<Option<String>, CliError> {
+    let Ok(db) = open_for_reading(&args.datadir) else {
+        return Ok(None);
+    };
+    let (Ok(last), Ok(root)) = (db.last_block(), db.root()) else {
+        return Ok(None);
+    };
+    let Some(last) = last else {
+        return Err(nothing_to_unwind(&args.datadir));
+    };
+    let depth = inspect_options().unwind_depth;
+    if args.to == last {
+        return Ok(Some(head_text(Some(last), root)));
+    }
+    if args.to > last || args.to < last.saturating_sub(depth) {
+        return Err(CliError::Usage(format!(
+            "datadir {}: cannot unwind to block {}: the head is block {last} and at most the last {depth} blocks can be restored; nothing was changed",
+            args.datadir.display(),
+            args.to
+        )));
+    }
+    Ok(None)
+}
+
+/// The error for a datadir that holds no blocks.
+fn nothing_to_unwind(datadir: &std::path::Path) -> CliError {
+    CliError::Usage(format!(
+        "datadir {} holds no blocks: there is nothing to unwind",
+        datadir.display()
+    ))
 }

@@ -8,7 +8,7 @@
 
 use std::fmt::Write as _;
 use std::panic::PanicHookInfo;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use alloy_primitives::B256;
 use clap::Args;
@@ -16,8 +16,10 @@ use serde::Serialize;
 use strata_storage::{VerifyOptions, VerifyReport};
 
 use super::datadir::inspect_options;
+use super::replay::total_memory_bytes;
 use crate::CliError;
 use crate::output::{print_json, print_text};
+use crate::scratch::{LockedDir, VERIFY_PREFIX, remove_stale};
 
 /// Arguments of `strata verify`.
 #[derive(Debug, Clone, Args)]
@@ -31,9 +33,11 @@ pub struct VerifyArgs {
     pub json: bool,
     /// Memory (MiB) the sorts of the derived commitment may hold before
     /// they spill runs to the temp folder; peak memory is this plus a fixed
-    /// margin, whatever the state's size.
-    #[arg(long, value_name = "MIB", default_value_t = 256)]
-    pub sort_memory: usize,
+    /// margin, whatever the state's size. 1 to 1,048,576 and at most the
+    /// machine's memory (the budget is allocated at once).
+    #[arg(long, value_name = "MIB", default_value_t = 256,
+          value_parser = clap::value_parser!(u64).range(1..=super::replay::MAX_CACHE_MIB))]
+    pub sort_memory: u64,
     /// Where those runs go (in a folder of their own, removed afterwards);
     /// default: the system's temp folder (TMPDIR). Never the datadir.
     #[arg(long, value_name = "DIR")]
@@ -98,13 +102,15 @@ impl<'a> VerifyJson<'a> {
 }
 
 pub(super) fn run(args: VerifyArgs) -> Result<(), CliError> {
+    let sort_memory_bytes = sort_budget(args.sort_memory, total_memory_bytes())?;
+    let scratch = scratch_folder(args.temp_dir.as_deref())?;
     let report = with_redb_panics_quiet(|| {
         strata_storage::verify_datadir_with(
             &args.datadir,
             &inspect_options(),
             &VerifyOptions {
-                sort_memory_bytes: args.sort_memory.saturating_mul(1 << 20),
-                temp_dir: args.temp_dir.clone(),
+                sort_memory_bytes,
+                temp_dir: Some(scratch.path().to_owned()),
             },
         )
     })
@@ -122,6 +128,37 @@ pub(super) fn run(args: VerifyArgs) -> Result<(), CliError> {
             count: report.problems.len(),
         })
     }
+}
+
+/// verify's scratch folder `strata-verify-XXXXXX` in `temp_dir` (default:
+/// the system's temp folder), held locked while verify runs, after removing
+/// the ones killed runs left there ([`crate::scratch`]). The sorts' own
+/// folder goes inside it, so a kill at any moment leaves only this one.
+fn scratch_folder(temp_dir: Option<&Path>) -> Result<LockedDir, CliError> {
+    let parent = temp_dir.map_or_else(std::env::temp_dir, Path::to_owned);
+    remove_stale(&parent, VERIFY_PREFIX);
+    LockedDir::new_in(&parent, VERIFY_PREFIX).map_err(CliError::file(parent))
+}
+
+/// The sort budget in bytes for `--sort-memory MIB`, refused when it is more
+/// than the machine's `memory` (bytes; unknown: only the argument's range
+/// applies): the sorts allocate their arena whole, so a budget beyond the
+/// memory would abort the process instead of failing.
+fn sort_budget(mib: u64, memory: Option<u64>) -> Result<usize, CliError> {
+    let bytes = mib << 20;
+    if let Some(memory) = memory
+        && bytes > memory
+    {
+        return Err(CliError::Usage(format!(
+            "--sort-memory {mib} MiB is more than this machine's memory ({} MiB): the sorts allocate that budget at once",
+            memory >> 20
+        )));
+    }
+    usize::try_from(bytes).map_err(|_| {
+        CliError::Usage(format!(
+            "--sort-memory {mib} MiB does not fit in this machine's address space"
+        ))
+    })
 }
 
 /// The text report, ending in `verify: ok` when nothing is wrong.

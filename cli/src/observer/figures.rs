@@ -5,6 +5,7 @@
 pub use strata_storage::telemetry::format_ns;
 
 use super::{READS, Sample};
+use crate::output::Lines;
 
 /// A span of the monotonic clock, `[start_ns, end_ns)`.
 #[derive(Debug, Clone, Copy)]
@@ -136,12 +137,12 @@ impl ObserverFigures {
 
 impl ObserverFigures {
     /// Prints the idle-vs-load table of this observer.
-    pub fn print(&self, rate: f64) {
-        println!(
+    pub fn print(&self, out: &mut Lines, rate: f64) {
+        out.line(format_args!(
             "observer ({}) at {rate} reads/s: idle vs under load",
             self.observer
-        );
-        println!(
+        ));
+        out.line(format_args!(
             "{:<8} {:>7} {:>9} {:>9} {:>9} {:>9} | {:>7} {:>9} {:>9} {:>9} {:>9}",
             "read",
             "idle n",
@@ -154,9 +155,9 @@ impl ObserverFigures {
             "p99",
             "p99.9",
             "worst"
-        );
+        ));
         for (kind, idle, load) in &self.rows {
-            println!(
+            out.line(format_args!(
                 "{:<8} {:>7} {:>9} {:>9} {:>9} {:>9} | {:>7} {:>9} {:>9} {:>9} {:>9}",
                 kind,
                 idle.count,
@@ -169,19 +170,19 @@ impl ObserverFigures {
                 format_ns(load.p99_ns),
                 format_ns(load.p999_ns),
                 format_ns(load.max_ns)
-            );
+            ));
         }
-        println!(
+        out.line(format_args!(
             "observer ({}): {} of {} observations under load saw a block more than one behind the last commit; {} read errors",
             self.observer, self.stale_under_load, self.observations_under_load, self.errors
-        );
-        println!(
+        ));
+        out.line(format_args!(
             "observer ({}): {} observations under load took over {} in all; {} of them waited at least half that time for a CPU",
             self.observer,
             self.slow_under_load,
             format_ns(SLOW_NS),
             self.slow_preempted
-        );
+        ));
     }
 }
 

@@ -217,6 +217,13 @@ if mkdir -p full && mount -t tmpfs -o size=96m tmpfs full 2>/dev/null; then
         rm -f full/ballast
         mount -o remount,size=1g "$PWD/full"
         if [ "$PANIC" = 1 ]; then record "disk full" bad "ballast $ballast_mib MiB: panic"; continue; fi
+        # A failed final flush must fail the replay (DF2c), saying the journal holds the blocks.
+        if [ $rc = 0 ] && grep -q "flush at close failed" err.txt; then
+            record "disk full" bad "ballast $ballast_mib MiB: final flush failed, rc 0"; continue
+        fi
+        if [ $rc != 0 ] && grep -q "final flush" err.txt && ! grep -q "safe in the journal" err.txt; then
+            record "disk full" bad "ballast $ballast_mib MiB: final flush error without the journal's word"; continue
+        fi
         run "$STRATA" replay t.jsonl --datadir full/d --step-size 4 --keep-steps 1
         resume_rc=$RC
         run "$STRATA" root --datadir full/d; root=$OUT

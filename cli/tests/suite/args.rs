@@ -173,3 +173,60 @@ fn replay_total_gas_overflow_names_the_block() {
         ],
     );
 }
+
+/// B9: `verify --sort-memory` is range-checked like the other MiB options,
+/// and a budget beyond the machine's memory (allocated at once) is refused
+/// before anything is opened or created — no abort, no scratch folder.
+#[test]
+fn verify_sort_memory_is_range_checked() {
+    let temp = tempfile::tempdir().unwrap();
+    let t = temp.path().to_str().unwrap();
+    for value in ["0", "99999999999", "1048577"] {
+        refused(
+            &[
+                "verify",
+                "--datadir",
+                "d",
+                "--temp-dir",
+                t,
+                &format!("--sort-memory={value}"),
+            ],
+            &["--sort-memory", value, "1..=1048576"],
+        );
+    }
+    #[cfg(target_os = "linux")]
+    refused(
+        &[
+            "verify",
+            "--datadir",
+            "d",
+            "--temp-dir",
+            t,
+            "--sort-memory",
+            "1048576",
+        ],
+        &["--sort-memory 1048576 MiB is more than this machine's memory"],
+    );
+    assert_eq!(std::fs::read_dir(temp.path()).unwrap().count(), 0);
+}
+
+/// `init --block` is bounded before the dump is read (far beyond it the
+/// files' step numbers overflow, found only after the whole import).
+#[test]
+fn init_block_is_range_checked() {
+    let max = u64::MAX.to_string();
+    for value in [max.as_str(), "1000000001"] {
+        refused(
+            &[
+                "init",
+                "--state",
+                "s.jsonl",
+                "--datadir",
+                "d",
+                "--block",
+                value,
+            ],
+            &["--block", value, "0..=1000000000"],
+        );
+    }
+}

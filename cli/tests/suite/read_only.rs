@@ -269,29 +269,7 @@ fn zero_page(file: &Path, offset: u64) {
 #[test]
 fn read_commands_after_a_killed_writer_answer_and_change_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let datadir = dir.path().join("db");
-    let trace = gen_trace(dir.path(), "t.jsonl", 600, 1_500, 5);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
-        .arg("replay")
-        .arg(&trace)
-        .arg("--datadir")
-        .arg(&datadir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let db_file = datadir.join(strata_storage::DB_FILE);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !db_file.exists() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    std::thread::sleep(Duration::from_millis(300));
-    assert!(
-        child.try_wait().unwrap().is_none(),
-        "the replay ended before the kill: make the trace longer"
-    );
-    child.kill().unwrap();
-    child.wait().unwrap();
+    let (datadir, trace) = killed_writer_datadir(dir.path());
     let before = tree_contents(&datadir);
     // redb's recovery runs in memory (a copy-on-write view of the file):
     // the commands answer from the last durable block and write nothing.
@@ -339,4 +317,71 @@ fn read_commands_after_a_killed_writer_answer_and_change_nothing() {
     for args in read_commands(&datadir) {
         strata_ok_owned(&args);
     }
+}
+
+/// A datadir in `dir` whose writer (`strata replay` of a long trace) was
+/// SIGKILLed mid-replay: redb's recovery flag is set. Returns it and the trace.
+fn killed_writer_datadir(dir: &Path) -> (PathBuf, PathBuf) {
+    let datadir = dir.join("db");
+    let trace = gen_trace(dir, "t.jsonl", 600, 1_500, 5);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .arg("replay")
+        .arg(&trace)
+        .arg("--datadir")
+        .arg(&datadir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let db_file = datadir.join(strata_storage::DB_FILE);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !db_file.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the replay ended before the kill: make the trace longer"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    (datadir, trace)
+}
+
+/// O2/O3: readers of a killed writer's datadir (each recovering it in
+/// memory) coexist — in one process and across processes — and a writer
+/// refused meanwhile is told what holds the datadir.
+#[test]
+fn readers_of_a_killed_writers_datadir_do_not_shut_each_other_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let (datadir, _) = killed_writer_datadir(dir.path());
+    let before = tree_contents(&datadir);
+    let options = strata_storage::Options::default;
+    let first = strata_storage::ReadOnlyStateDb::open(&datadir, options()).unwrap();
+    let second = strata_storage::ReadOnlyStateDb::open(&datadir, options())
+        .unwrap_or_else(|e| panic!("a second reader beside the first: {e}"));
+    assert_eq!(first.root().unwrap(), second.root().unwrap());
+    assert_eq!(first.last_block().unwrap(), second.last_block().unwrap());
+    let d = datadir.to_str().unwrap();
+    let root = strata_ok(&["root", "--datadir", d]);
+    assert!(
+        root.ends_with(&format!("{}\n", first.root().unwrap())),
+        "{root}"
+    );
+    strata_ok(&["get", "--datadir", d, "account", ADDR_EOA]);
+    // A writer waits for no reader: refused, with the reason.
+    let out = strata(&["compact", "--datadir", d]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "a writer opened beside the readers");
+    assert!(
+        stderr.contains("recovered a killed writer's database in memory"),
+        "{stderr}"
+    );
+    drop((first, second));
+    assert_eq!(
+        tree_contents(&datadir),
+        before,
+        "the readers changed nothing"
+    );
+    strata_ok(&["compact", "--datadir", d]);
 }

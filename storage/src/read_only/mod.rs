@@ -64,6 +64,8 @@ pub struct ReadOnlyStateDb {
     metrics: Arc<ReadMetrics>,
     /// The blocks [`ReadOnlyStateDb::reader_at`] reads back (`Options::unwind_depth`).
     unwind_depth: u64,
+    /// Older states `reader_at` rebuilt and checked against their roots.
+    checked: crate::history::CheckedStates,
 }
 
 /// What the handle and its follower thread share.
@@ -142,6 +144,7 @@ impl ReadOnlyStateDb {
             thread: Some(thread),
             metrics: Arc::new(ReadMetrics::from_env(options.read_metrics)),
             unwind_depth: options.unwind_depth,
+            checked: Default::default(),
         })
     }
 
@@ -185,16 +188,31 @@ impl ReadOnlyStateDb {
         if block < oldest || block >= last || roots.get(&last) != Some(&snapshot.root()) {
             return Err(not_retained);
         }
-        let root = match roots.get(&block) {
-            Some(&root) => Some(root),
+        // The roots redb keeps for the window (of flushed blocks) must be
+        // the ones the journal gives.
+        let stored = self.stored_root(block)?;
+        let root = match (roots.get(&block), stored) {
+            (Some(&journaled), Some(stored)) if journaled != stored => {
+                return Err(Error::RootMismatch {
+                    block,
+                    stored,
+                    computed: journaled,
+                });
+            }
+            (Some(&root), _) => Some(root),
             // Not journaled (genesis): the roots redb keeps for unwind.
-            None => self.stored_root(block)?,
+            (None, stored) => stored,
         };
         let (Some(undo), Some(root)) = (history.undo_to(block, last), root) else {
             return Err(not_retained);
         };
         let at = crate::db::meta::Head { block, root };
-        Ok(StateReader::at(snapshot, undo, at, regime, metrics))
+        let head_root = snapshot.root();
+        let reader = StateReader::at(snapshot, undo, at, regime, metrics);
+        self.checked.check_once(block, head_root, || {
+            reader.check_rebuilt(crate::sources::ReaderBranches::new, usize::MAX)
+        })?;
+        Ok(reader)
     }
 
     /// The Merkle proof of `address` and `slots` after `block`, one of the
@@ -433,11 +451,19 @@ fn open_database(datadir: &Path, db_path: &Path, options: &Options) -> Result<Re
     let opened = guarded("(database header)", || Ok(builder.open_read_only(db_path)))?;
     match opened {
         Ok(db) => return Ok(ReadDb::Shared(db)),
+        // The last writer was killed: run redb's recovery on a copy-on-write
+        // view of the file, in memory; the file itself is never written.
         Err(redb::DatabaseError::RepairAborted) => {}
+        // Either a writer that does not share the file, or another reader
+        // holding a recovered view (below): its shared locks on every byte
+        // read, to redb's read-only open, as a writer of another kind. The
+        // recovered view tells them apart — it takes only shared locks, so
+        // it opens beside such a reader and fails beside any writer.
+        Err(
+            redb::DatabaseError::DatabaseAlreadyOpen | redb::DatabaseError::LockProtocolMismatch,
+        ) => {}
         Err(other) => return Err(open_error(db_path, other)),
     }
-    // The last writer was killed: run redb's recovery on a copy-on-write
-    // view of the file, in memory; the file itself is never written.
     let backend = CopyOnWriteBackend::open(db_path).map_err(|source| Error::Datadir {
         path: db_path.to_path_buf(),
         what: "open the database read-only",

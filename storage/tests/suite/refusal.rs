@@ -309,6 +309,44 @@ fn a_disk_full_flush_poisons_the_store_and_names_the_cause() {
     assert_eq!(db.last_block(), Some(2));
 }
 
+/// `close()` returns the final flush's failure (a drop could only log it),
+/// and the blocks it could not flush are replayed from the journal by the
+/// next open.
+#[test]
+fn close_reports_a_failed_final_flush_and_the_journal_keeps_the_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = FillingDisk::default();
+    let journal = Arc::new(MemFileSystem::new());
+    // Nothing is flushed before the close.
+    let options = Options {
+        flush_batch_bytes: u64::MAX,
+        memory_budget_bytes: u64::MAX,
+        ..options(1)
+    };
+    let db = StateDb::open_with_io(
+        dir.path(),
+        options.clone(),
+        journal.clone(),
+        Some(disk.clone()),
+    )
+    .unwrap();
+    block_zero(&db);
+    for n in 1..=2 {
+        let mut writer = db.begin_block(n).unwrap();
+        stage(&mut writer, n, 0);
+        writer.commit().unwrap();
+    }
+    let root = db.root();
+    disk.full.store(true, Ordering::SeqCst);
+    let error = db.close().unwrap_err().to_string();
+    assert!(error.contains(NO_SPACE), "{error}");
+
+    disk.full.store(false, Ordering::SeqCst);
+    let db = StateDb::open_with_io(dir.path(), options, journal, Some(disk)).unwrap();
+    assert_eq!((db.last_block(), db.root()), (Some(2), root));
+    db.close().unwrap();
+}
+
 /// Every account and the staged slot of every tenth, as `db` reads them.
 fn state_of(db: &StateDb) -> Vec<(Option<Account>, U256)> {
     let reader = db.reader(Regime::Exec);

@@ -45,6 +45,13 @@ impl Host {
     }
 }
 
+/// This machine's memory in bytes (`MemTotal` of `/proc/meminfo`), or
+/// `None` off Linux: the bound of a memory budget a command allocates
+/// up front (`verify --sort-memory`).
+pub(crate) fn total_memory_bytes() -> Option<u64> {
+    Host::now().memory_bytes
+}
+
 /// The process's peak resident set in bytes (`VmHWM` of
 /// `/proc/self/status`), or `None` off Linux.
 pub(super) fn peak_rss_bytes() -> Option<u64> {

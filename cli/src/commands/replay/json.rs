@@ -97,7 +97,7 @@ impl<'a> Config<'a> {
             genesis: args.genesis.as_deref().map(path),
             warmers: &args.warmers.0,
             caches: args.cache.iter().map(|c| c.name()).collect(),
-            step_size: args.step_size,
+            step_size: args.step_size_or_default(),
             keep_steps: args.keep_steps,
             sync_every: args.sync_every,
             cache_mib: args.cache_mib,

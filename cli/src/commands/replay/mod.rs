@@ -9,6 +9,7 @@ mod host;
 mod json;
 mod metrics;
 mod plot;
+mod precheck;
 mod report;
 mod run;
 mod source;
@@ -21,6 +22,8 @@ use clap::Args;
 use strata_storage::CacheKind;
 
 use crate::CliError;
+use crate::output::Lines;
+pub(crate) use host::total_memory_bytes;
 pub use run::RunResult;
 pub(crate) use source::TraceSource;
 
@@ -68,10 +71,12 @@ pub struct ReplayArgs {
     /// writes it (`strata observe`); needs --sync-every 1.
     #[arg(long)]
     pub share: bool,
-    /// Blocks per step (the unit of collation into files) for a new datadir.
-    #[arg(long, value_name = "N", default_value_t = strata_storage::Options::default().step_size,
+    /// Blocks per step (the unit of collation into files) for a new
+    /// datadir [default: 64]. An existing datadir keeps the step size it
+    /// was created with: giving another one is refused.
+    #[arg(long, value_name = "N",
           value_parser = clap::value_parser!(u64).range(1..=MAX_STEP_SIZE))]
-    pub step_size: u64,
+    pub step_size: Option<u64>,
     /// Steps kept in redb before they are collated into files.
     #[arg(long, value_name = "N", default_value_t = strata_storage::Options::default().keep_steps_in_db,
           value_parser = clap::value_parser!(u64).range(0..=MAX_KEEP_STEPS))]
@@ -118,6 +123,14 @@ pub struct ReplayArgs {
     pub metrics: Option<SocketAddr>,
 }
 
+impl ReplayArgs {
+    /// `--step-size`, or the default when it was not given.
+    pub fn step_size_or_default(&self) -> u64 {
+        self.step_size
+            .unwrap_or(strata_storage::Options::default().step_size)
+    }
+}
+
 /// Largest `--step-size`: a step is the unit of collation, and a step of a
 /// million blocks would keep months of history in redb.
 const MAX_STEP_SIZE: u64 = 1_000_000;
@@ -127,7 +140,7 @@ const MAX_KEEP_STEPS: u64 = 1_000_000;
 const MAX_SYNC_EVERY: u64 = 1_000_000;
 /// Largest `--cache-mib` (1 TiB): `MIB << 20` must fit in 64 bits, and a
 /// branch cache larger than the machine's memory is a typo.
-const MAX_CACHE_MIB: u64 = 1 << 20;
+pub(crate) const MAX_CACHE_MIB: u64 = 1 << 20;
 
 /// One run of a sweep: its warmers, branch cache and whether it prefetches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -224,7 +237,7 @@ pub(super) fn run(args: ReplayArgs) -> Result<(), CliError> {
             args.memory_mib, args.flush_mib
         )));
     }
-    if args.step_size == 0 || args.keep_steps == 0 || args.sync_every == 0 {
+    if args.step_size == Some(0) || args.keep_steps == 0 || args.sync_every == 0 {
         return Err(CliError::Usage(
             "--step-size, --keep-steps and --sync-every must be at least 1".into(),
         ));
@@ -248,11 +261,15 @@ pub(super) fn run(args: ReplayArgs) -> Result<(), CliError> {
             );
         }
         let result = run::replay_once(&args, *combo, combos.len() > 1, &current)?;
-        report::print_run(&result);
+        let mut out = Lines::default();
+        report::print_run(&mut out, &result);
+        out.print()?;
         results.push(result);
     }
     if results.len() > 1 {
-        report::print_sweep(&results);
+        let mut out = Lines::default();
+        report::print_sweep(&mut out, &results);
+        out.print()?;
     }
     if let Some(path) = &args.json {
         json::write(path, &args, &context, &results, host::peak_rss_bytes())?;
@@ -267,13 +284,17 @@ pub(super) fn run(args: ReplayArgs) -> Result<(), CliError> {
             results[0].warmers, results[0].cache, other.warmers, other.cache, other.final_root
         )));
     }
-    println!("peak RSS {}", host::format_bytes(host::peak_rss_bytes()));
+    let mut out = Lines::default();
+    out.line(format_args!(
+        "peak RSS {}",
+        host::format_bytes(host::peak_rss_bytes())
+    ));
     let last = results.last().expect("at least one run");
-    println!(
+    out.line(format_args!(
         "final root {} at block {}",
         last.final_root,
         last.final_block
             .map_or_else(|| "none".to_owned(), |b| b.to_string())
-    );
-    Ok(())
+    ));
+    out.print()
 }

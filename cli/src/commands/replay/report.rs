@@ -7,6 +7,7 @@ use strata_storage::telemetry::{MetricsSnapshot, Tier};
 
 use super::run::RunResult;
 use crate::observer::format_ns as ns;
+use crate::output::Lines;
 
 /// Blocks per second of a run.
 pub(super) fn blocks_per_s(run: &RunResult) -> f64 {
@@ -14,16 +15,16 @@ pub(super) fn blocks_per_s(run: &RunResult) -> f64 {
 }
 
 /// The read table, throughput and observer figures of one run.
-pub(super) fn print_run(run: &RunResult) {
-    println!(
+pub(super) fn print_run(out: &mut Lines, run: &RunResult) {
+    out.line(format_args!(
         "== replay: warmers {}, cache {}, prefetch {}{}: {} blocks ==",
         run.warmers,
         run.cache,
         on_off(run.prefetch),
         if run.cold { ", cold start" } else { "" },
         run.blocks
-    );
-    print_reads(&run.reads);
+    ));
+    print_reads(out, &run.reads);
     let secs = run.wall.as_secs_f64().max(1e-9);
     let mut line = format!(
         "throughput: {:.1} blocks/s, {:.0} keys/s",
@@ -33,8 +34,8 @@ pub(super) fn print_run(run: &RunResult) {
     if let Some(gas) = run.gas {
         line += &format!(", {:.1} Mgas/s", gas as f64 / 1e6 / secs);
     }
-    println!("{line}");
-    println!(
+    out.line(format_args!("{line}"));
+    out.line(format_args!(
         "time: wall {:.3} s, of which trace parsing {:.3} s and commit {:.3} s (commitment {:.3} s); genesis {:.3} s; {} roots checked",
         secs,
         run.parse.as_secs_f64(),
@@ -42,25 +43,25 @@ pub(super) fn print_run(run: &RunResult) {
         run.commitment.as_secs_f64(),
         run.genesis.as_secs_f64(),
         run.roots_checked
-    );
-    print_commit_breakdown(run);
+    ));
+    print_commit_breakdown(out, run);
     for (name, c) in [
         ("branch cache", &run.cache_stats),
         ("value cache", &run.value_cache_stats),
     ] {
-        println!(
+        out.line(format_args!(
             "{name}: {:.1}% hit rate ({} hits, {} misses), {} entries, {} evictions",
             c.hit_rate() * 100.0,
             c.hits,
             c.misses,
             c.entries,
             c.evictions
-        );
+        ));
     }
-    print_alongside(run);
+    print_alongside(out, run);
     if let Some(observer) = &run.observer {
         for figures in &observer.observers {
-            figures.print(observer.rate);
+            figures.print(out, observer.rate);
         }
     }
 }
@@ -70,7 +71,7 @@ fn on_off(on: bool) -> &'static str {
 }
 
 /// With prefetch: how the blocks' reads and roots overlapped.
-fn print_alongside(run: &RunResult) {
+fn print_alongside(out: &mut Lines, run: &RunResult) {
     let alongside: Vec<_> = run
         .per_block
         .iter()
@@ -84,19 +85,19 @@ fn print_alongside(run: &RunResult) {
     };
     let root = sum(&|b, _| b.root_ms);
     let waited = sum(&|_, w| w);
-    println!(
+    out.line(format_args!(
         "prefetch: {} loads; roots computed alongside the reads: root {:.3} s, exec reads {:.3} s, commit waited {:.3} s for them ({:.0}% of the root overlapped reads and staging)",
         run.per_block.iter().map(|b| b.prefetched).sum::<u64>(),
         root / 1e3,
         sum(&|b, _| b.exec_read_ms) / 1e3,
         waited / 1e3,
         (1.0 - waited / root.max(1e-9)).clamp(0.0, 1.0) * 100.0
-    );
+    ));
 }
 
 /// Where the commit time went: the root, the journal write, flush waits,
 /// and what the background flush did beside the block loop.
-fn print_commit_breakdown(run: &RunResult) {
+fn print_commit_breakdown(out: &mut Lines, run: &RunResult) {
     let secs = |d: std::time::Duration| d.as_secs_f64();
     let ratio = secs(run.commit) / secs(run.commitment).max(1e-9);
     // A root computed alongside the reads counts in the commit only for
@@ -112,7 +113,7 @@ fn print_commit_breakdown(run: &RunResult) {
     } else {
         format!("root {root_in_commit:.3} s")
     };
-    println!(
+    out.line(format_args!(
         "commit: {:.3} s = {root} + journal write {:.3} s ({:.1} MB) + flush waits {:.3} s ({} waits) + other {:.3} s; commit/root {:.2}x",
         secs(run.commit),
         secs(run.journal),
@@ -121,25 +122,25 @@ fn print_commit_breakdown(run: &RunResult) {
         run.flush.waits,
         (secs(run.commit) - root_in_commit - secs(run.journal) - secs(run.flush_wait)).max(0.0),
         ratio
-    );
-    println!(
+    ));
+    out.line(format_args!(
         "flush (background): {} batches, {} blocks, {} keys, {:.3} s; close (final flush) {:.3} s",
         run.flush.flushes,
         run.flush.blocks,
         run.flush.keys,
         secs(run.flush.time),
         secs(run.close)
-    );
+    ));
 }
 
 /// The table of read latencies per domain × tier × regime.
-pub(super) fn print_reads(reads: &MetricsSnapshot) {
-    println!(
+pub(super) fn print_reads(out: &mut Lines, reads: &MetricsSnapshot) {
+    out.line(format_args!(
         "{:<11} {:<12} {:<11} {:>10} {:>9} {:>9} {:>9} {:>9}",
         "domain", "tier", "regime", "count", "mean", "p50", "p99", "max"
-    );
+    ));
     for cell in &reads.cells {
-        println!(
+        out.line(format_args!(
             "{:<11} {:<12} {:<11} {:>10} {:>9} {:>9} {:>9} {:>9}",
             cell.domain.name(),
             cell.tier.name(),
@@ -149,7 +150,7 @@ pub(super) fn print_reads(reads: &MetricsSnapshot) {
             ns(cell.p50_ns),
             ns(cell.p99_ns),
             ns(cell.max_ns)
-        );
+        ));
     }
 }
 
@@ -176,9 +177,9 @@ pub(super) fn commitment_tiers(runs: &[RunResult]) -> Vec<Tier> {
 }
 
 /// One comparison table of a sweep.
-pub(super) fn print_sweep(runs: &[RunResult]) {
+pub(super) fn print_sweep(out: &mut Lines, runs: &[RunResult]) {
     let tiers = commitment_tiers(runs);
-    println!("== sweep: {} runs ==", runs.len());
+    out.line(format_args!("== sweep: {} runs ==", runs.len()));
     let mut header = format!(
         "{:>7} {:<11} {:>8} {:>9} {:>9} {:>11}",
         "warmers", "cache", "prefetch", "blocks/s", "commit s", "commit/blk"
@@ -187,7 +188,7 @@ pub(super) fn print_sweep(runs: &[RunResult]) {
         header += &format!(" {:>19}", format!("{} p50/p99", tier.name()));
     }
     header += "  final root";
-    println!("{header}");
+    out.line(format_args!("{header}"));
     for run in runs {
         let per_block = run.commit.as_secs_f64() * 1e3 / (run.blocks.max(1) as f64);
         let mut line = format!(
@@ -206,7 +207,9 @@ pub(super) fn print_sweep(runs: &[RunResult]) {
             line += &format!(" {cell:>19}");
         }
         line += &format!("  {}", run.final_root);
-        println!("{line}");
+        out.line(format_args!("{line}"));
     }
-    println!("(commitment-regime reads; per tier the domain with the most reads)");
+    out.line(format_args!(
+        "(commitment-regime reads; per tier the domain with the most reads)"
+    ));
 }

@@ -14,6 +14,7 @@ use strata_storage::{CacheKind, CacheStats, Durability, FlushStats, Options, Reg
 
 use super::apply::check_reads;
 use super::metrics::CurrentStore;
+use super::precheck;
 use super::source::{Start, TraceSource};
 use super::{Combo, ReplayArgs};
 use crate::CliError;
@@ -21,6 +22,7 @@ use crate::observer::{
     KeyPool, OBSERVER_REGIME, ObserverFigures, ObserverProcess, ObserverReport, Window,
     monotonic_ns, observe,
 };
+use crate::scratch::{LockedDir, SWEEP_PREFIX, remove_stale};
 
 /// How long the observer measures the idle store before the blocks.
 const IDLE_OBSERVATION: Duration = Duration::from_millis(1500);
@@ -164,11 +166,11 @@ pub(super) fn replay_once(
     } = combo;
     // Parse the first line before the store is created or opened.
     let (mut source, start) = TraceSource::open(&args.trace, args.genesis.as_deref())?;
-    let temp;
+    let (copy, temp);
     let datadir: PathBuf = match &args.datadir {
         Some(dir) if sweep => {
-            temp = copy_datadir(dir)?;
-            temp.path().to_owned()
+            copy = copy_datadir(dir)?;
+            copy.path().to_owned()
         }
         Some(dir) => dir.clone(),
         None => {
@@ -180,7 +182,7 @@ pub(super) fn replay_once(
         }
     };
     let options = Options {
-        step_size: args.step_size,
+        step_size: args.step_size_or_default(),
         keep_steps_in_db: args.keep_steps,
         cache_kind: cache,
         cache_bytes: args.cache_mib << 20,
@@ -197,11 +199,14 @@ pub(super) fn replay_once(
         value_cache_bytes: args.value_cache_mib << 20,
         ..Options::default()
     };
+    let first_block = source.peek_block()?.map(|b| b.number);
+    precheck::check_resume(args, &datadir, &mut source, &start, first_block)?;
     let mut db = StateDb::open(&datadir, options.clone()).map_err(CliError::storage(&datadir))?;
+    precheck::check_step_size(args.step_size, db.step_size(), &datadir)?;
     let mut published = current.publish(&db);
     let was_empty = db.last_block().is_none();
     let genesis_started = Instant::now();
-    let resumed_at = prepare(&db, &datadir, &mut source, &start)?;
+    let resumed_at = prepare(&db, &datadir, &mut source, &start, first_block)?;
     let genesis = if was_empty {
         genesis_started.elapsed()
     } else {
@@ -210,7 +215,7 @@ pub(super) fn replay_once(
     if args.cold {
         // Closed first: the close flushes, and no cache survives it.
         drop(published);
-        drop(db);
+        db.close().map_err(final_flush(&datadir))?;
         let evicted = crate::cold::evict_page_cache(&datadir).map_err(|e| {
             let what = format!("evict from the page cache ({}): {}", e.what, e.source);
             CliError::file(e.path)(std::io::Error::new(e.source.kind(), what))
@@ -314,7 +319,7 @@ pub(super) fn replay_once(
     let options = db.options().clone();
     drop(published);
     let close_started = Instant::now();
-    drop(db);
+    db.close().map_err(final_flush(&datadir))?;
     let close = close_started.elapsed();
     Ok(RunResult {
         warmers,
@@ -348,16 +353,27 @@ pub(super) fn replay_once(
     })
 }
 
+/// The error of a failed [`StateDb::close`] of `datadir`.
+fn final_flush(datadir: &Path) -> impl FnOnce(strata_storage::Error) -> CliError {
+    let datadir = datadir.to_owned();
+    move |source| CliError::FinalFlush {
+        datadir,
+        source: Box::new(source),
+    }
+}
+
 /// Bring an empty store to the trace's start (genesis), or check where an
-/// existing one resumes. Returns the last block already in the store.
+/// existing one resumes (again: [`precheck::check_resume`] did before the
+/// open, unless the datadir could not be read read-only); `first_block` is
+/// the trace's first block. Returns the last block already in the store.
 fn prepare(
     db: &StateDb,
     datadir: &Path,
     source: &mut TraceSource,
     start: &Start,
+    first_block: Option<u64>,
 ) -> Result<Option<u64>, CliError> {
     let trace = source.path().to_owned();
-    let first_block = source.peek_block()?.map(|b| b.number);
     // A dump (`--genesis DUMP`) is the state the trace's first block starts from.
     let dump_block = first_block.map_or(0, |first| first.saturating_sub(1));
     if let Some(last) = db.last_block() {
@@ -493,11 +509,7 @@ fn block_loop(
             continue;
         }
         if block.number != expected_next {
-            return Err(CliError::Usage(format!(
-                "{}: block {} does not follow the datadir's last block (expected block {expected_next})",
-                trace.display(),
-                block.number
-            )));
+            return Err(precheck::not_following(&trace, block.number, expected_next));
         }
         let reads_started = Instant::now();
         let list = Arc::new(block.access_list());
@@ -650,13 +662,15 @@ impl Progress {
 }
 
 /// A copy of `datadir` beside it (same file system), removed when dropped:
-/// what one run of a sweep replays.
-fn copy_datadir(datadir: &Path) -> Result<tempfile::TempDir, CliError> {
-    let parent = datadir.parent().unwrap_or_else(|| Path::new("."));
-    let copy = tempfile::Builder::new()
-        .prefix(".strata-sweep-")
-        .tempdir_in(parent)
-        .map_err(CliError::file(parent))?;
+/// what one run of a sweep replays. Held locked while it lives; the copies
+/// killed sweeps left beside it are removed first ([`crate::scratch`]).
+fn copy_datadir(datadir: &Path) -> Result<LockedDir, CliError> {
+    let parent = datadir
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or_else(|| Path::new("."));
+    remove_stale(parent, SWEEP_PREFIX);
+    let copy = LockedDir::new_in(parent, SWEEP_PREFIX).map_err(CliError::file(parent))?;
     copy_tree(datadir, copy.path())?;
     Ok(copy)
 }

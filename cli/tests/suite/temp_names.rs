@@ -1,0 +1,146 @@
+//! What killed commands leave — `.strata-export-XXXXXX` beside an export's
+//! target, `.strata-sweep-XXXXXX` beside a sweep's datadir,
+//! `strata-verify-XXXXXX` in verify's temp folder — is removed at the next
+//! start of that command; a name that is not strata's exact shape, or one
+//! a running process holds (its lock), is left alone.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use crate::common::{strata_ok, testdata};
+
+/// The names in `dir`, sorted.
+fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    names
+}
+
+/// A file at `dir/name`.
+fn file(dir: &Path, name: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, b"left behind").unwrap();
+    path
+}
+
+/// A folder at `dir/name` holding a file.
+fn folder(dir: &Path, name: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::create_dir(&path).unwrap();
+    file(&path, "run-0.run");
+    path
+}
+
+/// Names no sweep may take: not strata's shape, or another prefix.
+const OTHERS: [&str; 4] = [
+    "notes.txt",
+    "strata-export-abc123",
+    "x.strata-sweep-abc123",
+    "strata-verify-abc12",
+];
+
+fn replayed(dir: &Path) -> PathBuf {
+    let datadir = dir.join("db");
+    strata_ok(&[
+        "replay",
+        testdata().join("small.jsonl").to_str().unwrap(),
+        "--datadir",
+        datadir.to_str().unwrap(),
+    ]);
+    datadir
+}
+
+#[test]
+fn export_removes_the_temporaries_killed_exports_left_and_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let datadir = replayed(dir.path());
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    file(&out, ".strata-export-abc123");
+    file(&out, ".strata-export-Z9y8X7");
+    for other in OTHERS
+        .iter()
+        .chain(&[".strata-export-abc1234", ".strata-export-abc12"])
+    {
+        file(&out, other);
+    }
+    // One a running export holds.
+    let held = File::open(file(&out, ".strata-export-HELD00")).unwrap();
+    held.lock().unwrap();
+    let before = names(&out);
+
+    strata_ok(&[
+        "export",
+        "--datadir",
+        datadir.to_str().unwrap(),
+        "--out",
+        out.join("state.jsonl").to_str().unwrap(),
+    ]);
+    let mut expected: Vec<_> = before
+        .into_iter()
+        .filter(|n| n != ".strata-export-abc123" && n != ".strata-export-Z9y8X7")
+        .collect();
+    expected.push("state.jsonl".into());
+    expected.sort();
+    assert_eq!(names(&out), expected);
+    drop(held);
+}
+
+#[test]
+fn verify_removes_the_scratch_folders_killed_runs_left_and_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let datadir = replayed(dir.path());
+    let temp = dir.path().join("tmp");
+    std::fs::create_dir(&temp).unwrap();
+    folder(&temp, "strata-verify-abc123");
+    for other in OTHERS {
+        folder(&temp, other);
+    }
+    let held_dir = folder(&temp, "strata-verify-HELD00");
+    let held = File::open(&held_dir).unwrap();
+    held.lock().unwrap();
+    let before = names(&temp);
+
+    strata_ok(&[
+        "verify",
+        "--datadir",
+        datadir.to_str().unwrap(),
+        "--temp-dir",
+        temp.to_str().unwrap(),
+    ]);
+    let expected: Vec<_> = before
+        .into_iter()
+        .filter(|n| n != "strata-verify-abc123")
+        .collect();
+    assert_eq!(names(&temp), expected, "verify's own folder is gone too");
+    assert!(held_dir.join("run-0.run").exists());
+    drop(held);
+}
+
+#[test]
+fn a_sweep_removes_the_copies_killed_sweeps_left_and_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let datadir = replayed(dir.path());
+    folder(dir.path(), ".strata-sweep-abc123");
+    for other in OTHERS {
+        folder(dir.path(), other);
+    }
+    let before = names(dir.path());
+
+    strata_ok(&[
+        "replay",
+        testdata().join("small.jsonl").to_str().unwrap(),
+        "--datadir",
+        datadir.to_str().unwrap(),
+        "--warmers",
+        "0,1",
+    ]);
+    let expected: Vec<_> = before
+        .into_iter()
+        .filter(|n| n != ".strata-sweep-abc123")
+        .collect();
+    assert_eq!(names(dir.path()), expected);
+}
