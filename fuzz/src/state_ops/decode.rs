@@ -189,10 +189,11 @@ pub enum JournalDamage {
         name: u8,
     },
     /// Put in a segment of the harness's foreign store (the same block
-    /// numbers, another workload; one block per segment): with `over`,
-    /// the foreign segment of the same first block as our segment
-    /// `segment`, under its name; else the foreign segment of block
-    /// `segment` (mod the last block + 3) under its own name, beside or
+    /// numbers, another workload; one block per segment, genesis not
+    /// offered): with `over`, the foreign segment of the same first block
+    /// as our segment `segment` (of block 1 for our genesis segment) under
+    /// our segment's name; else the foreign segment of block `segment`
+    /// (mod the last block + 3, at least 1) under its own name, beside or
     /// over ours.
     ///
     /// (Here `segment` counts blocks from 0 up, not segments back.)

@@ -1,9 +1,13 @@
 //! The foreign store of a run: a second small store whose blocks carry the
 //! same numbers as the harness's but another workload (balances of 1000 and
-//! up, which the fuzzed store never writes, so no block after genesis has
-//! the same state or root). Its journal starts a segment per block, so it
-//! holds a segment named after every block it committed, ready to be put
-//! into the fuzzed store's journal by [`JournalDamage::Foreign`].
+//! up, which the fuzzed store never writes, from its genesis on, so no
+//! block of it has the state or root of one of ours, and none of its
+//! blocks can be a valid successor of one of ours). Its journal starts a
+//! segment per block, so it holds a segment named after every block it
+//! committed, ready to be put into the fuzzed store's journal by
+//! [`JournalDamage::Foreign`]. Genesis is not offered: a foreign genesis
+//! segment in place of ours, over a redb that holds no block yet, would
+//! be a whole valid store, not damage.
 //!
 //! [`JournalDamage::Foreign`]: super::JournalDamage::Foreign
 
@@ -38,23 +42,22 @@ impl Foreign {
         options.journal_segment_bytes = 1;
         let db = StateDb::open_with_io(dir.path(), options, fs, Some(MemDb::default()))
             .expect("open the foreign store");
-        db.begin_block(0)
-            .expect("foreign block 0")
-            .commit()
-            .expect("commit foreign block 0");
-        Foreign {
+        let mut foreign = Foreign {
             dir,
             files,
             db,
             last: 0,
-        }
+        };
+        foreign.commit(0);
+        foreign
     }
 
-    /// The bytes of the foreign segment that starts at `block`, committing
-    /// blocks up to it first.
+    /// The bytes of the foreign segment that starts at `block` (at least
+    /// block 1), committing blocks up to it first.
     pub fn segment(&mut self, block: u64) -> Vec<u8> {
+        let block = block.max(1);
         while self.last < block {
-            self.grow();
+            self.commit(self.last + 1);
         }
         let path = self.dir.path().join(JOURNAL_DIR).join(segment_name(block));
         self.files
@@ -62,10 +65,9 @@ impl Foreign {
             .unwrap_or_else(|| panic!("the foreign store has no segment {}", path.display()))
     }
 
-    /// Commits the next block: three accounts and a slot, all with values
-    /// the fuzzed store never writes.
-    fn grow(&mut self) {
-        let block = self.last + 1;
+    /// Commits `block`: three accounts and a slot, all with values the
+    /// fuzzed store never writes.
+    fn commit(&mut self, block: u64) {
         let mut writer = self.db.begin_block(block).expect("begin a foreign block");
         for i in 0..3u64 {
             let who = Address::with_last_byte(((block * 3 + i) % 8) as u8 + 1);

@@ -279,15 +279,23 @@ impl Harness {
                     "{context}: unwind to {target} outside [{oldest:?}, {last}] must be \
                      UnwindOutOfRange, got: {error}"
                 );
-                self.after_failure(&error, armed, context);
                 // An unwind is committed by its redb transaction, before the
                 // journal is cut: when the cut fails, the unwind reports the
-                // error but the reopen finishes it.
-                if target < last && self.db().last_block() == Some(target) {
-                    self.history.truncate(target as usize + 1);
-                    self.stats.failed_unwinds_done += 1;
-                }
+                // error but has happened — the store is at the target (and
+                // poisoned), or the reopen after the failure finishes it.
+                self.failed_unwind_done(target);
+                self.after_failure(&error, armed, context);
+                self.failed_unwind_done(target);
             }
+        }
+    }
+
+    /// After a failed unwind to `target`: when the store is there, the
+    /// unwind happened; the model follows.
+    fn failed_unwind_done(&mut self, target: u64) {
+        if target < self.last() && self.db().last_block() == Some(target) {
+            self.history.truncate(target as usize + 1);
+            self.stats.failed_unwinds_done += 1;
         }
     }
 
@@ -371,18 +379,6 @@ impl Harness {
         let undamaged = files.power_cut_image();
         let dir = self.dir.path().join(JOURNAL_DIR);
         let before = journal::segments(&files, &dir);
-        if std::env::var("SHOW_SEGMENTS").is_ok() {
-            for s in &before {
-                eprintln!(
-                    "{} {:?}",
-                    s.first_block,
-                    s.frames
-                        .iter()
-                        .map(|f| (f.block, f.end - f.start))
-                        .collect::<Vec<_>>()
-                );
-            }
-        }
         let (last, config, foreign) = (self.last(), self.config, &mut self.foreign);
         let allowed = journal::apply(&files, &dir, &before, damage, last, &mut |block| {
             foreign
@@ -393,7 +389,14 @@ impl Harness {
         match self.open() {
             Ok(db) => {
                 self.db = Some(db);
-                self.check_damaged(allowed, context);
+                if !self.check_damaged(allowed, context) {
+                    self.db = None;
+                    self.install(MemDb::from_image(db_image), undamaged);
+                    self.db =
+                        Some(self.open().unwrap_or_else(|e| {
+                            panic!("{context}: open of the undamaged image: {e}")
+                        }));
+                }
             }
             Err(error) => {
                 assert!(
@@ -414,10 +417,17 @@ impl Harness {
     /// After an open of a damaged journal: the store serves a block of the
     /// model no older than `allowed.oldest`, with its root, reads and
     /// retained roots, and `verify` is clean. The model drops the blocks
-    /// the damage cost.
-    fn check_damaged(&mut self, allowed: journal::Allowed, context: &str) {
+    /// the damage cost. False when the store is empty, as the damage
+    /// allowed: the run goes on from the undamaged image.
+    fn check_damaged(&mut self, allowed: journal::Allowed, context: &str) -> bool {
         let db = self.db();
         let (served, root, last) = (db.last_block(), db.root(), self.last());
+        if served.is_none() && allowed.empty {
+            // Every block is gone, genesis too: nothing to go on from but
+            // the undamaged image.
+            self.stats.lost_blocks += last + 1;
+            return false;
+        }
         let Some(block) = served.filter(|b| *b <= last) else {
             panic!(
                 "{context}: after the damage the store serves block {served:?} (root {root}); \
@@ -441,6 +451,7 @@ impl Harness {
         self.stats.damaged_opens += 1;
         self.check(context);
         self.check_verify(context);
+        true
     }
 
     /// `verify` is clean and computes the model's last root.

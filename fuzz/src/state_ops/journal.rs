@@ -5,12 +5,15 @@
 //!
 //! The rule encoded (`storage/src/journal/frame.rs`, `mod.rs`): a segment
 //! is a run of frames; only the last frame of the newest segment can be an
-//! append a crash interrupted, so damage there (a flipped bit, or a cut at
-//! or after its first byte) may cost that one block — the open cuts it as
-//! a torn tail. Removing the newest segment whole cannot be told from a
-//! crash before its first frame landed either (nothing records that it
-//! existed), so it may cost the blocks it held. Any other damage must be
-//! refused by the open or leave the last block served.
+//! append a crash interrupted, so a flipped bit there may cost that one
+//! block — the open cuts it as a torn tail. A cut of the newest segment
+//! leaves exactly what a crash during the append of the frame it cuts into
+//! (or starts at) leaves, and removing the newest segment whole what a
+//! crash before its first frame landed leaves: nothing outside the segment
+//! records how far it reached, so these may cost the blocks they remove.
+//! Any other damage — a flip before the last frame (whole frames follow
+//! it), anything in an older segment, a duplicate or a foreign segment —
+//! must be refused by the open or leave the last block served.
 
 use std::path::{Path, PathBuf};
 
@@ -116,15 +119,54 @@ pub fn frames(bytes: &[u8]) -> Vec<Frame> {
     out
 }
 
+/// When segment `index` is the newest and a cut at `offset` removes
+/// whole or part frames of it: the first of their blocks. What is left is
+/// byte for byte what a crash during that frame's append leaves (with
+/// `Durability::EveryBlock` too: nothing outside the segment records how
+/// far it reached), so the open may take it for a torn tail.
+fn cut_in_newest(segments: &[Segment], index: usize, offset: usize) -> Option<u64> {
+    if index + 1 != segments.len() {
+        return None;
+    }
+    let frames = &segments[index].frames;
+    frames.iter().find(|f| f.end > offset).map(|f| f.block)
+}
+
 /// What the open after the damage may serve.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Allowed {
     /// The oldest block it may open at (the model's last block when the
     /// damage must not cost any).
     pub oldest: u64,
+    /// Whether it may open with no block at all (the damage may cost every
+    /// block from genesis on, which redb does not hold yet).
+    pub empty: bool,
     /// Whether the damage changed a byte at all (an input naming a
     /// segment when there is none changes nothing).
     pub changed: bool,
+}
+
+impl Allowed {
+    /// Damage that may cost no block.
+    fn none_lost(last: u64) -> Allowed {
+        Allowed {
+            oldest: last,
+            empty: false,
+            changed: true,
+        }
+    }
+
+    /// Damage that may cost the blocks from `from` on.
+    fn from_block(from: Option<u64>, last: u64) -> Allowed {
+        match from {
+            Some(from) if from <= last => Allowed {
+                oldest: from.saturating_sub(1),
+                empty: from == 0,
+                changed: true,
+            },
+            _ => Allowed::none_lost(last),
+        }
+    }
 }
 
 /// Where the input's `frame` and `within` land in `segment` (`frame`
@@ -138,14 +180,14 @@ fn offset_in(segment: &Segment, frame: u8, within: u16) -> Option<usize> {
     Some(from + usize::from(within) % room)
 }
 
-/// Whether `offset` of segment `index` is in the newest segment's last
-/// frame (or after it); then the oldest block a torn-tail cut leaves.
+/// When `offset` of segment `index` is in the newest segment's last frame
+/// (or after it): that frame's block, which a torn-tail cut may drop.
 fn torn_tail_at(segments: &[Segment], index: usize, offset: usize) -> Option<u64> {
     if index + 1 != segments.len() {
         return None;
     }
     let last = segments[index].frames.last()?;
-    (offset >= last.start).then(|| last.block.saturating_sub(1))
+    (offset >= last.start).then_some(last.block)
 }
 
 /// Does `damage` to the journal in `dir` on `fs`, whose segments before it
@@ -160,13 +202,10 @@ pub fn apply(
     last: u64,
     foreign: &mut dyn FnMut(u64) -> Vec<u8>,
 ) -> Allowed {
-    let strict = Allowed {
-        oldest: last,
-        changed: true,
-    };
+    let strict = Allowed::none_lost(last);
     let unchanged = Allowed {
-        oldest: last,
         changed: false,
+        ..strict
     };
     // Counted from the newest segment back.
     let pick = |segment: u8| {
@@ -190,10 +229,7 @@ pub fn apply(
             let byte = target.bytes[offset] ^ (1 << (bit % 8));
             fs.patch(&target.path, offset, &[byte])
                 .expect("patch a byte inside the segment");
-            Allowed {
-                oldest: torn_tail_at(segments, index, offset).map_or(last, |o| o.min(last)),
-                changed: true,
-            }
+            Allowed::from_block(torn_tail_at(segments, index, offset), last)
         }
         JournalDamage::Truncate {
             segment,
@@ -209,26 +245,18 @@ pub fn apply(
             };
             fs.truncate(&target.path, offset)
                 .expect("truncate inside the segment");
-            Allowed {
-                oldest: torn_tail_at(segments, index, offset).map_or(last, |o| o.min(last)),
-                changed: true,
-            }
+            Allowed::from_block(cut_in_newest(segments, index, offset), last)
         }
         JournalDamage::Delete { segment } => {
             let Some(index) = pick(segment) else {
                 return unchanged;
             };
             let target = &segments[index];
+            // Durably: a power cut later must not bring it back.
             fs.remove(&target.path).expect("remove a segment");
+            fs.sync_dir(dir).expect("sync the journal folder");
             let newest = index + 1 == segments.len();
-            Allowed {
-                oldest: if newest {
-                    target.first_block.saturating_sub(1).min(last)
-                } else {
-                    last
-                },
-                changed: true,
-            }
+            Allowed::from_block(newest.then_some(target.first_block), last)
         }
         JournalDamage::Duplicate { segment, name } => {
             let Some(index) = pick(segment) else {
@@ -246,8 +274,9 @@ pub fn apply(
             let block = match (over, pick(segment)) {
                 (true, Some(index)) => segments[index].first_block,
                 (true, None) => return unchanged,
-                (false, _) => u64::from(segment) % (last + 3),
+                (false, _) => (u64::from(segment) % (last + 3)).max(1),
             };
+            // `foreign` gives block 1's segment for genesis.
             fs.insert(&dir.join(segment_name(block)), foreign(block));
             strict
         }
@@ -309,18 +338,23 @@ mod tests {
             within,
             bit: 0,
         };
-        let allowed = apply(&fs, dir, &before, flip(1, 1, 0), 5, &mut foreign);
-        assert_eq!(allowed.oldest, 4);
+        let mut oldest = |damage| apply(&fs, dir, &before, damage, 5, &mut foreign).oldest;
+        assert_eq!(oldest(flip(0, 0, 0)), 4);
         // Block 4's frame of the newest segment, and the older segment: none.
-        assert_eq!(
-            apply(&fs, dir, &before, flip(1, 0, 3), 5, &mut foreign).oldest,
-            5
-        );
-        assert_eq!(
-            apply(&fs, dir, &before, flip(0, 2, 33), 5, &mut foreign).oldest,
-            5
-        );
-        let delete = JournalDamage::Delete { segment: 3 };
-        assert_eq!(apply(&fs, dir, &before, delete, 5, &mut foreign).oldest, 3);
+        assert_eq!(oldest(flip(0, 1, 3)), 5);
+        assert_eq!(oldest(flip(1, 0, 33)), 5);
+        // A cut of the newest segment may cost the frames it removes, a cut
+        // of an older one none.
+        let cut = |segment, frame, within| JournalDamage::Truncate {
+            segment,
+            frame,
+            within,
+        };
+        assert_eq!(oldest(cut(0, 1, 5)), 3);
+        assert_eq!(oldest(cut(0, 0, 0)), 4);
+        assert_eq!(oldest(cut(1, 2, 0)), 5);
+        // Removing the newest segment may cost its blocks, an older one none.
+        assert_eq!(oldest(JournalDamage::Delete { segment: 2 }), 3);
+        assert_eq!(oldest(JournalDamage::Delete { segment: 1 }), 5);
     }
 }
