@@ -24,11 +24,17 @@ use super::decode::JournalDamage;
 /// The journal's folder inside the datadir (`strata_storage`'s `JOURNAL_DIR`).
 pub const JOURNAL_DIR: &str = "journal";
 
-/// Frame magic of the journal format fuzzed ("SJR1", little-endian).
-const MAGIC: u32 = 0x3152_4a53;
-/// Bytes before a frame's payload: magic, payload length, block.
-const HEADER: usize = 16;
-/// Bytes after a frame's payload: the checksum.
+/// A segment of the journal's second format starts with a header:
+/// magic "STRJSEG\n", version, reserved, datadir id, first block, check.
+const SEGMENT_MAGIC: &[u8; 8] = b"STRJSEG\n";
+/// Bytes of the segment header.
+const SEGMENT_HEADER: usize = 8 + 4 + 4 + 16 + 8 + 8;
+/// Frame magic of the second format ("SJR2").
+const MAGIC: u32 = u32::from_le_bytes(*b"SJR2");
+/// Bytes of a frame before its payload: magic, payload length, block,
+/// header check, parent root, root.
+const HEADER: usize = 4 + 4 + 8 + 8 + 32 + 32;
+/// Bytes after a frame's payload: the frame check.
 const TRAILER: usize = 8;
 
 /// One whole frame of a segment.
@@ -90,12 +96,16 @@ pub fn segments(fs: &MemFileSystem, dir: &Path) -> Vec<Segment> {
     found
 }
 
-/// The whole frames at the start of `bytes`, found by their headers (the
-/// checksum is not checked: these are the undamaged bytes); stops at the
-/// first that does not fit.
+/// The whole frames of `bytes` after the segment header (`storage/src/
+/// journal/frame.rs`, format 2), found by their headers (no check is
+/// verified: these are the undamaged bytes); stops at the first that does
+/// not fit.
 pub fn frames(bytes: &[u8]) -> Vec<Frame> {
     let mut out = Vec::new();
-    let mut start = 0;
+    if !bytes.starts_with(SEGMENT_MAGIC) {
+        return out;
+    }
+    let mut start = SEGMENT_HEADER;
     while let Some(header) = bytes.get(start..start + HEADER) {
         let word = |at: usize| {
             u32::from_le_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]])
@@ -170,12 +180,13 @@ impl Allowed {
 }
 
 /// Where the input's `frame` and `within` land in `segment` (`frame`
-/// counts from the last frame back).
+/// counts from the last frame back; one past the first frame is the
+/// segment header, at 0).
 fn offset_in(segment: &Segment, frame: u8, within: u16) -> Option<usize> {
-    let from = match segment.frames.len() {
-        0 => 0,
-        n => segment.frames[n - 1 - usize::from(frame) % n].start,
-    };
+    let starts: Vec<usize> = std::iter::once(0)
+        .chain(segment.frames.iter().map(|f| f.start))
+        .collect();
+    let from = starts[starts.len() - 1 - usize::from(frame) % starts.len()];
     let room = segment.bytes.len().checked_sub(from).filter(|&r| r > 0)?;
     Some(from + usize::from(within) % room)
 }
@@ -291,32 +302,40 @@ mod tests {
         let mut out = MAGIC.to_le_bytes().to_vec();
         out.extend((payload.len() as u32).to_le_bytes());
         out.extend(block.to_le_bytes());
+        out.extend([0xaa; 8 + 64]);
         out.extend(payload);
         out.extend([0xcc; TRAILER]);
         out
     }
 
+    fn segment(frames: impl IntoIterator<Item = Vec<u8>>) -> Vec<u8> {
+        let mut out = SEGMENT_MAGIC.to_vec();
+        out.resize(SEGMENT_HEADER, 0);
+        out.extend(frames.into_iter().flatten());
+        out
+    }
+
     #[test]
     fn frames_are_found_by_their_headers() {
-        let mut bytes = [frame(4, b"four"), frame(5, b"")].concat();
+        let mut bytes = segment([frame(4, b"four"), frame(5, b"")]);
         let found = frames(&bytes);
-        assert_eq!(
-            found,
-            vec![
-                Frame {
-                    start: 0,
-                    end: 28,
-                    block: 4
-                },
-                Frame {
-                    start: 28,
-                    end: 52,
-                    block: 5
-                }
-            ]
-        );
-        bytes.truncate(51);
+        // 48 bytes of segment header, then 96 + 4 and 96 + 0.
+        let want = vec![
+            Frame {
+                start: 48,
+                end: 148,
+                block: 4,
+            },
+            Frame {
+                start: 148,
+                end: 244,
+                block: 5,
+            },
+        ];
+        assert_eq!(found, want);
+        bytes.truncate(243);
         assert_eq!(frames(&bytes).len(), 1);
+        assert!(frames(&bytes[1..]).is_empty(), "no segment header");
     }
 
     #[test]
@@ -324,7 +343,7 @@ mod tests {
         let fs = MemFileSystem::new();
         let dir = Path::new("/d/journal");
         for (first, blocks) in [(1u64, 1..=3u64), (4, 4..=5)] {
-            let bytes: Vec<u8> = blocks.flat_map(|b| frame(b, &[7; 10])).collect();
+            let bytes = segment(blocks.map(|b| frame(b, &[7; 10])));
             fs.insert(&dir.join(segment_name(first)), bytes);
         }
         let before = segments(&fs, dir);
