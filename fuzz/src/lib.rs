@@ -50,8 +50,8 @@ fn seal(data: &mut [u8], start: usize, end: usize) {
     data[end - 8..end].copy_from_slice(&sum.to_le_bytes());
 }
 
-/// Best-effort: makes `data` carry the magic, format version 1 and correct
-/// checksums for whatever regions its footer and index describe — each data
+/// Best-effort: makes `data` carry the magic, a format version the reader
+/// knows (its own when it is 1 or 2, else 1) and correct checksums for whatever regions its footer and index describe — each data
 /// block's trailer, the index, the filter and the whole file — in the order
 /// a writer computes them. Regions that fall outside the file are skipped;
 /// the opener is left to reject everything else.
@@ -60,7 +60,9 @@ pub fn repair_checksums(data: &mut [u8]) {
         return;
     };
     data[footer_start + FOOTER_LEN - 8..].copy_from_slice(MAGIC);
-    data[footer_start..footer_start + 4].copy_from_slice(&1u32.to_le_bytes());
+    if !(1..=2).contains(&u32_at(data, footer_start).unwrap_or(0)) {
+        data[footer_start..footer_start + 4].copy_from_slice(&1u32.to_le_bytes());
+    }
     let field = |at: usize| u64_at(data, footer_start + at).unwrap_or(u64::MAX);
     let block_count = u32_at(data, footer_start + 32).unwrap_or(0);
     let (index_offset, index_len) = (field(40), field(48));

@@ -5,7 +5,19 @@
 //! Layout: one configuration byte, then operations. An operation is a tag
 //! byte (its value mod 16) followed by its arguments; a block is a write
 //! count byte and three bytes per write. Missing bytes read as zero.
+//!
+//! | tag (mod 16) | operation | arguments |
+//! | --- | --- | --- |
+//! | 0–6 | [`Op::Block`] | count (mod 16), then 3 bytes per write |
+//! | 7 | [`Op::Damage`] | kind byte, then the kind's bytes ([`JournalDamage`]) |
+//! | 8 | [`Op::Concurrent`] | task, point, other; a block's writes when the other is a block |
+//! | 9 | [`Op::Compact`] | |
+//! | 10 | [`Op::Reopen`] | |
+//! | 11 | [`Op::Crash`] | |
+//! | 12, 13 | [`Op::Unwind`] | blocks back (mod 12) |
+//! | 14, 15 | [`Op::Inject`] | kind, and a count for two kinds |
 
+use strata_storage::PausePoint;
 use strata_storage::files::fs::Fault;
 
 /// Accounts the operations touch (addresses `0x…01` to `0x…08`).
@@ -113,7 +125,120 @@ pub enum Op {
     Unwind(u8),
     /// Arm a failure for the next operation only.
     Inject(Injected),
+    /// Close the store (cleanly, or by a power cut), damage its journal,
+    /// open it again and check what it serves.
+    Damage {
+        /// A power cut instead of a clean close (which flushes first).
+        crash: bool,
+        /// What is done to the journal.
+        damage: JournalDamage,
+    },
+    /// Run `held` on a second thread, hold it at `point`, run `other` on
+    /// this one, then let the held task go on.
+    Concurrent {
+        /// The background task started first.
+        held: Held,
+        /// Where it is held (whichever task reaches the point first).
+        point: PausePoint,
+        /// What runs while it is held.
+        other: Other,
+    },
 }
+
+/// Damage done to a journal segment between a close and the next open.
+///
+/// `segment` picks one of the segments (mod their number, counted from the
+/// newest back: 0 is the newest). An offset is the start of frame `frame`
+/// (mod the segment's frames, counted from its last frame back) plus
+/// `within` (mod the bytes from that start to the end of the segment), so
+/// every offset can be chosen and frame headers are near at hand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JournalDamage {
+    /// XOR `1 << bit` into the byte at the offset.
+    Flip {
+        /// Which segment.
+        segment: u8,
+        /// Which frame's start the offset counts from.
+        frame: u8,
+        /// Bytes after that start.
+        within: u16,
+        /// Which bit (mod 8).
+        bit: u8,
+    },
+    /// Cut the segment to the offset.
+    Truncate {
+        /// Which segment.
+        segment: u8,
+        /// Which frame's start the offset counts from.
+        frame: u8,
+        /// Bytes after that start.
+        within: u16,
+    },
+    /// Remove the segment.
+    Delete {
+        /// Which segment.
+        segment: u8,
+    },
+    /// Copy the segment under the name of another first block (mod the
+    /// last block + 3, the segment's own name skipped), over a segment of
+    /// that name if there is one.
+    Duplicate {
+        /// Which segment.
+        segment: u8,
+        /// The first block of the copy's name.
+        name: u8,
+    },
+    /// Put in a segment of the harness's foreign store (the same block
+    /// numbers, another workload; one block per segment, genesis not
+    /// offered): with `over`, the foreign segment of the same first block
+    /// as our segment `segment` (of block 1 for our genesis segment) under
+    /// our segment's name; else the foreign segment of block `segment`
+    /// (mod the last block + 3, at least 1) under its own name, beside or
+    /// over ours.
+    ///
+    /// (Here `segment` counts blocks from 0 up, not segments back.)
+    Foreign {
+        /// Replace one of our segments rather than pick a block.
+        over: bool,
+        /// Which of our segments, or which block.
+        segment: u8,
+    },
+}
+
+/// The task [`Op::Concurrent`] starts on a second thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Held {
+    /// `StateDb::compact` (a flush, then collate, merge, prune).
+    Compact,
+    /// `StateDb::flush`.
+    Flush,
+}
+
+/// What [`Op::Concurrent`] runs while the other task is held.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Other {
+    /// Commit the next block with these writes.
+    Block(Vec<Write>),
+    /// Unwind this many blocks back.
+    Unwind(u8),
+    /// Read every account, code and slot.
+    Read,
+}
+
+/// Every pause point, in the order the decoder numbers them.
+pub const PAUSE_POINTS: [PausePoint; 11] = [
+    PausePoint::MaintenanceStart,
+    PausePoint::CollateRead,
+    PausePoint::CollateBuilt,
+    PausePoint::CollateCommitted,
+    PausePoint::MergeBuilt,
+    PausePoint::MergeCommitted,
+    PausePoint::FlushBatch,
+    PausePoint::FlushPart,
+    PausePoint::FlushCommitted,
+    PausePoint::UnwindPrepared,
+    PausePoint::UnwindCommitted,
+];
 
 struct Bytes<'a>(&'a [u8]);
 
@@ -136,10 +261,9 @@ pub fn decode(data: &[u8]) -> (Config, Vec<Op>) {
     let mut ops = Vec::new();
     while !input.0.is_empty() && ops.len() < MAX_OPS {
         let op = match input.next() % 16 {
-            0..=8 => {
-                let count = input.next() % (MAX_WRITES + 1);
-                Op::Block((0..count).map(|_| decode_write(&mut input)).collect())
-            }
+            0..=6 => Op::Block(decode_writes(&mut input)),
+            7 => decode_damage(&mut input),
+            8 => decode_concurrent(&mut input),
             9 => Op::Compact,
             10 => Op::Reopen,
             11 => Op::Crash,
@@ -149,6 +273,65 @@ pub fn decode(data: &[u8]) -> (Config, Vec<Op>) {
         ops.push(op);
     }
     (config, ops)
+}
+
+fn decode_writes(input: &mut Bytes<'_>) -> Vec<Write> {
+    let count = input.next() % (MAX_WRITES + 1);
+    (0..count).map(|_| decode_write(input)).collect()
+}
+
+fn decode_u16(input: &mut Bytes<'_>) -> u16 {
+    u16::from_le_bytes([input.next(), input.next()])
+}
+
+/// Kind byte: bit 0 a power cut (else a clean close), the rest the damage
+/// (mod 5).
+fn decode_damage(input: &mut Bytes<'_>) -> Op {
+    let kind = input.next();
+    let crash = kind & 1 == 1;
+    let damage = match (kind >> 1) % 5 {
+        0 => JournalDamage::Flip {
+            segment: input.next(),
+            frame: input.next(),
+            within: decode_u16(input),
+            bit: input.next() % 8,
+        },
+        1 => JournalDamage::Truncate {
+            segment: input.next(),
+            frame: input.next(),
+            within: decode_u16(input),
+        },
+        2 => JournalDamage::Delete {
+            segment: input.next(),
+        },
+        3 => JournalDamage::Duplicate {
+            segment: input.next(),
+            name: input.next(),
+        },
+        _ => JournalDamage::Foreign {
+            over: input.next() & 1 == 1,
+            segment: input.next(),
+        },
+    };
+    Op::Damage { crash, damage }
+}
+
+/// Task byte: bit 0 a flush (else a compaction), bits 1–2 the other
+/// operation (mod 3); then the point (mod 11) and the other's arguments.
+fn decode_concurrent(input: &mut Bytes<'_>) -> Op {
+    let task = input.next();
+    let held = if task & 1 == 1 {
+        Held::Flush
+    } else {
+        Held::Compact
+    };
+    let point = PAUSE_POINTS[usize::from(input.next()) % PAUSE_POINTS.len()];
+    let other = match (task >> 1) % 3 {
+        0 => Other::Block(decode_writes(input)),
+        1 => Other::Unwind(input.next() % 12),
+        _ => Other::Read,
+    };
+    Op::Concurrent { held, point, other }
 }
 
 fn decode_write(input: &mut Bytes<'_>) -> Write {
@@ -195,10 +378,16 @@ pub fn encode(config: Config, ops: &[Op]) -> Vec<u8> {
     for op in ops {
         match op {
             Op::Block(writes) => {
-                out.extend([0, writes.len() as u8]);
-                for write in writes {
-                    out.extend(encode_write(*write));
-                }
+                out.push(0);
+                encode_writes(writes, &mut out);
+            }
+            Op::Damage { crash, damage } => {
+                out.push(7);
+                encode_damage(*crash, *damage, &mut out);
+            }
+            Op::Concurrent { held, point, other } => {
+                out.push(8);
+                encode_concurrent(*held, *point, other, &mut out);
             }
             Op::Compact => out.push(9),
             Op::Reopen => out.push(10),
@@ -211,6 +400,58 @@ pub fn encode(config: Config, ops: &[Op]) -> Vec<u8> {
         }
     }
     out
+}
+
+fn encode_writes(writes: &[Write], out: &mut Vec<u8>) {
+    out.push(writes.len() as u8);
+    for write in writes {
+        out.extend(encode_write(*write));
+    }
+}
+
+fn encode_damage(crash: bool, damage: JournalDamage, out: &mut Vec<u8>) {
+    let kind = |k: u8| k << 1 | u8::from(crash);
+    match damage {
+        JournalDamage::Flip {
+            segment,
+            frame,
+            within,
+            bit,
+        } => {
+            out.extend([kind(0), segment, frame]);
+            out.extend(within.to_le_bytes());
+            out.push(bit);
+        }
+        JournalDamage::Truncate {
+            segment,
+            frame,
+            within,
+        } => {
+            out.extend([kind(1), segment, frame]);
+            out.extend(within.to_le_bytes());
+        }
+        JournalDamage::Delete { segment } => out.extend([kind(2), segment]),
+        JournalDamage::Duplicate { segment, name } => out.extend([kind(3), segment, name]),
+        JournalDamage::Foreign { over, segment } => {
+            out.extend([kind(4), u8::from(over), segment]);
+        }
+    }
+}
+
+fn encode_concurrent(held: Held, point: PausePoint, other: &Other, out: &mut Vec<u8>) {
+    let point = PAUSE_POINTS
+        .iter()
+        .position(|p| *p == point)
+        .unwrap_or_default() as u8;
+    let task = |k: u8| k << 1 | u8::from(held == Held::Flush);
+    match other {
+        Other::Block(writes) => {
+            out.extend([task(0), point]);
+            encode_writes(writes, out);
+        }
+        Other::Unwind(back) => out.extend([task(1), point, *back]),
+        Other::Read => out.extend([task(2), point]),
+    }
 }
 
 fn encode_write(write: Write) -> [u8; 3] {
@@ -273,6 +514,56 @@ mod tests {
             Op::Reopen,
             Op::Crash,
             Op::Unwind(11),
+            Op::Damage {
+                crash: true,
+                damage: JournalDamage::Flip {
+                    segment: 3,
+                    frame: 250,
+                    within: 40_000,
+                    bit: 7,
+                },
+            },
+            Op::Damage {
+                crash: false,
+                damage: JournalDamage::Truncate {
+                    segment: 1,
+                    frame: 2,
+                    within: 17,
+                },
+            },
+            Op::Damage {
+                crash: true,
+                damage: JournalDamage::Delete { segment: 9 },
+            },
+            Op::Damage {
+                crash: false,
+                damage: JournalDamage::Duplicate {
+                    segment: 0,
+                    name: 4,
+                },
+            },
+            Op::Damage {
+                crash: true,
+                damage: JournalDamage::Foreign {
+                    over: true,
+                    segment: 2,
+                },
+            },
+            Op::Concurrent {
+                held: Held::Flush,
+                point: PausePoint::FlushPart,
+                other: Other::Block(vec![Write::Delete { who: 1 }]),
+            },
+            Op::Concurrent {
+                held: Held::Compact,
+                point: PausePoint::UnwindCommitted,
+                other: Other::Unwind(3),
+            },
+            Op::Concurrent {
+                held: Held::Compact,
+                point: PausePoint::CollateBuilt,
+                other: Other::Read,
+            },
         ];
         assert_eq!(decode(&encode(config, &ops)), (config, ops));
     }

@@ -5,15 +5,31 @@
 //! retained roots, and what a failed operation leaves behind.
 
 use std::sync::Arc;
+use std::thread::ScopedJoinHandle;
+use std::time::{Duration, Instant};
 
 use alloy_primitives::{Address, B256, Bytes, U256};
 use strata_storage::files::fs::FaultyFileSystem;
 use strata_storage::files::{FileSystem, MemFileSystem};
-use strata_storage::{Account, BlockWriter, Durability, Error, Options, Regime, StateDb};
+use strata_storage::{
+    Account, BlockWriter, CommitInfo, Durability, Error, Options, PausePoint, PausePoints, Regime,
+    StateDb,
+};
 
 use super::backend::MemDb;
-use super::decode::{ADDRESSES, Config, Injected, Op, SLOTS, Write};
+use super::decode::{ADDRESSES, Config, Held, Injected, JournalDamage, Op, Other, SLOTS, Write};
+use super::foreign::Foreign;
+use super::journal::{self, JOURNAL_DIR};
 use super::model::{Model, ModelAccount, code_hash, model_root};
+
+/// Journal segment size of the fuzzed store: a few blocks per segment, so
+/// that damage can land in a closed segment, the newest one, or its last
+/// frame.
+pub const SEGMENT_BYTES: u64 = 6 << 10;
+
+/// How long [`Op::Concurrent`] lets the other operation run before it lets
+/// the held task go (the other may wait for a lock the held task owns).
+const PATIENCE: Duration = Duration::from_millis(15);
 
 /// What one run did, for tests that a seed reaches what it is meant to.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -30,6 +46,17 @@ pub struct RunStats {
     pub failed_opens: u64,
     /// The most immutable files the store held after an operation.
     pub max_files: u64,
+    /// Opens after journal damage that served a block.
+    pub damaged_opens: u64,
+    /// Opens after journal damage that were refused with an error.
+    pub refused_damage: u64,
+    /// Blocks a torn-tail cut (or the newest segment's removal) cost.
+    pub lost_blocks: u64,
+    /// Concurrent operations whose pause point a task reached.
+    pub held: u64,
+    /// Unwinds that failed after their redb commit (the journal cut
+    /// failed), which the reopen after the failure finished.
+    pub failed_unwinds_done: u64,
 }
 
 /// One run: the store, its two storages, and the model of every block.
@@ -47,6 +74,10 @@ pub struct Harness {
     history: Vec<(Model, B256)>,
     /// Failures armed for the next operation.
     pending: Vec<Injected>,
+    /// The pause points the store was opened with.
+    points: Arc<PausePoints>,
+    /// The second store foreign segments come from (made when first needed).
+    foreign: Option<Foreign>,
 }
 
 fn address(i: u8) -> Address {
@@ -86,6 +117,8 @@ impl Harness {
             history: Vec::new(),
             pending: Vec::new(),
             stats: RunStats::default(),
+            points: Arc::new(PausePoints::new()),
+            foreign: None,
         };
         h.db = Some(h.open().expect("open a new store"));
         let info = h.db().begin_block(0).expect("begin block 0").commit();
@@ -98,18 +131,7 @@ impl Harness {
     }
 
     fn options(&self) -> Options {
-        Options {
-            step_size: self.config.step_size,
-            keep_steps_in_db: self.config.keep_steps_in_db,
-            unwind_depth: self.config.unwind_depth,
-            durability: Durability::EveryBlock,
-            background_maintenance: false,
-            parallel_commitment_threshold: self.config.parallel_threshold,
-            cache_bytes: 1 << 20,
-            db_cache_bytes: 1 << 20,
-            read_metrics: false,
-            ..Options::default()
-        }
+        store_options(self.config, Some(self.points.clone()))
     }
 
     fn open(&self) -> strata_storage::Result<StateDb> {
@@ -166,6 +188,10 @@ impl Harness {
             Op::Unwind(back) => self.unwind(u64::from(*back), context),
             Op::Reopen => self.reopen(false, context),
             Op::Crash => self.reopen(true, context),
+            Op::Damage { crash, damage } => self.damaged_reopen(*crash, *damage, context),
+            Op::Concurrent { held, point, other } => {
+                self.concurrent(*held, *point, other, context);
+            }
         }
         self.check(context);
     }
@@ -184,6 +210,19 @@ impl Harness {
         let armed = self.arm(pending);
         let result = writer.commit();
         self.disarm();
+        self.committed(number, model, result, armed, context);
+    }
+
+    /// Checks the result of the commit of block `number` whose state is
+    /// `model`, and adds it to the history.
+    fn committed(
+        &mut self,
+        number: u64,
+        model: Model,
+        result: strata_storage::Result<CommitInfo>,
+        armed: bool,
+        context: &str,
+    ) {
         match result {
             Ok(info) => {
                 let root = model_root(&model);
@@ -197,8 +236,7 @@ impl Harness {
     }
 
     fn unwind(&mut self, back: u64, context: &str) {
-        let last = self.last();
-        let target = last.saturating_sub(back);
+        let target = self.last().saturating_sub(back);
         let oldest = self
             .db()
             .oldest_unwindable()
@@ -206,6 +244,20 @@ impl Harness {
         let armed = self.arm_pending();
         let result = self.db().unwind_to(target);
         self.disarm();
+        self.unwound(target, oldest, result, armed, context);
+    }
+
+    /// Checks the result of an unwind to `target` with the window starting
+    /// at `oldest` before it, and moves the model there.
+    fn unwound(
+        &mut self,
+        target: u64,
+        oldest: Option<u64>,
+        result: strata_storage::Result<B256>,
+        armed: bool,
+        context: &str,
+    ) {
+        let last = self.last();
         let in_window = oldest.is_some_and(|o| target >= o);
         match result {
             Ok(root) => {
@@ -227,8 +279,23 @@ impl Harness {
                     "{context}: unwind to {target} outside [{oldest:?}, {last}] must be \
                      UnwindOutOfRange, got: {error}"
                 );
+                // An unwind is committed by its redb transaction, before the
+                // journal is cut: when the cut fails, the unwind reports the
+                // error but has happened — the store is at the target (and
+                // poisoned), or the reopen after the failure finishes it.
+                self.failed_unwind_done(target);
                 self.after_failure(&error, armed, context);
+                self.failed_unwind_done(target);
             }
+        }
+    }
+
+    /// After a failed unwind to `target`: when the store is there, the
+    /// unwind happened; the model follows.
+    fn failed_unwind_done(&mut self, target: u64) {
+        if target < self.last() && self.db().last_block() == Some(target) {
+            self.history.truncate(target as usize + 1);
+            self.stats.failed_unwinds_done += 1;
         }
     }
 
@@ -288,6 +355,165 @@ impl Harness {
         self.db = Some(db);
     }
 
+    /// Replaces the storages by `redb` and `files` (the store is closed).
+    fn install(&mut self, redb: MemDb, files: MemFileSystem) {
+        self.redb = redb;
+        self.files = files;
+        self.faulty = Arc::new(FaultyFileSystem::new(Arc::new(self.files.clone())));
+    }
+
+    /// Closes the store (cleanly, which flushes, or by a power cut), does
+    /// `damage` to the journal of the image a power cut then leaves, and
+    /// opens that. The open may refuse with any error (never a panic): the
+    /// run goes on from the undamaged image. Or it serves one committed
+    /// block of the model, no older than the damage allows
+    /// ([`journal::apply`]), with every read, retained root and `verify`
+    /// agreeing. Pending failures stay armed for the next operation.
+    fn damaged_reopen(&mut self, crash: bool, damage: JournalDamage, context: &str) {
+        if !crash {
+            self.db = None;
+        }
+        let db_image = self.redb.durable_image();
+        let files = self.files.power_cut_image();
+        self.db = None;
+        let undamaged = files.power_cut_image();
+        let dir = self.dir.path().join(JOURNAL_DIR);
+        let before = journal::segments(&files, &dir);
+        let (last, config, foreign) = (self.last(), self.config, &mut self.foreign);
+        let allowed = journal::apply(&files, &dir, &before, damage, last, &mut |block| {
+            foreign
+                .get_or_insert_with(|| Foreign::new(config))
+                .segment(block)
+        });
+        self.install(MemDb::from_image(db_image.clone()), files);
+        match self.open() {
+            Ok(db) => {
+                self.db = Some(db);
+                if !self.check_damaged(allowed, context) {
+                    self.db = None;
+                    self.install(MemDb::from_image(db_image), undamaged);
+                    self.db =
+                        Some(self.open().unwrap_or_else(|e| {
+                            panic!("{context}: open of the undamaged image: {e}")
+                        }));
+                }
+            }
+            Err(error) => {
+                assert!(
+                    allowed.changed,
+                    "{context}: open refused an undamaged journal: {error}"
+                );
+                assert!(!error.to_string().is_empty(), "{context}: empty error");
+                self.stats.refused_damage += 1;
+                self.install(MemDb::from_image(db_image), undamaged);
+                let db = self.open().unwrap_or_else(|e| {
+                    panic!("{context}: open of the undamaged image after `{error}`: {e}")
+                });
+                self.db = Some(db);
+            }
+        }
+    }
+
+    /// After an open of a damaged journal: the store serves a block of the
+    /// model no older than `allowed.oldest`, with its root, reads and
+    /// retained roots, and `verify` is clean. The model drops the blocks
+    /// the damage cost. False when the store is empty, as the damage
+    /// allowed: the run goes on from the undamaged image.
+    fn check_damaged(&mut self, allowed: journal::Allowed, context: &str) -> bool {
+        let db = self.db();
+        let (served, root, last) = (db.last_block(), db.root(), self.last());
+        if served.is_none() && allowed.empty {
+            // Every block is gone, genesis too: nothing to go on from but
+            // the undamaged image.
+            self.stats.lost_blocks += last + 1;
+            return false;
+        }
+        let Some(block) = served.filter(|b| *b <= last) else {
+            panic!(
+                "{context}: after the damage the store serves block {served:?} (root {root}); \
+                 the model's last block is {last}"
+            )
+        };
+        assert_eq!(
+            root, self.history[block as usize].1,
+            "{context}: root of block {block} after the damage"
+        );
+        assert!(
+            block >= allowed.oldest,
+            "{context}: after the damage the store opened at block {block} (last {last}): \
+             damage there may cost no block before {}, it must be refused instead",
+            allowed.oldest
+        );
+        if block < last {
+            self.stats.lost_blocks += last - block;
+            self.history.truncate(block as usize + 1);
+        }
+        self.stats.damaged_opens += 1;
+        self.check(context);
+        self.check_verify(context);
+        true
+    }
+
+    /// `verify` is clean and computes the model's last root.
+    fn check_verify(&self, context: &str) {
+        let report = self
+            .db()
+            .verify()
+            .unwrap_or_else(|e| panic!("{context}: verify: {e}"));
+        assert!(report.is_ok(), "{context}: verify: {:?}", report.problems);
+        assert_eq!(
+            report.computed_root,
+            self.history[self.history.len() - 1].1,
+            "{context}: verify: computed root"
+        );
+    }
+
+    /// Starts `held` on a second thread with `point` armed, waits until a
+    /// task is held there (or `held` finished without reaching it), runs
+    /// `other` on a third thread for at most [`PATIENCE`] (it may wait for
+    /// a lock the held task owns), lets the held task go and joins both.
+    /// Nothing is injected, so both must succeed, and the model must agree
+    /// (reads during the hold included). Pending failures stay armed for
+    /// the next operation.
+    fn concurrent(&mut self, held: Held, point: PausePoint, other: &Other, context: &str) {
+        let last = self.last();
+        let model = self.history[last as usize].0.clone();
+        let oldest = self
+            .db()
+            .oldest_unwindable()
+            .unwrap_or_else(|e| panic!("{context}: oldest unwindable: {e}"));
+        let (db, points) = (self.db(), self.points.clone());
+        points.arm(point);
+        let (held_result, reached, outcome) = std::thread::scope(|scope| {
+            let task = scope.spawn(|| match held {
+                Held::Compact => db.compact().map(drop),
+                Held::Flush => db.flush().map(drop),
+            });
+            let reached = wait_held(&points, point, &task);
+            let other_task = scope.spawn(|| run_other(db, other, last, model, context));
+            let patience = Instant::now() + PATIENCE;
+            while !other_task.is_finished() && Instant::now() < patience {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            points.release(point);
+            let outcome = joined(other_task);
+            (joined(task), reached, outcome)
+        });
+        if let Err(error) = held_result {
+            panic!("{context}: {held:?} beside {other:?} failed: {error}");
+        }
+        self.stats.held += u64::from(reached);
+        match outcome {
+            Outcome::Committed(model, result) => {
+                self.committed(last + 1, model, result, false, context);
+            }
+            Outcome::Unwound(target, result) => {
+                self.unwound(target, oldest, result, false, context);
+            }
+            Outcome::Read => {}
+        }
+    }
+
     /// Checks the open store against the last block of the model.
     pub fn check(&mut self, context: &str) {
         let files = self
@@ -322,36 +548,12 @@ impl Harness {
     /// Every account, code and slot of the touched addresses reads as the
     /// model's last block has it; with `lenient`, a read may fail instead.
     fn check_reads(&self, lenient: bool, context: &str) {
-        let model = &self.history[self.history.len() - 1].0;
-        let reader = self.db().reader(Regime::Exec);
-        for who in (0..ADDRESSES).map(address) {
-            let expected = model.get(&who);
-            match reader.account(&who) {
-                Ok(found) => assert_eq!(
-                    found,
-                    expected.map(|e| e.account),
-                    "{context}: account {who}"
-                ),
-                Err(e) => assert!(lenient, "{context}: read account {who}: {e}"),
-            }
-            match reader.code(&who) {
-                Ok(found) => assert_eq!(
-                    found.as_ref().map(|c| &c[..]),
-                    expected.and_then(|e| e.code.as_ref()).map(|c| &c[..]),
-                    "{context}: code of {who}"
-                ),
-                Err(e) => assert!(lenient, "{context}: read code of {who}: {e}"),
-            }
-            for s in (0..SLOTS).map(slot) {
-                let want = expected
-                    .and_then(|e| e.storage.get(&s).copied())
-                    .unwrap_or(U256::ZERO);
-                match reader.storage(&who, &s) {
-                    Ok(found) => assert_eq!(found, want, "{context}: slot {s} of {who}"),
-                    Err(e) => assert!(lenient, "{context}: read slot {s} of {who}: {e}"),
-                }
-            }
-        }
+        check_reads_of(
+            self.db(),
+            &self.history[self.history.len() - 1].0,
+            lenient,
+            context,
+        );
     }
 
     /// Compacts, reopens and verifies the final state; returns what the run did.
@@ -362,14 +564,113 @@ impl Harness {
         self.check("final compaction");
         self.reopen(false, "final reopen");
         self.check("final reopen");
-        let report = self.db().verify().unwrap_or_else(|e| panic!("verify: {e}"));
-        assert!(report.is_ok(), "verify: {:?}", report.problems);
-        assert_eq!(
-            report.computed_root,
-            self.history[self.history.len() - 1].1,
-            "verify: computed root"
-        );
+        self.check_verify("final reopen");
         self.stats
+    }
+}
+
+/// What the other operation of [`Op::Concurrent`] did.
+enum Outcome {
+    /// The next block's state and the commit's result.
+    Committed(Model, strata_storage::Result<CommitInfo>),
+    /// The unwind's target and result.
+    Unwound(u64, strata_storage::Result<B256>),
+    /// Every read agreed with the model.
+    Read,
+}
+
+/// Runs the other operation of [`Op::Concurrent`] on `db`, whose last
+/// block `last` has the state `model`.
+fn run_other(db: &StateDb, other: &Other, last: u64, mut model: Model, context: &str) -> Outcome {
+    match other {
+        Other::Block(writes) => {
+            let number = last + 1;
+            let mut writer = db
+                .begin_block(number)
+                .unwrap_or_else(|e| panic!("{context}: begin block {number}: {e}"));
+            for write in writes {
+                apply_write(&mut writer, &mut model, write);
+            }
+            Outcome::Committed(model, writer.commit())
+        }
+        Other::Unwind(back) => {
+            let target = last.saturating_sub(u64::from(*back));
+            Outcome::Unwound(target, db.unwind_to(target))
+        }
+        Other::Read => {
+            check_reads_of(db, &model, false, context);
+            Outcome::Read
+        }
+    }
+}
+
+/// Waits until a task is held at `point`; false when `task` finished first.
+fn wait_held<T>(points: &PausePoints, point: PausePoint, task: &ScopedJoinHandle<'_, T>) -> bool {
+    loop {
+        if points.wait_reached(point, Duration::from_millis(1)) {
+            return true;
+        }
+        if task.is_finished() {
+            return false;
+        }
+    }
+}
+
+/// Joins `task`, passing its panic on.
+fn joined<T>(task: ScopedJoinHandle<'_, T>) -> T {
+    task.join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+/// Every account, code and slot of the touched addresses reads from `db`
+/// as `model` has it; with `lenient`, a read may fail instead.
+fn check_reads_of(db: &StateDb, model: &Model, lenient: bool, context: &str) {
+    let reader = db.reader(Regime::Exec);
+    for who in (0..ADDRESSES).map(address) {
+        let expected = model.get(&who);
+        match reader.account(&who) {
+            Ok(found) => assert_eq!(
+                found,
+                expected.map(|e| e.account),
+                "{context}: account {who}"
+            ),
+            Err(e) => assert!(lenient, "{context}: read account {who}: {e}"),
+        }
+        match reader.code(&who) {
+            Ok(found) => assert_eq!(
+                found.as_ref().map(|c| &c[..]),
+                expected.and_then(|e| e.code.as_ref()).map(|c| &c[..]),
+                "{context}: code of {who}"
+            ),
+            Err(e) => assert!(lenient, "{context}: read code of {who}: {e}"),
+        }
+        for s in (0..SLOTS).map(slot) {
+            let want = expected
+                .and_then(|e| e.storage.get(&s).copied())
+                .unwrap_or(U256::ZERO);
+            match reader.storage(&who, &s) {
+                Ok(found) => assert_eq!(found, want, "{context}: slot {s} of {who}"),
+                Err(e) => assert!(lenient, "{context}: read slot {s} of {who}: {e}"),
+            }
+        }
+    }
+}
+
+/// The options of a fuzzed store (and of the foreign one) with `config`.
+pub(super) fn store_options(config: Config, points: Option<Arc<PausePoints>>) -> Options {
+    Options {
+        step_size: config.step_size,
+        keep_steps_in_db: config.keep_steps_in_db,
+        unwind_depth: config.unwind_depth,
+        durability: Durability::EveryBlock,
+        background_maintenance: false,
+        parallel_commitment_threshold: config.parallel_threshold,
+        cache_bytes: 1 << 20,
+        db_cache_bytes: 1 << 20,
+        read_metrics: false,
+        journal_segment_bytes: SEGMENT_BYTES,
+        pause_points: points,
+        ..Options::default()
     }
 }
 

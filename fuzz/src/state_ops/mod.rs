@@ -8,12 +8,14 @@
 
 mod backend;
 pub mod decode;
+mod foreign;
 mod harness;
+pub mod journal;
 pub mod model;
 pub mod seeds;
 
 pub use backend::MemDb;
-pub use decode::{Config, Injected, Op, Write, decode, encode};
+pub use decode::{Config, Held, Injected, JournalDamage, Op, Other, Write, decode, encode};
 pub use harness::{Harness, RunStats};
 
 /// Runs one fuzz input: decodes it, applies every operation with a check
@@ -32,19 +34,32 @@ pub fn run(data: &[u8]) -> RunStats {
 mod tests {
     use std::path::Path;
 
+    /// The files of `dir` (under the crate) whose names start with `open-`
+    /// (`open`) or not.
+    fn corpus(dir: &str, open: bool) -> Vec<std::path::PathBuf> {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
+            return Vec::new();
+        };
+        let mut paths: Vec<_> = entries
+            .map(|entry| entry.expect("list the corpus").path())
+            .filter(|path| {
+                let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                name.starts_with("open-") == open
+            })
+            .collect();
+        paths.sort();
+        paths
+    }
+
     /// Replays the committed seeds and regressions of the `state_ops`
     /// target on a stable toolchain (`cargo test --manifest-path
-    /// fuzz/Cargo.toml --lib`).
+    /// fuzz/Cargo.toml --lib`), except the open ones (below).
     #[test]
     fn seeds_and_regressions_replay() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         let mut replayed = 0;
         for dir in ["seeds/state_ops", "regressions/state_ops"] {
-            let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
-                continue;
-            };
-            for entry in entries {
-                let path = entry.expect("list the corpus").path();
+            for path in corpus(dir, false) {
                 let data = std::fs::read(&path).expect("read a corpus file");
                 eprintln!("replaying {}", path.display());
                 super::run(&data);
@@ -52,6 +67,22 @@ mod tests {
             }
         }
         assert!(replayed > 0, "no state_ops seeds found under fuzz/seeds");
+    }
+
+    /// `regressions/state_ops/open-*` are inputs of store bugs not fixed
+    /// yet: each must still fail. Once one passes, the bug is fixed: drop
+    /// the `open-` from its name so that it is replayed as a regression.
+    #[test]
+    fn open_regressions_still_fail() {
+        for path in corpus("regressions/state_ops", true) {
+            let data = std::fs::read(&path).expect("read a regression");
+            let outcome = std::panic::catch_unwind(|| super::run(&data));
+            assert!(
+                outcome.is_err(),
+                "{} passes now: the bug is fixed, rename it without `open-`",
+                path.display()
+            );
+        }
     }
 
     /// The seeds reach what they are meant to: files, unwinds in and out of
@@ -87,6 +118,26 @@ mod tests {
             assert!(s.failures >= 1, "{name}: {s:?}");
         }
         assert_eq!(stats("map-failure-at-open").failed_opens, 1);
+    }
+
+    /// The damage seeds reach a damaged open (served or refused), and the
+    /// concurrent ones hold a task at their point.
+    #[test]
+    fn seeds_reach_damage_and_held_tasks() {
+        for (name, bytes) in super::seeds::seeds() {
+            let stats = super::run(&bytes);
+            eprintln!("{name}: {stats:?}");
+            if name.starts_with("damage-") {
+                assert_eq!(
+                    stats.damaged_opens + stats.refused_damage,
+                    2,
+                    "{name}: {stats:?}"
+                );
+            }
+            if name.starts_with("concurrent-") {
+                assert!(stats.held >= 1, "{name}: {stats:?}");
+            }
+        }
     }
 
     /// The seed files are what the seed writer produces now.

@@ -2,11 +2,14 @@
 //! target (written by `src/bin/write_seeds.rs` to `fuzz/seeds/state_ops/`).
 //! Each reaches a part of the store the fuzzer should start from: files
 //! made by collation and merged, storage wiped while it sits in files,
-//! unwinds in and out of the window, power cuts, and each injected failure.
+//! unwinds in and out of the window, power cuts, each injected failure,
+//! each kind of journal damage, and each pause point with a task beside it.
 
 use strata_storage::files::fs::Fault;
 
-use super::decode::{Config, Injected, Op, Write, encode};
+use strata_storage::PausePoint;
+
+use super::decode::{Config, Held, Injected, JournalDamage, Op, Other, Write, encode};
 
 const CONFIG: Config = Config {
     step_size: 1,
@@ -112,5 +115,137 @@ pub fn seeds() -> Vec<(String, Vec<u8>)> {
         ..CONFIG
     };
     out.push(("map-failure-at-open".to_string(), encode(config, &ops)));
+    out.extend(damage_seeds());
+    out.extend(concurrent_seeds());
     out
+}
+
+/// Blocks flushed by a compaction, then blocks only the journal holds
+/// (several segments of a few frames each), then `damage`, after a power
+/// cut and after a clean close, with blocks committed after each.
+fn damaged(damage: JournalDamage) -> Vec<Op> {
+    let mut ops = warm_up(4);
+    ops.push(Op::Compact);
+    ops.extend(warm_up(7));
+    for crash in [true, false] {
+        ops.push(Op::Damage { crash, damage });
+        ops.extend(warm_up(2));
+    }
+    ops
+}
+
+/// `damage` after [`damaged`]'s blocks: a regression input.
+pub fn damage_input(damage: JournalDamage) -> Vec<u8> {
+    encode(CONFIG, &damaged(damage))
+}
+
+/// One seed per kind of journal damage (a few places for flips and cuts:
+/// the newest segment's last frame, a frame before it, an older segment).
+fn damage_seeds() -> Vec<(String, Vec<u8>)> {
+    let flip = |segment, frame, within, bit| JournalDamage::Flip {
+        segment,
+        frame,
+        within,
+        bit,
+    };
+    let cut = |segment, frame, within| JournalDamage::Truncate {
+        segment,
+        frame,
+        within,
+    };
+    // Segments and frames count back from the newest: 0 is the last.
+    let kinds = [
+        ("damage-flip-last-frame", flip(0, 0, 40, 3)),
+        ("damage-flip-older-segment", flip(1, 1, 100, 5)),
+        ("damage-cut-last-frame", cut(0, 0, 20)),
+        ("damage-cut-middle-frame", cut(0, 2, 30)),
+        ("damage-cut-frame-boundary", cut(0, 1, 0)),
+        ("damage-cut-older-segment", cut(1, 0, 300)),
+        ("damage-delete-older", JournalDamage::Delete { segment: 1 }),
+        ("damage-delete-newest", JournalDamage::Delete { segment: 0 }),
+        (
+            "damage-duplicate",
+            JournalDamage::Duplicate {
+                segment: 1,
+                name: 14,
+            },
+        ),
+        (
+            "damage-foreign-over",
+            JournalDamage::Foreign {
+                over: true,
+                segment: 0,
+            },
+        ),
+        (
+            "damage-foreign-next",
+            JournalDamage::Foreign {
+                over: false,
+                segment: 12,
+            },
+        ),
+    ];
+    kinds
+        .into_iter()
+        .map(|(name, damage)| (name.to_string(), encode(CONFIG, &damaged(damage))))
+        .collect()
+}
+
+/// Each pause point held with a commit, an unwind or reads beside it, on a
+/// store with files to merge and blocks in memory to flush and collate.
+fn concurrent_seeds() -> Vec<(String, Vec<u8>)> {
+    let cases = [
+        (
+            "concurrent-collate-commit",
+            Held::Compact,
+            PausePoint::CollateBuilt,
+            0,
+        ),
+        (
+            "concurrent-start-unwind",
+            Held::Compact,
+            PausePoint::MaintenanceStart,
+            1,
+        ),
+        (
+            "concurrent-merge-read",
+            Held::Compact,
+            PausePoint::MergeBuilt,
+            2,
+        ),
+        (
+            "concurrent-flush-commit",
+            Held::Flush,
+            PausePoint::FlushCommitted,
+            0,
+        ),
+        (
+            "concurrent-flush-unwind",
+            Held::Flush,
+            PausePoint::FlushBatch,
+            1,
+        ),
+    ];
+    let config = Config {
+        step_size: 2,
+        ..CONFIG
+    };
+    cases
+        .into_iter()
+        .map(|(name, held, point, other)| {
+            let mut ops = warm_up(4);
+            ops.push(Op::Compact);
+            ops.extend(warm_up(5));
+            for b in 0..3u8 {
+                let other = match other {
+                    0 => Other::Block(vec![account(b, 50 + b), slot(b + 1, b, 9)]),
+                    1 => Other::Unwind(1),
+                    _ => Other::Read,
+                };
+                ops.push(Op::Concurrent { held, point, other });
+                ops.extend(warm_up(2));
+            }
+            (name.to_string(), encode(config, &ops))
+        })
+        .collect()
 }
