@@ -21,6 +21,7 @@ STRATA="$(realpath "$STRATA")"
 mkdir -p "$WORK"
 cd "$WORK" || exit 1
 echo "binary $STRATA, workdir $WORK" >&2
+: >trials.log
 
 # ONLY="journal flushes ..." runs only those sections (names: redb files
 # ro-mount two-writers disk-full input journal recheck flushes kill-replay
@@ -28,8 +29,10 @@ echo "binary $STRATA, workdir $WORK" >&2
 want() { [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $1 "* ]]; }
 
 declare -A TRIED CLEAR NOEFFECT BAD
+# Every trial's outcome also goes to $WORK/trials.log.
 record() { # class outcome detail
     TRIED[$1]=$((${TRIED[$1]:-0} + 1))
+    echo "$2 [$1] $3" >>"$WORK/trials.log"
     case "$2" in
     clear) CLEAR[$1]=$((${CLEAR[$1]:-0} + 1)) ;;
     none) NOEFFECT[$1]=$((${NOEFFECT[$1]:-0} + 1)) ;;
@@ -332,6 +335,8 @@ mapfile -t ROOT < <(jq -r '.state_root // .root // empty' t.jsonl)
 if [ "${#ROOT[@]}" != 41 ]; then
     mapfile -t ROOT < <(jq -r 'if .kind == "genesis" then (.state_root // "genesis") else .state_root end' t.jsonl)
 fi
+# What `root` prints for a datadir without a block (the empty trie's root).
+EMPTY="none 0x56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421"
 # Two accounts written late (blocks 14 and 35) and one written by block 1.
 A14=$(sed -n 15p t.jsonl | jq -r '.writes | keys[0]')
 A35=$(sed -n 36p t.jsonl | jq -r '.writes | keys[0]')
@@ -527,6 +532,7 @@ fi
 C1HEAD=$("$STRATA" root --datadir c1 | cut -d' ' -f1)
 echo "seg: head 40, $(ls seg/journal | wc -l) segments; c1: head $C1HEAD ($(jt count "$(seg c1 11)") frames in segment 11)" >&2
 "$STRATA" export --datadir seg --out seg.dump 2>/dev/null || exit 1
+LAST=journal/$(basename "$(seg x 11)") # c1's newest segment, relative to a datadir
 
 # truth VAR BLOCK ADDRESS: the account at BLOCK as the undamaged seg serves it.
 truth() { "$STRATA" get --datadir seg --block "$2" account "$3" 2>/dev/null; }
@@ -638,8 +644,6 @@ jtrial() { # class dir detail MIN
 jfresh() { rm -rf "$2" && cp -a "$1" "$2"; }
 if want journal; then
     C=$J" segments"
-    LAST=$(seg x 11 | sed 's|^x/||')
-    NF=$(jt count c1/$LAST)
     # --- on seg (all blocks flushed, 4 segments): nothing may be lost (MIN 40)
     jfresh seg x; python3 - "$(seg x 1)" <<'PY'
 import sys; p=sys.argv[1]; b=bytearray(open(p,'rb').read()); o=min(6000000,len(b)//2); b[o]^=4; open(p,'wb').write(b)
@@ -741,13 +745,13 @@ if want recheck; then
         PANIC=0
         run "$STRATA" verify --datadir x; vrc=$RC
         run "$STRATA" get --datadir x --block 34 account "$A35"; grc=$RC; got=$OUT
-        run "$STRATA" unwind --datadir x --to 33; urc=$RC
+        run "$STRATA" unwind --datadir x --to 33; urc=$RC; ue=$(tail -c 200 err.txt | tr '\n' ' ')
         run "$STRATA" root --datadir x; root=$OUT
         if [ "$PANIC" = 1 ]; then record "$C" bad "flushed $what of block 35: panic/hang"
         elif root_wrong "$root"; then record "$C" bad "flushed $what of block 35 changed: unwind rc $urc, root '$root' not the trace's"
         elif [ $grc = 0 ] && [ "$got" != "$(truth x 34 "$A35")" ]; then record "$C" bad "flushed $what of block 35: get --block 34 served '$got'"
-        elif [ $vrc = 0 ] && [ $urc != 0 ]; then record "$C" bad "flushed $what of block 35: verify ok, unwind refused: $(tail -c 200 err.txt)"
-        elif [ $vrc != 0 ] || [ $urc != 0 ]; then record "$C" clear "flushed $what of block 35 (unwind rc $urc, verify rc $vrc)"
+        elif [ $vrc = 0 ] && [ $urc != 0 ]; then record "$C" bad "flushed $what of block 35: verify ok, unwind refused: $ue"
+        elif [ $vrc != 0 ] || [ $urc != 0 ]; then record "$C" clear "flushed $what of block 35 (unwind rc $urc: $ue; verify rc $vrc)"
         else record "$C" none "flushed $what of block 35: unwind reached $root"; fi
     done
 fi
@@ -762,6 +766,7 @@ b6() { # detail, flags...
     rm -rf k
     PANIC=0
     run "$STRATA" replay t.jsonl --datadir k "$@"; rc=$RC
+    cp err.txt b6err.txt
     b6check "$detail" $rc
 }
 b6check() {
@@ -771,7 +776,7 @@ b6check() {
     run "$STRATA" get --datadir k account "$B6ADDR"; got=$OUT
     run "$STRATA" export --datadir k --out k.dump; ex=$RC
     if [ "$PANIC" = 1 ]; then record "replay, frequent flushes" bad "$detail: panic/hang"
-    elif [ "$rc" != 0 ]; then record "replay, frequent flushes" bad "$detail: rc $rc: $(tail -c 200 err.txt)"
+    elif [ "$rc" != 0 ]; then record "replay, frequent flushes" bad "$detail: rc $rc: $(tail -c 200 b6err.txt)"
     elif [ "$root" != "40 ${ROOT[40]}" ]; then record "replay, frequent flushes" bad "$detail: root '$root'"
     elif [ $vr != 0 ]; then record "replay, frequent flushes" bad "$detail: verify: $v"
     elif [ "$got" != "$(truth x 40 "$B6ADDR")" ]; then record "replay, frequent flushes" bad "$detail: get $B6ADDR '$got'"
@@ -784,11 +789,12 @@ if want flushes; then
     b6 "--flush-mib 4 --memory-mib 16 --step-size 4 --keep-steps 1" --flush-mib 4 --memory-mib 16 --step-size 4 --keep-steps 1
     b6 "--flush-mib 2 --step-size 4 --keep-steps 1 (default memory)" --flush-mib 2 --step-size 4 --keep-steps 1
     for i in 1 2 3; do b6 "run $i: --flush-mib 2 --memory-mib 8 --step-size 4 (keep-steps 2)" --flush-mib 2 --memory-mib 8 --step-size 4; done
-    b6 "--memory-mib 8 alone" --memory-mib 8
+    b6 "--step-size 4 --keep-steps 1 alone" --step-size 4 --keep-steps 1
     # resumed: half, then the rest, with the B6 flags
     rm -rf k; PANIC=0
     run "$STRATA" replay t20.jsonl --datadir k --flush-mib 2 --memory-mib 8 --step-size 4 --keep-steps 1
     run "$STRATA" replay t.jsonl --datadir k --flush-mib 2 --memory-mib 8 --step-size 4 --keep-steps 1
+    cp err.txt b6err.txt
     b6check "B6 flags, resumed at 20" $RC
 fi
 
@@ -865,8 +871,9 @@ if want kill-other; then
         elif ls -a k k/files k/journal | grep -q '\.tmp\|rewrite\|convert\|strata-'; then record "$C" bad "compact killed at $d ms: temporary left after the next compact: $(ls -a k k/files k/journal | grep '\.tmp\|rewrite\|convert\|strata-' | head -3)"
         else record "$C" none "compact killed at $d ms"; fi
     done
-    # init --state from seg's dump
-    IMS=$(ms_of "$STRATA" init --state seg.dump --block 40 --datadir ki); rm -rf ki
+    # init --state from seg's dump. A datadir with no block and the empty
+    # trie's root ($EMPTY) is an import that committed nothing: fine.
+    rm -rf ki; IMS=$(ms_of "$STRATA" init --state seg.dump --block 40 --datadir ki); rm -rf ki
     for i in $(seq 1 8); do
         rm -rf ki; d=$((RANDOM % IMS + 5))
         killat $d "$STRATA" init --state seg.dump --block 40 --datadir ki
@@ -875,10 +882,10 @@ if want kill-other; then
         run "$STRATA" init --state seg.dump --block 40 --datadir ki; irc=$RC
         run "$STRATA" root --datadir ki; r2=$OUT; r2rc=$RC
         if grep -q panicked kerr.txt || [ "$PANIC" = 1 ]; then record "$C" bad "init --state killed at $d ms: panic/hang"
-        elif [ $rrc = 0 ] && [ "$root" != "40 ${ROOT[40]}" ]; then record "$C" bad "init --state killed at $d ms: root '$root' served without error"
-        elif [ $r2rc = 0 ] && [ "$r2" != "40 ${ROOT[40]}" ]; then record "$C" bad "init --state killed at $d ms, init again rc $irc: root '$r2'"
+        elif [ $rrc = 0 ] && [ "$root" != "40 ${ROOT[40]}" ] && [ "$root" != "$EMPTY" ]; then record "$C" bad "init --state killed at $d ms: root '$root' served without error"
+        elif [ $r2rc = 0 ] && [ "$r2" != "40 ${ROOT[40]}" ] && { [ $irc = 0 ] || [ "$r2" != "$EMPTY" ]; }; then record "$C" bad "init --state killed at $d ms, init again rc $irc: root '$r2'"
         elif [ $r2rc != 0 ] && [ $irc = 0 ]; then record "$C" bad "init --state killed at $d ms: the second init said ok, root fails"
-        elif [ $irc != 0 ] && [ $r2rc != 0 ]; then record "$C" clear "init --state killed at $d ms: datadir refused by root and by init ($(tail -c 120 err.txt))"
+        elif [ $irc != 0 ]; then record "$C" clear "init --state killed at $d ms: root '$root', the second init refused: $(tail -c 120 err.txt | tr '\n' ' ')"
         else record "$C" none "init --state killed at $d ms"; fi
     done
     # export --out onto an existing file
@@ -999,7 +1006,11 @@ if want dumps; then
         run "$STRATA" init --state "$f" --datadir di "$@"; rc=$RC; e=$(tail -c 160 err.txt | tr '\n' ' ')
         if [ "$PANIC" = 1 ]; then record "$C" bad "$detail: panic/hang"; return; fi
         if [ $rc != 0 ]; then
-            if [ -e di ] && [ -n "$(ls -A di 2>/dev/null)" ]; then record "$C" bad "$detail: refused but left a datadir ($(ls di | tr '\n' ' '))"
+            if [ -e di ] && [ -n "$(ls -A di 2>/dev/null)" ]; then
+                # a leftover datadir is not bad in itself, but it must not serve a state
+                run "$STRATA" root --datadir di
+                if [ $RC = 0 ] && [ "$OUT" != "$EMPTY" ]; then record "$C" bad "$detail: refused, but the datadir it left serves '$OUT'"
+                else record "$C" clear "$detail: ${e:0:120} (left a datadir: root '$OUT')"; fi
             else record "$C" clear "$detail: ${e:0:120}"; fi
             return
         fi
@@ -1031,7 +1042,16 @@ if want dumps; then
     { head -n 1 seg.dump; printf '\xff\xfe\n'; tail -n +2 seg.dump; } >bd; dump_trial "bytes not UTF-8" bd
     { head -n 1 seg.dump; echo '{}'; tail -n +2 seg.dump; } >bd; dump_trial "an empty object line" bd
     { cat seg.dump; echo; } >bd; dump_trial "an empty last line" bd
-    sed '2s/"code":"0x[0-9a-f]*"/"code":"0x6000"/' seg.dump >bd; grep -q '"code"' bd && dump_trial "code not matching its hash" bd
+    # the first account with code gets other code (its codeHash kept)
+    python3 -c '
+import re,sys
+done=False
+for line in open("seg.dump"):
+    if not done and re.search(r"\"code\":\"0x[0-9a-f]{4,}", line):
+        line=re.sub(r"\"code\":\"0x[0-9a-f]*\"", "\"code\":\"0x6000\"", line, count=1); done=True
+    sys.stdout.write(line)
+' >bd
+    cmp -s bd seg.dump || dump_trial "code not matching its codeHash" bd
     dump_trial "--block u64::MAX" seg.dump --block 18446744073709551615
     dump_trial "a folder as the dump" seg
     dump_trial "a missing dump" nothere.dump
