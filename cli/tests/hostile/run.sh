@@ -9,10 +9,22 @@
 #         succeeds) while an answer differs from the undamaged datadir's or
 #         the trace's final root is not reached.
 #
-# Usage: cli/tests/hostile/run.sh [STRATA_BINARY] [WORKDIR]
+# Issue 28 (shared/research/durability-findings.md) adds the journal,
+# re-checksummed frames, frequent flushes, kills during every writer
+# command, state dumps, query/export edges, a full stdout, --metrics/observe
+# and the findings' "other" cases; there bad also means: a wrong root or
+# value served without an error, `verify` ok over damage that a writer
+# refuses, committed blocks lost, something strata did not make deleted (a
+# journal segment deleted or shortened other than a torn tail kept aside in
+# a .torn-OFFSET file), or a hang (every command runs under `timeout`).
+# Each section states its rule where it records.
+#
+# Usage: [ONLY="section ..."] cli/tests/hostile/run.sh [STRATA_BINARY] [WORKDIR]
 # (release binary recommended: cargo build --release -p strata-cli).
-# Needs root for the read-only-mount and disk-full (tmpfs) classes; they are
-# reported as skipped otherwise. Takes ~5-10 minutes on 2 cores.
+# Needs root for the read-only-mount, disk-full (tmpfs) and mknod trials;
+# they are skipped otherwise. Needs jq, python3 and libxxhash0 (or python's
+# xxhash). Takes ~15-25 minutes on 2 cores. Exits 1 when a trial is bad;
+# every outcome is in WORKDIR/trials.log.
 set -uo pipefail
 
 STRATA="${1:-target/release/strata}"
