@@ -435,6 +435,7 @@ def entries(b, ps, n):
     out = []
     for _ in range(count):
         dom = b[p]
+        p0 = p
         (klen,) = struct.unpack_from("<H", b, p + 1)
         p += 3 + klen
         vs = vl = None
@@ -452,7 +453,7 @@ def entries(b, ps, n):
             p = qs + ql
         else:
             p += 1
-        out.append((dom, vs, vl, qs, ql))
+        out.append((dom, vs, vl, qs, ql, bytes(b[p0 + 3:p0 + 3 + klen]).hex()))
     return out
 
 
@@ -481,9 +482,10 @@ def main():
         b[off + 24 + 32 + 5] ^= 1
     elif cmd in ("value", "prev", "rootrec"):
         # change one byte of frame k and re-checksum the frame (finding CR2):
-        # value: the last byte of the 3rd account value; prev: of the 3rd
-        # previous (unwind) value; rootrec: the root in the payload and, in
-        # format 2, the frame's root.
+        # value: the last balance byte of the 3rd account value with a
+        # balance (the value still decodes); prev: of the 3rd previous
+        # (unwind) value; rootrec: the root in the payload and, in format 2,
+        # the frame's root.
         if cmd == "rootrec":
             b[ps + 9 + 31] ^= 1
             if version(b) == 2:
@@ -491,12 +493,21 @@ def main():
         else:
             es = entries(b, ps, n)
             if cmd == "value":
-                cand = [e for e in es if e[0] == 0 and e[1] is not None and e[2] > 0]
-                vs, vl = cand[min(2, len(cand) - 1)][1:3]
+                cand = [e for e in es if e[0] == 0 and e[1] is not None and e[2] > 2 and b[e[1] + 1 + b[e[1]]] > 0]
+                e = cand[min(2, len(cand) - 1)]
+                vs, vl = e[1:3]
             else:
-                cand = [e for e in es if e[0] == 0 and e[3] is not None and e[4] > 0]
-                vs, vl = cand[min(2, len(cand) - 1)][3:5]
-            b[vs + vl - 1] ^= 1
+                cand = [e for e in es if e[0] == 0 and e[3] is not None and e[4] > 2 and b[e[3] + 1 + b[e[3]]] > 0]
+                e = cand[min(2, len(cand) - 1)]
+                vs, vl = e[3:5]
+            # account value: [n][nonce: n][b][balance: b][c][code hash: c]
+            nl = b[vs]
+            bl = b[vs + 1 + nl]
+            b[vs + 1 + nl + bl] ^= 1
+            print(off, blk, "0x" + e[5])
+            recheck(b, k)
+            open(path, "wb").write(b)
+            return
         recheck(b, k)
     else:
         sys.exit("unknown command " + cmd)
@@ -749,19 +760,32 @@ if want recheck; then
     jfresh c1 x; jt value "x/$LAST" 3 >/dev/null; jtrial "$C" x "CR2: an account value of block 14 (unflushed) changed, re-checksummed" "$C1HEAD"
     jfresh c1 x; jt value "x/$LAST" -1 >/dev/null; jtrial "$C" x "CR2: an account value of the last block (unflushed) changed, re-checksummed" "$C1HEAD"
     jfresh c1 x; jt prev "x/$LAST" 2 >/dev/null; jtrial "$C" x "CR2: an unwind value of block 13 (unflushed) changed, re-checksummed" "$C1HEAD"
+    # ... and then an unwind through it: refused, or the trace's root of block 12
+    jfresh c1 x; key=$(jt prev "x/$LAST" 2 | cut -d' ' -f3)
+    PANIC=0
+    run "$STRATA" verify --datadir x; vrc=$RC
+    run "$STRATA" get --datadir x --block 12 account "$key"
+    [ $RC = 0 ] && [ "$OUT" != "$(truth x 12 "$key")" ] && record "$C" bad "unflushed unwind value of block 13 changed: get --block 12 account $key served '$OUT' (true: '$(truth x 12 "$key")')"
+    run "$STRATA" unwind --datadir x --to 12; urc=$RC; ue=$(tail -c 200 err.txt | tr '\n' ' ')
+    run "$STRATA" root --datadir x; root=$OUT
+    if [ "$PANIC" = 1 ]; then record "$C" bad "unflushed unwind value of block 13, unwind --to 12: panic/hang"
+    elif root_wrong "$root"; then record "$C" bad "unflushed unwind value of block 13 changed: unwind --to 12 rc $urc, root '$root' not the trace's"
+    elif [ $vrc = 0 ] && [ $urc != 0 ]; then record "$C" bad "unflushed unwind value of block 13 changed: verify ok, unwind --to 12 refused: $ue"
+    elif [ $urc != 0 ]; then record "$C" clear "unflushed unwind value of block 13: unwind --to 12 refused: $ue"
+    else record "$C" none "unflushed unwind value of block 13: unwind --to 12 reached '$root'"; fi
     jfresh c1 x; jt rootrec "x/$LAST" -1 >/dev/null; jtrial "$C" x "CR2: the last block's root (record and frame) changed, re-checksummed" "$C1HEAD"
     # flushed frames: only unwind and reads at a block use them; the unwind
     # must refuse or reach the trace's root, get --block must not serve a wrong value
     for what in value prev; do
-        jfresh seg x; jt $what "$(seg x 31)" 4 >/dev/null
+        jfresh seg x; key=$(jt $what "$(seg x 31)" 4 | cut -d' ' -f3)
         PANIC=0
         run "$STRATA" verify --datadir x; vrc=$RC
-        run "$STRATA" get --datadir x --block 34 account "$A35"; grc=$RC; got=$OUT
+        run "$STRATA" get --datadir x --block 34 account "$key"; grc=$RC; got=$OUT
         run "$STRATA" unwind --datadir x --to 33; urc=$RC; ue=$(tail -c 200 err.txt | tr '\n' ' ')
         run "$STRATA" root --datadir x; root=$OUT
         if [ "$PANIC" = 1 ]; then record "$C" bad "flushed $what of block 35: panic/hang"
         elif root_wrong "$root"; then record "$C" bad "flushed $what of block 35 changed: unwind rc $urc, root '$root' not the trace's"
-        elif [ $grc = 0 ] && [ "$got" != "$(truth x 34 "$A35")" ]; then record "$C" bad "flushed $what of block 35: get --block 34 served '$got'"
+        elif [ $grc = 0 ] && [ "$got" != "$(truth x 34 "$key")" ]; then record "$C" bad "flushed $what of block 35: get --block 34 account $key served '$got' (true: '$(truth x 34 "$key")')"
         elif [ $vrc = 0 ] && [ $urc != 0 ]; then record "$C" bad "flushed $what of block 35: verify ok, unwind refused: $ue"
         elif [ $vrc != 0 ] || [ $urc != 0 ]; then record "$C" clear "flushed $what of block 35 (unwind rc $urc: $ue; verify rc $vrc)"
         else record "$C" none "flushed $what of block 35: unwind reached $root"; fi
