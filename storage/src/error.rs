@@ -293,6 +293,23 @@ pub enum Error {
     /// The block journal failed or holds damage (segment and offset named).
     #[error(transparent)]
     Journal(#[from] crate::journal::JournalError),
+    /// The journal holds blocks but ends before redb's flushed head: the
+    /// newer blocks' segments are missing (deleted, truncated or copied
+    /// incompletely). Nothing was changed.
+    #[error(
+        "the journal in {dir} ends at block {last}, before block {head} that the database holds: \
+         the segments of the blocks after {last} are missing (deleted, truncated or copied incompletely). \
+         Restore them from a backup or from the datadir this one was copied from; or, to open at block {head} \
+         and give up unwinding below it, move the journal folder aside (its blocks are all in the database)"
+    )]
+    JournalBehindHead {
+        /// The journal folder.
+        dir: PathBuf,
+        /// The journal's newest block.
+        last: u64,
+        /// redb's flushed head.
+        head: u64,
+    },
     /// A journal record passed its checksum but does not decode, or does
     /// not fit the blocks before it.
     #[error("journal record of block {block}: {what}")]

@@ -30,7 +30,7 @@ use crate::files::FileSystem;
 use crate::fileset::FileSet;
 use crate::history::{BlockUndo, History};
 use crate::inner::{CommitGuard, Inner};
-use crate::journal::{BlockRecord, Journal, JournalRecord, Previous};
+use crate::journal::{self, BlockRecord, DatadirId, Journal, JournalRecord, Link, Previous, Tip};
 use crate::memory::MemoryTier;
 use crate::options::Options;
 use crate::pause::{self, PausePoint};
@@ -129,9 +129,14 @@ pub(crate) fn history_blocks(options: &Options) -> usize {
 
 impl Ledger {
     /// Opens the journal in `datadir`, replaying the blocks after `flushed`
-    /// (redb's head) into a memory tier. Each record is checked: its frame's
-    /// checksum (the journal), that it decodes, that blocks follow each
-    /// other, and that its root record carries its block and root.
+    /// (redb's head) into a memory tier. The journal is scanned first
+    /// without changing a byte; any problem (damage, a foreign segment, a
+    /// broken chain of roots, a journal that ends before redb's head) is
+    /// refused before the scan's verdict is applied (a torn tail kept aside
+    /// and cut, segments of the first format converted). Each record is
+    /// then checked: that it decodes, that blocks follow each other, that
+    /// its root record carries its block and root, and that it continues
+    /// the root of the block before.
     ///
     /// With `void_after` (an unwind to that block committed in redb before
     /// its journal cut), the records after it are the unwound blocks: the
@@ -140,6 +145,7 @@ impl Ledger {
     pub(crate) fn open(
         fs: Arc<dyn FileSystem>,
         datadir: &Path,
+        id: DatadirId,
         flushed: Option<Head>,
         void_after: Option<u64>,
         options: &Options,
@@ -147,38 +153,54 @@ impl Ledger {
         let segment_bytes = options.journal_segment_bytes;
         let keep = history_blocks(options);
         let dir = datadir.join(JOURNAL_DIR);
-        let flushed_block = flushed.map(|h| h.block);
-        let (mut journal, mut recovered) = Journal::open(fs, dir, flushed_block, segment_bytes)?;
-        if let Some(target) = void_after {
-            if journal.blocks().is_some_and(|(_, last)| last > target) {
-                tracing::info!(
-                    target,
-                    "journal: finishing the cut of an unwind a crash interrupted"
-                );
-                journal.truncate_after(target)?;
-            }
-            recovered.records.clear();
+        let tip = flushed.map(|h| Tip {
+            block: h.block,
+            root: h.root,
+        });
+        let expect = journal::Expect {
+            id: Some(id),
+            flushed: tip,
+        };
+        let mut verdict = journal::scan(&fs, &dir, expect)?;
+        if !verdict.problems.is_empty() {
+            return Err(verdict.problems.remove(0).into());
         }
-        if let Some((path, offset, bytes)) = &recovered.torn_tail {
-            tracing::warn!(
-                segment = %path.display(),
-                offset,
-                bytes,
-                "journal: cut a torn tail an interrupted append left"
-            );
+        if let Some(problem) = ends_before_head(&verdict, flushed, &dir) {
+            return Err(problem);
         }
-        if let (Some(flushed), Some((_, last))) = (flushed_block, journal.blocks())
-            && last < flushed
+        // Every record is decoded and checked before anything is changed.
+        let mut replayed = Vec::with_capacity(verdict.records().len());
+        let mut head = flushed;
+        for JournalRecord {
+            block,
+            link,
+            payload,
+        } in verdict
+            .records()
+            .iter()
+            .filter(|r| void_after.is_none_or(|target| r.block <= target))
         {
-            // redb is ahead of every journaled block (an unwind that a
-            // crash interrupted after cutting the journal): the journal
-            // holds nothing to replay and no unwind data that fits.
-            tracing::warn!(
-                flushed,
-                last,
-                "journal ends before the flushed block; starting it anew"
+            let record = BlockRecord::decode(payload).map_err(|e| Error::CorruptJournalRecord {
+                block: *block,
+                what: e.to_string(),
+            })?;
+            check_recovered(&record, *block, *link, head)?;
+            head = Some(Head {
+                block: *block,
+                root: record.root,
+            });
+            replayed.push(record);
+        }
+        let (mut journal, _recovered) =
+            Journal::open_scanned(fs, dir, id, tip, verdict, segment_bytes)?;
+        if let Some(target) = void_after
+            && journal.blocks().is_some_and(|(_, last)| last > target)
+        {
+            tracing::info!(
+                target,
+                "journal: finishing the cut of an unwind a crash interrupted"
             );
-            journal.discard_all(flushed + 1)?;
+            journal.truncate_after(target)?;
         }
         // Damage there is unwind's to report; readers at those blocks are
         // told they are not retained.
@@ -188,22 +210,11 @@ impl Ledger {
         });
         let mut memory = MemoryTier::default();
         let mut pending = VecDeque::new();
-        let mut head = flushed;
-        for JournalRecord { block, payload } in recovered.records {
-            let record =
-                BlockRecord::decode(&payload).map_err(|e| Error::CorruptJournalRecord {
-                    block,
-                    what: e.to_string(),
-                })?;
-            check_recovered(&record, block, head)?;
+        for record in replayed {
             memory.apply(&record);
             if let Some(undo) = BlockUndo::from_record(&record, |i| &record.writes[i].previous) {
                 history = history.pushed(Arc::new(undo), keep);
             }
-            head = Some(Head {
-                block,
-                root: record.root,
-            });
             pending.push_back(Arc::new(record));
         }
         if !pending.is_empty() {
@@ -255,7 +266,14 @@ impl Ledger {
                 let started = Instant::now();
                 let mut buffer = self.encode_buffer.lock();
                 record.encode_with_previous(&previous, &mut buffer);
-                let bytes = self.journal.lock().append(record.block, &buffer, durable)?;
+                let link = Link {
+                    parent: base.head.map_or(B256::ZERO, |h| h.root),
+                    root: record.root,
+                };
+                let bytes = self
+                    .journal
+                    .lock()
+                    .append(record.block, link, &buffer, durable)?;
                 Ok((started.elapsed(), bytes))
             },
             || {
@@ -494,10 +512,27 @@ impl Ledger {
     }
 }
 
-/// Checks a replayed record against its frame and the block before it.
+/// When the journal holds blocks but its newest is before redb's head:
+/// the error that refuses the open (B2: never start the journal anew).
+pub(crate) fn ends_before_head(
+    verdict: &journal::Scan,
+    flushed: Option<Head>,
+    dir: &Path,
+) -> Option<Error> {
+    let (flushed, (_, last)) = (flushed?, verdict.blocks()?);
+    (last < flushed.block).then(|| Error::JournalBehindHead {
+        dir: dir.to_path_buf(),
+        last,
+        head: flushed.block,
+    })
+}
+
+/// Checks a replayed record against its frame (block and roots) and the
+/// block before it (`previous`: its block and root, none before block 0).
 pub(crate) fn check_recovered(
     record: &BlockRecord,
     block: u64,
+    link: Link,
     previous: Option<Head>,
 ) -> Result<()> {
     let corrupt = |what: String| Error::CorruptJournalRecord { block, what };
@@ -510,6 +545,20 @@ pub(crate) fn check_recovered(
     let expected = previous.map_or(0, |h| h.block + 1);
     if block != expected {
         return Err(corrupt(format!("expected block {expected} next")));
+    }
+    if record.root != link.root {
+        return Err(corrupt(format!(
+            "the record's root {} is not its frame's {}",
+            record.root, link.root
+        )));
+    }
+    let parent = previous.map_or(B256::ZERO, |h| h.root);
+    if link.parent != parent {
+        return Err(corrupt(format!(
+            "it follows root {}, but block {} has root {parent}: the record belongs to another state",
+            link.parent,
+            block.saturating_sub(1)
+        )));
     }
     let root_record = record
         .writes

@@ -68,3 +68,146 @@ pub(crate) fn check_replayed(inner: &Inner) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(all(test, feature = "test-utils"))]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use alloy_primitives::{Address, U256};
+    use bytes::Bytes;
+
+    use crate::journal::{BlockRecord, Previous};
+    use crate::{Account, Error, Options, ReadOnlyStateDb, Regime, StateDb};
+
+    fn options() -> Options {
+        Options {
+            background_maintenance: false,
+            flush_batch_bytes: 1 << 30,
+            memory_budget_bytes: 1 << 30,
+            unwind_depth: 16,
+            ..Options::default()
+        }
+    }
+
+    fn who(i: u64) -> Address {
+        Address::with_last_byte(i as u8 + 1)
+    }
+
+    fn account(nonce: u64) -> Account {
+        Account {
+            nonce,
+            balance: U256::from(100),
+            ..Account::default()
+        }
+    }
+
+    /// Blocks 0..=4: block n sets account n's and account 0's nonce to n.
+    fn five_blocks(dir: &Path) -> StateDb {
+        let db = StateDb::open(dir, options()).unwrap();
+        for n in 0..5u64 {
+            let mut writer = db.begin_block(n).unwrap();
+            writer.put_account(who(n), &account(n));
+            writer.put_account(who(0), &account(n));
+            writer.commit().unwrap();
+        }
+        db
+    }
+
+    fn segments(dir: &Path) -> Vec<PathBuf> {
+        let mut found: Vec<PathBuf> = std::fs::read_dir(dir.join(crate::JOURNAL_DIR))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "log"))
+            .collect();
+        found.sort();
+        found
+    }
+
+    /// Rewrites, in every segment holding it, block `block`'s record with
+    /// `change` applied and valid checksums.
+    fn tamper(dir: &Path, block: u64, change: impl Fn(&mut BlockRecord)) {
+        let mut done = false;
+        for path in segments(dir) {
+            let bytes = std::fs::read(&path).unwrap();
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                crate::journal::rechecksummed(&bytes, block, &change)
+            }));
+            if let Ok(changed) = result {
+                std::fs::write(&path, changed).unwrap();
+                done = true;
+            }
+        }
+        assert!(done, "no segment holds block {block}");
+    }
+
+    fn account_value(nonce: u64) -> Bytes {
+        Bytes::from(account(nonce).encode())
+    }
+
+    /// CR2: a replayed frame whose value was changed and re-checksummed
+    /// was trusted; the open now refuses it naming the block.
+    #[test]
+    fn a_rechecksummed_unflushed_block_is_refused_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        five_blocks(dir.path()).abandon();
+        tamper(dir.path(), 3, |record| {
+            let write = record
+                .writes
+                .iter_mut()
+                .find(|w| w.key.as_ref() == who(3).as_slice())
+                .unwrap();
+            write.value = Some(account_value(77));
+        });
+        match StateDb::open(dir.path(), options()) {
+            Err(Error::CorruptJournalRecord { block, what }) => {
+                assert_eq!(block, 4, "{what}");
+                assert!(what.contains("state root"), "{what}");
+            }
+            Err(other) => panic!("refused for another reason: {other}"),
+            Ok(db) => panic!(
+                "opened at block {:?}, account 3 {:?}",
+                db.last_block(),
+                db.latest().account(&who(3)).unwrap()
+            ),
+        }
+    }
+
+    /// B5: undo data of a flushed block changed and re-checksummed made
+    /// `reader_at` serve a wrong history; the rebuilt state is now checked
+    /// against the block's root.
+    #[test]
+    fn a_rechecksummed_undo_value_is_refused_by_reads_at_a_block() {
+        let dir = tempfile::tempdir().unwrap();
+        drop(five_blocks(dir.path()));
+        // Block 3 says account 0's nonce was 7 before it (it was 2).
+        tamper(dir.path(), 3, |record| {
+            let write = record
+                .writes
+                .iter_mut()
+                .find(|w| w.key.as_ref() == who(0).as_slice())
+                .unwrap();
+            write.previous = Previous::Value(account_value(7));
+        });
+        let reader = ReadOnlyStateDb::open(dir.path(), options()).unwrap();
+        match reader.reader_at(2, Regime::Exec) {
+            Err(Error::RootMismatch { block, .. }) => assert_eq!(block, 2),
+            Err(other) => panic!("refused for another reason: {other}"),
+            Ok(at) => panic!(
+                "served account 0 at block 2 as {:?}",
+                at.account(&who(0)).unwrap()
+            ),
+        }
+        drop(reader);
+        let db = StateDb::open(dir.path(), options()).unwrap();
+        match db.reader_at(2, Regime::Exec) {
+            Err(Error::RootMismatch { block, .. }) => assert_eq!(block, 2),
+            Err(other) => panic!("refused for another reason: {other}"),
+            Ok(at) => panic!(
+                "served account 0 at block 2 as {:?}",
+                at.account(&who(0)).unwrap()
+            ),
+        }
+        // Untouched blocks still read.
+        assert!(db.reader_at(3, Regime::Exec).is_ok());
+    }
+}

@@ -128,9 +128,14 @@ impl StateDb {
         maintenance::remove_orphans(fs.as_ref(), &files_dir, &meta.manifest)?;
         crate::sort::remove_scratch(&datadir.join(crate::import::IMPORT_DIR))?;
         let files = Arc::new(FileSet::open(&fs, &files_dir, meta.manifest.clone())?);
+        let id = meta.datadir_id.ok_or_else(|| Error::CorruptMeta {
+            name: "datadir_id",
+            what: "missing after the writer's open".into(),
+        })?;
         let recovery = Ledger::open(
             fs.clone(),
             &datadir,
+            id,
             meta.head,
             meta.journal_void_after,
             &options,
@@ -700,7 +705,15 @@ fn load_or_init_meta(
                     supported: FORMAT_VERSION,
                 });
             }
-            Some((_, meta)) => meta,
+            Some((_, mut meta)) => {
+                if meta.datadir_id.is_none() {
+                    // A datadir of an earlier release: it gets its identity now.
+                    let id = new_datadir_id(db_path)?;
+                    meta::write_datadir_id(&mut table, id)?;
+                    meta.datadir_id = Some(id);
+                }
+                meta
+            }
             None if !create => {
                 return Err(Error::NotADatadir {
                     path: db_path.to_path_buf(),
@@ -708,13 +721,15 @@ fn load_or_init_meta(
                 });
             }
             None => {
-                meta::init(&mut table, options.step_size)?;
+                let id = new_datadir_id(db_path)?;
+                meta::init(&mut table, options.step_size, id)?;
                 Meta {
                     step_size: options.step_size,
                     head: None,
                     manifest: Default::default(),
                     unwinds: 0,
                     journal_void_after: None,
+                    datadir_id: Some(id),
                 }
             }
         }
@@ -730,4 +745,13 @@ fn load_or_init_meta(
     txn.open_table(ROOTS).map_err(db_err("create table"))?;
     txn.commit().map_err(db_err("commit metadata"))?;
     Ok(meta)
+}
+
+/// A new datadir identity from the operating system's generator.
+fn new_datadir_id(db_path: &Path) -> Result<crate::journal::DatadirId> {
+    crate::journal::DatadirId::random().map_err(|source| Error::Datadir {
+        path: db_path.to_path_buf(),
+        what: "make the datadir's identity",
+        source,
+    })
 }

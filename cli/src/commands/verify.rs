@@ -66,6 +66,9 @@ struct VerifyJson<'a> {
     computed_root: B256,
     /// What failed, one sentence each (empty when ok).
     problems: &'a [String],
+    /// What is not wrong but worth knowing (a torn tail the next writer
+    /// cuts and keeps aside, segments it converts).
+    notes: &'a [String],
 }
 
 /// What redb's integrity check cost.
@@ -97,6 +100,7 @@ impl<'a> VerifyJson<'a> {
             stored_root: report.stored_root,
             computed_root: report.computed_root,
             problems: &report.problems,
+            notes: &report.notes,
         }
     }
 }
@@ -200,6 +204,9 @@ fn write_text(out: &mut String, report: &VerifyReport) -> std::fmt::Result {
     }
     writeln!(out, "stored root   {}", report.stored_root)?;
     writeln!(out, "computed root {}", report.computed_root)?;
+    for note in &report.notes {
+        writeln!(out, "note: {note}")?;
+    }
     for problem in &report.problems {
         writeln!(out, "problem: {problem}")?;
     }

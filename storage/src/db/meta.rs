@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::Domain;
 use crate::error::{Error, Result, db_err};
+use crate::journal::DatadirId;
 
 /// The on-disk format version this build reads and writes. Version 2 keeps
 /// unwind data in the journal (no `changes` table) and redb's head is the
@@ -19,6 +20,7 @@ const KEY_HEAD: &str = "head";
 const KEY_MANIFEST: &str = "manifest";
 const KEY_UNWINDS: &str = "unwinds";
 const KEY_JOURNAL_VOID_AFTER: &str = "journal_void_after";
+const KEY_DATADIR_ID: &str = "datadir_id";
 
 /// The last committed block and its root.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,6 +100,9 @@ pub(crate) struct Meta {
     /// journal's records after N are the unwound blocks, not blocks to
     /// replay (a kill between the two leaves this set).
     pub(crate) journal_void_after: Option<u64>,
+    /// The datadir's identity, which every journal segment carries (`None`
+    /// for a datadir of an earlier release until a writer opens it).
+    pub(crate) datadir_id: Option<DatadirId>,
 }
 
 /// Loads the metadata, or `None` for a database that was never initialised.
@@ -126,6 +131,7 @@ pub(crate) fn load<T: ReadableTable<&'static str, &'static [u8]>>(
                 manifest: Manifest::default(),
                 unwinds: 0,
                 journal_void_after: None,
+                datadir_id: None,
             },
         )));
     }
@@ -173,6 +179,15 @@ pub(crate) fn load<T: ReadableTable<&'static str, &'static [u8]>>(
                 })
         })
         .transpose()?;
+    let datadir_id = match read(table, KEY_DATADIR_ID)? {
+        Some(raw) => Some(DatadirId(raw.as_slice().try_into().map_err(|_| {
+            Error::CorruptMeta {
+                name: KEY_DATADIR_ID,
+                what: format!("{} bytes, expected 16", raw.len()),
+            }
+        })?)),
+        None => None,
+    };
     Ok(Some((
         format,
         Meta {
@@ -181,12 +196,23 @@ pub(crate) fn load<T: ReadableTable<&'static str, &'static [u8]>>(
             manifest,
             unwinds,
             journal_void_after,
+            datadir_id,
         },
     )))
 }
 
-/// Writes the fields of a new database.
-pub(crate) fn init(table: &mut MetaTable<'_>, step_size: u64) -> Result<()> {
+/// Records the datadir's identity (once: when it is created, or when a
+/// writer first opens a datadir of an earlier release that had none).
+pub(crate) fn write_datadir_id(table: &mut MetaTable<'_>, id: DatadirId) -> Result<()> {
+    table
+        .insert(KEY_DATADIR_ID, id.0.as_slice())
+        .map_err(db_err("write datadir identity"))?;
+    Ok(())
+}
+
+/// Writes the fields of a new database, its identity among them.
+pub(crate) fn init(table: &mut MetaTable<'_>, step_size: u64, id: DatadirId) -> Result<()> {
+    write_datadir_id(table, id)?;
     table
         .insert(KEY_FORMAT, FORMAT_VERSION.to_be_bytes().as_slice())
         .map_err(db_err("write format version"))?;

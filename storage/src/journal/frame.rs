@@ -1,87 +1,195 @@
-//! One journal frame: a block's record, framed and checksummed, and the scan
-//! that finds the whole frames of a segment and tells a torn tail (a crash
-//! in the middle of an append) from corruption.
+//! One journal frame: a block's record, framed and checksummed so that every
+//! byte deciding what the frame means is covered before it is trusted.
 //!
 //! ```text
-//! magic u32 LE | payload length u32 LE | block u64 LE | payload | xxh3-64(block ‖ payload) u64 LE
+//! magic u32 LE "SJR2" | length u32 LE | block u64 LE | header check u64 LE
+//! | parent root [32] | root [32] | payload (length bytes) | frame check u64 LE
+//! header check = xxh3-64(magic ‖ length ‖ block)
+//! frame check  = xxh3-64(length ‖ block ‖ parent root ‖ root ‖ payload)
 //! ```
+//!
+//! The header check lets a reader trust the length and the block before it
+//! reads the payload, and lets the scan look past a damaged frame for any
+//! later frame (a header that verifies): a flipped length can no longer make
+//! the rest of a segment look like an interrupted append.
 
 use std::ops::Range;
 
-/// Marks the start of a frame ("SJR1").
-pub(super) const MAGIC: u32 = 0x3152_4a53;
-/// Bytes before the payload: magic, length, block.
-pub(super) const HEADER: usize = 4 + 4 + 8;
-/// Bytes after the payload: the checksum.
+use alloy_primitives::B256;
+use xxhash_rust::xxh3::{Xxh3, xxh3_64};
+
+/// Marks the start of a frame ("SJR2").
+pub(super) const MAGIC: u32 = u32::from_le_bytes(*b"SJR2");
+/// Bytes of the checked header: magic, length, block, header check.
+pub(super) const HEADER: usize = 4 + 4 + 8 + 8;
+/// Bytes of the two roots after the header.
+pub(super) const ROOTS: usize = 32 + 32;
+/// Bytes after the payload: the frame check.
 pub(super) const TRAILER: usize = 8;
 /// The largest payload a frame may carry (a mainnet block's record is a few MB).
 pub(super) const MAX_PAYLOAD: usize = 1 << 30;
 
+/// Where the fields of the header lie.
+const LEN_AT: Range<usize> = 4..8;
+const BLOCK_AT: Range<usize> = 8..16;
+const CHECK_AT: Range<usize> = 16..24;
+
+/// The roots a frame links: the state before its block and after it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Link {
+    /// The root of the block before (zero for block 0, which has none).
+    pub parent: B256,
+    /// The root after the block.
+    pub root: B256,
+}
+
 /// Encodes one frame of `payload` for `block` into `out` (cleared first).
-pub(super) fn encode(block: u64, payload: &[u8], out: &mut Vec<u8>) {
+pub(super) fn encode(block: u64, link: Link, payload: &[u8], out: &mut Vec<u8>) {
     debug_assert!(payload.len() <= MAX_PAYLOAD, "journal payload too large");
     out.clear();
-    out.reserve(HEADER + payload.len() + TRAILER);
+    out.reserve(HEADER + ROOTS + payload.len() + TRAILER);
     out.extend_from_slice(&MAGIC.to_le_bytes());
     out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
     out.extend_from_slice(&block.to_le_bytes());
+    let header_check = xxh3_64(&out[..CHECK_AT.start]);
+    out.extend_from_slice(&header_check.to_le_bytes());
+    out.extend_from_slice(link.parent.as_slice());
+    out.extend_from_slice(link.root.as_slice());
     out.extend_from_slice(payload);
-    let checksum = xxhash_rust::xxh3::xxh3_64(&out[8..]);
-    out.extend_from_slice(&checksum.to_le_bytes());
+    let check = frame_check(out);
+    out.extend_from_slice(&check.to_le_bytes());
+}
+
+/// The frame check of a frame's bytes up to (not including) its trailer.
+fn frame_check(frame: &[u8]) -> u64 {
+    let mut hasher = Xxh3::new();
+    hasher.update(&frame[LEN_AT.start..BLOCK_AT.end]);
+    hasher.update(&frame[HEADER..]);
+    hasher.digest()
 }
 
 /// A whole frame found by [`scan`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Frame {
+    /// Where the frame starts in the scanned bytes.
+    pub(super) start: usize,
     /// The block the frame records.
     pub(super) block: u64,
+    /// The roots it links.
+    pub(super) link: Link,
     /// Where its payload lies in the scanned bytes.
     pub(super) payload: Range<usize>,
 }
 
 impl Frame {
-    /// Where the frame ends (after its checksum) in the scanned bytes.
+    /// Where the frame ends (after its check) in the scanned bytes.
     pub(super) fn end(&self) -> usize {
         self.payload.end + TRAILER
     }
 }
 
-/// What [`scan`] found after the last whole frame.
+/// A header that verified: the length and block a frame claims.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Header {
+    pub(super) len: usize,
+    pub(super) block: u64,
+}
+
+/// Why a frame could not be read.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) enum Tail {
-    /// The bytes end exactly after the last whole frame.
-    Clean,
-    /// An append interrupted by a crash: from `offset` to the end, the bytes
-    /// are an incomplete frame, a last frame that fails its checksum, or
-    /// zeros a file system left after the last write.
-    Torn {
-        /// Where the torn frame starts (the length of the valid prefix).
-        offset: usize,
-    },
-    /// A damaged frame with more bytes after it: not a crash, corruption.
-    Corrupt {
-        /// Where the damaged frame starts.
-        offset: usize,
-        /// What is wrong with it.
-        what: &'static str,
-    },
+pub(super) enum Damage {
+    /// Fewer bytes than a header are left.
+    ShortHeader,
+    /// The header does not verify (magic, check or length out of range).
+    BadHeader(&'static str),
+    /// The header verifies, but the bytes end before the frame does.
+    Incomplete(Header),
+    /// The header verifies, but the frame check does not.
+    Checksum(Header),
 }
 
-/// Every whole frame of `bytes`, in order, and what follows them.
-pub(super) fn scan(bytes: &[u8]) -> (Vec<Frame>, Tail) {
-    let (frames, stop) = scan_until_damage(bytes);
-    let tail = match stop {
-        None => Tail::Clean,
-        Some((offset, damage)) => classify(bytes, offset, damage),
+impl Damage {
+    /// What is wrong, for an error message.
+    pub(super) fn describe(&self) -> &'static str {
+        match self {
+            Damage::ShortHeader => "incomplete frame header",
+            Damage::BadHeader(what) => what,
+            Damage::Incomplete(_) => "incomplete frame",
+            Damage::Checksum(_) => "checksum mismatch",
+        }
+    }
+
+    /// The block of the damaged frame, when its header verified.
+    pub(super) fn block(&self) -> Option<u64> {
+        match self {
+            Damage::Incomplete(header) | Damage::Checksum(header) => Some(header.block),
+            Damage::ShortHeader | Damage::BadHeader(_) => None,
+        }
+    }
+}
+
+/// The header at `offset`, if one verifies there.
+pub(super) fn header_at(bytes: &[u8], offset: usize) -> Result<Header, Damage> {
+    let Some(header) = bytes.get(offset..offset.saturating_add(HEADER)) else {
+        return Err(Damage::ShortHeader);
     };
-    (frames, tail)
+    let u32_at = |range: Range<usize>| {
+        let mut word = [0u8; 4];
+        word.copy_from_slice(&header[range]);
+        u32::from_le_bytes(word)
+    };
+    let u64_at = |range: Range<usize>| {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(&header[range]);
+        u64::from_le_bytes(word)
+    };
+    if u32_at(0..4) != MAGIC {
+        return Err(Damage::BadHeader("no frame magic"));
+    }
+    if xxh3_64(&header[..CHECK_AT.start]) != u64_at(CHECK_AT) {
+        return Err(Damage::BadHeader("frame header checksum mismatch"));
+    }
+    let len = u32_at(LEN_AT) as usize;
+    if len > MAX_PAYLOAD {
+        return Err(Damage::BadHeader("frame length out of range"));
+    }
+    Ok(Header {
+        len,
+        block: u64_at(BLOCK_AT),
+    })
 }
 
-/// Every whole frame of `bytes`, in order, and the first damaged one: where
-/// it starts and what is wrong, without guessing whether a crash left it.
-pub(super) fn scan_until_damage(bytes: &[u8]) -> (Vec<Frame>, Option<(usize, Damage)>) {
+/// The whole frame at `offset`, or why there is none.
+pub(super) fn frame_at(bytes: &[u8], offset: usize) -> Result<Frame, Damage> {
+    let header = header_at(bytes, offset)?;
+    let end = offset + HEADER + ROOTS + header.len + TRAILER;
+    let Some(frame) = bytes.get(offset..end) else {
+        return Err(Damage::Incomplete(header));
+    };
+    let body = frame.len() - TRAILER;
+    let mut stored = [0u8; TRAILER];
+    stored.copy_from_slice(&frame[body..]);
+    if frame_check(&frame[..body]) != u64::from_le_bytes(stored) {
+        return Err(Damage::Checksum(header));
+    }
+    let root_at = offset + HEADER;
+    Ok(Frame {
+        start: offset,
+        block: header.block,
+        link: Link {
+            parent: B256::from_slice(&bytes[root_at..root_at + 32]),
+            root: B256::from_slice(&bytes[root_at + 32..root_at + ROOTS]),
+        },
+        payload: root_at + ROOTS..end - TRAILER,
+    })
+}
+
+/// Every whole frame of `bytes` from `from`, in order, and the first damaged
+/// one: where it starts and what is wrong, without deciding whether a crash
+/// left it (that is [`super::scan`]'s rule).
+pub(super) fn scan(bytes: &[u8], from: usize) -> (Vec<Frame>, Option<(usize, Damage)>) {
     let mut frames = Vec::new();
-    let mut offset = 0;
+    let mut offset = from;
     while offset < bytes.len() {
         match frame_at(bytes, offset) {
             Ok(frame) => {
@@ -94,163 +202,15 @@ pub(super) fn scan_until_damage(bytes: &[u8]) -> (Vec<Frame>, Option<(usize, Dam
     (frames, None)
 }
 
-/// Why a frame could not be read.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) enum Damage {
-    /// The bytes end before the frame does.
-    Incomplete,
-    /// The frame is wrong; `end` is where it ends when its length could be read.
-    Wrong {
-        end: Option<usize>,
-        what: &'static str,
-    },
-}
-
-impl Damage {
-    /// What is wrong, for an error message.
-    pub(super) fn describe(&self) -> &'static str {
-        match self {
-            Damage::Incomplete => "incomplete frame",
-            Damage::Wrong { what, .. } => what,
-        }
-    }
-}
-
-fn frame_at(bytes: &[u8], offset: usize) -> Result<Frame, Damage> {
-    let rest = &bytes[offset..];
-    if rest.len() < HEADER {
-        return Err(Damage::Incomplete);
-    }
-    let word = |range: Range<usize>| u32::from_le_bytes(rest[range].try_into().expect("4 bytes"));
-    let magic = word(0..4);
-    let len = word(4..8) as usize;
-    if magic != MAGIC {
-        return Err(Damage::Wrong {
-            end: None,
-            what: "no frame magic",
-        });
-    }
-    if len > MAX_PAYLOAD {
-        return Err(Damage::Wrong {
-            end: None,
-            what: "frame length out of range",
-        });
-    }
-    let end = HEADER + len + TRAILER;
-    if rest.len() < end {
-        return Err(Damage::Incomplete);
-    }
-    let stored = u64::from_le_bytes(rest[end - TRAILER..end].try_into().expect("8 bytes"));
-    if xxhash_rust::xxh3::xxh3_64(&rest[8..end - TRAILER]) != stored {
-        return Err(Damage::Wrong {
-            end: Some(offset + end),
-            what: "checksum mismatch",
-        });
-    }
-    let block = u64::from_le_bytes(rest[8..16].try_into().expect("8 bytes"));
-    Ok(Frame {
-        block,
-        payload: offset + HEADER..offset + HEADER + len,
-    })
-}
-
-/// A damaged frame is a torn append when nothing written after it survives:
-/// its bytes end early, it is the last frame, or only zeros (a file system's
-/// fill of a size extended before the data landed) follow it.
-fn classify(bytes: &[u8], offset: usize, damage: Damage) -> Tail {
-    let zeros_from = |from: usize| bytes[from.min(bytes.len())..].iter().all(|&b| b == 0);
-    match damage {
-        Damage::Incomplete => Tail::Torn { offset },
-        Damage::Wrong { end: Some(end), .. } if zeros_from(end) => Tail::Torn { offset },
-        Damage::Wrong { .. } if zeros_from(offset) => Tail::Torn { offset },
-        Damage::Wrong { what, .. } => Tail::Corrupt { offset, what },
-    }
+/// The first offset after `from` where a frame header verifies: proof that
+/// something was written after a damaged frame, so it is not a torn append.
+pub(super) fn next_header_after(bytes: &[u8], from: usize) -> Option<usize> {
+    let magic = MAGIC.to_le_bytes();
+    let start = from.checked_add(1)?;
+    let last = bytes.len().checked_sub(HEADER)?;
+    (start..=last).find(|&at| bytes[at..at + 4] == magic && header_at(bytes, at).is_ok())
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn frames(blocks: &[(u64, &[u8])]) -> Vec<u8> {
-        let mut out = Vec::new();
-        let mut frame = Vec::new();
-        for (block, payload) in blocks {
-            encode(*block, payload, &mut frame);
-            out.extend_from_slice(&frame);
-        }
-        out
-    }
-
-    #[test]
-    fn whole_frames_scan_clean() {
-        let bytes = frames(&[(7, b"seven"), (8, b""), (9, &[0xab; 300])]);
-        let (found, tail) = scan(&bytes);
-        assert_eq!(tail, Tail::Clean);
-        assert_eq!(
-            found.iter().map(|f| f.block).collect::<Vec<_>>(),
-            vec![7, 8, 9]
-        );
-        assert_eq!(&bytes[found[0].payload.clone()], b"seven");
-        assert_eq!(bytes[found[2].payload.clone()].len(), 300);
-    }
-
-    #[test]
-    fn a_cut_anywhere_in_the_last_frame_is_a_torn_tail() {
-        let bytes = frames(&[(1, b"first"), (2, &[5; 64])]);
-        let last_start = HEADER + 5 + TRAILER;
-        for cut in last_start + 1..bytes.len() {
-            let (found, tail) = scan(&bytes[..cut]);
-            assert_eq!(found.len(), 1, "cut at {cut}");
-            assert_eq!(tail, Tail::Torn { offset: last_start }, "cut at {cut}");
-        }
-    }
-
-    #[test]
-    fn zeros_after_the_last_frame_are_a_torn_tail() {
-        let mut bytes = frames(&[(1, b"first")]);
-        let end = bytes.len();
-        bytes.extend_from_slice(&[0; 4096]);
-        assert_eq!(scan(&bytes).1, Tail::Torn { offset: end });
-    }
-
-    #[test]
-    fn a_flipped_byte_before_the_last_frame_is_corruption() {
-        let mut bytes = frames(&[(1, b"first"), (2, b"second")]);
-        bytes[HEADER + 2] ^= 0x40;
-        let (found, tail) = scan(&bytes);
-        assert!(found.is_empty());
-        assert_eq!(
-            tail,
-            Tail::Corrupt {
-                offset: 0,
-                what: "checksum mismatch"
-            }
-        );
-    }
-
-    #[test]
-    fn a_flipped_magic_before_more_frames_is_corruption() {
-        let mut bytes = frames(&[(1, b"first"), (2, b"second"), (3, b"third")]);
-        let second = HEADER + 5 + TRAILER;
-        bytes[second] ^= 0xff;
-        let (found, tail) = scan(&bytes);
-        assert_eq!(found.len(), 1);
-        assert_eq!(
-            tail,
-            Tail::Corrupt {
-                offset: second,
-                what: "no frame magic"
-            }
-        );
-    }
-
-    #[test]
-    fn a_flipped_byte_in_the_last_frame_is_indistinguishable_from_a_torn_append() {
-        let mut bytes = frames(&[(1, b"first"), (2, b"second")]);
-        let last = bytes.len() - TRAILER - 1;
-        bytes[last] ^= 1;
-        let (found, tail) = scan(&bytes);
-        assert_eq!(found.len(), 1);
-        assert!(matches!(tail, Tail::Torn { .. }));
-    }
-}
+#[path = "frame_tests.rs"]
+mod tests;

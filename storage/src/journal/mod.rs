@@ -2,28 +2,40 @@
 //! appended to a segment file — one sequential write (and one `fsync` when
 //! the block must be durable) instead of random B-tree inserts.
 //!
-//! Segments are named by their first block (`journal-BLOCK.log`) and only
-//! ever appended to by the handle that created them: a reopened journal
-//! starts a new segment. [`Journal::open`] reads every segment, checks that
-//! the blocks follow each other without a gap, cuts a torn tail (an append
-//! a crash interrupted) off the last segment by a durable rewrite of its
-//! whole frames, and refuses corruption anywhere else with the segment and
-//! offset. Blocks at or below the caller's flushed block are skipped:
-//! [`Journal::release_through`] deletes the segments they alone fill.
+//! Segments are named by their first block (`journal-BLOCK.log`), start with
+//! a checksummed header naming the datadir and that block (`segment.rs`),
+//! and are only ever appended to by the handle that created them: a reopened
+//! journal starts a new segment. Each frame carries the root of the block
+//! before it and its own (`frame.rs`), so the frames form a chain of roots
+//! from redb's head.
+//!
+//! Opening is two steps: [`scan`] reads and checks every segment without
+//! changing a byte and returns a verdict (the records, the torn tail a crash
+//! left, the segments of the first format to convert, and every problem);
+//! [`Journal::open_scanned`] applies it only when it holds no problem
+//! (`apply.rs`): the torn tail is kept aside in a `.torn-OFFSET` file beside
+//! its segment, then cut by a durable rewrite; segments of the first format
+//! are rewritten in this one. Blocks at or below the caller's flushed block
+//! are skipped: [`Journal::release_through`] deletes the segments they alone
+//! fill.
 //!
 //! For unwind (`unwind.rs`): [`Journal::read_blocks`] reads a range of
 //! records back from the segments, [`Journal::truncate_after`] durably cuts
 //! off every block after one, and [`Journal::discard_all`] deletes every
 //! segment. [`JournalTail`] (`tail.rs`) follows a journal another process
-//! appends to, read-only.
+//! appends to, read-only, with the scan's torn-tail rule.
 //!
 //! `benches/benches/journal.rs` measured why this is a file and not a redb
 //! table: the same 2.6 MB block made durable in 19.5 ms as a file append and
 //! fdatasync vs 55.7 ms as one redb value vs 395 ms as today's B-tree
 //! inserts (medians of 30 interleaved blocks, one run).
 
+mod apply;
 mod frame;
+mod legacy;
 mod record;
+mod scan;
+mod segment;
 mod tail;
 mod unwind;
 
@@ -31,18 +43,26 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use alloy_primitives::B256;
 use bytes::Bytes;
 
-use crate::files::fs::{FileSystem, WritableFile, file_name_of};
+use crate::files::fs::{FileSystem, WritableFile};
 
+pub use frame::Link;
 pub use record::{BlockRecord, Previous, RecordError, RecordWrite};
+pub use scan::{Expect, Scan, ScannedFrame, Tip, TornTail, scan};
+pub use segment::DatadirId;
 pub use tail::JournalTail;
 
 /// Segment files are `journal-` + the first block, 20 digits, + `.log`.
 const SEGMENT_PREFIX: &str = "journal-";
 const SEGMENT_SUFFIX: &str = ".log";
-/// A torn segment is rewritten under this suffix, then renamed over itself.
+/// A shortened segment is rewritten under this suffix, then renamed over itself.
 const REWRITE_SUFFIX: &str = ".log.rewrite";
+/// A segment of the first format is converted under this suffix, then renamed over itself.
+const CONVERT_SUFFIX: &str = ".log.convert";
+/// What a torn tail's kept-aside copy adds to its segment's name (then the offset).
+const TORN_INFIX: &str = ".torn-";
 
 /// What can go wrong with the journal.
 #[derive(Debug, thiserror::Error)]
@@ -58,7 +78,7 @@ pub enum JournalError {
         /// The cause.
         source: io::Error,
     },
-    /// A frame is damaged where a crash cannot have left it.
+    /// A frame or segment header is damaged where a crash cannot have left it.
     #[error("journal segment {path} is corrupt at offset {offset}: {what}")]
     Corrupt {
         /// The segment.
@@ -78,6 +98,59 @@ pub enum JournalError {
         /// The block found instead.
         found: u64,
     },
+    /// A segment was written by another datadir.
+    #[error(
+        "journal segment {path} belongs to datadir {found}, not to this one ({}): it was copied from elsewhere",
+        expected.map_or_else(|| "which has no identity yet".to_owned(), |id| id.to_string())
+    )]
+    Foreign {
+        /// The segment.
+        path: PathBuf,
+        /// The identity its header carries.
+        found: DatadirId,
+        /// This datadir's identity.
+        expected: Option<DatadirId>,
+    },
+    /// A frame does not continue the state the block before it left.
+    #[error(
+        "journal segment {path} at offset {offset}: block {block} follows root {found}, but the block before it has root {expected}"
+    )]
+    Chain {
+        /// The segment.
+        path: PathBuf,
+        /// Where the frame starts.
+        offset: u64,
+        /// Its block.
+        block: u64,
+        /// The root the block before it has.
+        expected: B256,
+        /// The parent root the frame carries.
+        found: B256,
+    },
+    /// The journal's frame of redb's head block carries another root.
+    #[error(
+        "journal segment {path} at offset {offset}: block {block} has root {found} there, but redb's head holds it with root {head}"
+    )]
+    HeadRoot {
+        /// The segment.
+        path: PathBuf,
+        /// Where the frame starts.
+        offset: u64,
+        /// The block (redb's head).
+        block: u64,
+        /// redb's root of it.
+        head: B256,
+        /// The frame's root.
+        found: B256,
+    },
+    /// A segment of the first journal format where it cannot be converted.
+    #[error(
+        "journal segment {path} is in the journal format of an earlier release: open the datadir once with a writer of this release (any writing command, e.g. `strata compact --datadir DATADIR`) to convert it in place"
+    )]
+    Legacy {
+        /// The segment.
+        path: PathBuf,
+    },
     /// An earlier append or sync failed: nothing more is appended.
     #[error("journal is closed after an earlier failure: {0}")]
     Failed(String),
@@ -91,6 +164,8 @@ pub type JournalResult<T> = std::result::Result<T, JournalError>;
 pub struct JournalRecord {
     /// The block.
     pub block: u64,
+    /// The roots its frame links: the block before's and its own.
+    pub link: Link,
     /// The record's bytes, as appended.
     pub payload: Bytes,
 }
@@ -103,6 +178,10 @@ pub struct Recovered {
     /// The torn tail cut off the last segment, if a crash left one:
     /// (segment, offset, bytes dropped).
     pub torn_tail: Option<(PathBuf, u64, u64)>,
+    /// Where the cut bytes were kept aside.
+    pub kept_aside: Option<PathBuf>,
+    /// Segments converted from the first journal format.
+    pub converted: Vec<PathBuf>,
 }
 
 /// One segment file on disk.
@@ -125,10 +204,14 @@ struct Active {
 pub struct Journal {
     fs: Arc<dyn FileSystem>,
     dir: PathBuf,
+    id: DatadirId,
     segments: Vec<Segment>,
     active: Option<Active>,
     /// The block the next append must carry (None: any, for an empty journal).
     next_block: Option<u64>,
+    /// The root of the newest block appended or recovered, when known: the
+    /// next append must name it as its parent.
+    tip_root: Option<B256>,
     /// A segment is closed (and the next append starts a new one) past this size.
     segment_bytes: u64,
     /// Set by a failed write or sync: the file's tail is unknown.
@@ -137,159 +220,80 @@ pub struct Journal {
 }
 
 impl Journal {
-    /// Opens (creating) the journal in `dir`, recovering the records after
-    /// `flushed` (every block when `None`). The next append must be the block
-    /// after the last recovered one, or after `flushed` when none is left.
+    /// Opens (creating) the journal of datadir `id` in `dir`, recovering the
+    /// records after `flushed` (every block when `None`): [`scan`], refused
+    /// with the first problem it found (nothing changed), else
+    /// [`Journal::open_scanned`]. The next append must be the block after
+    /// the last recovered one, or after `flushed` when none is left.
     pub fn open(
         fs: Arc<dyn FileSystem>,
         dir: impl Into<PathBuf>,
-        flushed: Option<u64>,
+        id: DatadirId,
+        flushed: Option<Tip>,
         segment_bytes: u64,
     ) -> JournalResult<(Journal, Recovered)> {
+        let dir = dir.into();
+        let expect = Expect {
+            id: Some(id),
+            flushed,
+        };
+        let mut verdict = scan(&fs, &dir, expect)?;
+        if !verdict.problems.is_empty() {
+            return Err(verdict.problems.remove(0));
+        }
+        Journal::open_scanned(fs, dir, id, flushed, verdict, segment_bytes)
+    }
+
+    /// Applies a verdict of [`scan`] that holds no problem (the caller
+    /// checked; a problem left in it is returned, nothing changed): removes
+    /// the temporary files of interrupted rewrites, keeps the torn tail
+    /// aside and cuts it, converts segments of the first format, and opens
+    /// the journal for appends.
+    pub fn open_scanned(
+        fs: Arc<dyn FileSystem>,
+        dir: impl Into<PathBuf>,
+        id: DatadirId,
+        flushed: Option<Tip>,
+        mut verdict: Scan,
+        segment_bytes: u64,
+    ) -> JournalResult<(Journal, Recovered)> {
+        if !verdict.problems.is_empty() {
+            return Err(verdict.problems.remove(0));
+        }
         let dir = dir.into();
         fs.create_dir_all(&dir)
             .map_err(io_err(&dir, "create folder"))?;
         let mut journal = Journal {
             fs,
             dir,
+            id,
             segments: Vec::new(),
             active: None,
-            next_block: flushed.map(|b| b + 1),
+            next_block: flushed.map(|f| f.block + 1),
+            tip_root: flushed.map(|f| f.root),
             segment_bytes: segment_bytes.max(1),
             failed: None,
             frame: Vec::new(),
         };
-        let recovered = journal.recover(flushed)?;
+        let recovered = journal.apply(verdict)?;
         Ok((journal, recovered))
-    }
-
-    fn recover(&mut self, flushed: Option<u64>) -> JournalResult<Recovered> {
-        let mut names = Vec::new();
-        for path in self
-            .fs
-            .list_dir(&self.dir)
-            .map_err(io_err(&self.dir, "list"))?
-        {
-            let name = file_name_of(&path).unwrap_or_default();
-            if name.ends_with(REWRITE_SUFFIX) {
-                // A rewrite a crash interrupted: the original is still whole.
-                self.fs
-                    .remove(&path)
-                    .map_err(io_err(&path, "remove an interrupted rewrite"))?;
-            } else if let Some(first) = segment_first_block(name) {
-                names.push((first, path));
-            }
-        }
-        names.sort();
-        let mut recovered = Recovered::default();
-        let count = names.len();
-        let mut expected: Option<u64> = None;
-        for (index, (first_block, path)) in names.into_iter().enumerate() {
-            let bytes = Bytes::from(self.fs.read(&path).map_err(io_err(&path, "read"))?);
-            let (frames, tail) = frame::scan(&bytes);
-            let mut valid_len = bytes.len();
-            match tail {
-                frame::Tail::Clean => {}
-                frame::Tail::Corrupt { offset, what } => {
-                    return Err(JournalError::Corrupt {
-                        path,
-                        offset: offset as u64,
-                        what: what.to_owned(),
-                    });
-                }
-                frame::Tail::Torn { offset } if index + 1 == count => {
-                    recovered.torn_tail =
-                        Some((path.clone(), offset as u64, (bytes.len() - offset) as u64));
-                    valid_len = offset;
-                }
-                frame::Tail::Torn { offset } => {
-                    // Only the last segment can end in an interrupted append.
-                    return Err(JournalError::Corrupt {
-                        path,
-                        offset: offset as u64,
-                        what: "damaged frame at the end of a segment that is not the last".into(),
-                    });
-                }
-            }
-            let mut last_block = None;
-            for frame in &frames {
-                let want = expected.unwrap_or(first_block);
-                if frame.block != want {
-                    return Err(JournalError::Gap {
-                        path,
-                        expected: want,
-                        found: frame.block,
-                    });
-                }
-                expected = Some(frame.block + 1);
-                last_block = Some(frame.block);
-                if flushed.is_none_or(|f| frame.block > f) {
-                    recovered.records.push(JournalRecord {
-                        block: frame.block,
-                        payload: bytes.slice(frame.payload.clone()),
-                    });
-                }
-            }
-            if last_block.is_none() {
-                // Nothing whole in it (a torn first append): it holds nothing.
-                self.fs
-                    .remove(&path)
-                    .map_err(io_err(&path, "remove an empty segment"))?;
-                self.fs
-                    .sync_dir(&self.dir)
-                    .map_err(io_err(&self.dir, "sync folder"))?;
-                continue;
-            }
-            if valid_len < bytes.len() {
-                self.rewrite_prefix(&path, &bytes[..valid_len])?;
-            }
-            self.segments.push(Segment {
-                path,
-                first_block,
-                last_block,
-                bytes: valid_len as u64,
-            });
-        }
-        if let Some(last) = recovered.records.last() {
-            self.next_block = Some(last.block + 1);
-        } else if let (Some(next), Some(journal_next)) = (self.next_block, expected)
-            && journal_next > next
-        {
-            // Every journaled block is flushed; keep counting after the journal.
-            self.next_block = Some(journal_next);
-        }
-        if let (Some(flushed), Some(first)) = (flushed, recovered.records.first())
-            && first.block != flushed + 1
-        {
-            return Err(JournalError::Gap {
-                path: self.dir.clone(),
-                expected: flushed + 1,
-                found: first.block,
-            });
-        }
-        Ok(recovered)
-    }
-
-    /// Durably replaces `path` with `prefix` (temp file, sync, rename, sync folder).
-    fn rewrite_prefix(&self, path: &Path, prefix: &[u8]) -> JournalResult<()> {
-        let temp = path.with_extension("log.rewrite");
-        let mut file = self.fs.create(&temp).map_err(io_err(&temp, "create"))?;
-        file.write_all(prefix).map_err(io_err(&temp, "write"))?;
-        file.sync().map_err(io_err(&temp, "sync"))?;
-        drop(file);
-        self.fs
-            .rename(&temp, path)
-            .map_err(io_err(path, "rename"))?;
-        self.fs
-            .sync_dir(&self.dir)
-            .map_err(io_err(&self.dir, "sync folder"))
     }
 
     /// Appends `block`'s record; with `durable` it is on disk when this
     /// returns, else it survives a crash of this process but not a power cut.
     /// Returns the bytes appended. After a failure every later append fails
     /// with the first cause.
-    pub fn append(&mut self, block: u64, payload: &[u8], durable: bool) -> JournalResult<u64> {
+    ///
+    /// `link.parent` must be the root of the block before (the newest one
+    /// appended or recovered, or redb's head), when the journal knows it:
+    /// else [`JournalError::Chain`], nothing appended.
+    pub fn append(
+        &mut self,
+        block: u64,
+        link: Link,
+        payload: &[u8],
+        durable: bool,
+    ) -> JournalResult<u64> {
         if let Some(cause) = &self.failed {
             return Err(JournalError::Failed(cause.clone()));
         }
@@ -302,14 +306,32 @@ impl Journal {
                 found: block,
             });
         }
-        let result = self.append_frame(block, payload, durable);
+        if let Some(tip) = self.tip_root
+            && self.next_block == Some(block)
+            && link.parent != tip
+        {
+            return Err(JournalError::Chain {
+                path: self.dir.clone(),
+                offset: self.bytes(),
+                block,
+                expected: tip,
+                found: link.parent,
+            });
+        }
+        let result = self.append_frame(block, link, payload, durable);
         if let Err(error) = &result {
             self.failed = Some(error.to_string());
         }
         result
     }
 
-    fn append_frame(&mut self, block: u64, payload: &[u8], durable: bool) -> JournalResult<u64> {
+    fn append_frame(
+        &mut self,
+        block: u64,
+        link: Link,
+        payload: &[u8],
+        durable: bool,
+    ) -> JournalResult<u64> {
         let full = self
             .active
             .as_ref()
@@ -323,7 +345,16 @@ impl Journal {
         }
         if self.active.is_none() {
             let path = self.dir.join(segment_name(block));
-            let file = self.fs.create(&path).map_err(io_err(&path, "create"))?;
+            let mut file = self.fs.create(&path).map_err(io_err(&path, "create"))?;
+            // The header is durable before the folder names the segment.
+            let header = segment::SegmentHeader {
+                id: self.id,
+                first_block: block,
+            }
+            .encode();
+            file.write_all(&header)
+                .map_err(io_err(&path, "write the segment header"))?;
+            file.sync().map_err(io_err(&path, "sync"))?;
             self.fs
                 .sync_dir(&self.dir)
                 .map_err(io_err(&self.dir, "sync folder"))?;
@@ -331,14 +362,14 @@ impl Journal {
                 path,
                 first_block: block,
                 last_block: None,
-                bytes: 0,
+                bytes: header.len() as u64,
             });
             self.active = Some(Active {
                 file,
                 index: self.segments.len() - 1,
             });
         }
-        frame::encode(block, payload, &mut self.frame);
+        frame::encode(block, link, payload, &mut self.frame);
         let active = self.active.as_mut().expect("opened above");
         let segment = &mut self.segments[active.index];
         active
@@ -356,6 +387,7 @@ impl Journal {
         segment.bytes += self.frame.len() as u64;
         segment.last_block = Some(block);
         self.next_block = Some(block + 1);
+        self.tip_root = Some(link.root);
         Ok(self.frame.len() as u64)
     }
 
@@ -436,12 +468,26 @@ pub(crate) fn segment_first_block(name: &str) -> Option<u64> {
         .flatten()
 }
 
-/// Whether `name` is a file the journal makes (for the datadir's clean-up rules).
+/// Whether `name` is a file the journal makes (for the datadir's clean-up
+/// rules): a segment, a rewrite or conversion in progress, or a torn tail
+/// kept aside (`….log.torn-OFFSET`, which strata never deletes).
 pub fn is_journal_file_name(name: &str) -> bool {
     segment_first_block(name).is_some()
-        || name
-            .strip_suffix(".rewrite")
-            .is_some_and(|n| segment_first_block(n).is_some())
+        || [".rewrite", ".convert"].iter().any(|suffix| {
+            name.strip_suffix(suffix)
+                .is_some_and(|n| segment_first_block(n).is_some())
+        })
+        || is_torn_file_name(name)
+}
+
+/// Whether `name` is a torn tail kept aside by [`Journal::open_scanned`].
+pub fn is_torn_file_name(name: &str) -> bool {
+    name.split_once(TORN_INFIX)
+        .is_some_and(|(segment, offset)| {
+            segment_first_block(segment).is_some()
+                && !offset.is_empty()
+                && offset.bytes().all(|b| b.is_ascii_digit() || b == b'-')
+        })
 }
 
 fn io_err(path: &Path, op: &'static str) -> impl FnOnce(io::Error) -> JournalError {
@@ -451,3 +497,41 @@ fn io_err(path: &Path, op: &'static str) -> impl FnOnce(io::Error) -> JournalErr
 
 #[cfg(test)]
 mod tests;
+
+/// Rewrites the frame of `block` in the segment bytes `segment` with its
+/// record changed by `change` and every checksum made valid again: what a
+/// hostile edit of a journal looks like (finding CR2). For tests.
+#[cfg(test)]
+pub(crate) fn rechecksummed(
+    segment: &[u8],
+    block: u64,
+    change: impl FnOnce(&mut BlockRecord),
+) -> Vec<u8> {
+    let mut offset = segment::HEADER_LEN;
+    while offset < segment.len() {
+        let word = |at: usize| u32::from_le_bytes(segment[at..at + 4].try_into().unwrap());
+        let len = word(offset + 4) as usize;
+        let end = offset + frame::HEADER + frame::ROOTS + len + frame::TRAILER;
+        let frame_block = u64::from_le_bytes(segment[offset + 8..offset + 16].try_into().unwrap());
+        if frame_block == block {
+            let roots = offset + frame::HEADER;
+            let link = Link {
+                parent: alloy_primitives::B256::from_slice(&segment[roots..roots + 32]),
+                root: alloy_primitives::B256::from_slice(&segment[roots + 32..roots + 64]),
+            };
+            let payload = &segment[roots + frame::ROOTS..end - frame::TRAILER];
+            let mut record = BlockRecord::decode(&bytes::Bytes::copy_from_slice(payload)).unwrap();
+            change(&mut record);
+            let mut encoded = Vec::new();
+            record.encode_into(&mut encoded);
+            let mut framed = Vec::new();
+            frame::encode(block, link, &encoded, &mut framed);
+            let mut out = segment[..offset].to_vec();
+            out.extend_from_slice(&framed);
+            out.extend_from_slice(&segment[end..]);
+            return out;
+        }
+        offset = end;
+    }
+    panic!("no frame of block {block} in the segment");
+}

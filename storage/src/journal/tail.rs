@@ -4,12 +4,17 @@
 //! or deletes anything, so it works on a read-only mount.
 //!
 //! What the writer may do meanwhile, and what the tail makes of it:
-//! * an append in progress leaves an incomplete frame at the end of the
-//!   newest segment: the tail stops before it and reads it whole next time;
+//! * an append in progress leaves a damaged last frame in the newest segment
+//!   (or a segment still without its header): by the writer's own torn-tail
+//!   rule (`scan.rs`) the tail stops before it and reads it whole next time;
 //! * a released segment disappears: the tail forgets it;
 //! * a segment cut by [`super::Journal::truncate_after`] (or by the torn-tail
 //!   rewrite of a reopen) is replaced by a shorter copy: the tail sees it
 //!   shrink, or its last read frame change, and reads it again from the start.
+//!
+//! Each segment's header is checked when it is first read: another
+//! datadir's segment is [`JournalError::Foreign`], one of the first journal
+//! format [`JournalError::Legacy`] (a writer converts it).
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -18,7 +23,11 @@ use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 
-use super::{JournalError, JournalRecord, JournalResult, frame, io_err, segment_first_block};
+use super::scan::{describe, is_torn};
+use super::segment::{self, DatadirId, HeaderDamage, SegmentHeader};
+use super::{
+    JournalError, JournalRecord, JournalResult, frame, io_err, legacy, segment_first_block,
+};
 use crate::files::fs::file_name_of;
 
 /// How far one segment has been read.
@@ -53,17 +62,29 @@ impl Cursor {
 #[derive(Debug)]
 pub struct JournalTail {
     dir: PathBuf,
+    /// The datadir the segments must belong to (`None`: it has no identity).
+    id: Option<DatadirId>,
     /// Per segment, by its first block.
     cursors: BTreeMap<u64, Cursor>,
 }
 
 impl JournalTail {
-    /// A follower of the journal in `dir`. Does no I/O: the folder need not
-    /// exist yet.
-    pub fn new(dir: impl Into<PathBuf>) -> JournalTail {
+    /// A follower of the journal of datadir `id` in `dir`. Does no I/O: the
+    /// folder need not exist yet.
+    pub fn new(dir: impl Into<PathBuf>, id: Option<DatadirId>) -> JournalTail {
         JournalTail {
             dir: dir.into(),
+            id,
             cursors: BTreeMap::new(),
+        }
+    }
+
+    /// Follows segments of datadir `id` from now on (read again from the
+    /// start when it changed).
+    pub fn set_identity(&mut self, id: Option<DatadirId>) {
+        if self.id != id {
+            self.id = id;
+            self.cursors.clear();
         }
     }
 
@@ -89,12 +110,13 @@ impl JournalTail {
     /// an earlier one after an unwind rewrote a segment. The caller compares
     /// the first block with what it expects and decides.
     ///
-    /// An incomplete frame at the end of the newest segment is an append in
-    /// progress: the records before it are returned and it is read next
-    /// time. A frame that is whole but fails its check, frames that skip a
-    /// block, or an incomplete frame at the end of an older segment are
-    /// [`JournalError::Corrupt`] / [`JournalError::Gap`] naming the segment
-    /// and offset; the read offsets then stay where they were.
+    /// A damaged frame at the end of the newest segment that the writer
+    /// would cut as a torn tail (`scan.rs`: nothing valid after it, zeros,
+    /// or the next block's frame not yet whole) is an append in progress:
+    /// the records before it are returned and it is read next time. Any
+    /// other damage, frames that skip a block, a foreign or misnamed segment
+    /// are errors naming the segment and offset; the read offsets then stay
+    /// where they were.
     pub fn read_after(&mut self, after: Option<u64>) -> JournalResult<Vec<JournalRecord>> {
         let segments = self.list()?;
         // Work on a copy: an error leaves the offsets where they were, so the
@@ -114,6 +136,7 @@ impl JournalTail {
                 path,
                 newest: next_first.is_none(),
                 after,
+                id: self.id,
             };
             read.segment(*first, &mut cursors, &mut records)?;
         }
@@ -146,6 +169,7 @@ struct SegmentRead<'a> {
     /// Whether it is the newest segment (the one an append may be filling).
     newest: bool,
     after: Option<u64>,
+    id: Option<DatadirId>,
 }
 
 impl SegmentRead<'_> {
@@ -177,8 +201,17 @@ impl SegmentRead<'_> {
         file.read_to_end(&mut buffer)
             .map_err(io_err(path, "read"))?;
         let bytes = Bytes::from(buffer);
-        let (frames, damage) = frame::scan_until_damage(&bytes);
         let mut read = cursor.clone();
+        let mut from = 0;
+        if cursor.offset == 0 {
+            match self.header(first, &bytes)? {
+                Some(()) => from = segment::HEADER_LEN,
+                // Being created: nothing to read yet.
+                None => return Ok(()),
+            }
+            read.offset = segment::HEADER_LEN as u64;
+        }
+        let (frames, damage) = frame::scan(&bytes, from);
         for found in &frames {
             if found.block != read.next_block {
                 return Err(JournalError::Gap {
@@ -190,6 +223,7 @@ impl SegmentRead<'_> {
             if self.after.is_none_or(|after| found.block > after) {
                 out.push(JournalRecord {
                     block: found.block,
+                    link: found.link,
                     payload: bytes.slice(found.payload.clone()),
                 });
             }
@@ -198,27 +232,63 @@ impl SegmentRead<'_> {
             read.last_checksum = bytes[end - frame::TRAILER..end].try_into().ok();
             read.offset = cursor.offset + end as u64;
         }
-        match damage {
-            None => {}
-            Some((_, frame::Damage::Incomplete)) if self.newest => {
-                // An append in progress: read it whole next time.
-            }
-            Some((offset, damage)) => {
-                let what = match damage {
-                    frame::Damage::Incomplete => {
-                        "incomplete frame at the end of a segment that is not the newest"
-                    }
-                    wrong => wrong.describe(),
-                };
+        if let Some((offset, damage)) = damage {
+            let after = self.after;
+            let expected = Some(read.next_block);
+            let in_progress = is_torn(&bytes, offset, &damage, self.newest, expected, |b| {
+                after.is_none_or(|a| b > a)
+            });
+            if !in_progress {
                 return Err(JournalError::Corrupt {
                     path: path.to_path_buf(),
                     offset: cursor.offset + offset as u64,
-                    what: what.to_owned(),
+                    what: describe(&bytes, offset, &damage, self.newest),
                 });
             }
         }
         *cursor = read;
         Ok(())
+    }
+
+    /// Checks the header at the start of a segment's `bytes`: `None` while
+    /// the newest segment is still being created (header short or zeros).
+    fn header(&self, first: u64, bytes: &[u8]) -> JournalResult<Option<()>> {
+        let path = self.path;
+        let corrupt = |what: String| JournalError::Corrupt {
+            path: path.to_path_buf(),
+            offset: 0,
+            what,
+        };
+        if legacy::is_legacy(bytes) {
+            return Err(JournalError::Legacy {
+                path: path.to_path_buf(),
+            });
+        }
+        let header = match SegmentHeader::decode(bytes) {
+            Ok(header) => header,
+            Err(HeaderDamage::Short) if self.newest => return Ok(None),
+            Err(HeaderDamage::Wrong(_)) if self.newest && bytes.iter().all(|&b| b == 0) => {
+                return Ok(None);
+            }
+            Err(HeaderDamage::Short) => {
+                return Err(corrupt("segment shorter than its header".into()));
+            }
+            Err(HeaderDamage::Wrong(what)) => return Err(corrupt(what)),
+        };
+        if Some(header.id) != self.id {
+            return Err(JournalError::Foreign {
+                path: path.to_path_buf(),
+                found: header.id,
+                expected: self.id,
+            });
+        }
+        if header.first_block != first {
+            return Err(corrupt(format!(
+                "the segment header says it starts at block {}, its name block {first}",
+                header.first_block
+            )));
+        }
+        Ok(Some(()))
     }
 
     /// Whether the segment still holds what the cursor read: it is not

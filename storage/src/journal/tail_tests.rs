@@ -8,6 +8,8 @@ use std::sync::Arc;
 
 use super::*;
 use crate::files::fs::OsFileSystem;
+use crate::journal::segment::{self, DatadirId};
+use crate::journal::tests::{ID, link};
 use crate::journal::{Journal, segment_name};
 
 fn payload(block: u64, generation: u8) -> Vec<u8> {
@@ -17,7 +19,7 @@ fn payload(block: u64, generation: u8) -> Vec<u8> {
 }
 
 fn writer(dir: &Path, segment_bytes: u64) -> Journal {
-    Journal::open(Arc::new(OsFileSystem), dir, None, segment_bytes)
+    Journal::open(Arc::new(OsFileSystem), dir, ID, None, segment_bytes)
         .expect("open journal")
         .0
 }
@@ -25,7 +27,7 @@ fn writer(dir: &Path, segment_bytes: u64) -> Journal {
 fn append(journal: &mut Journal, blocks: std::ops::Range<u64>, generation: u8) {
     for block in blocks {
         journal
-            .append(block, &payload(block, generation), false)
+            .append(block, link(block), &payload(block, generation), false)
             .expect("append");
     }
 }
@@ -67,7 +69,7 @@ fn tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
 
 fn frame_of(block: u64, payload: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
-    frame::encode(block, payload, &mut out);
+    frame::encode(block, link(block), payload, &mut out);
     out
 }
 
@@ -83,7 +85,7 @@ fn append_raw(path: &Path, bytes: &[u8]) {
 fn a_tail_reads_what_the_writer_appends_once() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut journal = writer(dir.path(), 300);
-    let mut tail = JournalTail::new(dir.path());
+    let mut tail = JournalTail::new(dir.path(), Some(ID));
     assert!(tail.read_after(None).expect("read").is_empty());
     append(&mut journal, 0..5, 0);
     let first = tail.read_after(None).expect("read");
@@ -103,7 +105,7 @@ fn a_tail_reads_what_the_writer_appends_once() {
         vec![22, 23]
     );
     // A fresh tail skips the segments wholly at or below `after`.
-    let mut late = JournalTail::new(dir.path());
+    let mut late = JournalTail::new(dir.path(), Some(ID));
     assert_eq!(
         blocks(&late.read_after(Some(17)).expect("read")),
         (18..24).collect::<Vec<_>>()
@@ -124,7 +126,7 @@ fn an_append_in_progress_is_returned_once_whole() {
         let dir = tempfile::tempdir().expect("tempdir");
         let segment = dir.path().join(path.file_name().expect("name"));
         std::fs::copy(&path, &segment).expect("copy");
-        let mut tail = JournalTail::new(dir.path());
+        let mut tail = JournalTail::new(dir.path(), Some(ID));
         append_raw(&segment, &frame[..split]);
         assert_eq!(
             blocks(&tail.read_after(None).expect("first half")),
@@ -144,12 +146,12 @@ fn bytes_already_read_are_not_read_again_until_a_reset() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut journal = writer(dir.path(), 1 << 20);
     append(&mut journal, 0..4, 0);
-    let mut tail = JournalTail::new(dir.path());
+    let mut tail = JournalTail::new(dir.path(), Some(ID));
     assert_eq!(tail.read_after(None).expect("read").len(), 4);
     // Rot a payload byte of block 1, in place: the tail does not look back.
     let path = segment_files(dir.path()).remove(0);
     let mut bytes = std::fs::read(&path).expect("read");
-    let block_1 = frame_of(0, &payload(0, 0)).len();
+    let block_1 = segment::HEADER_LEN + frame_of(0, &payload(0, 0)).len();
     bytes[block_1 + frame::HEADER] ^= 0x55;
     std::fs::write(&path, &bytes).expect("write");
     append(&mut journal, 4..6, 0);
@@ -168,7 +170,7 @@ fn released_segments_are_forgotten_and_cut_ones_are_read_again() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut journal = writer(dir.path(), 300);
     append(&mut journal, 0..20, 0);
-    let mut tail = JournalTail::new(dir.path());
+    let mut tail = JournalTail::new(dir.path(), Some(ID));
     assert_eq!(tail.read_after(None).expect("read").len(), 20);
     let before = tail.cursors.len();
     journal.release_through(9).expect("release");
@@ -196,11 +198,11 @@ fn a_segment_replaced_under_the_same_name_is_read_again() {
     // the next append recreates it, longer.
     let mut journal = writer(dir.path(), 1);
     append(&mut journal, 0..5, 0);
-    let mut tail = JournalTail::new(dir.path());
+    let mut tail = JournalTail::new(dir.path(), Some(ID));
     assert_eq!(tail.read_after(None).expect("read").len(), 5);
     journal.truncate_after(2).expect("truncate");
     journal
-        .append(3, &[7; 500], false)
+        .append(3, link(3), &[7; 500], false)
         .expect("append a longer block 3");
     let name = dir.path().join(segment_name(3));
     assert!(std::fs::metadata(&name).expect("segment 3").len() > 200);
@@ -209,21 +211,49 @@ fn a_segment_replaced_under_the_same_name_is_read_again() {
     assert_eq!(new[0].payload.as_ref(), &[7; 500]);
 }
 
+/// A segment of the tests' datadir starting at `first` holding `frames`.
+fn segment_with(first: u64, frames: &[u8]) -> Vec<u8> {
+    let mut out = segment::SegmentHeader {
+        id: ID,
+        first_block: first,
+    }
+    .encode()
+    .to_vec();
+    out.extend_from_slice(frames);
+    out
+}
+
 #[test]
-fn damage_is_corrupt_with_segment_and_offset() {
+fn what_a_writer_would_cut_is_an_append_in_progress_and_damage_before_more_is_corrupt() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut journal = writer(dir.path(), 1 << 20);
     append(&mut journal, 0..3, 0);
     drop(journal);
     let path = segment_files(dir.path()).remove(0);
     let end = std::fs::metadata(&path).expect("len").len();
+    let whole = std::fs::read(&path).expect("read");
 
-    // A whole last frame that fails its checksum, in the newest segment.
+    // Zeros after the last frame (a power cut's fill): the writer cuts them.
+    append_raw(&path, &[0; 512]);
+    let mut tail = JournalTail::new(dir.path(), Some(ID));
+    assert_eq!(
+        blocks(&tail.read_after(None).expect("zeros")),
+        vec![0, 1, 2]
+    );
+
+    // A whole last frame that fails its checksum, with nothing after it:
+    // a torn append the writer would cut, not corruption (J05, J12).
+    std::fs::write(&path, &whole).expect("restore");
     let mut bad = frame_of(3, &payload(3, 0));
     let last = bad.len() - 1;
     bad[last] ^= 1;
     append_raw(&path, &bad);
-    let mut tail = JournalTail::new(dir.path());
+    let mut tail = JournalTail::new(dir.path(), Some(ID));
+    assert_eq!(blocks(&tail.read_after(None).expect("torn")), vec![0, 1, 2]);
+
+    // A valid frame after it: the damage is corruption, named where it is.
+    append_raw(&path, &frame_of(4, &payload(4, 0)));
+    let mut tail = JournalTail::new(dir.path(), Some(ID));
     match tail.read_after(None) {
         Err(JournalError::Corrupt {
             path: p,
@@ -231,7 +261,10 @@ fn damage_is_corrupt_with_segment_and_offset() {
             what,
         }) => {
             assert_eq!((p, offset), (path.clone(), end));
-            assert_eq!(what, "checksum mismatch");
+            assert!(
+                what.contains("checksum mismatch") && what.contains("follows"),
+                "{what}"
+            );
         }
         other => panic!("expected corruption, got {other:?}"),
     }
@@ -239,23 +272,20 @@ fn damage_is_corrupt_with_segment_and_offset() {
     assert!(tail.cursors.is_empty());
 
     // An incomplete frame in a segment that is not the newest.
-    std::fs::write(
-        &path,
-        &std::fs::read(&path).expect("read")[..end as usize + 5],
-    )
-    .expect("cut");
+    std::fs::write(&path, &whole[..end as usize - 5]).expect("cut");
     std::fs::write(
         dir.path().join(segment_name(3)),
-        frame_of(3, &payload(3, 0)),
+        segment_with(3, &frame_of(3, &payload(3, 0))),
     )
     .expect("newer segment");
+    let last_start = end - frame_of(2, &payload(2, 0)).len() as u64;
     match tail.read_after(None) {
         Err(JournalError::Corrupt {
             path: p,
             offset,
             what,
         }) => {
-            assert_eq!((p, offset), (path.clone(), end));
+            assert_eq!((p, offset), (path.clone(), last_start));
             assert!(what.contains("not the newest"), "{what}");
         }
         other => panic!("expected corruption, got {other:?}"),
@@ -263,10 +293,27 @@ fn damage_is_corrupt_with_segment_and_offset() {
 }
 
 #[test]
+fn a_segment_of_another_datadir_or_the_first_format_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut journal = writer(dir.path(), 1 << 20);
+    append(&mut journal, 0..3, 0);
+    drop(journal);
+    let mut tail = JournalTail::new(dir.path(), Some(DatadirId([0x22; 16])));
+    let error = tail.read_after(None).expect_err("foreign");
+    assert!(matches!(error, JournalError::Foreign { .. }), "{error}");
+    let path = segment_files(dir.path()).remove(0);
+    std::fs::write(&path, crate::journal::legacy::encode(0, &payload(0, 0))).expect("old");
+    let mut tail = JournalTail::new(dir.path(), Some(ID));
+    let error = tail.read_after(None).expect_err("first format");
+    assert!(matches!(error, JournalError::Legacy { .. }), "{error}");
+    assert!(error.to_string().contains("convert"), "{error}");
+}
+
+#[test]
 fn a_tail_changes_no_byte_and_creates_nothing() {
     let root = tempfile::tempdir().expect("tempdir");
     let dir = root.path().join("journal");
-    let mut tail = JournalTail::new(&dir);
+    let mut tail = JournalTail::new(&dir, Some(ID));
     assert!(tail.read_after(None).expect("missing folder").is_empty());
     assert!(!dir.exists(), "the tail created the folder");
 
@@ -296,10 +343,12 @@ fn a_tail_racing_a_writer_thread_sees_every_block_once_in_order() {
     let writer_thread = std::thread::spawn(move || {
         let mut journal = writer(&path, 1 << 20);
         for block in 0..40 {
-            journal.append(block, &big(block), false).expect("append");
+            journal
+                .append(block, link(block), &big(block), false)
+                .expect("append");
         }
     });
-    let mut tail = JournalTail::new(dir.path());
+    let mut tail = JournalTail::new(dir.path(), Some(ID));
     let mut seen = Vec::new();
     let mut calls = 0;
     while seen.len() < 40 {

@@ -4,8 +4,10 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use alloy_primitives::B256;
+
 use super::*;
-use crate::files::fs::{Fault, FaultyFileSystem, MemFileSystem, OsFileSystem};
+use crate::files::fs::{Fault, FaultyFileSystem, MemFileSystem, OsFileSystem, file_name_of};
 
 const DIR: &str = "/d/journal";
 
@@ -15,8 +17,31 @@ fn payload(block: u64) -> Vec<u8> {
         .collect()
 }
 
+/// The datadir the tests' journals belong to.
+pub(super) const ID: DatadirId = DatadirId([0x11; 16]);
+
+/// The root the tests give block `block`.
+pub(super) fn root(block: u64) -> B256 {
+    B256::left_padding_from(&(block + 1).to_be_bytes())
+}
+
+/// The roots a test frame of `block` links: its parent's and its own.
+pub(super) fn link(block: u64) -> Link {
+    Link {
+        parent: block.checked_sub(1).map_or(B256::ZERO, root),
+        root: root(block),
+    }
+}
+
+fn tip(flushed: Option<u64>) -> Option<Tip> {
+    flushed.map(|block| Tip {
+        block,
+        root: root(block),
+    })
+}
+
 fn open(fs: &MemFileSystem, flushed: Option<u64>, segment_bytes: u64) -> (Journal, Recovered) {
-    Journal::open(Arc::new(fs.clone()), DIR, flushed, segment_bytes).expect("open journal")
+    Journal::open(Arc::new(fs.clone()), DIR, ID, tip(flushed), segment_bytes).expect("open journal")
 }
 
 fn blocks_of(recovered: &Recovered) -> Vec<u64> {
@@ -34,7 +59,7 @@ fn appended_blocks_come_back_after_a_reopen() {
     assert!(recovered.records.is_empty());
     for block in 0..10 {
         journal
-            .append(block, &payload(block), true)
+            .append(block, link(block), &payload(block), true)
             .expect("append");
     }
     assert_eq!(journal.blocks(), Some((0, 9)));
@@ -46,7 +71,7 @@ fn appended_blocks_come_back_after_a_reopen() {
     }
     // A reopened journal continues in a new segment.
     journal
-        .append(10, &payload(10), true)
+        .append(10, link(10), &payload(10), true)
         .expect("append after reopen");
     assert_eq!(segments(&fs).len(), 2);
     let (_, recovered) = open(&fs, Some(4), 1 << 20);
@@ -59,11 +84,13 @@ fn a_torn_last_record_at_every_byte_opens_to_the_previous_block() {
     let (mut journal, _) = open(&fs, None, 1 << 20);
     for block in 0..4 {
         journal
-            .append(block, &payload(block), true)
+            .append(block, link(block), &payload(block), true)
             .expect("append");
     }
     let before_last = journal.bytes();
-    journal.append(4, &payload(4), true).expect("append");
+    journal
+        .append(4, link(4), &payload(4), true)
+        .expect("append");
     let whole = journal.bytes();
     drop(journal);
     let path = segments(&fs).remove(0);
@@ -86,7 +113,7 @@ fn a_torn_last_record_at_every_byte_opens_to_the_previous_block() {
             Some(before_last)
         );
         journal
-            .append(4, &payload(4), true)
+            .append(4, link(4), &payload(4), true)
             .expect("append after recovery");
         drop(journal);
         let (_, again) = open(&torn.power_cut_image(), None, 1 << 20);
@@ -101,10 +128,12 @@ fn a_power_cut_keeps_the_durable_blocks_only() {
     for block in 0..6 {
         // Every third block durable, like Durability::EveryN(3).
         journal
-            .append(block, &payload(block), block % 3 == 2)
+            .append(block, link(block), &payload(block), block % 3 == 2)
             .expect("append");
     }
-    journal.append(6, &payload(6), false).expect("append");
+    journal
+        .append(6, link(6), &payload(6), false)
+        .expect("append");
     let (_, recovered) = open(&fs.power_cut_image(), None, 1 << 20);
     assert_eq!(blocks_of(&recovered), (0..6).collect::<Vec<_>>());
 }
@@ -115,19 +144,23 @@ fn corruption_before_the_tail_is_refused_with_the_segment_and_offset() {
     let (mut journal, _) = open(&fs, None, 1 << 20);
     for block in 0..5 {
         journal
-            .append(block, &payload(block), true)
+            .append(block, link(block), &payload(block), true)
             .expect("append");
     }
     drop(journal);
     let path = segments(&fs).remove(0);
-    fs.patch(&path, 30, &[0xee]).expect("patch");
-    match Journal::open(Arc::new(fs.clone()), DIR, None, 1 << 20) {
+    let before = fs.contents(&path);
+    // The segment header is 48 bytes and block 0's frame 24 + 64 + 3 + 8:
+    // the flip is in block 1's length.
+    fs.patch(&path, 147 + 5, &[0xee]).expect("patch");
+    let patched = fs.contents(&path);
+    assert_ne!(before, patched);
+    match Journal::open(Arc::new(fs.clone()), DIR, ID, None, 1 << 20) {
         Err(JournalError::Corrupt {
             path: p, offset, ..
         }) => {
             assert_eq!(p, path);
-            // Block 0's frame is 16 + 3 + 8 bytes; the flip is in block 1's.
-            assert_eq!(offset, 27);
+            assert_eq!(offset, 147);
         }
         other => panic!(
             "expected corruption, got {:?}",
@@ -135,7 +168,7 @@ fn corruption_before_the_tail_is_refused_with_the_segment_and_offset() {
         ),
     }
     // Nothing was cut or removed.
-    assert!(fs.contents(&path).is_some());
+    assert_eq!(fs.contents(&path), patched);
 }
 
 #[test]
@@ -144,7 +177,7 @@ fn segments_rotate_and_flushed_ones_are_released() {
     let (mut journal, _) = open(&fs, None, 200);
     for block in 0..20 {
         journal
-            .append(block, &payload(block), true)
+            .append(block, link(block), &payload(block), true)
             .expect("append");
     }
     let count = segments(&fs).len();
@@ -155,7 +188,9 @@ fn segments_rotate_and_flushed_ones_are_released() {
     assert_eq!(last, 19);
     assert!(segments(&fs).len() < count);
     // Later appends still go on, and a reopen after the flushed block sees them all.
-    journal.append(20, &payload(20), true).expect("append");
+    journal
+        .append(20, link(20), &payload(20), true)
+        .expect("append");
     drop(journal);
     let (_, recovered) = open(&fs, Some(11), 200);
     assert_eq!(blocks_of(&recovered), (12..21).collect::<Vec<_>>());
@@ -167,7 +202,7 @@ fn a_missing_segment_is_a_gap() {
     let (mut journal, _) = open(&fs, None, 100);
     for block in 0..12 {
         journal
-            .append(block, &payload(block), true)
+            .append(block, link(block), &payload(block), true)
             .expect("append");
     }
     drop(journal);
@@ -175,14 +210,14 @@ fn a_missing_segment_is_a_gap() {
     assert!(all.len() >= 3);
     fs.remove(&all[1]).expect("remove");
     assert!(matches!(
-        Journal::open(Arc::new(fs.clone()), DIR, None, 100),
+        Journal::open(Arc::new(fs.clone()), DIR, ID, None, 100),
         Err(JournalError::Gap { .. })
     ));
     // After the flushed block the journal must continue at flushed + 1.
     let fs = MemFileSystem::new();
     let (mut journal, _) = open(&fs, Some(9), 1 << 20);
     assert!(matches!(
-        journal.append(12, b"x", true),
+        journal.append(12, link(12), b"x", true),
         Err(JournalError::Gap {
             expected: 10,
             found: 12,
@@ -195,12 +230,16 @@ fn a_missing_segment_is_a_gap() {
 fn a_failed_sync_closes_the_journal_with_its_first_cause() {
     let mem = MemFileSystem::new();
     let faulty = Arc::new(FaultyFileSystem::new(Arc::new(mem.clone())));
-    let (mut journal, _) = Journal::open(faulty.clone(), DIR, None, 1 << 20).expect("open");
-    journal.append(0, b"zero", true).expect("append");
+    let (mut journal, _) = Journal::open(faulty.clone(), DIR, ID, None, 1 << 20).expect("open");
+    journal.append(0, link(0), b"zero", true).expect("append");
     faulty.inject(Fault::Sync);
-    let first = journal.append(1, b"one", true).expect_err("sync fails");
+    let first = journal
+        .append(1, link(1), b"one", true)
+        .expect_err("sync fails");
     faulty.clear();
-    let later = journal.append(2, b"two", true).expect_err("closed");
+    let later = journal
+        .append(2, link(2), b"two", true)
+        .expect_err("closed");
     assert!(later.to_string().contains(&first.to_string()), "{later}");
     let (_, recovered) = open(&mem.power_cut_image(), None, 1 << 20);
     assert_eq!(blocks_of(&recovered), vec![0]);
@@ -212,6 +251,18 @@ fn only_journal_names_are_journal_files() {
     assert!(is_journal_file_name(
         "journal-00000000000000000042.log.rewrite"
     ));
+    assert!(is_journal_file_name(
+        "journal-00000000000000000042.log.convert"
+    ));
+    assert!(is_journal_file_name(
+        "journal-00000000000000000042.log.torn-4096"
+    ));
+    assert!(is_journal_file_name(
+        "journal-00000000000000000042.log.torn-4096-2"
+    ));
+    assert!(!is_journal_file_name(
+        "journal-00000000000000000042.log.torn-"
+    ));
     assert!(!is_journal_file_name("journal-42.log"));
     assert!(!is_journal_file_name("notes.txt"));
     assert_eq!(segment_first_block(&segment_name(u64::MAX)), Some(u64::MAX));
@@ -222,7 +273,7 @@ fn journal_with(fs: &MemFileSystem, count: u64, segment_bytes: u64) -> Journal {
     let (mut journal, _) = open(fs, None, segment_bytes);
     for block in 0..count {
         journal
-            .append(block, &payload(block), true)
+            .append(block, link(block), &payload(block), true)
             .expect("append");
     }
     journal
@@ -282,10 +333,10 @@ fn read_blocks_returns_the_range_across_segments_and_names_a_missing_block() {
 fn read_blocks_sees_unsynced_appends_on_the_real_file_system() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (mut journal, _) =
-        Journal::open(Arc::new(OsFileSystem), dir.path(), None, 1 << 20).expect("open");
+        Journal::open(Arc::new(OsFileSystem), dir.path(), ID, None, 1 << 20).expect("open");
     for block in 0..6 {
         journal
-            .append(block, &payload(block), false)
+            .append(block, link(block), &payload(block), false)
             .expect("append");
     }
     let records = journal.read_blocks(0, 5).expect("read");
@@ -298,12 +349,13 @@ fn read_blocks_names_a_damaged_frame_with_segment_and_offset() {
     let fs = MemFileSystem::new();
     let journal = journal_with(&fs, 5, 1 << 20);
     let path = segments(&fs).remove(0);
-    // Block 0's frame is 27 bytes; flip a payload byte of block 1.
-    fs.patch(&path, 27 + 17, &[0xee]).expect("patch");
+    // After the 48-byte segment header, block 0's frame is 99 bytes; flip
+    // a payload byte of block 1.
+    fs.patch(&path, 147 + 24 + 64 + 1, &[0xee]).expect("patch");
     match journal.read_blocks(0, 4) {
         Err(JournalError::Corrupt {
             path: p, offset, ..
-        }) => assert_eq!((p, offset), (path, 27)),
+        }) => assert_eq!((p, offset), (path, 147)),
         other => panic!("expected corruption, got {other:?}"),
     }
 }
@@ -318,14 +370,16 @@ fn truncate_after_cuts_the_later_blocks_and_the_next_append_follows() {
     assert!(segments(&fs).len() < before);
     assert_payloads(&journal.read_blocks(0, 12).expect("read"));
     assert!(matches!(
-        journal.append(14, b"x", true),
+        journal.append(14, link(14), b"x", true),
         Err(JournalError::Gap {
             expected: 13,
             found: 14,
             ..
         })
     ));
-    journal.append(13, b"new thirteen", true).expect("append");
+    journal
+        .append(13, link(13), b"new thirteen", true)
+        .expect("append");
     assert!(segments(&fs).contains(&Path::new(DIR).join(segment_name(13))));
     // The cut is on disk, whole: a power cut now reopens to 0..=13.
     let (_, recovered) = open(&fs.power_cut_image(), None, 200);
@@ -349,7 +403,12 @@ fn truncate_after_the_last_block_of_a_segment_keeps_it_whole() {
     assert_eq!(segments(&fs), vec![first_path.clone()]);
     assert_eq!(fs.contents(&first_path), Some(first_bytes));
     journal
-        .append(first_of_second, &payload(first_of_second), true)
+        .append(
+            first_of_second,
+            link(first_of_second),
+            &payload(first_of_second),
+            true,
+        )
         .expect("append");
     let (_, recovered) = open(&fs.power_cut_image(), None, 200);
     assert_eq!(
@@ -368,10 +427,12 @@ fn truncate_after_before_the_oldest_block_removes_every_segment() {
     assert!(segments(&fs).is_empty());
     assert_eq!(journal.blocks(), None);
     assert!(matches!(
-        journal.append(first + 1, b"x", true),
+        journal.append(first + 1, link(first + 1), b"x", true),
         Err(JournalError::Gap { expected, .. }) if expected == first
     ));
-    journal.append(first, b"again", true).expect("append");
+    journal
+        .append(first, link(first), b"again", true)
+        .expect("append");
     assert_eq!(journal.blocks(), Some((first, first)));
 }
 
@@ -397,11 +458,15 @@ fn truncate_after_a_block_not_appended_yet_changes_nothing() {
         .collect::<Vec<_>>();
     assert_eq!(image, after);
     // Not a failure: the journal goes on, and cutting after the newest block is allowed.
-    journal.append(5, &payload(5), true).expect("append");
+    journal
+        .append(5, link(5), &payload(5), true)
+        .expect("append");
     journal
         .truncate_after(5)
         .expect("truncate after the newest");
-    journal.append(6, &payload(6), true).expect("append");
+    journal
+        .append(6, link(6), &payload(6), true)
+        .expect("append");
     assert_eq!(journal.blocks(), Some((0, 6)));
 }
 
@@ -418,15 +483,19 @@ fn discard_all_deletes_every_segment_and_sets_the_next_block() {
             .is_empty()
     );
     assert!(matches!(
-        journal.append(20, b"x", true),
+        journal.append(20, link(20), b"x", true),
         Err(JournalError::Gap {
             expected: 40,
             found: 20,
             ..
         })
     ));
-    journal.append(40, &payload(40), true).expect("append");
-    journal.append(41, &payload(41), true).expect("append");
+    journal
+        .append(40, link(40), &payload(40), true)
+        .expect("append");
+    journal
+        .append(41, link(41), &payload(41), true)
+        .expect("append");
     drop(journal);
     let (_, recovered) = open(&fs, Some(39), 200);
     assert_eq!(blocks_of(&recovered), vec![40, 41]);
@@ -532,10 +601,10 @@ fn a_power_cut_at_every_step_of_truncate_after_leaves_whole_consecutive_segments
         let mem = MemFileSystem::new();
         let recording = Recording::new(&mem);
         let (mut journal, _) =
-            Journal::open(Arc::new(recording.clone()), DIR, None, 200).expect("open");
+            Journal::open(Arc::new(recording.clone()), DIR, ID, None, 200).expect("open");
         for block in 0..20 {
             journal
-                .append(block, &payload(block), true)
+                .append(block, link(block), &payload(block), true)
                 .expect("append");
         }
         recording.images.lock().expect("images").clear();
@@ -568,10 +637,10 @@ fn a_power_cut_at_every_step_of_discard_all_leaves_the_newest_segments_whole() {
     let mem = MemFileSystem::new();
     let recording = Recording::new(&mem);
     let (mut journal, _) =
-        Journal::open(Arc::new(recording.clone()), DIR, None, 200).expect("open");
+        Journal::open(Arc::new(recording.clone()), DIR, ID, None, 200).expect("open");
     for block in 0..20 {
         journal
-            .append(block, &payload(block), true)
+            .append(block, link(block), &payload(block), true)
             .expect("append");
     }
     recording.images.lock().expect("images").clear();
@@ -587,7 +656,7 @@ fn a_power_cut_at_every_step_of_discard_all_leaves_the_newest_segments_whole() {
             assert_eq!(last, 19, "step {step}: a suffix of the blocks");
             assert_payloads(&journal.read_blocks(first, last).expect("read"));
         }
-        journal.append(20, b"next", true).expect("append");
+        journal.append(20, link(20), b"next", true).expect("append");
     }
 }
 
@@ -596,17 +665,19 @@ fn a_failed_rename_in_truncate_after_closes_the_journal_and_a_reopen_finishes_th
     let mem = MemFileSystem::new();
     let faulty = Arc::new(FaultyFileSystem::new(Arc::new(mem.clone())));
     // One segment: block 12 is inside it, so the cut rewrites it.
-    let (mut journal, _) = Journal::open(faulty.clone(), DIR, None, 1 << 20).expect("open");
+    let (mut journal, _) = Journal::open(faulty.clone(), DIR, ID, None, 1 << 20).expect("open");
     for block in 0..20 {
         journal
-            .append(block, &payload(block), true)
+            .append(block, link(block), &payload(block), true)
             .expect("append");
     }
     faulty.inject(Fault::Rename);
     let first = journal.truncate_after(12).expect_err("rename fails");
     assert!(first.to_string().contains("rename"), "{first}");
     faulty.clear();
-    let later = journal.append(13, b"x", true).expect_err("closed");
+    let later = journal
+        .append(13, link(13), b"x", true)
+        .expect_err("closed");
     assert!(later.to_string().contains(&first.to_string()), "{later}");
     assert!(matches!(
         journal.truncate_after(12),
@@ -617,7 +688,7 @@ fn a_failed_rename_in_truncate_after_closes_the_journal_and_a_reopen_finishes_th
     let (mut journal, recovered) = open(&mem, None, 1 << 20);
     assert_eq!(blocks_of(&recovered), (0..20).collect::<Vec<_>>());
     journal.truncate_after(12).expect("truncate again");
-    journal.append(13, b"x", true).expect("append");
+    journal.append(13, link(13), b"x", true).expect("append");
     let (_, recovered) = open(&mem.power_cut_image(), None, 1 << 20);
     assert_eq!(blocks_of(&recovered), (0..=13).collect::<Vec<_>>());
 }
@@ -628,12 +699,14 @@ fn truncate_after_the_newest_unsynced_block_makes_the_kept_segment_durable() {
     let (mut journal, _) = open(&fs, None, 1 << 20);
     for block in 0..5 {
         journal
-            .append(block, &payload(block), false)
+            .append(block, link(block), &payload(block), false)
             .expect("append");
     }
     // Block 4 is the newest: the open segment is closed whole, not rewritten.
     journal.truncate_after(4).expect("truncate");
-    journal.append(5, &payload(5), true).expect("append");
+    journal
+        .append(5, link(5), &payload(5), true)
+        .expect("append");
     let (_, recovered) = open(&fs.power_cut_image(), None, 1 << 20);
     assert_eq!(blocks_of(&recovered), (0..=5).collect::<Vec<_>>());
 
@@ -642,7 +715,7 @@ fn truncate_after_the_newest_unsynced_block_makes_the_kept_segment_durable() {
     let (mut journal, _) = open(&fs, None, 1 << 20);
     for block in 0..5 {
         journal
-            .append(block, &payload(block), false)
+            .append(block, link(block), &payload(block), false)
             .expect("append");
     }
     journal.truncate_after(2).expect("truncate");

@@ -11,6 +11,7 @@ use std::path::Path;
 
 use bytes::Bytes;
 
+use super::segment::HEADER_LEN as SEGMENT_HEADER;
 use super::{Journal, JournalError, JournalRecord, JournalResult, Segment, frame, io_err};
 
 impl Journal {
@@ -48,6 +49,7 @@ impl Journal {
                 debug_assert_eq!(frame.block, expected, "whole_frames checks the order");
                 records.push(JournalRecord {
                     block: frame.block,
+                    link: frame.link,
                     payload: bytes.slice(frame.payload.clone()),
                 });
                 expected = frame.block + 1;
@@ -114,6 +116,7 @@ impl Journal {
         })();
         self.fail_on(result)?;
         self.next_block = Some(next_block);
+        self.tip_root = None;
         Ok(())
     }
 
@@ -124,20 +127,20 @@ impl Journal {
             .segments
             .iter()
             .position(|s| s.first_block <= block && s.last_block.is_some_and(|l| l >= block));
+        let mut kept_root = None;
         let prefix = match holding {
             Some(index) => {
                 let segment = &self.segments[index];
                 let (bytes, frames) = self.whole_frames(segment)?;
-                let end = frames
-                    .iter()
-                    .find(|f| f.block == block)
-                    .map(frame::Frame::end)
-                    .ok_or_else(|| JournalError::Corrupt {
+                let kept = frames.iter().find(|f| f.block == block).ok_or_else(|| {
+                    JournalError::Corrupt {
                         path: segment.path.clone(),
                         offset: bytes.len() as u64,
                         what: format!("segment ends before block {block}"),
-                    })?;
-                Some((index, bytes.slice(..end)))
+                    }
+                })?;
+                kept_root = Some(kept.link.root);
+                Some((index, bytes.slice(..kept.end())))
             }
             None => None,
         };
@@ -171,6 +174,8 @@ impl Journal {
             segment.last_block = Some(block);
         }
         self.next_block = Some(block.saturating_add(1));
+        // With no frame of `block` left, the caller's next append names its root.
+        self.tip_root = kept_root;
         Ok(())
     }
 
@@ -190,7 +195,7 @@ impl Journal {
             });
         }
         bytes.truncate(segment.bytes as usize);
-        let (frames, damage) = frame::scan_until_damage(&bytes);
+        let (frames, damage) = frame::scan(&bytes, SEGMENT_HEADER);
         if let Some((offset, damage)) = damage {
             return Err(JournalError::Corrupt {
                 path: path.clone(),

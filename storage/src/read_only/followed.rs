@@ -42,7 +42,7 @@ impl Followed {
     /// Follows the journal in `dir` (nothing read yet).
     pub(super) fn new(dir: &Path) -> Followed {
         Followed {
-            tail: JournalTail::new(dir),
+            tail: JournalTail::new(dir, None),
             flushed: None,
             unwinds: 0,
             records: VecDeque::new(),
@@ -84,6 +84,7 @@ impl Followed {
         }
         self.memory.remove_flushed(gone.iter());
         self.flushed = meta.head;
+        self.tail.set_identity(meta.datadir_id);
         let mut previous = self.head();
         for found in self.tail.read_after(previous.map(|h| h.block))? {
             let expected = previous.map_or(0, |h| h.block + 1);
@@ -98,7 +99,7 @@ impl Followed {
                     block: found.block,
                     what: e.to_string(),
                 })?;
-            check_recovered(&record, found.block, previous)?;
+            check_recovered(&record, found.block, found.link, previous)?;
             self.memory.apply(&record);
             previous = Some(Head {
                 block: record.block,

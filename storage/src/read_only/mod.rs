@@ -21,13 +21,13 @@ use std::time::Duration;
 use alloy_primitives::B256;
 use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
-use redb::{ReadOnlyDatabase, ReadTransaction, ReadableDatabase, TableHandle};
+use redb::{ReadOnlyDatabase, ReadTransaction, ReadableDatabase, ReadableTable, TableHandle};
 
 use crate::db::cow::CopyOnWriteBackend;
 use strata_cache::CacheStats;
 
 use crate::db::guard::guarded;
-use crate::db::meta::{self, FORMAT_VERSION, Meta};
+use crate::db::meta::{self, FORMAT_VERSION, Head, Meta};
 use crate::db::tables::{META, ROOTS};
 use crate::domain::Regime;
 use crate::error::{Error, Result, db_err};
@@ -206,7 +206,7 @@ impl ReadOnlyStateDb {
         let (Some(undo), Some(root)) = (history.undo_to(block, last), root) else {
             return Err(not_retained);
         };
-        let at = crate::db::meta::Head { block, root };
+        let at = Head { block, root };
         let head_root = snapshot.root();
         let reader = StateReader::at(snapshot, undo, at, regime, metrics);
         self.checked.check_once(block, head_root, || {
@@ -248,18 +248,39 @@ impl ReadOnlyStateDb {
     /// The undo data and roots of the journaled blocks `from..=last`, read
     /// back now.
     fn journal_history(&self, from: u64, last: u64) -> Result<(History, BTreeMap<u64, B256>)> {
-        let mut tail = JournalTail::new(self.follower.datadir.join(JOURNAL_DIR));
+        let id = begin(&self.follower.db, &self.follower.datadir)?
+            .1
+            .datadir_id;
+        let mut tail = JournalTail::new(self.follower.datadir.join(JOURNAL_DIR), id);
         let mut history = History::default();
         let mut roots = BTreeMap::new();
+        let mut previous: Option<B256> = None;
         for found in tail.read_after(from.checked_sub(1))? {
             if found.block > last {
                 break;
             }
-            let record =
-                BlockRecord::decode(&found.payload).map_err(|e| Error::CorruptJournalRecord {
-                    block: found.block,
-                    what: e.to_string(),
-                })?;
+            let corrupt = |what: String| Error::CorruptJournalRecord {
+                block: found.block,
+                what,
+            };
+            let record = BlockRecord::decode(&found.payload).map_err(|e| corrupt(e.to_string()))?;
+            // The records read back form one chain of roots, ending (the
+            // caller checks) at the snapshot's root.
+            if record.root != found.link.root {
+                return Err(corrupt(format!(
+                    "the record's root {} is not its frame's {}",
+                    record.root, found.link.root
+                )));
+            }
+            if let Some(root) = previous
+                && found.link.parent != root
+            {
+                return Err(corrupt(format!(
+                    "it follows root {}, but the block before has root {root}",
+                    found.link.parent
+                )));
+            }
+            previous = Some(record.root);
             roots.insert(record.block, record.root);
             // Block 0 keeps no unwind data (nothing is before it).
             if let Some(undo) = BlockUndo::from_record(&record, |i| &record.writes[i].previous) {
@@ -477,6 +498,41 @@ fn open_database(datadir: &Path, db_path: &Path, options: &Options) -> Result<Re
     recovered
         .map(ReadDb::Recovered)
         .map_err(|e| open_error(db_path, e))
+}
+
+/// What redb holds that the journal must agree with, read once without
+/// following the journal (for `verify`, whose journal check must run even
+/// when the journal is too damaged for [`ReadOnlyStateDb::open`]).
+pub(crate) struct JournalContext {
+    /// The datadir's identity.
+    pub(crate) id: Option<crate::journal::DatadirId>,
+    /// redb's flushed head.
+    pub(crate) head: Option<Head>,
+    /// The roots redb keeps for the flushed blocks of the unwind window.
+    pub(crate) roots: BTreeMap<u64, B256>,
+}
+
+/// Reads [`JournalContext`] of `datadir` read-only (the handle is dropped
+/// before this returns).
+pub(crate) fn journal_context(datadir: &Path, options: &Options) -> Result<JournalContext> {
+    let db = open_database(datadir, &datadir.join(DB_FILE), options)?;
+    let (txn, meta) = begin(&db, datadir)?;
+    let roots = guarded(ROOTS.name(), || {
+        let table = txn.open_table(ROOTS).map_err(db_err("open roots"))?;
+        let mut roots = BTreeMap::new();
+        for entry in table.iter().map_err(db_err("read roots"))? {
+            let (block, root) = entry.map_err(db_err("read roots"))?;
+            if root.value().len() == 32 {
+                roots.insert(block.value(), B256::from_slice(root.value()));
+            }
+        }
+        Ok(roots)
+    })?;
+    Ok(JournalContext {
+        id: meta.datadir_id,
+        head: meta.head,
+        roots,
+    })
 }
 
 /// The error of a read-only open of `db_path`.

@@ -1,4 +1,5 @@
-//! `verify`: re-check every file, the tiers' agreement, every account's code
+//! `verify`: re-check every journal segment (`journal`: everything a
+//! writer's open checks, and the roots against redb's), every file, the tiers' agreement, every account's code
 //! against its hash, every commitment record against the records the bulk
 //! builder derives from the values, the root recomputed from scratch, and
 //! (for [`verify_datadir`]) redb's own integrity check on a copy-on-write view of `state.redb`.
@@ -11,6 +12,7 @@ mod code;
 mod derive;
 mod guard;
 mod integrity;
+mod journal;
 mod open;
 mod records;
 
@@ -90,8 +92,13 @@ pub struct VerifyReport {
     /// What redb's integrity check of `state.redb` (copy-on-write view) cost, when it
     /// ran ([`verify_datadir`] only).
     pub integrity: Option<IntegrityTiming>,
+    /// Journal frames read and checked ([`verify_datadir`] only).
+    pub journal_frames: u64,
     /// Every problem found; empty when the store is sound.
     pub problems: Vec<String>,
+    /// What is not wrong but worth knowing: a torn tail a writer's open
+    /// would cut (and keep aside), segments it would convert.
+    pub notes: Vec<String>,
 }
 
 impl VerifyReport {
@@ -137,6 +144,14 @@ pub fn verify_datadir_with(
     let _span = tracing::info_span!("verify", datadir = %datadir.display()).entered();
     let started = std::time::Instant::now();
     let mut report = VerifyReport::default();
+    match journal::check(datadir, options, &mut report) {
+        Ok(()) => {}
+        Err(error) if open::is_access_error(&error) => return Err(error),
+        Err(error) => report.problems.push(format!(
+            "the journal was not checked: reading {}: {error}",
+            db_path.display()
+        )),
+    }
     let opened = std::panic::catch_unwind(|| open::open(datadir, options));
     match opened {
         Ok(Ok(opened)) => check_snapshot(
@@ -185,6 +200,9 @@ fn log_report(report: &VerifyReport, elapsed: std::time::Duration) {
         report.slots,
         report.records_checked,
     );
+    for note in &report.notes {
+        tracing::warn!(target: "strata::verify", "{note}");
+    }
     if report.is_ok() {
         tracing::info!(target: "strata::verify", block, files, accounts, slots, records, ms, "verified");
     } else {

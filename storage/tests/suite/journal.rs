@@ -223,3 +223,353 @@ fn code_a_later_block_of_the_same_flush_replaced_is_found_by_hash_after_unwind()
     let report = db.verify().unwrap();
     assert!(report.is_ok(), "{:?}", report.problems);
 }
+
+/// Commits `block` with writes that depend on `salt` (another chain's block
+/// of the same number when `salt` differs).
+fn commit_salted(db: &StateDb, block: u64, salt: u64) -> B256 {
+    let mut writer = db.begin_block(block).unwrap();
+    writer.put_account(
+        who(block),
+        &Account {
+            nonce: block + 1 + salt * 1000,
+            ..Account::default()
+        },
+    );
+    writer.commit().unwrap().root
+}
+
+/// Every file of the journal folder with its bytes.
+fn journal_files(datadir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    segments(datadir)
+        .into_iter()
+        .map(|p| {
+            let bytes = std::fs::read(&p).unwrap();
+            (p, bytes)
+        })
+        .collect()
+}
+
+/// Where each frame of a segment (format 2) starts, read from the headers.
+fn frame_starts(bytes: &[u8]) -> Vec<usize> {
+    let mut starts = Vec::new();
+    let mut at = 48;
+    while at + 24 <= bytes.len() {
+        starts.push(at);
+        let len = u32::from_le_bytes(bytes[at + 4..at + 8].try_into().unwrap()) as usize;
+        at += 24 + 64 + len + 8;
+    }
+    starts
+}
+
+fn open_error(datadir: &Path, options: Options) -> Error {
+    match StateDb::open(datadir, options) {
+        Err(error) => error,
+        Ok(_) => panic!("the datadir opened"),
+    }
+}
+
+#[test]
+fn a_flipped_length_in_a_middle_frame_is_refused_by_every_open_and_nothing_is_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options {
+        journal_segment_bytes: 1 << 20,
+        ..unflushed_options()
+    };
+    let db = StateDb::open(dir.path(), options.clone()).unwrap();
+    for block in 0..6 {
+        commit(&db, block);
+    }
+    db.abandon();
+    let segment = segments(dir.path()).pop().unwrap();
+    let mut bytes = std::fs::read(&segment).unwrap();
+    let starts = frame_starts(&bytes);
+    assert_eq!(starts.len(), 6);
+    // B1: the high byte of block 3's payload length (lenflip.py).
+    bytes[starts[3] + 7] ^= 1;
+    std::fs::write(&segment, &bytes).unwrap();
+    let before = journal_files(dir.path());
+
+    let error = open_error(dir.path(), options.clone());
+    let text = error.to_string();
+    assert!(matches!(error, Error::Journal(_)), "{text}");
+    let name = segment.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        text.contains(&name) && text.contains(&format!("offset {}", starts[3])),
+        "{text}"
+    );
+    assert_eq!(
+        journal_files(dir.path()),
+        before,
+        "a refused open changed the journal"
+    );
+    // A read-only open does not show the blocks before the damage as the head.
+    let read_only =
+        strata_storage::ReadOnlyStateDb::open(dir.path(), options).and_then(|db| db.last_block());
+    assert!(read_only.is_err(), "read-only open: {read_only:?}");
+    assert_eq!(journal_files(dir.path()), before);
+}
+
+#[test]
+fn a_journal_that_ends_before_the_flushed_head_is_refused_and_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = StateDb::open(dir.path(), unflushed_options()).unwrap();
+    for block in 0..3 {
+        commit(&db, block);
+    }
+    db.abandon();
+    let db = StateDb::open(dir.path(), unflushed_options()).unwrap();
+    for block in 3..6 {
+        commit(&db, block);
+    }
+    db.flush().unwrap();
+    drop(db);
+    let all = segments(dir.path());
+    assert_eq!(all.len(), 2, "{all:?}");
+    // The newest segment lost (a partial copy, a deleted file).
+    std::fs::remove_file(&all[1]).unwrap();
+    let before = journal_files(dir.path());
+    let error = open_error(dir.path(), unflushed_options());
+    let text = error.to_string();
+    assert!(
+        matches!(
+            error,
+            Error::JournalBehindHead {
+                last: 2,
+                head: 5,
+                ..
+            }
+        ),
+        "{text}"
+    );
+    assert!(text.contains("move the journal folder aside"), "{text}");
+    // B2: nothing deleted.
+    assert_eq!(journal_files(dir.path()), before);
+}
+
+#[test]
+fn a_segment_of_another_datadir_is_refused_naming_both_identities() {
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    for (dir, salt) in [(&a, 0), (&b, 1)] {
+        let db = StateDb::open(dir.path(), unflushed_options()).unwrap();
+        for block in 0..3 {
+            commit_salted(&db, block, salt);
+        }
+        db.abandon();
+        let db = StateDb::open(dir.path(), unflushed_options()).unwrap();
+        for block in 3..5 {
+            commit_salted(&db, block, salt);
+        }
+        db.abandon();
+    }
+    // B4: the other chain's segment of blocks 3..5 over this one's.
+    let theirs = segments(b.path()).pop().unwrap();
+    let ours = segments(a.path()).pop().unwrap();
+    assert_eq!(theirs.file_name(), ours.file_name());
+    std::fs::copy(&theirs, &ours).unwrap();
+    let error = open_error(a.path(), unflushed_options());
+    let text = error.to_string();
+    assert!(text.contains("belongs to datadir"), "{text}");
+    let ids: Vec<&str> = text
+        .split(|c: char| !c.is_ascii_hexdigit())
+        .filter(|w| w.len() == 32)
+        .collect();
+    assert_eq!(ids.len(), 2, "{text}");
+    assert_ne!(ids[0], ids[1], "{text}");
+}
+
+#[test]
+fn a_clones_segment_whose_parent_root_does_not_chain_is_refused() {
+    let a = tempfile::tempdir().unwrap();
+    let db = StateDb::open(a.path(), unflushed_options()).unwrap();
+    for block in 0..3 {
+        commit(&db, block);
+    }
+    db.abandon();
+    let b = tempfile::tempdir().unwrap();
+    copy_tree(a.path(), b.path());
+    // Two clones of one datadir go their own ways from block 3.
+    for (dir, salt) in [(&a, 0), (&b, 1)] {
+        let db = StateDb::open(dir.path(), unflushed_options()).unwrap();
+        for block in 3..5 {
+            commit_salted(&db, block, salt);
+        }
+        db.abandon();
+        let db = StateDb::open(dir.path(), unflushed_options()).unwrap();
+        commit_salted(&db, 5, salt);
+        db.abandon();
+    }
+    let theirs = segments(b.path()).pop().unwrap();
+    let ours = segments(a.path()).pop().unwrap();
+    assert_eq!(theirs.file_name(), ours.file_name());
+    std::fs::copy(&theirs, &ours).unwrap();
+    let before = journal_files(a.path());
+    let error = open_error(a.path(), unflushed_options());
+    let text = error.to_string();
+    assert!(text.contains("block 5 follows root"), "{text}");
+    assert_eq!(journal_files(a.path()), before);
+    // A read-only open refuses to serve the mixture too.
+    let read_only = strata_storage::ReadOnlyStateDb::open(a.path(), unflushed_options())
+        .and_then(|db| db.root());
+    assert!(read_only.is_err(), "read-only open: {read_only:?}");
+}
+
+#[test]
+fn a_torn_tail_is_kept_aside_and_a_reader_sees_the_block_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = StateDb::open(dir.path(), unflushed_options()).unwrap();
+    let roots: Vec<B256> = (0..4).map(|b| commit(&db, b)).collect();
+    db.abandon();
+    let segment = segments(dir.path()).pop().unwrap();
+    let bytes = std::fs::read(&segment).unwrap();
+    let last = *frame_starts(&bytes).last().unwrap();
+    // A power cut: the last frame half written, then the file system's zeros.
+    let mut torn = bytes[..last + 40].to_vec();
+    torn.extend_from_slice(&[0; 300]);
+    std::fs::write(&segment, &torn).unwrap();
+    // J05/J12: a reader accepts what a writer would repair.
+    let reader = strata_storage::ReadOnlyStateDb::open(dir.path(), unflushed_options()).unwrap();
+    assert_eq!(reader.last_block().unwrap(), Some(2));
+    assert_eq!(reader.root().unwrap(), roots[2]);
+    drop(reader);
+    let db = StateDb::open(dir.path(), unflushed_options()).unwrap();
+    assert_at(&db, 2, roots[2], "after the cut");
+    drop(db);
+    let kept = dir.path().join(JOURNAL_DIR).join(format!(
+        "{}.torn-{last}",
+        segment.file_name().unwrap().to_string_lossy()
+    ));
+    assert_eq!(std::fs::read(&kept).unwrap(), torn[last..].to_vec());
+    assert_eq!(std::fs::read(&segment).unwrap(), bytes[..last].to_vec());
+}
+
+/// A segment of this format rewritten in the first journal format (no
+/// segment header; `magic "SJR1" | len | block | payload | xxh3(block ‖ payload)`),
+/// as an earlier release wrote it.
+fn in_first_format(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for start in frame_starts(bytes) {
+        let len = u32::from_le_bytes(bytes[start + 4..start + 8].try_into().unwrap()) as usize;
+        let block = &bytes[start + 8..start + 16];
+        let payload = &bytes[start + 24 + 64..start + 24 + 64 + len];
+        let mut frame = Vec::new();
+        frame.extend_from_slice(b"SJR1");
+        frame.extend_from_slice(&(len as u32).to_le_bytes());
+        frame.extend_from_slice(block);
+        frame.extend_from_slice(payload);
+        let checksum = xxhash_rust::xxh3::xxh3_64(&frame[8..]);
+        frame.extend_from_slice(&checksum.to_le_bytes());
+        out.extend_from_slice(&frame);
+    }
+    out
+}
+
+/// Makes `datadir` look as an earlier release left it: every segment in the
+/// first journal format and no identity in the metadata.
+fn make_first_format(datadir: &Path) {
+    for segment in segments(datadir) {
+        let bytes = std::fs::read(&segment).unwrap();
+        std::fs::write(&segment, in_first_format(&bytes)).unwrap();
+    }
+    let db = redb::Database::open(datadir.join(strata_storage::DB_FILE)).unwrap();
+    let txn = db.begin_write().unwrap();
+    {
+        let meta: redb::TableDefinition<&str, &[u8]> = redb::TableDefinition::new("meta");
+        let mut table = txn.open_table(meta).unwrap();
+        assert!(table.remove("datadir_id").unwrap().is_some());
+    }
+    txn.commit().unwrap();
+}
+
+#[test]
+fn a_datadir_of_the_first_journal_format_is_converted_by_a_writer_and_explained_to_readers() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = StateDb::open(dir.path(), unflushed_options()).unwrap();
+    let mut roots: Vec<B256> = (0..3).map(|b| commit(&db, b)).collect();
+    db.flush().unwrap();
+    db.abandon();
+    let db = StateDb::open(dir.path(), unflushed_options()).unwrap();
+    roots.extend((3..6).map(|b| commit(&db, b)));
+    db.abandon();
+    make_first_format(dir.path());
+    let old = journal_files(dir.path());
+    assert_eq!(old.len(), 2);
+
+    // A reader cannot convert: it says how, and changes nothing.
+    let error = strata_storage::ReadOnlyStateDb::open(dir.path(), unflushed_options())
+        .and_then(|db| db.last_block())
+        .expect_err("a reader of the first format");
+    assert!(error.to_string().contains("convert"), "{error}");
+    assert_eq!(journal_files(dir.path()), old);
+
+    // A writer converts every segment in place and replays the blocks.
+    let db = StateDb::open(dir.path(), unflushed_options()).unwrap();
+    assert_at(&db, 5, roots[5], "converted");
+    assert_eq!(db.unwind_to(1).unwrap(), roots[1]);
+    assert_at(&db, 1, roots[1], "unwound through converted segments");
+    let root = commit(&db, 2);
+    db.abandon();
+    for (path, bytes) in journal_files(dir.path()) {
+        assert!(
+            !bytes.starts_with(b"SJR1"),
+            "{path:?} still in the first format"
+        );
+    }
+    let db = StateDb::open(dir.path(), unflushed_options()).unwrap();
+    assert_at(&db, 2, root, "reopened after the conversion");
+    drop(db);
+    let report = strata_storage::verify_datadir(dir.path(), &unflushed_options()).unwrap();
+    assert!(report.is_ok(), "{:?}", report.problems);
+}
+
+#[test]
+fn a_clones_flushed_segment_is_refused_by_reads_at_a_block_verify_and_the_writer() {
+    let a = tempfile::tempdir().unwrap();
+    let db = StateDb::open(a.path(), unflushed_options()).unwrap();
+    for block in 0..3 {
+        commit(&db, block);
+    }
+    db.abandon();
+    let b = tempfile::tempdir().unwrap();
+    copy_tree(a.path(), b.path());
+    for (dir, salt) in [(&a, 0), (&b, 1)] {
+        let db = StateDb::open(dir.path(), unflushed_options()).unwrap();
+        for block in 3..6 {
+            commit_salted(&db, block, salt);
+        }
+        db.flush().unwrap();
+        drop(db);
+    }
+    let db = StateDb::open(a.path(), unflushed_options()).unwrap();
+    for block in 6..8 {
+        commit(&db, block);
+    }
+    db.flush().unwrap();
+    drop(db);
+    // B5: the other clone's flushed blocks 3..6 in place of ours.
+    let name = "journal-00000000000000000003.log";
+    let ours = a.path().join(JOURNAL_DIR).join(name);
+    std::fs::copy(b.path().join(JOURNAL_DIR).join(name), &ours).unwrap();
+    let reader = strata_storage::ReadOnlyStateDb::open(a.path(), unflushed_options()).unwrap();
+    // (Before: served from the clone's undo data.) Block 4 itself is within
+    // the window, so the refusal is the broken chain, not the window.
+    assert!(reader.reader_at(6, Regime::Exec).is_ok());
+    match reader.reader_at(4, Regime::Exec) {
+        Err(Error::CorruptJournalRecord { block: 6, what }) => {
+            assert!(what.contains("follows root"), "{what}")
+        }
+        Err(other) => panic!("another refusal: {other}"),
+        Ok(_) => panic!("a read at block 4 was served from the clone's undo data"),
+    }
+    drop(reader);
+    let report = strata_storage::verify_datadir(a.path(), &unflushed_options()).unwrap();
+    assert!(
+        report
+            .problems
+            .iter()
+            .any(|p| p.contains(name) && p.contains("roots table")),
+        "{:?}",
+        report.problems
+    );
+    let error = open_error(a.path(), unflushed_options());
+    assert!(error.to_string().contains("follows root"), "{error}");
+}

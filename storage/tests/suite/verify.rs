@@ -369,3 +369,118 @@ fn an_account_too_large_to_hold_is_sorted_on_its_own_and_verifies() {
         (whole.slots, whole.records_checked, whole.computed_root)
     );
 }
+
+/// A flushed datadir whose journal holds blocks 0..12 in several segments
+/// (a new segment per open), the newest segment's blocks unflushed.
+fn journaled_store(dir: &Path) -> Vec<std::path::PathBuf> {
+    let options = Options {
+        unwind_depth: 64,
+        ..options()
+    };
+    for round in 0..4u64 {
+        let db = StateDb::open(dir, options.clone()).unwrap();
+        for block in round * 3..round * 3 + 3 {
+            let mut writer = db.begin_block(block).unwrap();
+            writer.put_account(
+                contract(block as u8 + 1),
+                &Account {
+                    nonce: block + 1,
+                    ..Account::default()
+                },
+            );
+            writer.commit().unwrap();
+        }
+        if round < 3 {
+            db.flush().unwrap();
+            drop(db);
+        } else {
+            db.abandon();
+        }
+    }
+    let mut segments: Vec<_> = std::fs::read_dir(dir.join(strata_storage::JOURNAL_DIR))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    segments.sort();
+    assert_eq!(segments.len(), 4, "{segments:?}");
+    segments
+}
+
+fn assert_problem_names(report: &VerifyReport, what: &[&str]) {
+    assert!(
+        report
+            .problems
+            .iter()
+            .any(|p| what.iter().all(|w| p.contains(w))),
+        "no problem naming {what:?}: {:?}",
+        report.problems
+    );
+}
+
+#[test]
+fn a_damaged_flushed_segment_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let segments = journaled_store(dir.path());
+    let report = verify_datadir(dir.path(), &options()).unwrap();
+    assert!(report.is_ok() && report.notes.is_empty(), "{report:?}");
+    // B3: a byte of the oldest segment, which holds only flushed blocks.
+    let mut bytes = std::fs::read(&segments[0]).unwrap();
+    bytes[100] ^= 0x04;
+    std::fs::write(&segments[0], &bytes).unwrap();
+    let report = verify_datadir(dir.path(), &options()).unwrap();
+    let name = segments[0]
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    assert_problem_names(&report, &[&name, "corrupt at offset"]);
+    // And the writer refuses it: verify said what the writer says.
+    assert!(StateDb::open(dir.path(), options()).is_err());
+}
+
+#[test]
+fn a_missing_middle_segment_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let segments = journaled_store(dir.path());
+    std::fs::remove_file(&segments[1]).unwrap();
+    let report = verify_datadir(dir.path(), &options()).unwrap();
+    assert_problem_names(&report, &["expected block 3, found block 6"]);
+    assert!(StateDb::open(dir.path(), options()).is_err());
+}
+
+#[test]
+fn a_segment_copied_under_an_earlier_name_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let segments = journaled_store(dir.path());
+    // The segment of blocks 6..9 copied in as if it began at block 4.
+    let earlier = segments[1].with_file_name("journal-00000000000000000004.log");
+    std::fs::copy(&segments[2], &earlier).unwrap();
+    let report = verify_datadir(dir.path(), &options()).unwrap();
+    assert_problem_names(
+        &report,
+        &["journal-00000000000000000004.log", "its name block 4"],
+    );
+    assert!(StateDb::open(dir.path(), options()).is_err());
+}
+
+#[test]
+fn a_torn_tail_is_a_note_and_verify_is_ok() {
+    let dir = tempfile::tempdir().unwrap();
+    let segments = journaled_store(dir.path());
+    let newest = segments.last().unwrap();
+    let mut bytes = std::fs::read(newest).unwrap();
+    let len = bytes.len();
+    bytes.truncate(len - 10);
+    std::fs::write(newest, &bytes).unwrap();
+    let report = verify_datadir(dir.path(), &options()).unwrap();
+    assert!(report.is_ok(), "{:?}", report.problems);
+    assert!(
+        report.notes.iter().any(|n| n.contains("torn tail")),
+        "{:?}",
+        report.notes
+    );
+    assert!(report.journal_frames >= 11, "{}", report.journal_frames);
+    // verify: ok means a writer opens it.
+    let db = StateDb::open(dir.path(), options()).unwrap();
+    assert_eq!(db.last_block(), Some(10));
+}
