@@ -72,7 +72,7 @@ fi
 digest() { (cd "$1" && find . -type f -print0 | sort -z | xargs -0 sha256sum) | sha256sum | cut -c1-64; }
 
 # Runs one command in this shell: its stdout in OUT, its exit code in RC,
-# PANIC=1 when it panicked. Not counted as a panic: a panic inside redb
+# PANIC=1 when it panicked or died of a signal (an abort is rc 134). Not counted as a panic: a panic inside redb
 # (its source path on stderr) that strata's storage guard caught and turned
 # into a `corrupt database: ... redb panicked` error with exit 1 — the hook
 # still prints it by design (storage/src/db/guard.rs); CAUGHT=1 then.
@@ -89,6 +89,7 @@ run() {
     RC=$?
     OUT=$(cat out.txt)
     if [ "$RC" = 101 ]; then PANIC=1
+    elif [ "$RC" -ge 128 ] && [ "$RC" != 137 ]; then PANIC=1; echo "crashed: $* (signal $((RC - 128)))" >>err.txt
     elif grep -q "panicked" err.txt; then
         if [ "$RC" = 1 ] && grep -q "redb panicked" err.txt &&
             ! grep "panicked at" err.txt | grep -qv '/redb-[0-9.]*/src/'; then CAUGHT=1
@@ -1145,8 +1146,10 @@ if want edges; then
     edge "get of a 19-byte address" err "$STRATA" get --datadir seg account 0x00000000000000000000000000000000000000
     edge "unwind --to 41 (after the head)" err "$STRATA" unwind --datadir seg --to 41
     edge "unwind --to u64::MAX" err "$STRATA" unwind --datadir seg --to 18446744073709551615
-    edge "B9: verify --sort-memory 99999999999" err "$STRATA" verify --datadir seg --sort-memory 99999999999 --temp-dir "$WORK/vt"
-    ls "$WORK/vt" 2>/dev/null | grep -q . && record "$C" bad "B9: a folder left in --temp-dir"
+    # (the findings' command: the default temp dir, here TMPDIR in the work dir)
+    rm -rf vt; mkdir vt
+    edge "B9: verify --sort-memory 99999999999" err env TMPDIR="$WORK/vt" "$STRATA" verify --datadir seg --sort-memory 99999999999
+    ls "$WORK/vt" 2>/dev/null | grep -q . && record "$C" bad "B9: a folder left in the temp dir: $(ls vt)"
     edge "export --out into a missing folder" err "$STRATA" export --datadir seg --out "$WORK/nothere/x.dump"
     edge "export --out a folder" err "$STRATA" export --datadir seg --out "$WORK/jcopy"
     # B7: nodes made here (never /dev/null itself)
@@ -1174,7 +1177,7 @@ if want edges; then
         PANIC=0
         timeout -s KILL "$TMO" "$@" >"$FULL" 2>err.txt; RC=$?
         grep -q panicked err.txt && PANIC=1
-        if [ "$PANIC" = 1 ] || [ $RC = 101 ] || [ $RC = 137 ]; then record "B8: stdout on a full device" bad "$detail: rc $RC $(grep -m1 panicked err.txt)"
+        if [ "$PANIC" = 1 ] || [ $RC = 101 ] || [ $RC -ge 128 ]; then record "B8: stdout on a full device" bad "$detail: rc $RC $(grep -m1 panicked err.txt)"
         elif [ $RC = 0 ]; then record "B8: stdout on a full device" bad "$detail: rc 0 with stdout full"
         elif grep -q "cannot write the output" err.txt; then record "B8: stdout on a full device" clear "$detail"
         else record "B8: stdout on a full device" clear "$detail: rc $RC $(tail -c 100 err.txt)"; fi
