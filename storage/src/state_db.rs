@@ -423,6 +423,9 @@ impl StateDb {
         &self,
         options: &crate::verify::VerifyOptions,
     ) -> Result<crate::verify::VerifyReport> {
+        // Verify re-reads the snapshot's files by name: no merge may
+        // remove one meanwhile (flushes and commits go on).
+        let _no_maintenance = self.inner.maintenance_lock.lock();
         crate::verify::verify(&self.inner, options)
     }
 
