@@ -353,6 +353,22 @@ fn corrupt(path: &Path, offset: usize, what: impl Into<String>) -> JournalError 
 }
 
 /// Checks one segment of this format.
+/// Follows `frames` of the segment `path` (its bytes `bytes`) along the
+/// chain, and keeps the records of the blocks after the flushed head.
+fn follow_frames(path: &Path, frames: &[Frame], bytes: &Bytes, chain: &mut Chain, scan: &mut Scan) {
+    let mut reported = Reported::default();
+    for found in frames {
+        chain.follow(path, found, &mut reported, &mut scan.problems);
+        if chain.after_flushed(found.block) {
+            scan.records.push(JournalRecord {
+                block: found.block,
+                link: found.link,
+                payload: bytes.slice(found.payload.clone()),
+            });
+        }
+    }
+}
+
 fn read_segment(
     path: &Path,
     first_block: u64,
@@ -467,17 +483,7 @@ fn read_segment(
         ));
         return None;
     }
-    let mut reported = Reported::default();
-    for found in &frames {
-        chain.follow(path, found, &mut reported, &mut scan.problems);
-        if chain.after_flushed(found.block) {
-            scan.records.push(JournalRecord {
-                block: found.block,
-                link: found.link,
-                payload: bytes.slice(found.payload.clone()),
-            });
-        }
-    }
+    follow_frames(path, &frames, bytes, chain, scan);
     Some(ScannedSegment {
         path: path.to_path_buf(),
         first_block,
@@ -566,17 +572,7 @@ fn convert(
         ));
         return None;
     }
-    let mut reported = Reported::default();
-    for found in &frames {
-        chain.follow(path, found, &mut reported, &mut scan.problems);
-        if chain.after_flushed(found.block) {
-            scan.records.push(JournalRecord {
-                block: found.block,
-                link: found.link,
-                payload: converted.slice(found.payload.clone()),
-            });
-        }
-    }
+    follow_frames(path, &frames, &converted, chain, scan);
     Some(ScannedSegment {
         path: path.to_path_buf(),
         first_block,
