@@ -53,6 +53,23 @@ pub enum PausePoint {
     UnwindCommitted,
 }
 
+impl PausePoint {
+    /// Every point, in the order the tasks reach them.
+    pub const ALL: [PausePoint; 11] = [
+        PausePoint::MaintenanceStart,
+        PausePoint::CollateRead,
+        PausePoint::CollateBuilt,
+        PausePoint::CollateCommitted,
+        PausePoint::MergeBuilt,
+        PausePoint::MergeCommitted,
+        PausePoint::FlushBatch,
+        PausePoint::FlushPart,
+        PausePoint::FlushCommitted,
+        PausePoint::UnwindPrepared,
+        PausePoint::UnwindCommitted,
+    ];
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Gate {
     Armed,

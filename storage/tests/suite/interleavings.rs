@@ -268,19 +268,6 @@ fn start(chain: &mut Chain, task: Task) -> JoinHandle<()> {
 /// the chain's states.
 #[test]
 fn every_task_held_at_every_point_beside_every_other_loses_nothing() {
-    let points = [
-        PausePoint::MaintenanceStart,
-        PausePoint::CollateRead,
-        PausePoint::CollateBuilt,
-        PausePoint::CollateCommitted,
-        PausePoint::MergeBuilt,
-        PausePoint::MergeCommitted,
-        PausePoint::FlushBatch,
-        PausePoint::FlushPart,
-        PausePoint::FlushCommitted,
-        PausePoint::UnwindPrepared,
-        PausePoint::UnwindCommitted,
-    ];
     let others = [
         Task::Compact,
         Task::Flush,
@@ -289,7 +276,7 @@ fn every_task_held_at_every_point_beside_every_other_loses_nothing() {
         Task::Read,
     ];
     let mut tried = 0;
-    for point in points {
+    for point in PausePoint::ALL {
         let held = holder(point);
         for other in others {
             // The writer side is one at a time: a commit beside an unwind
