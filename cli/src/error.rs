@@ -171,6 +171,17 @@ pub enum CliError {
         /// How many.
         count: usize,
     },
+    /// `strata ef-test` could not read its fixtures.
+    #[error("ef-test: {0}")]
+    EfTest(String),
+    /// `strata ef-test` ran, and cases failed.
+    #[error("ef-test: {failed} of {cases} cases failed")]
+    EfTestFailed {
+        /// Failed cases.
+        failed: usize,
+        /// Cases run.
+        cases: usize,
+    },
     /// A replay would resume a datadir that the trace does not lead to.
     #[error(transparent)]
     ResumeMismatch(Box<ResumeMismatch>),

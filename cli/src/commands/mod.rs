@@ -1,6 +1,7 @@
 //! The `strata` subcommands: argument definitions (clap) and their runners.
 //! `gen-trace`, `import-geth`, `check-trace`, `completions` and `man` work
 //! without the storage engine;
+//! `ef-test` executes blocks with strata-executor;
 //! `init`, `replay`, `get`, `root`, `proof`, `stats`, `compact`, `verify` and `unwind` drive
 //! strata-storage's `StateDb`.
 
@@ -9,6 +10,7 @@ mod check_trace;
 mod compact;
 mod completions;
 mod datadir;
+mod ef_test;
 mod export;
 mod gen_trace;
 mod get;
@@ -30,6 +32,7 @@ use crate::logging::LogFormat;
 
 pub use check_trace::CheckTraceArgs;
 pub use compact::CompactArgs;
+pub use ef_test::EfTestArgs;
 pub use completions::CompletionsArgs;
 pub use export::ExportArgs;
 pub use gen_trace::GenTraceArgs;
@@ -96,6 +99,8 @@ pub enum Command {
     ImportGeth(ImportGethArgs),
     /// Replay a trace through the in-memory model: check every read and root.
     CheckTrace(CheckTraceArgs),
+    /// Run Ethereum's BlockchainTests through the block executor over strata.
+    EfTest(EfTestArgs),
     /// Print the shell completion script for bash, zsh, fish, elvish or PowerShell.
     Completions(CompletionsArgs),
     /// Print the manual page (roff), or write one per command into a directory.
@@ -119,6 +124,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::GenTrace(args) => gen_trace::run(args),
         Command::ImportGeth(args) => import_geth::run(args),
         Command::CheckTrace(args) => check_trace::run(args),
+        Command::EfTest(args) => ef_test::run(args),
         Command::Completions(args) => completions::run(args),
         Command::Man(args) => man::run(args),
     }

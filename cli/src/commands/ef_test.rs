@@ -1,0 +1,61 @@
+//! `strata ef-test PATH... [--json FILE] [--filter TEXT]`: runs Ethereum's
+//! BlockchainTests through the executor over strata, one fresh store per
+//! case (like geth's `evm blocktest`): every block's state root, every
+//! invalid block refused (the report says by which check), the head, and
+//! the post state read back. Prints passed / failed / skipped per network
+//! and per folder and every failure with its first difference; exits
+//! non-zero on any failure.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use strata_executor::ef_tests::run_paths;
+
+use crate::CliError;
+use crate::output::Lines;
+
+/// Arguments of `strata ef-test`.
+#[derive(Debug, Clone, Args)]
+pub struct EfTestArgs {
+    /// BlockchainTests fixture files, or folders searched for `.json` files.
+    #[arg(value_name = "PATH", required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Also write the report as JSON to FILE: totals, per network and
+    /// folder, the refusing checks, every failure and skip.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Run only the cases whose file path or case name contains TEXT.
+    #[arg(long, value_name = "TEXT")]
+    pub filter: Option<String>,
+}
+
+/// Runs `strata ef-test`.
+pub fn run(args: EfTestArgs) -> Result<(), CliError> {
+    let report = run_paths(&args.paths, args.filter.as_deref(), |done, total| {
+        if done % 100 == 0 || done == total {
+            tracing::info!(done, total, "ef-test: fixture files");
+        }
+    })
+    .map_err(|error| CliError::EfTest(error.to_string()))?;
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&report.to_json())
+            .expect("a JSON value serializes");
+        std::fs::write(path, text + "\n").map_err(|source| CliError::File {
+            path: path.clone(),
+            source,
+        })?;
+    }
+    let mut lines = Lines::default();
+    for line in report.lines() {
+        lines.line(line);
+    }
+    lines.print()?;
+    let total = report.total();
+    if total.failed > 0 {
+        return Err(CliError::EfTestFailed {
+            failed: total.failed,
+            cases: report.cases.len(),
+        });
+    }
+    Ok(())
+}

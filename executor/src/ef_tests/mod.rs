@@ -1,0 +1,169 @@
+//! Ethereum's BlockchainTests run through the executor over strata, one
+//! fresh store per case (what `strata ef-test` runs, like geth's
+//! `evm blocktest` and reth's `ef-tests`).
+//!
+//! For each case: the genesis from `pre` (its root and hash checked), every
+//! block decoded and executed in order — a block marked `expectException`
+//! must be refused, and the report says by which check — then the head
+//! must be `lastblockhash`, the store's root the head's state root, and
+//! every account, code and slot of `postState` must read back through
+//! strata (or the root must be `postStateHash`).
+
+mod case;
+mod chain;
+mod fixture;
+mod report;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use rayon::prelude::*;
+
+pub use case::{CaseOutcome, case_options, run_case};
+pub use fixture::{Case, FixtureBlock, HeaderFields, parse_case, read_cases};
+pub use report::{CaseReport, Report, Tally};
+
+/// A fixture that could not be read as BlockchainTests.
+#[derive(Debug, thiserror::Error)]
+pub enum RunnerError {
+    /// A file or folder could not be read.
+    #[error("{path}: {source}")]
+    Read {
+        /// What was read.
+        path: PathBuf,
+        /// Why it failed.
+        source: std::io::Error,
+    },
+    /// A file is not a BlockchainTests fixture.
+    #[error("{path}{}: not a BlockchainTests fixture: {message}", case.as_ref().map(|c| format!(" case {c}")).unwrap_or_default())]
+    Fixture {
+        /// The file.
+        path: PathBuf,
+        /// The case, when the file itself parsed.
+        case: Option<String>,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// Every `.json` file under each of `paths` (a path may be a file), sorted.
+pub fn fixture_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, RunnerError> {
+    let mut files = Vec::new();
+    for path in paths {
+        collect_json(path, &mut files)?;
+    }
+    files.sort();
+    files.dedup();
+    Ok(files)
+}
+
+fn collect_json(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), RunnerError> {
+    let read_error = |source| RunnerError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let metadata = std::fs::metadata(path).map_err(read_error)?;
+    if metadata.is_file() {
+        out.push(path.to_path_buf());
+        return Ok(());
+    }
+    for entry in std::fs::read_dir(path).map_err(read_error)? {
+        let entry = entry.map_err(read_error)?;
+        let child = entry.path();
+        if child.is_dir() {
+            collect_json(&child, out)?;
+        } else if child.extension().is_some_and(|ext| ext == "json") {
+            out.push(child);
+        }
+    }
+    Ok(())
+}
+
+/// Runs every case of every fixture file under `paths` whose file path or
+/// case name contains `filter` (all without one), in parallel on rayon's
+/// pool; `progress(files done, files)` after each file. The report's
+/// folders are relative to the deepest folder holding every path.
+pub fn run_paths(
+    paths: &[PathBuf],
+    filter: Option<&str>,
+    mut progress: impl FnMut(usize, usize) + Send,
+) -> Result<Report, RunnerError> {
+    let started = Instant::now();
+    let files = fixture_files(paths)?;
+    let root = common_root(paths);
+    let mut reports = Vec::new();
+    let total = files.len();
+    for (done, file) in files.iter().enumerate() {
+        let cases = read_cases(file)?;
+        let folder = folder_of(&root, file);
+        let selected: Vec<(String, serde_json::Value)> = cases
+            .into_iter()
+            .filter(|(name, _)| {
+                filter.is_none_or(|f| name.contains(f) || file.to_string_lossy().contains(f))
+            })
+            .collect();
+        let mut file_reports: Vec<CaseReport> = selected
+            .into_par_iter()
+            .map(|(name, value)| run_one(file, &folder, name, value))
+            .collect::<Result<_, _>>()?;
+        reports.append(&mut file_reports);
+        progress(done + 1, total);
+    }
+    Ok(Report::new(reports, started.elapsed()))
+}
+
+fn run_one(
+    file: &Path,
+    folder: &str,
+    name: String,
+    value: serde_json::Value,
+) -> Result<CaseReport, RunnerError> {
+    let started = Instant::now();
+    let case = parse_case(file, &name, value)?;
+    let outcome = run_case(&case);
+    Ok(CaseReport {
+        file: file.to_path_buf(),
+        folder: folder.to_string(),
+        name,
+        network: case.network,
+        outcome,
+        elapsed: started.elapsed(),
+    })
+}
+
+/// The folder the report groups a file under: its parent, relative to
+/// `root`.
+fn folder_of(root: &Path, file: &Path) -> String {
+    let parent = file.parent().unwrap_or(file);
+    let relative = parent.strip_prefix(root).unwrap_or(parent);
+    let text = relative.to_string_lossy();
+    if text.is_empty() {
+        ".".to_string()
+    } else {
+        text.into_owned()
+    }
+}
+
+/// The deepest folder holding every path (a file's own folder for one file).
+fn common_root(paths: &[PathBuf]) -> PathBuf {
+    let folders: Vec<PathBuf> = paths
+        .iter()
+        .map(|p| {
+            if p.is_file() {
+                p.parent().map(Path::to_path_buf).unwrap_or_default()
+            } else {
+                p.clone()
+            }
+        })
+        .collect();
+    let Some(first) = folders.first() else {
+        return PathBuf::new();
+    };
+    let mut root = first.clone();
+    while !folders.iter().all(|f| f.starts_with(&root)) {
+        if !root.pop() {
+            break;
+        }
+    }
+    root
+}

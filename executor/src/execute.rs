@@ -1,0 +1,335 @@
+//! One block executed over the store: checked, run by alloy-evm's
+//! `EthBlockExecutor` over a revm `State` that reads strata's snapshot,
+//! checked again against its header, and committed as one strata block with
+//! the header's state root expected. A block refused by any check leaves
+//! nothing behind.
+
+use std::time::{Duration, Instant};
+
+use alloy_consensus::transaction::{Recovered, SignerRecoverable};
+use alloy_consensus::{Header, TxEnvelope, TxReceipt, proofs::calculate_receipt_root};
+use alloy_evm::block::{
+    BlockExecutionError, BlockExecutor, BlockExecutorFactory, BlockValidationError,
+};
+use alloy_evm::eth::receipt_builder::AlloyReceiptBuilder;
+use alloy_evm::eth::{EthBlockExecutionCtx, EthBlockExecutorFactory, EthEvmFactory};
+use alloy_evm::{EvmEnv, EvmFactory};
+use alloy_hardforks::EthereumHardforks;
+use alloy_primitives::{B256, Bloom};
+use revm::database::State;
+use revm::database::states::bundle_state::BundleRetention;
+use strata_storage::revm::{WrapDatabaseRef, apply_bundle_state};
+use strata_storage::{Regime, StateDb};
+
+use crate::block::DecodedBlock;
+use crate::chain_spec::ChainSpec;
+use crate::consensus::{
+    Ancestor, check_against_parent, check_body_roots, check_header, check_ommers,
+};
+use crate::error::{ExecError, InvalidBlock};
+
+/// What executing and committing a block took and gave.
+#[derive(Clone, Debug)]
+pub struct ExecutedBlock {
+    /// Its number.
+    pub number: u64,
+    /// Its hash.
+    pub hash: B256,
+    /// The state root after it (the header's, checked).
+    pub root: B256,
+    /// Gas its transactions used.
+    pub gas_used: u64,
+    /// How many transactions it holds.
+    pub transactions: usize,
+    /// Time per phase.
+    pub timings: BlockTimings,
+}
+
+/// Where a block's time went.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BlockTimings {
+    /// Header and body checks and sender recovery.
+    pub checks: Duration,
+    /// The EVM: system calls, transactions, rewards, withdrawals.
+    pub execution: Duration,
+    /// Receipts root, bloom and the state changes written into the block.
+    pub apply: Duration,
+    /// strata's state root over the block's writes.
+    pub root: Duration,
+    /// The journal append that makes the block durable.
+    pub commit: Duration,
+}
+
+/// Executes `block` on top of the store's head, which must be `ancestors[0]`
+/// (the block's parent; the later entries are its ancestors, newest first,
+/// for the ommer rules), and commits it. Refused blocks write nothing.
+pub fn execute_block(
+    db: &StateDb,
+    spec: &ChainSpec,
+    block: &DecodedBlock,
+    ancestors: &[Ancestor<'_>],
+) -> Result<ExecutedBlock, ExecError> {
+    let header = block.header();
+    let number = header.number;
+    let invalid = |reason: InvalidBlock| ExecError::Invalid {
+        number,
+        hash: block.hash,
+        reason,
+    };
+    let parent = ancestors
+        .first()
+        .filter(|parent| parent.hash == header.parent_hash)
+        .ok_or_else(|| invalid(InvalidBlock::UnknownParent(header.parent_hash)))?;
+    check_store_at(db, parent, number)?;
+
+    let started = Instant::now();
+    check_header(spec, header).map_err(invalid)?;
+    check_against_parent(spec, header, parent.header).map_err(invalid)?;
+    check_body_roots(&block.block).map_err(invalid)?;
+    check_ommers(spec, &block.block, ancestors).map_err(invalid)?;
+    let transactions = recover_senders(spec, block).map_err(invalid)?;
+    let checks = started.elapsed();
+
+    let started = Instant::now();
+    let mut state = State::builder()
+        .with_database(WrapDatabaseRef(db.reader(Regime::Exec)))
+        .with_bundle_update()
+        .build();
+    let outcome = run_evm(spec, block, &transactions, &mut state).map_err(|error| match error {
+        RunError::Invalid(reason) => invalid(reason),
+        RunError::Database(message) => ExecError::Database { number, message },
+    })?;
+    state.merge_transitions(BundleRetention::PlainState);
+    let bundle = state.take_bundle();
+    let execution = started.elapsed();
+
+    let started = Instant::now();
+    check_outcome(spec, header, &outcome).map_err(invalid)?;
+    let mut writer = db
+        .begin_block(number)
+        .map_err(|source| ExecError::Store { number, source })?;
+    apply_bundle_state(&mut writer, &bundle).map_err(|error| ExecError::Database {
+        number,
+        message: error.to_string(),
+    })?;
+    writer.set_block_hash(block.hash);
+    let apply = started.elapsed();
+
+    let started = Instant::now();
+    let computed = writer
+        .state_root()
+        .map_err(|source| ExecError::Store { number, source })?;
+    let root = started.elapsed();
+    if computed != header.state_root {
+        return Err(invalid(InvalidBlock::StateRoot {
+            header: header.state_root,
+            computed,
+        }));
+    }
+    writer.expect_root(header.state_root);
+    let started = Instant::now();
+    writer
+        .commit()
+        .map_err(|source| ExecError::Store { number, source })?;
+    let commit = started.elapsed();
+
+    Ok(ExecutedBlock {
+        number,
+        hash: block.hash,
+        root: computed,
+        gas_used: outcome.gas_used,
+        transactions: transactions.len(),
+        timings: BlockTimings {
+            checks,
+            execution,
+            apply,
+            root,
+            commit,
+        },
+    })
+}
+
+/// The store must stand at the parent: its last block is the parent's
+/// number and its root the parent's state root.
+fn check_store_at(db: &StateDb, parent: &Ancestor<'_>, number: u64) -> Result<(), ExecError> {
+    let head = db.last_block();
+    if head != Some(parent.header.number) || db.root() != parent.header.state_root {
+        return Err(ExecError::Database {
+            number,
+            message: format!(
+                "the store is at block {} with root {}, not at the parent {} with root {}",
+                head.map_or_else(|| "none".to_string(), |b| b.to_string()),
+                db.root(),
+                parent.header.number,
+                parent.header.state_root
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Every transaction with its sender. From Homestead on a signature's `s`
+/// must be in the lower half (EIP-2); Frontier accepted either.
+fn recover_senders(
+    spec: &ChainSpec,
+    block: &DecodedBlock,
+) -> Result<Vec<Recovered<TxEnvelope>>, InvalidBlock> {
+    let homestead = spec.is_homestead_active_at_block(block.number());
+    block
+        .block
+        .body
+        .transactions
+        .iter()
+        .enumerate()
+        .map(|(index, tx)| {
+            let signer = if homestead {
+                tx.recover_signer()
+            } else {
+                tx.recover_signer_unchecked()
+            };
+            signer
+                .map(|signer| Recovered::new_unchecked(tx.clone(), signer))
+                .map_err(|_| InvalidBlock::Signature { index })
+        })
+        .collect()
+}
+
+/// What the EVM gave for a block, before it is written.
+struct Outcome {
+    gas_used: u64,
+    blob_gas_used: u64,
+    receipts: Vec<alloy_consensus::ReceiptEnvelope>,
+    requests_hash: B256,
+}
+
+enum RunError {
+    Invalid(InvalidBlock),
+    Database(String),
+}
+
+/// Runs the block's system calls, transactions, rewards and withdrawals
+/// through alloy-evm's Ethereum block executor over `state`.
+fn run_evm<DB>(
+    spec: &ChainSpec,
+    block: &DecodedBlock,
+    transactions: &[Recovered<TxEnvelope>],
+    state: &mut State<DB>,
+) -> Result<Outcome, RunError>
+where
+    DB: revm::Database + std::fmt::Debug,
+{
+    let header = block.header();
+    let env = EvmEnv::for_eth_block(
+        header,
+        spec,
+        spec.chain_id,
+        spec.blob_params_at(header.timestamp),
+    );
+    let factory = EthBlockExecutorFactory::new(AlloyReceiptBuilder::default(), spec.clone(), EthEvmFactory::default());
+    let evm = factory.evm_factory().create_evm(state, env);
+    let ctx = EthBlockExecutionCtx {
+        parent_hash: header.parent_hash,
+        parent_beacon_block_root: header.parent_beacon_block_root,
+        ommers: &block.block.body.ommers,
+        withdrawals: block
+            .block
+            .body
+            .withdrawals
+            .as_ref()
+            .map(|w| std::borrow::Cow::Borrowed(w.as_slice())),
+        extra_data: header.extra_data.clone(),
+        tx_count_hint: Some(transactions.len()),
+        slot_number: None,
+    };
+    let mut executor = factory.create_executor(evm, ctx);
+    executor
+        .apply_pre_execution_changes()
+        .map_err(|error| block_error(None, error))?;
+    for (index, tx) in transactions.iter().enumerate() {
+        executor
+            .execute_transaction(tx)
+            .map_err(|error| block_error(Some(index), error))?;
+    }
+    let (_, result) = executor.finish().map_err(|error| block_error(None, error))?;
+    Ok(Outcome {
+        gas_used: result.gas_used,
+        blob_gas_used: result.blob_gas_used,
+        receipts: result.receipts,
+        requests_hash: result.requests.requests_hash(),
+    })
+}
+
+/// Sorts alloy-evm's error into a refused block (a transaction or a
+/// block-level rule) or a failure of the database under the EVM.
+fn block_error(index: Option<usize>, error: BlockExecutionError) -> RunError {
+    match (&error, index) {
+        (BlockExecutionError::Validation(BlockValidationError::InvalidTx { error, .. }), Some(index)) => {
+            RunError::Invalid(InvalidBlock::Transaction {
+                index,
+                reason: error.to_string(),
+            })
+        }
+        (
+            BlockExecutionError::Validation(
+                BlockValidationError::TransactionGasLimitMoreThanAvailableBlockGas { .. },
+            ),
+            Some(index),
+        ) => RunError::Invalid(InvalidBlock::Transaction {
+            index,
+            reason: error.to_string(),
+        }),
+        (BlockExecutionError::Validation(BlockValidationError::EVM { .. }), _)
+        | (BlockExecutionError::Internal(_), _) => RunError::Database(error.to_string()),
+        (BlockExecutionError::Validation(_), _) => {
+            RunError::Invalid(InvalidBlock::Execution(error.to_string()))
+        }
+    }
+}
+
+/// Gas used, blob gas used, receipts root (from Byzantium, whose receipts
+/// carry a status instead of an intermediate state root), logs bloom and
+/// requests hash against the header.
+fn check_outcome(spec: &ChainSpec, header: &Header, outcome: &Outcome) -> Result<(), InvalidBlock> {
+    if outcome.gas_used != header.gas_used {
+        return Err(InvalidBlock::GasUsed {
+            header: header.gas_used,
+            executed: outcome.gas_used,
+        });
+    }
+    if let Some(used) = header.blob_gas_used
+        && used != outcome.blob_gas_used
+    {
+        return Err(InvalidBlock::BlobGasUsed {
+            expected: outcome.blob_gas_used,
+            got: used,
+        });
+    }
+    if spec.is_byzantium_active_at_block(header.number) {
+        let executed = calculate_receipt_root(&outcome.receipts);
+        if executed != header.receipts_root {
+            return Err(InvalidBlock::ReceiptsRoot {
+                header: header.receipts_root,
+                executed,
+            });
+        }
+    }
+    let bloom = outcome
+        .receipts
+        .iter()
+        .fold(Bloom::ZERO, |bloom, receipt| bloom | receipt.bloom());
+    if bloom != header.logs_bloom {
+        return Err(InvalidBlock::LogsBloom {
+            header: Box::new(header.logs_bloom),
+            executed: Box::new(bloom),
+        });
+    }
+    if spec.is_prague_active_at_timestamp(header.timestamp)
+        && header.requests_hash != Some(outcome.requests_hash)
+    {
+        return Err(InvalidBlock::RequestsHash {
+            header: header.requests_hash,
+            executed: outcome.requests_hash,
+        });
+    }
+    Ok(())
+}

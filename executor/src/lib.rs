@@ -1,0 +1,26 @@
+//! strata-executor: Ethereum blocks executed over strata's store with the
+//! crates reth executes with — alloy-evm's `EthBlockExecutor` (system calls,
+//! transactions, rewards, withdrawals, the DAO change, requests) over revm
+//! 43 — checked against their headers before and after execution, and
+//! committed as strata blocks with the header's state root expected.
+//!
+//! - [`ChainSpec`]: a fork schedule from a geth genesis `config` or a
+//!   BlockchainTests `network` name.
+//! - [`DecodedBlock`]: a block from its RLP, with its hash.
+//! - [`execute_block`]: one block on top of the store's head; a block that
+//!   fails any check is refused with [`InvalidBlock`] naming the check, and
+//!   nothing of it is written.
+//! - [`ef_tests`]: the runner of Ethereum's BlockchainTests (`strata ef-test`).
+#![deny(missing_docs)]
+
+mod block;
+mod chain_spec;
+pub mod consensus;
+pub mod ef_tests;
+mod error;
+mod execute;
+
+pub use block::DecodedBlock;
+pub use chain_spec::{ChainSpec, MAINNET_CHAIN_ID};
+pub use error::{ChainSpecError, ExecError, InvalidBlock};
+pub use execute::{BlockTimings, ExecutedBlock, execute_block};

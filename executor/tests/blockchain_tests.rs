@@ -1,0 +1,70 @@
+//! Ethereum's BlockchainTests (`../shared/vectors/ef_blockchain_tests`)
+//! executed block by block over strata: every case must pass, and every
+//! invalid block must be refused. The whole folder runs when
+//! `STRATA_EF_TESTS=all`; otherwise a fixed sample of it (every file whose
+//! index is a multiple of the stride, plus every non-GeneralStateTests
+//! file), to keep the suite short.
+
+use std::path::PathBuf;
+
+use strata_executor::ef_tests::{CaseOutcome, fixture_files, run_paths};
+
+/// One file in this many of GeneralStateTests runs without `STRATA_EF_TESTS=all`.
+const SAMPLE_STRIDE: usize = 8;
+
+fn selected_files(root: &std::path::Path) -> Vec<PathBuf> {
+    let files = fixture_files(&[root.to_path_buf()]).expect("list the fixtures");
+    if std::env::var("STRATA_EF_TESTS").as_deref() == Ok("all") {
+        return files;
+    }
+    files
+        .into_iter()
+        .enumerate()
+        .filter(|(index, path)| {
+            !path.to_string_lossy().contains("GeneralStateTests") || index % SAMPLE_STRIDE == 0
+        })
+        .map(|(_, path)| path)
+        .collect()
+}
+
+#[test]
+fn blockchain_tests_execute_over_strata() {
+    let Some(root) = strata_test_support::vectors("ef_blockchain_tests") else {
+        return;
+    };
+    let files = selected_files(&root);
+    assert!(files.len() > 100, "only {} fixture files", files.len());
+    let report = run_paths(&files, None, |_, _| {}).expect("the fixtures read");
+    for line in report.lines() {
+        println!("{line}");
+    }
+    let total = report.total();
+    assert!(total.passed > 500, "only {} cases passed", total.passed);
+    assert_eq!(total.failed, 0, "failures: see the report above");
+    // A skip is only for a network revm cannot run; none of these is one.
+    assert_eq!(total.skipped, 0, "skips: see the report above");
+    let refused: usize = report.refused_by_check().values().sum();
+    assert!(refused > 20, "only {refused} invalid blocks were refused");
+}
+
+/// A block marked invalid that the executor accepted fails its case: the
+/// check is real. The fixture's first block is made invalid by claiming an
+/// exception it does not have.
+#[test]
+fn an_accepted_block_the_fixture_calls_invalid_fails_the_case() {
+    let Some(root) = strata_test_support::vectors("ef_blockchain_tests") else {
+        return;
+    };
+    let file = root.join("ValidBlocks/bcEIP1559/tips.json");
+    let cases = strata_executor::ef_tests::read_cases(&file).expect("read");
+    let (name, value) = cases.into_iter().next().expect("a case");
+    let mut case = strata_executor::ef_tests::parse_case(&file, &name, value).expect("parse");
+    case.blocks[0].expect_exception = Some("TransactionException.MADE_UP".to_string());
+    match strata_executor::ef_tests::run_case(&case) {
+        CaseOutcome::Failed { block, message } => {
+            assert_eq!(block, Some(0));
+            assert!(message.contains("was accepted"), "{message}");
+        }
+        other => panic!("expected a failure, got {other:?}"),
+    }
+}
