@@ -62,6 +62,13 @@ impl ChainSpec {
     /// `ArrowGlacierToParisAtDiffC0000`, ...), all on chain id 1.
     pub fn from_test_network(network: &str) -> Result<Self, ChainSpecError> {
         let unknown = || ChainSpecError::UnknownNetwork(network.to_string());
+        if network == "Constantinople" || network.ends_with("ToConstantinopleAt5") {
+            return Err(ChainSpecError::Unsupported {
+                network: network.to_string(),
+                reason: "revm 43 has no Constantinople rules (EIP-1283's net gas metering, \
+                         withdrawn by Petersburg)",
+            });
+        }
         let mut schedule = Schedule::default();
         if let Some((from, to)) = network.split_once("To") {
             let from = fork_of_test_name(from).ok_or_else(unknown)?;
@@ -154,21 +161,34 @@ impl ChainSpec {
     /// This chain with the merge fixed at block `number` (the first block
     /// whose parent reached the terminal total difficulty).
     pub fn with_merge_at(&self, number: u64) -> Self {
+        self.with_fork(EthereumHardfork::Paris, ForkCondition::Block(number))
+    }
+
+    /// This chain with `fork` switched on at `condition` instead.
+    pub fn with_fork(&self, fork: EthereumHardfork, condition: ForkCondition) -> Self {
         let mut spec = self.clone();
         let forks = BLOCK_FORKS
             .iter()
             .chain([EthereumHardfork::Paris].iter())
             .chain(TIME_FORKS.iter())
-            .map(|&fork| {
-                let condition = if fork == EthereumHardfork::Paris {
-                    ForkCondition::Block(number)
+            .map(|&each| {
+                if each == fork {
+                    (each, condition)
                 } else {
-                    self.ethereum_fork_activation(fork)
-                };
-                (fork, condition)
+                    (each, self.ethereum_fork_activation(each))
+                }
             });
         spec.hardforks = EthereumChainHardforks::new(forks);
         spec
+    }
+
+    /// Whether `number` is the DAO fork's block on a chain that supports it
+    /// (its irregular state change happens there).
+    pub fn is_dao_block(&self, number: u64) -> bool {
+        self.dao_fork_support
+            && self
+                .ethereum_fork_activation(EthereumHardfork::Dao)
+                .transitions_at_block(number)
     }
 
     /// The blob gas parameters in force at `timestamp` (none before Cancun).

@@ -10,6 +10,14 @@ pub enum ChainSpecError {
     /// A BlockchainTests `network` name that names no fork or transition.
     #[error("unknown network {0:?} (expected a fork such as Cancun, or a transition such as BerlinToLondonAt5)")]
     UnknownNetwork(String),
+    /// A network whose rules the EVM cannot run.
+    #[error("network {network}: {reason}")]
+    Unsupported {
+        /// The network's name.
+        network: String,
+        /// What the EVM lacks.
+        reason: &'static str,
+    },
 }
 
 /// Why a block is invalid: each variant is one consensus check, named by

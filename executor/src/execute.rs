@@ -14,7 +14,8 @@ use alloy_evm::block::{
 use alloy_evm::eth::receipt_builder::AlloyReceiptBuilder;
 use alloy_evm::eth::{EthBlockExecutionCtx, EthBlockExecutorFactory, EthEvmFactory};
 use alloy_evm::{EvmEnv, EvmFactory};
-use alloy_hardforks::EthereumHardforks;
+use alloy_evm::eth::dao_fork::{DAO_HARDFORK_ACCOUNTS, DAO_HARDFORK_BENEFICIARY};
+use alloy_hardforks::{EthereumHardfork, EthereumHardforks, ForkCondition};
 use alloy_primitives::{B256, Bloom};
 use revm::database::State;
 use revm::database::states::bundle_state::BundleRetention;
@@ -225,7 +226,20 @@ where
         spec.chain_id,
         spec.blob_params_at(header.timestamp),
     );
-    let factory = EthBlockExecutorFactory::new(AlloyReceiptBuilder::default(), spec.clone(), EthEvmFactory::default());
+    // The DAO fork's irregular change happens before the block's
+    // transactions (as geth and the consensus tests have it); alloy-evm
+    // makes it after them, so it is made here and kept out of its spec.
+    let executor_spec = if spec.is_dao_block(header.number) {
+        apply_dao_change(state)?;
+        spec.with_fork(EthereumHardfork::Dao, ForkCondition::Never)
+    } else {
+        spec.clone()
+    };
+    let factory = EthBlockExecutorFactory::new(
+        AlloyReceiptBuilder::default(),
+        executor_spec,
+        EthEvmFactory::default(),
+    );
     let evm = factory.evm_factory().create_evm(state, env);
     let ctx = EthBlockExecutionCtx {
         parent_hash: header.parent_hash,
@@ -257,6 +271,33 @@ where
         receipts: result.receipts,
         requests_hash: result.requests.requests_hash(),
     })
+}
+
+/// Moves the balances of the DAO's accounts to its refund contract. The
+/// drained accounts stay in the state, empty (before Spurious Dragon an
+/// empty account is not removed), so the change goes through revm's cache
+/// accounts rather than a commit, which would clear them as EIP-161 does.
+fn apply_dao_change<DB>(state: &mut State<DB>) -> Result<(), RunError>
+where
+    DB: revm::Database,
+{
+    let failed = |_| RunError::Database("the DAO change could not read its accounts".to_string());
+    let mut drained: u128 = 0;
+    let mut transitions = Vec::with_capacity(DAO_HARDFORK_ACCOUNTS.len() + 1);
+    for address in DAO_HARDFORK_ACCOUNTS {
+        let (balance, transition) = state.load_cache_account(address).map_err(failed)?.drain_balance();
+        drained = drained.saturating_add(balance);
+        transitions.push((address, transition.map_storage(|_| None)));
+    }
+    if let Some(transition) = state
+        .load_cache_account(DAO_HARDFORK_BENEFICIARY)
+        .map_err(failed)?
+        .increment_balance(drained)
+    {
+        transitions.push((DAO_HARDFORK_BENEFICIARY, transition.map_storage(|_| None)));
+    }
+    state.apply_transition(transitions);
+    Ok(())
 }
 
 /// Sorts alloy-evm's error into a refused block (a transaction or a

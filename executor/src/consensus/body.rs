@@ -4,7 +4,7 @@
 use alloy_consensus::proofs::{
     calculate_ommers_root, calculate_transaction_root, calculate_withdrawals_root,
 };
-use alloy_consensus::{Block, Header, TxEnvelope};
+use alloy_consensus::{Block, Header, TxEip4844Variant, TxEnvelope};
 use alloy_hardforks::EthereumHardforks;
 use alloy_primitives::B256;
 
@@ -31,6 +31,16 @@ pub struct Ancestor<'a> {
 /// Checks the body's roots against the header.
 pub fn check_body_roots(block: &Block<TxEnvelope>) -> Result<(), InvalidBlock> {
     let header = &block.header;
+    // A blob transaction travels with its blobs only over the network; in
+    // a block it is the bare transaction.
+    if let Some(index) = block.body.transactions.iter().position(|tx| {
+        matches!(tx, TxEnvelope::Eip4844(signed)
+            if matches!(signed.tx(), TxEip4844Variant::TxEip4844WithSidecar(_)))
+    }) {
+        return Err(InvalidBlock::Rlp(format!(
+            "transaction {index} is a blob transaction with its blobs (the network form)"
+        )));
+    }
     let transactions = calculate_transaction_root(&block.body.transactions);
     if transactions != header.transactions_root {
         return Err(InvalidBlock::BodyRoot {

@@ -11,7 +11,7 @@ use strata_storage::{Durability, Options, Regime, StateDb};
 use super::fixture::{Case, hex_bytes};
 use crate::block::DecodedBlock;
 use crate::chain_spec::ChainSpec;
-use crate::error::ExecError;
+use crate::error::{ChainSpecError, ExecError};
 
 use super::chain::Chain;
 
@@ -94,11 +94,12 @@ impl Failure {
 fn run(case: &Case) -> Result<CaseOutcome, Failure> {
     let spec = match ChainSpec::from_test_network(&case.network) {
         Ok(spec) => spec,
-        Err(error) => {
+        Err(error @ ChainSpecError::Unsupported { .. }) => {
             return Ok(CaseOutcome::Skipped {
                 reason: error.to_string(),
             });
         }
+        Err(error) => return Err(Failure::case(error.to_string())),
     };
     let alloc = alloc_from_value(&case.pre).map_err(|e| Failure::case(format!("pre: {e}")))?;
     let genesis = genesis_header(case)?;
