@@ -255,6 +255,15 @@ pub enum ExecError {
         /// The store's error.
         source: strata_storage::Error,
     },
+    /// The block needs a rule the EVM does not implement; nothing of it
+    /// was written.
+    #[error("block {number}: cannot be executed: {reason}")]
+    Unsupported {
+        /// Its number.
+        number: u64,
+        /// The rule and where it applies.
+        reason: String,
+    },
     /// The store failed under the EVM (a read or an apply).
     #[error("block {number}: the EVM's database: {message}")]
     Database {

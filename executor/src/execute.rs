@@ -16,8 +16,9 @@ use alloy_evm::eth::{EthBlockExecutionCtx, EthBlockExecutorFactory, EthEvmFactor
 use alloy_evm::{EvmEnv, EvmFactory};
 use alloy_evm::eth::dao_fork::{DAO_HARDFORK_ACCOUNTS, DAO_HARDFORK_BENEFICIARY};
 use alloy_hardforks::{EthereumHardfork, EthereumHardforks, ForkCondition};
-use alloy_primitives::{B256, Bloom};
-use revm::database::State;
+use alloy_primitives::{B256, Bloom, KECCAK256_EMPTY};
+use alloy_trie::EMPTY_ROOT_HASH;
+use revm::database::{BundleState, State};
 use revm::database::states::bundle_state::BundleRetention;
 use strata_storage::revm::{WrapDatabaseRef, apply_bundle_state};
 use strata_storage::{Regime, StateDb};
@@ -103,6 +104,10 @@ pub fn execute_block(
     state.merge_transitions(BundleRetention::PlainState);
     let bundle = state.take_bundle();
     let execution = started.elapsed();
+    check_no_storage_collision(db, &bundle).map_err(|reason| ExecError::Unsupported {
+        number,
+        reason,
+    })?;
 
     let started = Instant::now();
     check_outcome(spec, header, &outcome).map_err(invalid)?;
@@ -193,6 +198,36 @@ fn recover_senders(
                 .map_err(|_| InvalidBlock::Signature { index })
         })
         .collect()
+}
+
+/// EIP-7610: no contract may be created where an account already has
+/// storage. revm 43 looks at the address's nonce and code only, so over an
+/// account with storage and neither (a state mainnet does not hold; a few
+/// consensus tests do) it creates the contract as if the address were
+/// empty. Such a block is refused as one the EVM cannot execute, never
+/// committed on a wrong state: every account without nonce and code that
+/// the block gives a nonce or code is checked for storage before the block.
+fn check_no_storage_collision(db: &StateDb, bundle: &BundleState) -> Result<(), String> {
+    let reader = db.reader(Regime::Exec);
+    for (address, account) in &bundle.state {
+        let blank = |info: &revm::state::AccountInfo| {
+            info.nonce == 0 && info.code_hash == KECCAK256_EMPTY
+        };
+        let (Some(before), Some(after)) = (&account.original_info, &account.info) else {
+            continue;
+        };
+        if !blank(before) || blank(after) {
+            continue;
+        }
+        let proof = reader.proof(address, &[]).map_err(|e| e.to_string())?;
+        if proof.storage_root != EMPTY_ROOT_HASH {
+            return Err(format!(
+                "{address} has storage but no code and nonce 0, and the block creates a contract \
+                 there: EIP-7610 makes that a collision, which revm 43 does not detect"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// What the EVM gave for a block, before it is written.

@@ -160,6 +160,11 @@ fn run(case: &Case) -> Result<CaseOutcome, Failure> {
                 ));
             }
             (Err(ExecError::Invalid { reason, .. }), Some(_)) => refused_by.push(reason.check()),
+            (Err(error @ ExecError::Unsupported { .. }), _) => {
+                return Ok(CaseOutcome::Skipped {
+                    reason: format!("block #{index}: {error}"),
+                });
+            }
             (Err(error), _) => return Err(Failure::at(index, error.to_string())),
         }
     }
