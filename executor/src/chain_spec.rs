@@ -91,7 +91,10 @@ impl ChainSpec {
     pub fn from_chain_config(config: &ChainConfig) -> Self {
         let block = |at: Option<u64>| at.map_or(ForkCondition::Never, ForkCondition::Block);
         let time = |at: Option<u64>| at.map_or(ForkCondition::Never, ForkCondition::Timestamp);
-        let paris = match (config.merge_netsplit_block, config.terminal_total_difficulty) {
+        let paris = match (
+            config.merge_netsplit_block,
+            config.terminal_total_difficulty,
+        ) {
             (Some(number), _) => ForkCondition::Block(number),
             (None, Some(ttd)) if ttd.is_zero() => ForkCondition::Block(0),
             (None, Some(ttd)) => ForkCondition::TTD {
@@ -121,14 +124,20 @@ impl ChainSpec {
             ),
             (EthereumHardfork::Petersburg, block(config.petersburg_block)),
             (EthereumHardfork::Istanbul, block(config.istanbul_block)),
-            (EthereumHardfork::MuirGlacier, block(config.muir_glacier_block)),
+            (
+                EthereumHardfork::MuirGlacier,
+                block(config.muir_glacier_block),
+            ),
             (EthereumHardfork::Berlin, block(config.berlin_block)),
             (EthereumHardfork::London, block(config.london_block)),
             (
                 EthereumHardfork::ArrowGlacier,
                 block(config.arrow_glacier_block),
             ),
-            (EthereumHardfork::GrayGlacier, block(config.gray_glacier_block)),
+            (
+                EthereumHardfork::GrayGlacier,
+                block(config.gray_glacier_block),
+            ),
             (EthereumHardfork::Paris, paris),
             (EthereumHardfork::Shanghai, time(config.shanghai_time)),
             (EthereumHardfork::Cancun, time(config.cancun_time)),
@@ -140,7 +149,8 @@ impl ChainSpec {
             hardforks: EthereumChainHardforks::new(forks),
             deposit_contract: config
                 .deposit_contract_address
-                .or((config.chain_id == MAINNET_CHAIN_ID).then_some(MAINNET_DEPOSIT_CONTRACT_ADDRESS)),
+                .or((config.chain_id == MAINNET_CHAIN_ID)
+                    .then_some(MAINNET_DEPOSIT_CONTRACT_ADDRESS)),
             dao_fork_support: config.dao_fork_support,
         }
     }

@@ -8,7 +8,9 @@ use alloy_primitives::{B256, Bloom};
 #[derive(Debug, thiserror::Error)]
 pub enum ChainSpecError {
     /// A BlockchainTests `network` name that names no fork or transition.
-    #[error("unknown network {0:?} (expected a fork such as Cancun, or a transition such as BerlinToLondonAt5)")]
+    #[error(
+        "unknown network {0:?} (expected a fork such as Cancun, or a transition such as BerlinToLondonAt5)"
+    )]
     UnknownNetwork(String),
     /// A network whose rules the EVM cannot run.
     #[error("network {network}: {reason}")]
@@ -245,7 +247,7 @@ pub enum ExecError {
         /// Its hash.
         hash: B256,
         /// The check it failed.
-        reason: InvalidBlock,
+        reason: Box<InvalidBlock>,
     },
     /// The store failed while the block was read or committed.
     #[error("block {number}: {source}")]
@@ -253,7 +255,7 @@ pub enum ExecError {
         /// Its number.
         number: u64,
         /// The store's error.
-        source: strata_storage::Error,
+        source: Box<strata_storage::Error>,
     },
     /// The block needs a rule the EVM does not implement; nothing of it
     /// was written.

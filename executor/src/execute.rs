@@ -11,15 +11,15 @@ use alloy_consensus::{Header, TxEnvelope, TxReceipt, proofs::calculate_receipt_r
 use alloy_evm::block::{
     BlockExecutionError, BlockExecutor, BlockExecutorFactory, BlockValidationError,
 };
+use alloy_evm::eth::dao_fork::{DAO_HARDFORK_ACCOUNTS, DAO_HARDFORK_BENEFICIARY};
 use alloy_evm::eth::receipt_builder::AlloyReceiptBuilder;
 use alloy_evm::eth::{EthBlockExecutionCtx, EthBlockExecutorFactory, EthEvmFactory};
 use alloy_evm::{EvmEnv, EvmFactory};
-use alloy_evm::eth::dao_fork::{DAO_HARDFORK_ACCOUNTS, DAO_HARDFORK_BENEFICIARY};
 use alloy_hardforks::{EthereumHardfork, EthereumHardforks, ForkCondition};
 use alloy_primitives::{B256, Bloom, KECCAK256_EMPTY};
 use alloy_trie::EMPTY_ROOT_HASH;
-use revm::database::{BundleState, State};
 use revm::database::states::bundle_state::BundleRetention;
+use revm::database::{BundleState, State};
 use strata_storage::revm::{WrapDatabaseRef, apply_bundle_state};
 use strata_storage::{Regime, StateDb};
 
@@ -76,7 +76,7 @@ pub fn execute_block(
     let invalid = |reason: InvalidBlock| ExecError::Invalid {
         number,
         hash: block.hash,
-        reason,
+        reason: Box::new(reason),
     };
     let parent = ancestors
         .first()
@@ -104,16 +104,15 @@ pub fn execute_block(
     state.merge_transitions(BundleRetention::PlainState);
     let bundle = state.take_bundle();
     let execution = started.elapsed();
-    check_no_storage_collision(db, &bundle).map_err(|reason| ExecError::Unsupported {
-        number,
-        reason,
-    })?;
+    check_no_storage_collision(db, &bundle)
+        .map_err(|reason| ExecError::Unsupported { number, reason })?;
 
     let started = Instant::now();
     check_outcome(spec, header, &outcome).map_err(invalid)?;
-    let mut writer = db
-        .begin_block(number)
-        .map_err(|source| ExecError::Store { number, source })?;
+    let mut writer = db.begin_block(number).map_err(|source| ExecError::Store {
+        number,
+        source: Box::new(source),
+    })?;
     apply_bundle_state(&mut writer, &bundle).map_err(|error| ExecError::Database {
         number,
         message: error.to_string(),
@@ -122,9 +121,10 @@ pub fn execute_block(
     let apply = started.elapsed();
 
     let started = Instant::now();
-    let computed = writer
-        .state_root()
-        .map_err(|source| ExecError::Store { number, source })?;
+    let computed = writer.state_root().map_err(|source| ExecError::Store {
+        number,
+        source: Box::new(source),
+    })?;
     let root = started.elapsed();
     if computed != header.state_root {
         return Err(invalid(InvalidBlock::StateRoot {
@@ -134,9 +134,10 @@ pub fn execute_block(
     }
     writer.expect_root(header.state_root);
     let started = Instant::now();
-    writer
-        .commit()
-        .map_err(|source| ExecError::Store { number, source })?;
+    writer.commit().map_err(|source| ExecError::Store {
+        number,
+        source: Box::new(source),
+    })?;
     let commit = started.elapsed();
 
     Ok(ExecutedBlock {
@@ -210,9 +211,8 @@ fn recover_senders(
 fn check_no_storage_collision(db: &StateDb, bundle: &BundleState) -> Result<(), String> {
     let reader = db.reader(Regime::Exec);
     for (address, account) in &bundle.state {
-        let blank = |info: &revm::state::AccountInfo| {
-            info.nonce == 0 && info.code_hash == KECCAK256_EMPTY
-        };
+        let blank =
+            |info: &revm::state::AccountInfo| info.nonce == 0 && info.code_hash == KECCAK256_EMPTY;
         let (Some(before), Some(after)) = (&account.original_info, &account.info) else {
             continue;
         };
@@ -299,7 +299,9 @@ where
             .execute_transaction(tx)
             .map_err(|error| block_error(Some(index), error))?;
     }
-    let (_, result) = executor.finish().map_err(|error| block_error(None, error))?;
+    let (_, result) = executor
+        .finish()
+        .map_err(|error| block_error(None, error))?;
     Ok(Outcome {
         gas_used: result.gas_used,
         blob_gas_used: result.blob_gas_used,
@@ -320,7 +322,10 @@ where
     let mut drained: u128 = 0;
     let mut transitions = Vec::with_capacity(DAO_HARDFORK_ACCOUNTS.len() + 1);
     for address in DAO_HARDFORK_ACCOUNTS {
-        let (balance, transition) = state.load_cache_account(address).map_err(failed)?.drain_balance();
+        let (balance, transition) = state
+            .load_cache_account(address)
+            .map_err(failed)?
+            .drain_balance();
         drained = drained.saturating_add(balance);
         transitions.push((address, transition.map_storage(|_| None)));
     }
@@ -339,12 +344,13 @@ where
 /// block-level rule) or a failure of the database under the EVM.
 fn block_error(index: Option<usize>, error: BlockExecutionError) -> RunError {
     match (&error, index) {
-        (BlockExecutionError::Validation(BlockValidationError::InvalidTx { error, .. }), Some(index)) => {
-            RunError::Invalid(InvalidBlock::Transaction {
-                index,
-                reason: error.to_string(),
-            })
-        }
+        (
+            BlockExecutionError::Validation(BlockValidationError::InvalidTx { error, .. }),
+            Some(index),
+        ) => RunError::Invalid(InvalidBlock::Transaction {
+            index,
+            reason: error.to_string(),
+        }),
         (
             BlockExecutionError::Validation(
                 BlockValidationError::TransactionGasLimitMoreThanAvailableBlockGas { .. },

@@ -30,7 +30,7 @@ pub struct EfTestArgs {
 }
 
 /// Runs `strata ef-test`.
-pub fn run(args: EfTestArgs) -> Result<(), CliError> {
+pub(crate) fn run(args: EfTestArgs) -> Result<(), CliError> {
     let report = run_paths(&args.paths, args.filter.as_deref(), |done, total| {
         if done % 100 == 0 || done == total {
             tracing::info!(done, total, "ef-test: fixture files");
@@ -38,8 +38,8 @@ pub fn run(args: EfTestArgs) -> Result<(), CliError> {
     })
     .map_err(|error| CliError::EfTest(error.to_string()))?;
     if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&report.to_json())
-            .expect("a JSON value serializes");
+        let text =
+            serde_json::to_string_pretty(&report.to_json()).expect("a JSON value serializes");
         std::fs::write(path, text + "\n").map_err(|source| CliError::File {
             path: path.clone(),
             source,

@@ -32,8 +32,8 @@ use crate::logging::LogFormat;
 
 pub use check_trace::CheckTraceArgs;
 pub use compact::CompactArgs;
-pub use ef_test::EfTestArgs;
 pub use completions::CompletionsArgs;
+pub use ef_test::EfTestArgs;
 pub use export::ExportArgs;
 pub use gen_trace::GenTraceArgs;
 pub use get::{GetArgs, GetWhat};

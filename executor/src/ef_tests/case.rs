@@ -145,7 +145,7 @@ fn run(case: &Case) -> Result<CaseOutcome, Failure> {
             Err(reason) => Err(ExecError::Invalid {
                 number: 0,
                 hash: B256::ZERO,
-                reason,
+                reason: Box::new(reason),
             }),
         };
         match (result, &fixture.expect_exception) {
@@ -208,8 +208,9 @@ fn genesis_header(case: &Case) -> Result<Header, Failure> {
         .as_deref()
         .ok_or_else(|| Failure::case("no genesisRLP"))?;
     let bytes = hex_bytes(rlp).map_err(|e| Failure::case(format!("genesisRLP: {e}")))?;
-    let block = alloy_consensus::Block::<alloy_consensus::TxEnvelope>::decode(&mut bytes.as_slice())
-        .map_err(|e| Failure::case(format!("genesisRLP: {e}")))?;
+    let block =
+        alloy_consensus::Block::<alloy_consensus::TxEnvelope>::decode(&mut bytes.as_slice())
+            .map_err(|e| Failure::case(format!("genesisRLP: {e}")))?;
     Ok(block.header)
 }
 

@@ -32,7 +32,7 @@ struct Known {
 }
 
 /// Every accepted block of a case, and the branch the store is on.
-pub struct Chain<'a> {
+pub(crate) struct Chain<'a> {
     db: &'a StateDb,
     spec: &'a ChainSpec,
     known: HashMap<B256, Known>,
@@ -42,7 +42,7 @@ pub struct Chain<'a> {
 
 impl<'a> Chain<'a> {
     /// A chain over `db`, which holds the genesis `genesis` (hash `hash`).
-    pub fn new(db: &'a StateDb, spec: &'a ChainSpec, genesis: Header, hash: B256) -> Self {
+    pub(crate) fn new(db: &'a StateDb, spec: &'a ChainSpec, genesis: Header, hash: B256) -> Self {
         let known = Known {
             total_difficulty: genesis.difficulty,
             header: genesis,
@@ -59,24 +59,24 @@ impl<'a> Chain<'a> {
     }
 
     /// The hash of the store's head.
-    pub fn head(&self) -> B256 {
+    pub(crate) fn head(&self) -> B256 {
         *self.canonical.last().expect("the genesis is always there")
     }
 
     /// The header of a known block.
-    pub fn header(&self, hash: &B256) -> Option<&Header> {
+    pub(crate) fn header(&self, hash: &B256) -> Option<&Header> {
         self.known.get(hash).map(|known| &known.header)
     }
 
     /// Executes `block` on top of its parent, moving the store to the
     /// parent's branch first if needed; on success it becomes the head.
-    pub fn import(&mut self, block: DecodedBlock) -> Result<ExecutedBlock, ExecError> {
+    pub(crate) fn import(&mut self, block: DecodedBlock) -> Result<ExecutedBlock, ExecError> {
         let parent = block.header().parent_hash;
         if !self.known.contains_key(&parent) {
             return Err(ExecError::Invalid {
                 number: block.number(),
                 hash: block.hash,
-                reason: InvalidBlock::UnknownParent(parent),
+                reason: Box::new(InvalidBlock::UnknownParent(parent)),
             });
         }
         self.move_to(parent)?;
@@ -85,7 +85,7 @@ impl<'a> Chain<'a> {
 
     /// Moves the store to the branch ending at `target` (a known block):
     /// unwinds to the common ancestor and executes the branch's blocks.
-    pub fn move_to(&mut self, target: B256) -> Result<(), ExecError> {
+    pub(crate) fn move_to(&mut self, target: B256) -> Result<(), ExecError> {
         if self.head() == target {
             return Ok(());
         }
@@ -109,7 +109,7 @@ impl<'a> Chain<'a> {
                 .unwind_to(ancestor)
                 .map_err(|source| ExecError::Store {
                     number: ancestor,
-                    source,
+                    source: Box::new(source),
                 })?;
             self.canonical.truncate(ancestor as usize + 1);
         }

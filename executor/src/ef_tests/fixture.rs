@@ -81,7 +81,7 @@ pub fn parse_case(path: &Path, name: &str, value: Value) -> Result<Case, RunnerE
 }
 
 /// Decodes a `0x`-prefixed hex string.
-pub fn hex_bytes(text: &str) -> Result<Vec<u8>, String> {
+pub(crate) fn hex_bytes(text: &str) -> Result<Vec<u8>, String> {
     let digits = text.strip_prefix("0x").unwrap_or(text);
     alloy_primitives::hex::decode(digits).map_err(|error| format!("not hex: {error}"))
 }
