@@ -61,6 +61,14 @@ impl BlockUndo {
             bytes,
         })
     }
+
+    /// Puts each key this block wrote, with its value before the block,
+    /// into `overlay`.
+    pub(crate) fn apply_to(&self, overlay: &mut Overlay) {
+        for (domain, key, before) in &self.restores {
+            overlay.put(*domain, key.to_vec(), before.clone());
+        }
+    }
 }
 
 /// The undo data of the last blocks, oldest first, consecutive. Cloning
@@ -125,9 +133,7 @@ impl History {
         let mut overlay = Overlay::default();
         // Newest first, so the value before the oldest write is put last.
         for undo in self.blocks.iter().rev().take_while(|u| u.block > target) {
-            for (domain, key, before) in &undo.restores {
-                overlay.put(*domain, key.to_vec(), before.clone());
-            }
+            undo.apply_to(&mut overlay);
         }
         Some(overlay)
     }

@@ -482,6 +482,17 @@ impl Ledger {
         then(&mut journal)
     }
 
+    /// Runs `then` on the journal's folder while no append, flush or
+    /// unwind changes the journal or redb's head: `StateDb::verify` scans
+    /// the segments as a writer's open would, and must not see an append
+    /// half-written or a segment released under it. Takes `flush_lock`,
+    /// then the journal (commits wait for their append meanwhile).
+    pub(crate) fn with_journal_still<T>(&self, then: impl FnOnce(&Path) -> T) -> T {
+        let _serial = self.flush_lock.lock();
+        let journal = self.journal.lock();
+        then(journal.dir())
+    }
+
     /// Holds off flushes while the caller writes redb and publishes
     /// (maintenance: its redb view and file set must change together).
     pub(crate) fn hold_flushes(&self) -> MutexGuard<'_, ()> {

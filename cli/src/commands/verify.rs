@@ -1,4 +1,6 @@
-//! `strata verify --datadir DIR [--json] [--sort-memory MIB] [--temp-dir DIR]`: re-check every file, the tiers' agreement,
+//! `strata verify --datadir DIR [--json] [--sort-memory MIB] [--temp-dir DIR]`: re-check the
+//! journal (every segment, and the unwind data of the window: the state
+//! rebuilt at each block has its root), every file, the tiers' agreement,
 //! each account's code against its hash, every commitment record against
 //! the values, the root recomputed from every live leaf, and redb's own
 //! integrity check (on a copy-on-write view); non-zero exit on problems.
@@ -58,6 +60,10 @@ struct VerifyJson<'a> {
     codes_checked: u64,
     records_checked: u64,
     record_differences: u64,
+    /// Journal frames read and checked.
+    journal_frames: u64,
+    /// Blocks of the unwind window whose unwind data rebuilt their root.
+    unwind_blocks_checked: u64,
     /// Runs the sorts spilled to the temp folder.
     sort_runs: usize,
     /// redb's integrity check, when it ran.
@@ -91,6 +97,8 @@ impl<'a> VerifyJson<'a> {
             codes_checked: report.codes_checked,
             records_checked: report.records_checked,
             record_differences: report.record_differences,
+            journal_frames: report.journal_frames,
+            unwind_blocks_checked: report.unwind_blocks_checked,
             sort_runs: report.sort_runs,
             integrity: report.integrity.map(|timing| IntegrityJson {
                 db_bytes: timing.db_bytes,
@@ -189,6 +197,11 @@ fn write_text(out: &mut String, report: &VerifyReport) -> std::fmt::Result {
         out,
         "commitment records checked {} (differences {})",
         report.records_checked, report.record_differences
+    )?;
+    writeln!(
+        out,
+        "journal frames checked {} (unwind data rebuilds the root of {} blocks)",
+        report.journal_frames, report.unwind_blocks_checked
     )?;
     if report.sort_runs > 0 {
         writeln!(out, "sort runs spilled {}", report.sort_runs)?;

@@ -535,3 +535,29 @@ pub(crate) fn rechecksummed(
     }
     panic!("no frame of block {block} in the segment");
 }
+
+/// Rewrites, in every segment of `datadir`'s journal holding it, block
+/// `block`'s record with `change` applied and valid checksums (see
+/// [`rechecksummed`]). For tests; panics when no segment holds the block.
+#[cfg(test)]
+pub(crate) fn rechecksum_block(datadir: &Path, block: u64, change: impl Fn(&mut BlockRecord)) {
+    let mut segments: Vec<std::path::PathBuf> =
+        std::fs::read_dir(datadir.join(crate::ledger::JOURNAL_DIR))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "log"))
+            .collect();
+    segments.sort();
+    let mut done = false;
+    for path in segments {
+        let bytes = std::fs::read(&path).unwrap();
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            rechecksummed(&bytes, block, &change)
+        }));
+        if let Ok(changed) = result {
+            std::fs::write(&path, changed).unwrap();
+            done = true;
+        }
+    }
+    assert!(done, "no segment holds block {block}");
+}

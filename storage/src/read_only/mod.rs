@@ -517,22 +517,30 @@ pub(crate) struct JournalContext {
 pub(crate) fn journal_context(datadir: &Path, options: &Options) -> Result<JournalContext> {
     let db = open_database(datadir, &datadir.join(DB_FILE), options)?;
     let (txn, meta) = begin(&db, datadir)?;
-    let roots = guarded(ROOTS.name(), || {
-        let table = txn.open_table(ROOTS).map_err(db_err("open roots"))?;
-        let mut roots = BTreeMap::new();
-        for entry in table.iter().map_err(db_err("read roots"))? {
-            let (block, root) = entry.map_err(db_err("read roots"))?;
-            if root.value().len() == 32 {
-                roots.insert(block.value(), B256::from_slice(root.value()));
+    JournalContext::read(&txn, &meta)
+}
+
+impl JournalContext {
+    /// What `txn`, whose metadata is `meta`, holds for the journal check
+    /// (also a writer's own transaction, for `StateDb::verify`).
+    pub(crate) fn read(txn: &ReadTransaction, meta: &Meta) -> Result<JournalContext> {
+        let roots = guarded(ROOTS.name(), || {
+            let table = txn.open_table(ROOTS).map_err(db_err("open roots"))?;
+            let mut roots = BTreeMap::new();
+            for entry in table.iter().map_err(db_err("read roots"))? {
+                let (block, root) = entry.map_err(db_err("read roots"))?;
+                if root.value().len() == 32 {
+                    roots.insert(block.value(), B256::from_slice(root.value()));
+                }
             }
-        }
-        Ok(roots)
-    })?;
-    Ok(JournalContext {
-        id: meta.datadir_id,
-        head: meta.head,
-        roots,
-    })
+            Ok(roots)
+        })?;
+        Ok(JournalContext {
+            id: meta.datadir_id,
+            head: meta.head,
+            roots,
+        })
+    }
 }
 
 /// The error of a read-only open of `db_path`.

@@ -14,19 +14,79 @@ use std::sync::Arc;
 use alloy_primitives::B256;
 
 use super::VerifyReport;
-use crate::error::Result;
+use crate::db::meta;
+use crate::db::tables::META;
+use redb::ReadableDatabase;
+
+use crate::error::{Error, Result, db_err};
 use crate::files::{FileSystem, OsFileSystem};
-use crate::journal::{self, BlockRecord, Expect, Tip};
+use crate::inner::Inner;
+use crate::journal::{self, BlockRecord, Expect, Scan, Tip};
 use crate::ledger::{JOURNAL_DIR, check_recovered, ends_before_head};
 use crate::options::Options;
 use crate::read_only::{JournalContext, journal_context};
+use crate::snapshot::Snapshot;
 
-/// Checks the journal of `datadir`, adding what it finds to `report`. An
-/// error means redb's metadata could not be read (the caller decides).
-pub(super) fn check(datadir: &Path, options: &Options, report: &mut VerifyReport) -> Result<()> {
+/// Checks the journal of `datadir`, adding what it finds to `report`, and
+/// returns the scan (for the unwind-data check) unless it could not be
+/// read. An error means redb's metadata could not be read (the caller
+/// decides).
+pub(super) fn check(
+    datadir: &Path,
+    options: &Options,
+    report: &mut VerifyReport,
+) -> Result<Option<Scan>> {
     let context = journal_context(datadir, options)?;
-    let dir = datadir.join(JOURNAL_DIR);
     let fs: Arc<dyn FileSystem> = Arc::new(OsFileSystem);
+    Ok(scan_and_check(
+        &fs,
+        &datadir.join(JOURNAL_DIR),
+        &context,
+        report,
+    ))
+}
+
+/// The same check on the journal of an open store, with its flushes and
+/// appends held off while the segments are read; returns the scan and the
+/// snapshot taken then (its head is the journal's newest block, or the one
+/// before while a commit waits to publish).
+pub(super) fn check_writer(
+    inner: &Inner,
+    report: &mut VerifyReport,
+) -> (Option<Scan>, Arc<Snapshot>) {
+    inner.ledger.with_journal_still(|dir| {
+        let snapshot = inner.current.load_full();
+        match writer_context(inner) {
+            Ok(context) => (scan_and_check(&inner.fs, dir, &context, report), snapshot),
+            Err(error) => {
+                report.problems.push(format!(
+                    "the journal was not checked: reading redb's head and roots: {error}"
+                ));
+                (None, snapshot)
+            }
+        }
+    })
+}
+
+/// What the writer's redb holds that the journal must agree with.
+fn writer_context(inner: &Inner) -> Result<JournalContext> {
+    let txn = inner.db.begin_read().map_err(db_err("begin read"))?;
+    let table = txn.open_table(META).map_err(db_err("open meta"))?;
+    let (_, meta) = meta::load(&table)?.ok_or_else(|| Error::CorruptMeta {
+        name: "format",
+        what: "absent in an open store".into(),
+    })?;
+    JournalContext::read(&txn, &meta)
+}
+
+/// Scans the journal folder `dir` as a writer's open does and checks what
+/// it found against `context`.
+fn scan_and_check(
+    fs: &Arc<dyn FileSystem>,
+    dir: &Path,
+    context: &JournalContext,
+    report: &mut VerifyReport,
+) -> Option<Scan> {
     let expect = Expect {
         id: context.id,
         flushed: context.head.map(|h| Tip {
@@ -34,18 +94,18 @@ pub(super) fn check(datadir: &Path, options: &Options, report: &mut VerifyReport
             root: h.root,
         }),
     };
-    let scan = match journal::scan(&fs, &dir, expect) {
+    let scan = match journal::scan(fs, dir, expect) {
         Ok(scan) => scan,
         Err(error) => {
             report.problems.push(error.to_string());
-            return Ok(());
+            return None;
         }
     };
     report.journal_frames = scan.frames().count() as u64;
     report
         .problems
         .extend(scan.problems.iter().map(ToString::to_string));
-    if let Some(problem) = ends_before_head(&scan, context.head, &dir) {
+    if let Some(problem) = ends_before_head(&scan, context.head, dir) {
         report.problems.push(problem.to_string());
     }
     if let Some(torn) = scan.torn_tail() {
@@ -62,13 +122,13 @@ pub(super) fn check(datadir: &Path, options: &Options, report: &mut VerifyReport
             path.display()
         ));
     }
-    check_frames(&scan, &context, report);
-    Ok(())
+    check_frames(&scan, context, report);
+    Some(scan)
 }
 
 /// Decodes every frame's record, compares the roots with redb's, and checks
 /// the records after redb's head as the writer's replay does.
-fn check_frames(scan: &journal::Scan, context: &JournalContext, report: &mut VerifyReport) {
+fn check_frames(scan: &Scan, context: &JournalContext, report: &mut VerifyReport) {
     let mut previous = context.head;
     for frame in scan.frames() {
         let at = || {

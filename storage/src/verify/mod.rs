@@ -1,5 +1,6 @@
 //! `verify`: re-check every journal segment (`journal`: everything a
-//! writer's open checks, and the roots against redb's), every file, the tiers' agreement, every account's code
+//! writer's open checks, and the roots against redb's), the unwind data of
+//! the window (`undo`: the state rebuilt at each block has its root), every file, the tiers' agreement, every account's code
 //! against its hash, every commitment record against the records the bulk
 //! builder derives from the values, the root recomputed from scratch, and
 //! (for [`verify_datadir`]) redb's own integrity check on a copy-on-write view of `state.redb`.
@@ -15,6 +16,7 @@ mod integrity;
 mod journal;
 mod open;
 mod records;
+mod undo;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -92,8 +94,12 @@ pub struct VerifyReport {
     /// What redb's integrity check of `state.redb` (copy-on-write view) cost, when it
     /// ran ([`verify_datadir`] only).
     pub integrity: Option<IntegrityTiming>,
-    /// Journal frames read and checked ([`verify_datadir`] only).
+    /// Journal frames read and checked.
     pub journal_frames: u64,
+    /// Blocks of the unwind window whose unwind data was checked: the state
+    /// rebuilt from it, undoing the blocks after each, has that block's
+    /// root (what `unwind` and reads at a block check before serving it).
+    pub unwind_blocks_checked: u64,
     /// Every problem found; empty when the store is sound.
     pub problems: Vec<String>,
     /// What is not wrong but worth knowing: a torn tail a writer's open
@@ -144,23 +150,36 @@ pub fn verify_datadir_with(
     let _span = tracing::info_span!("verify", datadir = %datadir.display()).entered();
     let started = std::time::Instant::now();
     let mut report = VerifyReport::default();
-    match journal::check(datadir, options, &mut report) {
-        Ok(()) => {}
+    let scan = match journal::check(datadir, options, &mut report) {
+        Ok(scan) => scan,
         Err(error) if open::is_access_error(&error) => return Err(error),
-        Err(error) => report.problems.push(format!(
-            "the journal was not checked: reading {}: {error}",
-            db_path.display()
-        )),
-    }
+        Err(error) => {
+            report.problems.push(format!(
+                "the journal was not checked: reading {}: {error}",
+                db_path.display()
+            ));
+            None
+        }
+    };
     let opened = std::panic::catch_unwind(|| open::open(datadir, options));
     match opened {
-        Ok(Ok(opened)) => check_snapshot(
-            &opened.snapshot,
-            opened.fs.as_ref(),
-            false,
-            verify_options,
-            &mut report,
-        ),
+        Ok(Ok(opened)) => {
+            if let Some(scan) = scan {
+                let walk = undo::Walk {
+                    unwind_depth: options.unwind_depth,
+                    parallel_threshold: options.parallel_commitment_threshold,
+                    metrics: opened.metrics(),
+                };
+                undo::check(&scan, &opened.snapshot, &walk, &mut report);
+            }
+            check_snapshot(
+                &opened.snapshot,
+                opened.fs.as_ref(),
+                false,
+                verify_options,
+                &mut report,
+            )
+        }
         Ok(Err(error)) if open::is_access_error(&error) => return Err(error),
         Ok(Err(error)) => report
             .problems
@@ -178,13 +197,24 @@ pub fn verify_datadir_with(
     Ok(report)
 }
 
-/// Verifies the current snapshot of an open store (files re-read from disk;
-/// no redb integrity check, which needs the database to itself).
+/// Verifies the current snapshot of an open store: the journal scan and
+/// its unwind data as [`verify_datadir`] checks them (with flushes and
+/// appends held off while the segments are read), then everything else
+/// (files re-read from disk; no redb integrity check, which needs the
+/// database to itself).
 pub(crate) fn verify(inner: &Arc<Inner>, options: &VerifyOptions) -> Result<VerifyReport> {
     let _span = tracing::info_span!("verify").entered();
     let started = std::time::Instant::now();
-    let snapshot = inner.current.load_full();
     let mut report = VerifyReport::default();
+    let (scan, snapshot) = journal::check_writer(inner, &mut report);
+    if let Some(scan) = scan {
+        let walk = undo::Walk {
+            unwind_depth: inner.options.unwind_depth,
+            parallel_threshold: inner.options.parallel_commitment_threshold,
+            metrics: inner.metrics.clone(),
+        };
+        undo::check(&scan, &snapshot, &walk, &mut report);
+    }
     check_snapshot(&snapshot, inner.fs.as_ref(), true, options, &mut report);
     log_report(&report, started.elapsed());
     Ok(report)

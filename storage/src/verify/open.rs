@@ -15,11 +15,11 @@ use crate::snapshot::Snapshot;
 
 /// A datadir opened read-only: the newest commit and its files.
 pub(super) struct Opened {
-    /// The newest commit. Declared before `_db` so it is dropped first.
+    /// The newest commit. Declared before `db` so it is dropped first.
     pub(super) snapshot: Arc<Snapshot>,
     /// The file I/O the files were opened through.
     pub(super) fs: Arc<dyn FileSystem>,
-    _db: ReadOnlyStateDb,
+    db: ReadOnlyStateDb,
 }
 
 /// Opens `datadir` read-only at its newest commit. Every file the manifest
@@ -31,8 +31,15 @@ pub(super) fn open(datadir: &Path, options: &Options) -> Result<Opened> {
     Ok(Opened {
         snapshot,
         fs: Arc::new(OsFileSystem),
-        _db: db,
+        db,
     })
+}
+
+impl Opened {
+    /// The read-only handle's read telemetry.
+    pub(super) fn metrics(&self) -> Arc<crate::telemetry::ReadMetrics> {
+        self.db.metrics().clone()
+    }
 }
 
 /// Whether an open failure is about access (another process, not a
