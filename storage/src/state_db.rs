@@ -409,8 +409,14 @@ impl StateDb {
         self.inner.ledger.stats()
     }
 
-    /// Re-checks every file, checks that the tiers agree and recomputes the
-    /// state root from every live leaf; the report lists what is wrong.
+    /// Runs the writer's journal scan over every segment (the chain of
+    /// roots, redb's roots) and rebuilds the state at every block of the
+    /// unwind window from the unwind data (each must give its block's
+    /// root), then re-checks every file, checks that the tiers agree and
+    /// recomputes the state root from every live leaf; the report lists
+    /// what is wrong, as [`crate::verify_datadir`]'s does. While the
+    /// segments are read, flushes wait and commits wait for their journal
+    /// append (a read of the journal's bytes); the rest runs beside them.
     /// Uses the default [`VerifyOptions`](crate::VerifyOptions) (256 MiB of
     /// sorts spilling to the system's temp folder).
     pub fn verify(&self) -> Result<crate::verify::VerifyReport> {
