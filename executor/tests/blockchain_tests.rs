@@ -1,20 +1,20 @@
 //! Ethereum's BlockchainTests (`../shared/vectors/ef_blockchain_tests`)
 //! executed block by block over strata: every case must pass, and every
-//! invalid block must be refused. The whole folder runs when
-//! `STRATA_EF_TESTS=all`; otherwise a fixed sample of it (every file whose
-//! index is a multiple of the stride, plus every non-GeneralStateTests
-//! file), to keep the suite short.
+//! invalid block must be refused. The whole folder runs (about 50 s in a
+//! debug build on 2 cores); `STRATA_EF_TESTS=sample` runs a fixed sample of
+//! it (every GeneralStateTests file whose index is a multiple of the
+//! stride, plus every other file).
 
 use std::path::PathBuf;
 
 use strata_executor::ef_tests::{CaseOutcome, fixture_files, run_paths};
 
-/// One file in this many of GeneralStateTests runs without `STRATA_EF_TESTS=all`.
+/// One file in this many of GeneralStateTests runs with `STRATA_EF_TESTS=sample`.
 const SAMPLE_STRIDE: usize = 8;
 
 fn selected_files(root: &std::path::Path) -> Vec<PathBuf> {
     let files = fixture_files(&[root.to_path_buf()]).expect("list the fixtures");
-    if std::env::var("STRATA_EF_TESTS").as_deref() == Ok("all") {
+    if std::env::var("STRATA_EF_TESTS").as_deref() != Ok("sample") {
         return files;
     }
     files
