@@ -81,45 +81,11 @@ pub(crate) fn check_replayed(inner: &Inner) -> Result<()> {
 mod tests {
     use std::path::Path;
 
-    use alloy_primitives::{Address, U256};
     use bytes::Bytes;
 
+    use crate::journal::test_chain::{account, blocks, options, who};
     use crate::journal::{BlockRecord, Previous};
-    use crate::{Account, Error, Options, ReadOnlyStateDb, Regime, StateDb};
-
-    fn options() -> Options {
-        Options {
-            background_maintenance: false,
-            flush_batch_bytes: 1 << 30,
-            memory_budget_bytes: 1 << 30,
-            unwind_depth: 16,
-            ..Options::default()
-        }
-    }
-
-    fn who(i: u64) -> Address {
-        Address::with_last_byte(i as u8 + 1)
-    }
-
-    fn account(nonce: u64) -> Account {
-        Account {
-            nonce,
-            balance: U256::from(100),
-            ..Account::default()
-        }
-    }
-
-    /// Blocks 0..=4: block n sets account n's and account 0's nonce to n.
-    fn five_blocks(dir: &Path) -> StateDb {
-        let db = StateDb::open(dir, options()).unwrap();
-        for n in 0..5u64 {
-            let mut writer = db.begin_block(n).unwrap();
-            writer.put_account(who(n), &account(n));
-            writer.put_account(who(0), &account(n));
-            writer.commit().unwrap();
-        }
-        db
-    }
+    use crate::{Error, ReadOnlyStateDb, Regime, StateDb};
 
     /// Block `block`'s record rewritten with `change` and valid checksums.
     fn tamper(dir: &Path, block: u64, change: impl Fn(&mut BlockRecord)) {
@@ -135,7 +101,7 @@ mod tests {
     #[test]
     fn a_rechecksummed_unflushed_block_is_refused_at_open() {
         let dir = tempfile::tempdir().unwrap();
-        five_blocks(dir.path()).abandon();
+        blocks(dir.path(), 5).abandon();
         tamper(dir.path(), 3, |record| {
             let write = record
                 .writes
@@ -164,7 +130,7 @@ mod tests {
     #[test]
     fn a_rechecksummed_undo_value_is_refused_by_reads_at_a_block() {
         let dir = tempfile::tempdir().unwrap();
-        drop(five_blocks(dir.path()));
+        drop(blocks(dir.path(), 5));
         // Block 3 says account 0's nonce was 7 before it (it was 2).
         tamper(dir.path(), 3, |record| {
             let write = record

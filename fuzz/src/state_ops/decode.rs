@@ -226,19 +226,7 @@ pub enum Other {
 }
 
 /// Every pause point, in the order the decoder numbers them.
-pub const PAUSE_POINTS: [PausePoint; 11] = [
-    PausePoint::MaintenanceStart,
-    PausePoint::CollateRead,
-    PausePoint::CollateBuilt,
-    PausePoint::CollateCommitted,
-    PausePoint::MergeBuilt,
-    PausePoint::MergeCommitted,
-    PausePoint::FlushBatch,
-    PausePoint::FlushPart,
-    PausePoint::FlushCommitted,
-    PausePoint::UnwindPrepared,
-    PausePoint::UnwindCommitted,
-];
+pub const PAUSE_POINTS: [PausePoint; 11] = PausePoint::ALL;
 
 struct Bytes<'a>(&'a [u8]);
 

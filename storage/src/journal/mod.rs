@@ -37,6 +37,8 @@ mod record;
 mod scan;
 mod segment;
 mod tail;
+#[cfg(test)]
+pub(crate) mod test_chain;
 mod unwind;
 
 use std::io;

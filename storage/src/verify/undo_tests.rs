@@ -5,45 +5,11 @@
 
 use std::path::Path;
 
-use alloy_primitives::{Address, U256};
 use bytes::Bytes;
 
+use crate::journal::test_chain::{account, blocks, options, who};
 use crate::journal::{Previous, rechecksum_block};
-use crate::{Account, Options, StateDb, VerifyReport, verify_datadir};
-
-fn options() -> Options {
-    Options {
-        background_maintenance: false,
-        flush_batch_bytes: 1 << 30,
-        memory_budget_bytes: 1 << 30,
-        unwind_depth: 16,
-        ..Options::default()
-    }
-}
-
-fn who(i: u64) -> Address {
-    Address::with_last_byte(i as u8 + 1)
-}
-
-fn account(nonce: u64) -> Account {
-    Account {
-        nonce,
-        balance: U256::from(100),
-        ..Account::default()
-    }
-}
-
-/// Blocks 0..=6: block n sets account n's and account 0's nonce to n.
-fn seven_blocks(dir: &Path) -> StateDb {
-    let db = StateDb::open(dir, options()).unwrap();
-    for n in 0..7u64 {
-        let mut writer = db.begin_block(n).unwrap();
-        writer.put_account(who(n), &account(n));
-        writer.put_account(who(0), &account(n));
-        writer.commit().unwrap();
-    }
-    db
-}
+use crate::{Options, StateDb, VerifyReport, verify_datadir};
 
 /// Block 3 says account 0's nonce was 7 before it (it was 2).
 fn change_an_unwind_value_of_block_3(dir: &Path) {
@@ -73,7 +39,7 @@ fn assert_refuses_block_3(report: &VerifyReport) {
 #[test]
 fn a_sound_window_rebuilds_every_block() {
     let dir = tempfile::tempdir().unwrap();
-    let db = seven_blocks(dir.path());
+    let db = blocks(dir.path(), 7);
     db.flush().unwrap();
     // Blocks 6..=1 undone: block 0 keeps no unwind data.
     let report = db.verify().unwrap();
@@ -96,7 +62,7 @@ fn a_sound_window_rebuilds_every_block() {
 #[test]
 fn a_rechecksummed_unwind_value_of_an_unflushed_block_is_refused_by_verify() {
     let dir = tempfile::tempdir().unwrap();
-    seven_blocks(dir.path()).abandon();
+    blocks(dir.path(), 7).abandon();
     change_an_unwind_value_of_block_3(dir.path());
     assert_refuses_block_3(&verify_datadir(dir.path(), &options()).unwrap());
     // A writer opens it (the replayed values are right) and refuses the
@@ -109,7 +75,7 @@ fn a_rechecksummed_unwind_value_of_an_unflushed_block_is_refused_by_verify() {
 #[test]
 fn a_rechecksummed_unwind_value_of_a_flushed_block_is_refused_by_verify() {
     let dir = tempfile::tempdir().unwrap();
-    let db = seven_blocks(dir.path());
+    let db = blocks(dir.path(), 7);
     assert_eq!(db.flush().unwrap(), 7);
     drop(db);
     change_an_unwind_value_of_block_3(dir.path());
