@@ -168,7 +168,7 @@ impl Report {
         if !refused.is_empty() {
             lines.push(String::new());
             lines.push("invalid blocks refused, by check:".to_string());
-            for (check, count) in refused {
+            for (check, count) in &refused {
                 lines.push(format!("  {check:<34} {count:>7}"));
             }
         }
@@ -198,7 +198,7 @@ impl Report {
             "ef-test: {} cases, {} blocks accepted, {} refused as expected, in {:.1} s",
             self.cases.len(),
             self.blocks_accepted(),
-            self.refused_by_check().values().sum::<usize>(),
+            refused.values().sum::<usize>(),
             self.elapsed.as_secs_f64()
         ));
         lines.push(format!(
@@ -226,14 +226,15 @@ impl Report {
                 _ => None,
             })
             .collect();
+        let refused = self.refused_by_check();
         let report = JsonReport {
             total: self.total(),
             elapsed_ms: self.elapsed.as_millis(),
             blocks_accepted: self.blocks_accepted(),
-            blocks_refused: self.refused_by_check().values().sum(),
+            blocks_refused: refused.values().sum(),
             per_network: self.per_network(),
             per_folder: self.per_folder(),
-            refused_by_check: self.refused_by_check(),
+            refused_by_check: refused,
             failures,
             skips,
         };
