@@ -1,6 +1,7 @@
 //! strata's own temporary names — `.strata-export-XXXXXX` beside an
 //! export's target, `.strata-sweep-XXXXXX` beside a sweep's datadir,
-//! `strata-verify-XXXXXX` in verify's temp folder — created *locked*, so
+//! `strata-verify-XXXXXX` in verify's temp folder, `strata-ef-test-XXXXXX`
+//! in the temp folder — created *locked*, so
 //! that what a killed command left can be told from what a running one
 //! uses, and removed at the next start of a command that uses the folder.
 //!
@@ -28,6 +29,8 @@ pub(crate) const EXPORT_PREFIX: &str = ".strata-export-";
 pub(crate) const SWEEP_PREFIX: &str = ".strata-sweep-";
 /// The prefix of verify's scratch folder in the temp folder.
 pub(crate) const VERIFY_PREFIX: &str = "strata-verify-";
+/// The prefix of ef-test's folder of case stores in the temp folder.
+pub(crate) const EF_TEST_PREFIX: &str = "strata-ef-test-";
 
 /// Length of the random suffix of every strata temporary name.
 pub(crate) const SUFFIX_LEN: usize = 6;

@@ -34,7 +34,8 @@ fn blockchain_tests_execute_over_strata() {
     };
     let files = selected_files(&root);
     assert!(files.len() > 100, "only {} fixture files", files.len());
-    let report = run_paths(&files, None, |_, _| {}).expect("the fixtures read");
+    let scratch = tempfile::tempdir().expect("a temp folder");
+    let report = run_paths(&files, None, scratch.path(), |_, _| {}).expect("the fixtures read");
     for line in report.lines() {
         println!("{line}");
     }
@@ -64,7 +65,8 @@ fn an_accepted_block_the_fixture_calls_invalid_fails_the_case() {
     let (name, value) = cases.into_iter().next().expect("a case");
     let mut case = strata_executor::ef_tests::parse_case(&file, &name, value).expect("parse");
     case.blocks[0].expect_exception = Some("TransactionException.MADE_UP".to_string());
-    match strata_executor::ef_tests::run_case(&case) {
+    let scratch = tempfile::tempdir().expect("a temp folder");
+    match strata_executor::ef_tests::run_case(&case, scratch.path()) {
         CaseOutcome::Failed { block, message } => {
             assert_eq!(block, Some(0));
             assert!(message.contains("was accepted"), "{message}");

@@ -13,6 +13,7 @@ use strata_executor::ef_tests::run_paths;
 
 use crate::CliError;
 use crate::output::Lines;
+use crate::scratch::{EF_TEST_PREFIX, LockedDir, remove_stale};
 
 /// Arguments of `strata ef-test`.
 #[derive(Debug, Clone, Args)]
@@ -31,11 +32,17 @@ pub struct EfTestArgs {
 
 /// Runs `strata ef-test`.
 pub(crate) fn run(args: EfTestArgs) -> Result<(), CliError> {
-    let report = run_paths(&args.paths, args.filter.as_deref(), |done, total| {
-        if done % 100 == 0 || done == total {
-            tracing::info!(done, total, "ef-test: fixture files");
-        }
-    })
+    let scratch = scratch_folder()?;
+    let report = run_paths(
+        &args.paths,
+        args.filter.as_deref(),
+        scratch.path(),
+        |done, total| {
+            if done % 100 == 0 || done == total {
+                tracing::info!(done, total, "ef-test: fixture files");
+            }
+        },
+    )
     .map_err(|error| CliError::EfTest(error.to_string()))?;
     if let Some(path) = &args.json {
         let text =
@@ -58,4 +65,13 @@ pub(crate) fn run(args: EfTestArgs) -> Result<(), CliError> {
         });
     }
     Ok(())
+}
+
+/// The folder of the cases' stores, `strata-ef-test-XXXXXX` in the system's
+/// temp folder, held locked while the run lasts, after removing the ones
+/// killed runs left there ([`crate::scratch`]).
+fn scratch_folder() -> Result<LockedDir, CliError> {
+    let parent = std::env::temp_dir();
+    remove_stale(&parent, EF_TEST_PREFIX);
+    LockedDir::new_in(&parent, EF_TEST_PREFIX).map_err(CliError::file(parent))
 }

@@ -1,13 +1,14 @@
 //! What killed commands leave — `.strata-export-XXXXXX` beside an export's
 //! target, `.strata-sweep-XXXXXX` beside a sweep's datadir,
-//! `strata-verify-XXXXXX` in verify's temp folder — is removed at the next
+//! `strata-verify-XXXXXX` in verify's temp folder, `strata-ef-test-XXXXXX`
+//! in ef-test's — is removed at the next
 //! start of that command; a name that is not strata's exact shape, or one
 //! a running process holds (its lock), is left alone.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use crate::common::{strata_ok, testdata};
+use crate::common::{strata_ok, testdata, vectors};
 
 /// The names in `dir`, sorted.
 fn names(dir: &Path) -> Vec<String> {
@@ -143,4 +144,39 @@ fn a_sweep_removes_the_copies_killed_sweeps_left_and_nothing_else() {
         .filter(|n| n != ".strata-sweep-abc123")
         .collect();
     assert_eq!(names(dir.path()), expected);
+}
+
+#[test]
+fn ef_test_removes_the_store_folders_killed_runs_left_and_nothing_else() {
+    let Some(vectors) = vectors() else { return };
+    let fixture = vectors.join("ef_blockchain_tests/ValidBlocks/bcEIP1559/tips.json");
+    let dir = tempfile::tempdir().unwrap();
+    let temp = dir.path().join("tmp");
+    std::fs::create_dir(&temp).unwrap();
+    folder(&temp, "strata-ef-test-abc123");
+    for other in OTHERS {
+        folder(&temp, other);
+    }
+    let held_dir = folder(&temp, "strata-ef-test-HELD00");
+    let held = File::open(&held_dir).unwrap();
+    held.lock().unwrap();
+    let before = names(&temp);
+
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["ef-test", fixture.to_str().unwrap()])
+        .env("TMPDIR", &temp)
+        .output()
+        .expect("run strata");
+    assert!(
+        out.status.success(),
+        "ef-test failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let expected: Vec<_> = before
+        .into_iter()
+        .filter(|n| n != "strata-ef-test-abc123")
+        .collect();
+    assert_eq!(names(&temp), expected, "ef-test's own folder is gone too");
+    assert!(held_dir.join("run-0.run").exists());
+    drop(held);
 }

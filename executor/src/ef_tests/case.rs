@@ -2,6 +2,8 @@
 //! executed (the invalid ones refused), then the head, the state root and
 //! every account of the post state read back through strata.
 
+use std::path::Path;
+
 use alloy_consensus::Header;
 use alloy_primitives::{B256, KECCAK256_EMPTY, keccak256};
 use alloy_rlp::Decodable;
@@ -54,9 +56,10 @@ pub fn case_options() -> Options {
     }
 }
 
-/// Runs `case` over a fresh store in a temporary folder.
-pub fn run_case(case: &Case) -> CaseOutcome {
-    match run(case) {
+/// Runs `case` over a fresh store in a temporary folder inside `scratch`
+/// (removed when the case ends).
+pub fn run_case(case: &Case, scratch: &Path) -> CaseOutcome {
+    match run(case, scratch) {
         Ok(outcome) => outcome,
         Err(failure) => failure.into_outcome(),
     }
@@ -91,7 +94,7 @@ impl Failure {
     }
 }
 
-fn run(case: &Case) -> Result<CaseOutcome, Failure> {
+fn run(case: &Case, scratch: &Path) -> Result<CaseOutcome, Failure> {
     let spec = match ChainSpec::from_test_network(&case.network) {
         Ok(spec) => spec,
         Err(error @ ChainSpecError::Unsupported { .. }) => {
@@ -110,7 +113,7 @@ fn run(case: &Case) -> Result<CaseOutcome, Failure> {
             case.genesis_block_header.hash
         )));
     }
-    let dir = tempfile::tempdir().map_err(|e| Failure::case(format!("temp dir: {e}")))?;
+    let dir = tempfile::tempdir_in(scratch).map_err(|e| Failure::case(format!("temp dir: {e}")))?;
     let db = StateDb::open(dir.path(), case_options())
         .map_err(|e| Failure::case(format!("open: {e}")))?;
     let root = db

@@ -81,11 +81,13 @@ fn collect_json(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), RunnerError> 
 
 /// Runs every case of every fixture file under `paths` whose file path or
 /// case name contains `filter` (all without one), in parallel on rayon's
-/// pool; `progress(files done, files)` after each file. The report's
+/// pool, each case's store in a folder of its own inside `scratch`;
+/// `progress(files done, files)` after each file. The report's
 /// folders are relative to the deepest folder holding every path.
 pub fn run_paths(
     paths: &[PathBuf],
     filter: Option<&str>,
+    scratch: &Path,
     mut progress: impl FnMut(usize, usize) + Send,
 ) -> Result<Report, RunnerError> {
     let started = Instant::now();
@@ -104,7 +106,7 @@ pub fn run_paths(
             .collect();
         let mut file_reports: Vec<CaseReport> = selected
             .into_par_iter()
-            .map(|(name, value)| run_one(file, &folder, name, value))
+            .map(|(name, value)| run_one(file, &folder, name, value, scratch))
             .collect::<Result<_, _>>()?;
         reports.append(&mut file_reports);
         progress(done + 1, total);
@@ -117,10 +119,11 @@ fn run_one(
     folder: &str,
     name: String,
     value: serde_json::Value,
+    scratch: &Path,
 ) -> Result<CaseReport, RunnerError> {
     let started = Instant::now();
     let case = parse_case(file, &name, value)?;
-    let outcome = run_case(&case);
+    let outcome = run_case(&case, scratch);
     Ok(CaseReport {
         file: file.to_path_buf(),
         folder: folder.to_string(),
