@@ -285,3 +285,27 @@ impl ExecError {
         }
     }
 }
+
+/// A genesis file the executor cannot start a chain from.
+#[derive(Debug, thiserror::Error)]
+pub enum GenesisError {
+    /// The file could not be read.
+    #[error("genesis {path}: {source}")]
+    File {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is not a genesis (JSON, field or value).
+    #[error("genesis {path}: {message}")]
+    Parse {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong, and where.
+        message: String,
+    },
+    /// Its header cannot be built (a fork strata does not build headers for).
+    #[error("{0}")]
+    Header(String),
+}

@@ -6,6 +6,8 @@
 //!
 //! - [`ChainSpec`]: a fork schedule from a geth genesis `config` or a
 //!   BlockchainTests `network` name.
+//! - [`GenesisBlock`]: block 0 from a geth genesis file, its root computed
+//!   by alloy-trie.
 //! - [`DecodedBlock`]: a block from its RLP, with its hash.
 //! - [`execute_block`]: one block on top of the store's head; a block that
 //!   fails any check is refused with [`InvalidBlock`] naming the check, and
@@ -19,8 +21,10 @@ pub mod consensus;
 pub mod ef_tests;
 mod error;
 mod execute;
+mod genesis;
 
 pub use block::DecodedBlock;
 pub use chain_spec::{ChainSpec, MAINNET_CHAIN_ID};
-pub use error::{ChainSpecError, ExecError, InvalidBlock};
+pub use error::{ChainSpecError, ExecError, GenesisError, InvalidBlock};
 pub use execute::{BlockTimings, ExecutedBlock, execute_block};
+pub use genesis::{GenesisBlock, alloc_state_root};
