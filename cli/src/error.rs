@@ -174,6 +174,38 @@ pub enum CliError {
     /// `strata ef-test` could not read its fixtures.
     #[error("ef-test: {0}")]
     EfTest(String),
+    /// A chain file's bytes at `offset` do not decode as a block.
+    #[error("{path}: the block at byte offset {offset} does not decode: {reason}")]
+    ChainRlp {
+        /// The chain file.
+        path: PathBuf,
+        /// Where the block starts.
+        offset: usize,
+        /// The decoder's message.
+        reason: String,
+    },
+    /// A block of a chain file was refused (or could not be executed);
+    /// the blocks before it are committed, and a rerun resumes after them.
+    #[error("{path}: block {number} ({hash}) at byte offset {offset}: {source}")]
+    BlockRefused {
+        /// The chain file.
+        path: PathBuf,
+        /// The block's number.
+        number: u64,
+        /// Its hash.
+        hash: alloy_primitives::B256,
+        /// Where it starts in the file.
+        offset: usize,
+        /// Why it was refused.
+        #[source]
+        source: Box<strata_executor::ExecError>,
+    },
+    /// A chain file and a datadir (or genesis) that do not belong together.
+    #[error("import-chain: {0}")]
+    ImportChain(String),
+    /// A genesis file the executor cannot start a chain from.
+    #[error(transparent)]
+    ChainGenesis(#[from] strata_executor::GenesisError),
     /// `strata ef-test` ran, and cases failed.
     #[error("ef-test: {failed} of {cases} cases failed")]
     EfTestFailed {

@@ -23,6 +23,7 @@ use revm::database::{BundleState, State};
 use strata_storage::revm::{WrapDatabaseRef, apply_bundle_state};
 use strata_storage::{Regime, StateDb};
 
+use crate::access::{BlockAccess, RecordingReader, bundle_writes};
 use crate::block::DecodedBlock;
 use crate::chain_spec::ChainSpec;
 use crate::consensus::{
@@ -45,6 +46,17 @@ pub struct ExecutedBlock {
     pub transactions: usize,
     /// Time per phase.
     pub timings: BlockTimings,
+    /// What the execution read and wrote, when recorded
+    /// ([`ExecuteOptions::record_access`]).
+    pub access: Option<BlockAccess>,
+}
+
+/// How [`execute_block_with`] runs a block.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ExecuteOptions {
+    /// Record every value the EVM read from the store and every change the
+    /// block made ([`ExecutedBlock::access`]).
+    pub record_access: bool,
 }
 
 /// Where a block's time went.
@@ -71,6 +83,17 @@ pub fn execute_block(
     block: &DecodedBlock,
     ancestors: &[Ancestor<'_>],
 ) -> Result<ExecutedBlock, ExecError> {
+    execute_block_with(db, spec, block, ancestors, ExecuteOptions::default())
+}
+
+/// [`execute_block`] with options (recording what the block read and wrote).
+pub fn execute_block_with(
+    db: &StateDb,
+    spec: &ChainSpec,
+    block: &DecodedBlock,
+    ancestors: &[Ancestor<'_>],
+    options: ExecuteOptions,
+) -> Result<ExecutedBlock, ExecError> {
     let header = block.header();
     let number = header.number;
     let invalid = |reason: InvalidBlock| ExecError::Invalid {
@@ -94,7 +117,10 @@ pub fn execute_block(
 
     let started = Instant::now();
     let mut state = State::builder()
-        .with_database(WrapDatabaseRef(db.reader(Regime::Exec)))
+        .with_database(WrapDatabaseRef(RecordingReader::new(
+            db.reader(Regime::Exec),
+            options.record_access,
+        )))
         .with_bundle_update()
         .build();
     let outcome = run_evm(spec, block, &transactions, &mut state).map_err(|error| match error {
@@ -104,8 +130,16 @@ pub fn execute_block(
     state.merge_transitions(BundleRetention::PlainState);
     let bundle = state.take_bundle();
     let execution = started.elapsed();
+    let reads = state.database.0.into_reads();
     check_no_storage_collision(db, &bundle)
         .map_err(|reason| ExecError::Unsupported { number, reason })?;
+    let access = if options.record_access {
+        let writes = bundle_writes(&bundle, &db.reader(Regime::Exec))
+            .map_err(|message| ExecError::Database { number, message })?;
+        Some(BlockAccess { reads, writes })
+    } else {
+        None
+    };
 
     let started = Instant::now();
     check_outcome(spec, header, &outcome).map_err(invalid)?;
@@ -153,6 +187,7 @@ pub fn execute_block(
             root,
             commit,
         },
+        access,
     })
 }
 
@@ -177,7 +212,7 @@ fn check_store_at(db: &StateDb, parent: &Ancestor<'_>, number: u64) -> Result<()
 
 /// Every transaction with its sender. From Homestead on a signature's `s`
 /// must be in the lower half (EIP-2); Frontier accepted either.
-fn recover_senders(
+pub(crate) fn recover_senders(
     spec: &ChainSpec,
     block: &DecodedBlock,
 ) -> Result<Vec<Recovered<TxEnvelope>>, InvalidBlock> {
@@ -231,21 +266,21 @@ fn check_no_storage_collision(db: &StateDb, bundle: &BundleState) -> Result<(), 
 }
 
 /// What the EVM gave for a block, before it is written.
-struct Outcome {
-    gas_used: u64,
+pub(crate) struct Outcome {
+    pub(crate) gas_used: u64,
     blob_gas_used: u64,
     receipts: Vec<alloy_consensus::ReceiptEnvelope>,
     requests_hash: B256,
 }
 
-enum RunError {
+pub(crate) enum RunError {
     Invalid(InvalidBlock),
     Database(String),
 }
 
 /// Runs the block's system calls, transactions, rewards and withdrawals
 /// through alloy-evm's Ethereum block executor over `state`.
-fn run_evm<DB>(
+pub(crate) fn run_evm<DB>(
     spec: &ChainSpec,
     block: &DecodedBlock,
     transactions: &[Recovered<TxEnvelope>],
@@ -371,7 +406,11 @@ fn block_error(index: Option<usize>, error: BlockExecutionError) -> RunError {
 /// Gas used, blob gas used, receipts root (from Byzantium, whose receipts
 /// carry a status instead of an intermediate state root), logs bloom and
 /// requests hash against the header.
-fn check_outcome(spec: &ChainSpec, header: &Header, outcome: &Outcome) -> Result<(), InvalidBlock> {
+pub(crate) fn check_outcome(
+    spec: &ChainSpec,
+    header: &Header,
+    outcome: &Outcome,
+) -> Result<(), InvalidBlock> {
     if outcome.gas_used != header.gas_used {
         return Err(InvalidBlock::GasUsed {
             header: header.gas_used,

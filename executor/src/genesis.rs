@@ -5,7 +5,7 @@
 
 use alloy_consensus::Header;
 use alloy_genesis::Genesis;
-use alloy_primitives::{B256, U256, keccak256};
+use alloy_primitives::{B256, keccak256};
 use alloy_trie::root::{state_root_unhashed, storage_root_unhashed};
 use alloy_trie::{EMPTY_ROOT_HASH, TrieAccount};
 use strata_storage::genesis::chain::{alloc_of, genesis_header};
@@ -98,6 +98,7 @@ pub fn alloc_state_root(alloc: &strata_storage::genesis::GenesisAlloc) -> B256 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloy_primitives::U256;
 
     const GENESIS: &str = r#"{
         "config": {"chainId": 7, "homesteadBlock": 0, "eip150Block": 0, "eip155Block": 0,

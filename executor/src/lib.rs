@@ -12,9 +12,12 @@
 //! - [`execute_block`]: one block on top of the store's head; a block that
 //!   fails any check is refused with [`InvalidBlock`] naming the check, and
 //!   nothing of it is written.
+//! - [`MemoryChain`]: the same blocks over revm's in-memory database, the
+//!   baseline strata's execution is measured against.
 //! - [`ef_tests`]: the runner of Ethereum's BlockchainTests (`strata ef-test`).
 #![deny(missing_docs)]
 
+mod access;
 mod block;
 mod chain_spec;
 pub mod consensus;
@@ -22,9 +25,12 @@ pub mod ef_tests;
 mod error;
 mod execute;
 mod genesis;
+mod memory;
 
+pub use access::{AccountRead, AccountWrite, BlockAccess};
 pub use block::DecodedBlock;
 pub use chain_spec::{ChainSpec, MAINNET_CHAIN_ID};
 pub use error::{ChainSpecError, ExecError, GenesisError, InvalidBlock};
-pub use execute::{BlockTimings, ExecutedBlock, execute_block};
+pub use execute::{BlockTimings, ExecuteOptions, ExecutedBlock, execute_block, execute_block_with};
 pub use genesis::{GenesisBlock, alloc_state_root};
+pub use memory::{MemoryBlock, MemoryChain};

@@ -1,7 +1,7 @@
 //! The `strata` subcommands: argument definitions (clap) and their runners.
 //! `gen-trace`, `import-geth`, `check-trace`, `completions` and `man` work
 //! without the storage engine;
-//! `ef-test` executes blocks with strata-executor;
+//! `ef-test` and `import-chain` execute blocks with strata-executor;
 //! `init`, `replay`, `get`, `root`, `proof`, `stats`, `compact`, `verify` and `unwind` drive
 //! strata-storage's `StateDb`.
 
@@ -14,6 +14,7 @@ mod ef_test;
 mod export;
 mod gen_trace;
 mod get;
+mod import_chain;
 mod import_geth;
 pub(crate) mod init;
 mod man;
@@ -37,6 +38,7 @@ pub use ef_test::EfTestArgs;
 pub use export::ExportArgs;
 pub use gen_trace::GenTraceArgs;
 pub use get::{GetArgs, GetWhat};
+pub use import_chain::{Baseline, ImportChainArgs};
 pub use import_geth::ImportGethArgs;
 pub use init::InitArgs;
 pub use man::ManArgs;
@@ -101,6 +103,8 @@ pub enum Command {
     CheckTrace(CheckTraceArgs),
     /// Run Ethereum's BlockchainTests through the block executor over strata.
     EfTest(EfTestArgs),
+    /// Execute a file of RLP blocks on top of a genesis over strata.
+    ImportChain(ImportChainArgs),
     /// Print the shell completion script for bash, zsh, fish, elvish or PowerShell.
     Completions(CompletionsArgs),
     /// Print the manual page (roff), or write one per command into a directory.
@@ -125,6 +129,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::ImportGeth(args) => import_geth::run(args),
         Command::CheckTrace(args) => check_trace::run(args),
         Command::EfTest(args) => ef_test::run(args),
+        Command::ImportChain(args) => import_chain::run(args),
         Command::Completions(args) => completions::run(args),
         Command::Man(args) => man::run(args),
     }

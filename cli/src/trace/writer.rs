@@ -33,6 +33,11 @@ impl<W: Write> TraceWriter<W> {
         self.out.write_all(self.buf.as_bytes())
     }
 
+    /// Flush what was written to the output.
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+
     /// Flush and return the output.
     pub fn finish(mut self) -> io::Result<W> {
         self.out.flush()?;

@@ -9,6 +9,7 @@ mod export_out;
 mod full_stdout;
 mod generator;
 mod hygiene;
+mod import_chain;
 mod import_geth;
 mod json;
 mod kill;

@@ -54,7 +54,7 @@ pub(crate) fn total_memory_bytes() -> Option<u64> {
 
 /// The process's peak resident set in bytes (`VmHWM` of
 /// `/proc/self/status`), or `None` off Linux.
-pub(super) fn peak_rss_bytes() -> Option<u64> {
+pub(crate) fn peak_rss_bytes() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     kib_field(&status, "VmHWM:")
 }
@@ -83,7 +83,7 @@ fn load_average(text: &str) -> Option<[f64; 3]> {
 }
 
 /// Bytes as "1.2 GiB" / "340.0 MiB" / "12.0 KiB", or "unknown".
-pub(super) fn format_bytes(bytes: Option<u64>) -> String {
+pub(crate) fn format_bytes(bytes: Option<u64>) -> String {
     let Some(bytes) = bytes else {
         return "unknown".into();
     };

@@ -167,7 +167,7 @@ impl From<&Options> for StoreOptions {
 
 /// One read-latency cell (domain × tier × regime), nanoseconds.
 #[derive(Debug, Serialize)]
-struct ReadCell {
+pub(crate) struct ReadCell {
     domain: &'static str,
     tier: &'static str,
     regime: &'static str,

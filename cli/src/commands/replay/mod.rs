@@ -23,8 +23,11 @@ use strata_storage::CacheKind;
 
 use crate::CliError;
 use crate::output::Lines;
-pub(crate) use host::total_memory_bytes;
+pub(crate) use host::{format_bytes, peak_rss_bytes, total_memory_bytes};
+pub(crate) use json::ReadCell;
+pub(crate) use report::print_reads;
 pub use run::RunResult;
+pub(crate) use run::copy_datadir;
 pub(crate) use source::TraceSource;
 
 /// Arguments of `strata replay`.
@@ -158,7 +161,7 @@ pub(crate) struct Combo {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WarmerList(pub Vec<usize>);
 
-fn warmer_list(text: &str) -> Result<WarmerList, String> {
+pub(crate) fn warmer_list(text: &str) -> Result<WarmerList, String> {
     let max = strata_storage::MAX_WARMERS;
     let counts = text
         .split(',')

@@ -134,7 +134,7 @@ fn print_commit_breakdown(out: &mut Lines, run: &RunResult) {
 }
 
 /// The table of read latencies per domain × tier × regime.
-pub(super) fn print_reads(out: &mut Lines, reads: &MetricsSnapshot) {
+pub(crate) fn print_reads(out: &mut Lines, reads: &MetricsSnapshot) {
     out.line(format_args!(
         "{:<11} {:<12} {:<11} {:>10} {:>9} {:>9} {:>9} {:>9}",
         "domain", "tier", "regime", "count", "mean", "p50", "p99", "max"

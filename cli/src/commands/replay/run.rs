@@ -664,7 +664,7 @@ impl Progress {
 /// A copy of `datadir` beside it (same file system), removed when dropped:
 /// what one run of a sweep replays. Held locked while it lives; the copies
 /// killed sweeps left beside it are removed first ([`crate::scratch`]).
-fn copy_datadir(datadir: &Path) -> Result<LockedDir, CliError> {
+pub(crate) fn copy_datadir(datadir: &Path) -> Result<LockedDir, CliError> {
     let parent = datadir
         .parent()
         .filter(|p| !p.as_os_str().is_empty())

@@ -1,0 +1,218 @@
+//! Printing an import: per run the read table, Mgas/s of the whole block
+//! and of the execution alone, the phases and per-block percentiles; the
+//! in-memory baseline beside it with the ratio; a table when warmers were
+//! swept; and the same as JSON.
+
+use std::path::Path;
+use std::time::Duration;
+
+use alloy_primitives::B256;
+use serde::Serialize;
+
+use super::baseline::BaselineRun;
+use super::run::{BlockRow, ImportRun};
+use crate::CliError;
+use crate::commands::replay::{ReadCell, print_reads};
+use crate::output::Lines;
+
+fn mgas_per_s(gas: u64, time: Duration) -> f64 {
+    gas as f64 / 1e6 / time.as_secs_f64().max(1e-9)
+}
+
+/// The value at fraction `q` of the sorted values (nearest rank).
+fn percentile(values: &mut [f64], q: f64) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.sort_by(f64::total_cmp);
+    let rank = ((values.len() as f64 * q).ceil() as usize).clamp(1, values.len());
+    values[rank - 1]
+}
+
+fn p50_p99(rows: &[BlockRow], field: impl Fn(&BlockRow) -> f64) -> (f64, f64) {
+    let mut values: Vec<f64> = rows.iter().map(field).collect();
+    (percentile(&mut values, 0.5), percentile(&mut values, 0.99))
+}
+
+/// One strata run.
+pub(super) fn print_run(out: &mut Lines, run: &ImportRun) {
+    out.line(format_args!(
+        "== import-chain: warmers {}: {} blocks after block {}, {} transactions, {:.1} Mgas ==",
+        run.warmers,
+        run.blocks,
+        run.resumed_after,
+        run.transactions,
+        run.gas as f64 / 1e6
+    ));
+    print_reads(out, &run.reads);
+    let t = &run.totals;
+    let s = |d: Duration| d.as_secs_f64();
+    out.line(format_args!(
+        "strata: {:.1} Mgas/s whole blocks ({:.3} s wall), {:.1} Mgas/s execution alone (root excluded)",
+        mgas_per_s(run.gas, run.wall),
+        s(run.wall),
+        mgas_per_s(run.gas, t.execution)
+    ));
+    out.line(format_args!(
+        "phases: checks {:.3} s, execution {:.3} s, apply {:.3} s, root {:.3} s, commit {:.3} s",
+        s(t.checks),
+        s(t.execution),
+        s(t.apply),
+        s(t.root),
+        s(t.commit)
+    ));
+    let (exec50, exec99) = p50_p99(&run.per_block, |b| b.execution_ms);
+    let (root50, root99) = p50_p99(&run.per_block, |b| b.root_ms);
+    let (commit50, commit99) = p50_p99(&run.per_block, |b| b.commit_ms);
+    out.line(format_args!(
+        "per block p50/p99 ms: execution {exec50:.2}/{exec99:.2}, root {root50:.2}/{root99:.2}, commit {commit50:.2}/{commit99:.2}"
+    ));
+    for (name, c) in [
+        ("branch cache", &run.cache_stats),
+        ("value cache", &run.value_cache_stats),
+    ] {
+        out.line(format_args!(
+            "{name}: {:.1}% hit rate ({} hits, {} misses)",
+            c.hit_rate() * 100.0,
+            c.hits,
+            c.misses
+        ));
+    }
+}
+
+/// The in-memory baseline beside the first strata run.
+pub(super) fn print_baseline(out: &mut Lines, baseline: &BaselineRun, strata: &ImportRun) {
+    out.line(format_args!(
+        "== baseline: the same {} blocks over revm's in-memory CacheDB (no root) ==",
+        baseline.blocks
+    ));
+    let memory = mgas_per_s(baseline.gas, baseline.execution);
+    let ours = mgas_per_s(strata.gas, strata.totals.execution);
+    out.line(format_args!(
+        "memory: {memory:.1} Mgas/s execution ({:.3} s), apply {:.3} s",
+        baseline.execution.as_secs_f64(),
+        baseline.apply.as_secs_f64()
+    ));
+    out.line(format_args!(
+        "execution over strata / over memory: {:.2}x ({ours:.1} / {memory:.1} Mgas/s, root excluded)",
+        ours / memory.max(1e-9)
+    ));
+}
+
+/// The sweep's runs side by side.
+pub(super) fn print_sweep(out: &mut Lines, runs: &[ImportRun]) {
+    out.line(format_args!(
+        "{:>8} {:>14} {:>14} {:>9} {:>9}",
+        "warmers", "block Mgas/s", "exec Mgas/s", "root s", "commit s"
+    ));
+    for run in runs {
+        out.line(format_args!(
+            "{:>8} {:>14.1} {:>14.1} {:>9.3} {:>9.3}",
+            run.warmers,
+            mgas_per_s(run.gas, run.wall),
+            mgas_per_s(run.gas, run.totals.execution),
+            run.totals.root.as_secs_f64(),
+            run.totals.commit.as_secs_f64()
+        ));
+    }
+}
+
+#[derive(Serialize)]
+struct Report<'a> {
+    command: &'static str,
+    chain: String,
+    genesis_hash: B256,
+    runs: Vec<RunJson<'a>>,
+    /// strata's execution Mgas/s over the baseline's, first run.
+    execution_ratio: Option<f64>,
+    peak_rss_bytes: Option<u64>,
+    final_block: Option<u64>,
+    final_root: B256,
+}
+
+#[derive(Serialize)]
+struct RunJson<'a> {
+    database: &'static str,
+    warmers: Option<usize>,
+    blocks: u64,
+    transactions: Option<u64>,
+    gas: u64,
+    /// Execution alone (root excluded).
+    mgas_per_s: f64,
+    /// Whole blocks, wall time (strata only).
+    block_mgas_per_s: Option<f64>,
+    wall_s: Option<f64>,
+    checks_s: Option<f64>,
+    execution_s: f64,
+    apply_s: f64,
+    root_s: Option<f64>,
+    commit_s: Option<f64>,
+    reads: Vec<ReadCell>,
+    per_block: Option<&'a [BlockRow]>,
+}
+
+/// Writes the JSON report to `path`.
+pub(super) fn write_json(
+    path: &Path,
+    chain: &Path,
+    genesis_hash: B256,
+    runs: &[ImportRun],
+    baseline: Option<&BaselineRun>,
+) -> Result<(), CliError> {
+    let s = |d: Duration| d.as_secs_f64();
+    let mut json_runs: Vec<RunJson<'_>> = runs
+        .iter()
+        .map(|run| RunJson {
+            database: "strata",
+            warmers: Some(run.warmers),
+            blocks: run.blocks,
+            transactions: Some(run.transactions),
+            gas: run.gas,
+            mgas_per_s: mgas_per_s(run.gas, run.totals.execution),
+            block_mgas_per_s: Some(mgas_per_s(run.gas, run.wall)),
+            wall_s: Some(s(run.wall)),
+            checks_s: Some(s(run.totals.checks)),
+            execution_s: s(run.totals.execution),
+            apply_s: s(run.totals.apply),
+            root_s: Some(s(run.totals.root)),
+            commit_s: Some(s(run.totals.commit)),
+            reads: run.reads.cells.iter().map(ReadCell::from).collect(),
+            per_block: Some(&run.per_block),
+        })
+        .collect();
+    if let Some(baseline) = baseline {
+        json_runs.push(RunJson {
+            database: "memory",
+            warmers: None,
+            blocks: baseline.blocks,
+            transactions: None,
+            gas: baseline.gas,
+            mgas_per_s: mgas_per_s(baseline.gas, baseline.execution),
+            block_mgas_per_s: None,
+            wall_s: None,
+            checks_s: None,
+            execution_s: s(baseline.execution),
+            apply_s: s(baseline.apply),
+            root_s: None,
+            commit_s: None,
+            reads: Vec::new(),
+            per_block: None,
+        });
+    }
+    let first = &runs[0];
+    let report = Report {
+        command: "import-chain",
+        chain: chain.display().to_string(),
+        genesis_hash,
+        execution_ratio: baseline.map(|b| {
+            mgas_per_s(first.gas, first.totals.execution) / mgas_per_s(b.gas, b.execution).max(1e-9)
+        }),
+        runs: json_runs,
+        peak_rss_bytes: crate::commands::replay::peak_rss_bytes(),
+        final_block: first.final_block,
+        final_root: first.final_root,
+    };
+    let text = serde_json::to_string_pretty(&report)
+        .map_err(|e| CliError::file(path)(std::io::Error::other(e.to_string())))?;
+    std::fs::write(path, text + "\n").map_err(CliError::file(path))
+}

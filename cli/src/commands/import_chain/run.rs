@@ -1,0 +1,337 @@
+//! One import: open (or resume) the datadir, write the genesis when it is
+//! new, skip the blocks it already holds (checking they are the file's),
+//! then execute and commit every further block, each root checked.
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use alloy_primitives::{B256, U256};
+use strata_executor::consensus::Ancestor;
+use strata_executor::{
+    BlockTimings, DecodedBlock, ExecuteOptions, GenesisBlock, execute_block_with,
+};
+use strata_storage::telemetry::MetricsSnapshot;
+use strata_storage::{CacheStats, Options, Regime, StateDb};
+
+use super::chain_file::{ChainFile, FileBlock};
+use super::progress::Progress;
+use super::trace_out::TraceOut;
+use crate::CliError;
+
+/// Blocks kept as ancestors: the parent and six more for the ommer rules.
+const ANCESTORS: usize = 8;
+
+/// What one import did and measured.
+#[derive(Debug, Clone)]
+pub(crate) struct ImportRun {
+    /// Warmer threads of the store.
+    pub(crate) warmers: usize,
+    /// The datadir's last block before the run (0: just created).
+    pub(crate) resumed_after: u64,
+    /// Blocks executed and committed.
+    pub(crate) blocks: u64,
+    /// Their transactions.
+    pub(crate) transactions: u64,
+    /// Their gas.
+    pub(crate) gas: u64,
+    /// Wall time of the block loop (file reading included).
+    pub(crate) wall: Duration,
+    /// The phases summed over the blocks.
+    pub(crate) totals: BlockTimings,
+    /// Per block.
+    pub(crate) per_block: Vec<BlockRow>,
+    /// Read latencies of the block loop.
+    pub(crate) reads: MetricsSnapshot,
+    /// Branch cache counters at the end.
+    pub(crate) cache_stats: CacheStats,
+    /// Value cache counters at the end.
+    pub(crate) value_cache_stats: CacheStats,
+    /// The last block committed.
+    pub(crate) final_block: Option<u64>,
+    /// Its state root.
+    pub(crate) final_root: B256,
+}
+
+/// One executed block: its figures, times in ms.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub(crate) struct BlockRow {
+    /// Its number.
+    pub(crate) block: u64,
+    /// Gas used.
+    pub(crate) gas_used: u64,
+    /// Transactions.
+    pub(crate) transactions: u64,
+    /// Header and body checks, sender recovery.
+    pub(crate) checks_ms: f64,
+    /// The EVM over strata (the root excluded).
+    pub(crate) execution_ms: f64,
+    /// Receipts, bloom and the changes written into the block.
+    pub(crate) apply_ms: f64,
+    /// strata's state root.
+    pub(crate) root_ms: f64,
+    /// The journal append that makes it durable.
+    pub(crate) commit_ms: f64,
+}
+
+/// The store and what the import needs besides the file.
+pub(crate) struct Import<'a> {
+    /// The chain file.
+    pub(crate) chain: &'a Path,
+    /// The datadir imported into.
+    pub(crate) datadir: &'a Path,
+    /// Its genesis.
+    pub(crate) genesis: &'a GenesisBlock,
+    /// Store options (warmers, caches, durability).
+    pub(crate) options: Options,
+    /// Where to write what the execution read and wrote, if anywhere.
+    pub(crate) trace_out: Option<&'a mut TraceOut>,
+    /// Whether to draw a progress bar or log lines.
+    pub(crate) progress: bool,
+}
+
+impl Import<'_> {
+    /// Runs the import.
+    pub(crate) fn run(self) -> Result<ImportRun, CliError> {
+        let Import {
+            chain,
+            datadir,
+            genesis,
+            options,
+            mut trace_out,
+            progress,
+        } = self;
+        let warmers = options.warmers;
+        let db = StateDb::open(datadir, options).map_err(CliError::storage(datadir))?;
+        let resumed_after = start(&db, datadir, genesis, trace_out.as_deref_mut())?;
+        let mut file = ChainFile::open(chain)?;
+        let mut spec = genesis.spec.clone();
+        let mut ancestors: VecDeque<(DecodedBlock, U256)> = VecDeque::new();
+        let mut parent = (
+            genesis.header.number,
+            genesis.hash,
+            genesis.header.difficulty,
+        );
+        let mut run = ImportRun {
+            warmers,
+            resumed_after,
+            blocks: 0,
+            transactions: 0,
+            gas: 0,
+            wall: Duration::ZERO,
+            totals: BlockTimings::default(),
+            per_block: Vec::new(),
+            reads: MetricsSnapshot::default(),
+            cache_stats: CacheStats::default(),
+            value_cache_stats: CacheStats::default(),
+            final_block: None,
+            final_root: B256::ZERO,
+        };
+        let mut bar = Progress::new(progress, file.len());
+        db.metrics().snapshot_and_reset();
+        let started = Instant::now();
+        while let Some(FileBlock { block, offset }) = file.next_block()? {
+            let number = block.number();
+            let (parent_number, parent_hash, parent_difficulty) = parent;
+            if number != parent_number + 1 {
+                return Err(CliError::ImportChain(format!(
+                    "{}: the block at byte offset {offset} is block {number}, but block {} was expected (the file's blocks must follow each other from block {})",
+                    chain.display(),
+                    parent_number + 1,
+                    genesis.header.number + 1
+                )));
+            }
+            let difficulty = parent_difficulty + block.header().difficulty;
+            if number <= resumed_after {
+                check_known(
+                    &db,
+                    datadir,
+                    chain,
+                    &block,
+                    offset,
+                    parent_hash,
+                    resumed_after,
+                )?;
+            } else {
+                if let Some(ttd) = spec.pending_terminal_total_difficulty()
+                    && parent_difficulty >= ttd
+                {
+                    spec = spec.with_merge_at(number);
+                }
+                let executed = {
+                    let chain_ancestors = ancestor_list(&ancestors, genesis);
+                    let options = ExecuteOptions {
+                        record_access: trace_out.is_some(),
+                    };
+                    execute_block_with(&db, &spec, &block, &chain_ancestors, options)
+                }
+                .map_err(|source| CliError::BlockRefused {
+                    path: chain.to_owned(),
+                    number,
+                    hash: block.hash,
+                    offset,
+                    source: Box::new(source),
+                })?;
+                if let (Some(out), Some(access)) = (trace_out.as_deref_mut(), &executed.access) {
+                    out.block(&executed, access)?;
+                }
+                run.add(&executed);
+                bar.update(number, file.position(), &run, started);
+            }
+            parent = (number, block.hash, difficulty);
+            ancestors.push_front((block, difficulty));
+            ancestors.truncate(ANCESTORS);
+        }
+        run.wall = started.elapsed();
+        bar.finish(&run);
+        if let Some(out) = trace_out {
+            out.flush()?;
+        }
+        run.reads = db.metrics().snapshot_and_reset();
+        run.cache_stats = db.cache_stats();
+        run.value_cache_stats = db.value_cache_stats();
+        run.final_block = db.last_block();
+        run.final_root = db.root();
+        db.close().map_err(CliError::storage(datadir))?;
+        Ok(run)
+    }
+}
+
+impl ImportRun {
+    fn add(&mut self, executed: &strata_executor::ExecutedBlock) {
+        let t = &executed.timings;
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        self.blocks += 1;
+        self.transactions += executed.transactions as u64;
+        self.gas += executed.gas_used;
+        self.totals.checks += t.checks;
+        self.totals.execution += t.execution;
+        self.totals.apply += t.apply;
+        self.totals.root += t.root;
+        self.totals.commit += t.commit;
+        self.per_block.push(BlockRow {
+            block: executed.number,
+            gas_used: executed.gas_used,
+            transactions: executed.transactions as u64,
+            checks_ms: ms(t.checks),
+            execution_ms: ms(t.execution),
+            apply_ms: ms(t.apply),
+            root_ms: ms(t.root),
+            commit_ms: ms(t.commit),
+        });
+    }
+}
+
+/// Writes the genesis into a new datadir (its root checked against
+/// alloy-trie's), or checks that an existing one belongs to this genesis.
+/// Returns the datadir's last block.
+fn start(
+    db: &StateDb,
+    datadir: &Path,
+    genesis: &GenesisBlock,
+    trace_out: Option<&mut TraceOut>,
+) -> Result<u64, CliError> {
+    let genesis_number = genesis.header.number;
+    let Some(last) = db.last_block() else {
+        let root = db
+            .init_genesis_with_hash(&genesis.alloc, genesis.hash)
+            .map_err(CliError::storage(datadir))?;
+        if root != genesis.header.state_root {
+            return Err(CliError::ImportChain(format!(
+                "strata's root of the genesis allocation is {root}, alloy-trie's is {}",
+                genesis.header.state_root
+            )));
+        }
+        if let Some(out) = trace_out {
+            out.genesis(genesis)?;
+        }
+        return Ok(genesis_number);
+    };
+    if last < genesis_number {
+        return Err(CliError::ImportChain(format!(
+            "{} is at block {last}, before the genesis block {genesis_number}",
+            datadir.display()
+        )));
+    }
+    let reader = db.reader(Regime::Exec);
+    let stored = reader
+        .block_hash(genesis_number)
+        .map_err(CliError::storage(datadir))?;
+    if stored.is_some_and(|hash| hash != genesis.hash)
+        || (last == genesis_number && db.root() != genesis.header.state_root)
+    {
+        return Err(CliError::ImportChain(format!(
+            "{} holds another chain: its genesis is not the one given (hash {}, root {})",
+            datadir.display(),
+            genesis.hash,
+            genesis.header.state_root
+        )));
+    }
+    if trace_out.is_some() && last > genesis_number {
+        return Err(CliError::Usage(format!(
+            "--trace-out starts its trace at the genesis, but {} already holds blocks up to {last}: give a new datadir",
+            datadir.display()
+        )));
+    }
+    if last > genesis_number {
+        eprintln!(
+            "resuming {} after block {last} (root {})",
+            datadir.display(),
+            db.root()
+        );
+    }
+    Ok(last)
+}
+
+/// A block the datadir already holds: it must be the file's (same hash,
+/// where the datadir still has it; the same root at its head).
+fn check_known(
+    db: &StateDb,
+    datadir: &Path,
+    chain: &Path,
+    block: &DecodedBlock,
+    offset: usize,
+    parent_hash: B256,
+    head: u64,
+) -> Result<(), CliError> {
+    let number = block.number();
+    let stored = db
+        .reader(Regime::Exec)
+        .block_hash(number)
+        .map_err(CliError::storage(datadir))?;
+    let differs = block.header().parent_hash != parent_hash
+        || stored.is_some_and(|hash| hash != block.hash)
+        || (number == head && db.root() != block.header().state_root);
+    if differs {
+        return Err(CliError::ImportChain(format!(
+            "{} holds a block {number} other than {} has at byte offset {offset} (hash {}): the datadir is on another chain",
+            datadir.display(),
+            chain.display(),
+            block.hash
+        )));
+    }
+    Ok(())
+}
+
+/// The parent first, then older blocks, down to the genesis.
+fn ancestor_list<'a>(
+    recent: &'a VecDeque<(DecodedBlock, U256)>,
+    genesis: &'a GenesisBlock,
+) -> Vec<Ancestor<'a>> {
+    let mut list: Vec<Ancestor<'a>> = recent
+        .iter()
+        .map(|(block, _)| Ancestor {
+            hash: block.hash,
+            header: block.header(),
+            ommers: &block.block.body.ommers,
+        })
+        .collect();
+    if list.len() < ANCESTORS {
+        list.push(Ancestor {
+            hash: genesis.hash,
+            header: &genesis.header,
+            ommers: &[],
+        });
+    }
+    list
+}

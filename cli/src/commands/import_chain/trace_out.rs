@@ -1,0 +1,100 @@
+//! `--trace-out`: what each executed block read and wrote, written in
+//! strata's block-trace format (cli/TRACE_FORMAT.md), so that `strata
+//! replay` replays an executed chain without the EVM.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+
+use alloy_primitives::KECCAK256_EMPTY;
+use strata_executor::{BlockAccess, ExecutedBlock, GenesisBlock};
+
+use crate::CliError;
+use crate::trace::{AccountRead, AccountWrite, TraceBlock, TraceLine, TraceWriter};
+
+/// The trace being written.
+#[derive(Debug)]
+pub(crate) struct TraceOut {
+    path: PathBuf,
+    writer: TraceWriter<BufWriter<File>>,
+}
+
+impl TraceOut {
+    /// Creates (or truncates) `path`.
+    pub(crate) fn create(path: &Path) -> Result<Self, CliError> {
+        let file = File::create(path).map_err(CliError::file(path))?;
+        Ok(Self {
+            path: path.to_owned(),
+            writer: TraceWriter::new(BufWriter::with_capacity(1 << 20, file)),
+        })
+    }
+
+    /// The genesis line: the allocation and its root.
+    pub(crate) fn genesis(&mut self, genesis: &GenesisBlock) -> Result<(), CliError> {
+        self.write(&TraceLine::Genesis {
+            alloc: genesis.alloc.clone(),
+            state_root: Some(genesis.header.state_root),
+        })
+    }
+
+    /// One executed block's line.
+    pub(crate) fn block(
+        &mut self,
+        executed: &ExecutedBlock,
+        access: &BlockAccess,
+    ) -> Result<(), CliError> {
+        self.write(&TraceLine::Block(trace_block(executed, access)))
+    }
+
+    /// Flushes the file.
+    pub(crate) fn flush(&mut self) -> Result<(), CliError> {
+        self.writer.flush().map_err(CliError::file(&self.path))
+    }
+
+    fn write(&mut self, line: &TraceLine) -> Result<(), CliError> {
+        self.writer.write(line).map_err(CliError::file(&self.path))
+    }
+}
+
+/// A block's reads and writes as a trace line.
+fn trace_block(executed: &ExecutedBlock, access: &BlockAccess) -> TraceBlock {
+    let reads = access
+        .reads
+        .iter()
+        .map(|(address, read)| {
+            let account = read.account.unwrap_or_default();
+            let entry = AccountRead {
+                balance: account.balance,
+                nonce: account.nonce,
+                code_hash: read.account.map(|a| a.code_hash),
+                code: read
+                    .code
+                    .clone()
+                    .filter(|_| account.code_hash != KECCAK256_EMPTY),
+                storage: read.storage.clone(),
+            };
+            (*address, entry)
+        })
+        .collect();
+    let writes = access
+        .writes
+        .iter()
+        .map(|(address, write)| {
+            let entry = AccountWrite {
+                deleted: write.deleted,
+                balance: write.account.map(|a| a.balance),
+                nonce: write.account.map(|a| a.nonce),
+                code: write.code.clone(),
+                storage: write.storage.clone(),
+            };
+            (*address, entry)
+        })
+        .collect();
+    TraceBlock {
+        number: executed.number,
+        gas_used: Some(executed.gas_used),
+        state_root: Some(executed.root),
+        reads,
+        writes,
+    }
+}

@@ -1,0 +1,347 @@
+//! `strata import-chain`: consensus-test chains turned into what a client
+//! imports — a geth genesis file (the fork schedule as a geth `config`,
+//! the header fields, the `pre` allocation) and a file of RLP blocks —
+//! executed over strata: every root, the resume after a partial file, the
+//! transitions of the geth config (block forks, a merge by total
+//! difficulty, ommers), the trace of the execution replayed without the
+//! EVM, the in-memory baseline, and refusals of broken input.
+
+use std::path::{Path, PathBuf};
+
+use alloy_primitives::{B256, hex};
+use serde_json::{Value, json};
+
+use crate::common::{read_json, strata_err, strata_ok};
+
+/// A BlockchainTests case written as `genesis.json` and `chain.rlp`.
+struct Chain {
+    genesis: PathBuf,
+    rlp: PathBuf,
+    /// Every block's RLP, in order.
+    blocks: Vec<Vec<u8>>,
+    /// The state root after the last block.
+    last_root: B256,
+}
+
+/// The geth `config` of a BlockchainTests network.
+fn config_of(network: &str) -> Value {
+    const BLOCK_FORKS: [&str; 10] = [
+        "homesteadBlock",
+        "eip150Block",
+        "eip155Block",
+        "eip158Block",
+        "byzantiumBlock",
+        "constantinopleBlock",
+        "petersburgBlock",
+        "istanbulBlock",
+        "berlinBlock",
+        "londonBlock",
+    ];
+    let mut config = json!({"chainId": 1});
+    let mut through = |last: &str, at: u64| {
+        for fork in BLOCK_FORKS {
+            if config.get(fork).is_none() {
+                config[fork] = json!(at);
+            }
+            if fork == last {
+                break;
+            }
+        }
+    };
+    match network {
+        "Cancun" => {
+            through("londonBlock", 0);
+            config["arrowGlacierBlock"] = json!(0);
+            config["grayGlacierBlock"] = json!(0);
+            config["terminalTotalDifficulty"] = json!(0);
+            config["shanghaiTime"] = json!(0);
+            config["cancunTime"] = json!(0);
+        }
+        "ArrowGlacierToParisAtDiffC0000" => {
+            through("londonBlock", 0);
+            config["arrowGlacierBlock"] = json!(0);
+            config["terminalTotalDifficulty"] = json!(0xC0000);
+        }
+        "EIP158ToByzantiumAt5" => {
+            through("eip158Block", 0);
+            config["byzantiumBlock"] = json!(5);
+        }
+        "FrontierToHomesteadAt5" => config["homesteadBlock"] = json!(5),
+        other => panic!("no geth config written for {other}"),
+    }
+    config
+}
+
+/// Writes case `name` of fixture `file` into `dir`.
+fn chain_of(vectors: &Path, file: &str, name: &str, dir: &Path) -> Chain {
+    let fixture = read_json(&vectors.join("ef_blockchain_tests").join(file));
+    let case = &fixture[name];
+    let header = &case["genesisBlockHeader"];
+    let mut genesis = json!({
+        "config": config_of(case["network"].as_str().unwrap()),
+        "nonce": header["nonce"],
+        "timestamp": header["timestamp"],
+        "extraData": header["extraData"],
+        "gasLimit": header["gasLimit"],
+        "difficulty": header["difficulty"],
+        "mixHash": header["mixHash"],
+        "coinbase": header["coinbase"],
+        "alloc": case["pre"],
+    });
+    for field in ["baseFeePerGas", "excessBlobGas", "blobGasUsed"] {
+        if let Some(value) = header.get(field) {
+            genesis[field] = value.clone();
+        }
+    }
+    let genesis_path = dir.join("genesis.json");
+    std::fs::write(&genesis_path, genesis.to_string()).unwrap();
+    let blocks: Vec<Vec<u8>> = case["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|block| hex::decode(block["rlp"].as_str().unwrap()).unwrap())
+        .collect();
+    let rlp = dir.join("chain.rlp");
+    std::fs::write(&rlp, blocks.concat()).unwrap();
+    let last = case["blocks"].as_array().unwrap().last().unwrap();
+    Chain {
+        genesis: genesis_path,
+        rlp,
+        blocks,
+        last_root: last["blockHeader"]["stateRoot"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap(),
+    }
+}
+
+fn import(chain: &Path, genesis: &Path, datadir: &Path, extra: &[&str]) -> String {
+    let mut args = vec![
+        "import-chain",
+        chain.to_str().unwrap(),
+        "--genesis",
+        genesis.to_str().unwrap(),
+        "--datadir",
+        datadir.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    strata_ok(&args)
+}
+
+fn final_root(stdout: &str) -> String {
+    stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("final root "))
+        .unwrap_or_else(|| panic!("no final root in:\n{stdout}"))
+        .to_string()
+}
+
+#[test]
+fn a_cancun_chain_imports_resumes_and_its_trace_replays_without_the_evm() {
+    let Some(vectors) = crate::common::vectors() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let chain = chain_of(
+        &vectors,
+        "ValidBlocks/bcEIP1559/tips.json",
+        "tips_Cancun",
+        dir.path(),
+    );
+    let count = chain.blocks.len();
+    let expected = format!("{} at block {count}", chain.last_root);
+
+    // Half the file, then the whole: the second run skips what the
+    // datadir holds and resumes after it.
+    let half = dir.path().join("half.rlp");
+    std::fs::write(&half, chain.blocks[..count / 2].concat()).unwrap();
+    let datadir = dir.path().join("data");
+    let trace = dir.path().join("trace.jsonl");
+    let first = import(
+        &half,
+        &chain.genesis,
+        &datadir,
+        &["--trace-out", trace.to_str().unwrap()],
+    );
+    assert!(
+        first.contains(&format!("at block {}", count / 2)),
+        "{first}"
+    );
+    let json = dir.path().join("import.json");
+    let second = import(
+        &chain.rlp,
+        &chain.genesis,
+        &datadir,
+        &["--baseline", "memory", "--json", json.to_str().unwrap()],
+    );
+    assert_eq!(final_root(&second), expected);
+    assert!(
+        second.contains("execution over strata / over memory"),
+        "{second}"
+    );
+    let report = read_json(&json);
+    let databases: Vec<&str> = report["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|run| run["database"].as_str().unwrap())
+        .collect();
+    assert_eq!(databases, ["strata", "memory"]);
+    assert_eq!(report["runs"][0]["blocks"], json!(count - count / 2));
+    assert_eq!(report["runs"][1]["blocks"], json!(count - count / 2));
+    assert!(report["execution_ratio"].as_f64().unwrap() > 0.0);
+
+    // Rerunning a fully imported file executes nothing and changes nothing.
+    let again = import(&chain.rlp, &chain.genesis, &datadir, &[]);
+    assert_eq!(final_root(&again), expected);
+    assert!(
+        again.contains(&format!("0 blocks after block {count}")),
+        "{again}"
+    );
+
+    // The trace of the first half replays to the same roots.
+    let replayed = strata_ok(&["replay", trace.to_str().unwrap()]);
+    let half_root = read_json(&vectors.join("ef_blockchain_tests/ValidBlocks/bcEIP1559/tips.json"))
+        ["tips_Cancun"]["blocks"][count / 2 - 1]["blockHeader"]["stateRoot"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        replayed.contains(&format!("final root {half_root} at block {}", count / 2)),
+        "{replayed}"
+    );
+}
+
+#[test]
+fn geth_config_transitions_merge_by_difficulty_and_ommers_import() {
+    let Some(vectors) = crate::common::vectors() else {
+        return;
+    };
+    for (file, name) in [
+        (
+            "TransitionTests/bcArrowGlacierToParis/powToPosTest.json",
+            "powToPosTest_ArrowGlacierToParisAtDiffC0000",
+        ),
+        (
+            "TransitionTests/bcEIP158ToByzantium/ByzantiumTransition.json",
+            "ByzantiumTransition_EIP158ToByzantiumAt5",
+        ),
+        (
+            "TransitionTests/bcFrontierToHomestead/UnclePopulation.json",
+            "UnclePopulation_FrontierToHomesteadAt5",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let chain = chain_of(&vectors, file, name, dir.path());
+        let out = import(
+            &chain.rlp,
+            &chain.genesis,
+            &dir.path().join("data"),
+            &["--warmers", "0,2", "--baseline", "memory"],
+        );
+        assert_eq!(
+            final_root(&out),
+            format!("{} at block {}", chain.last_root, chain.blocks.len()),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn broken_input_is_refused_and_what_was_imported_stays() {
+    let Some(vectors) = crate::common::vectors() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let chain = chain_of(
+        &vectors,
+        "ValidBlocks/bcEIP1559/tips.json",
+        "tips_Cancun",
+        dir.path(),
+    );
+    let datadir = dir.path().join("data");
+    let (genesis, datadir_arg) = (chain.genesis.to_str().unwrap(), datadir.to_str().unwrap());
+
+    // The file ends inside block 4: blocks 1 to 3 are committed, the
+    // error names the offset where block 4 starts.
+    let cut = dir.path().join("cut.rlp");
+    let mut bytes = chain.blocks[..4].concat();
+    bytes.truncate(bytes.len() - 10);
+    std::fs::write(&cut, &bytes).unwrap();
+    let offset = chain.blocks[..3].concat().len();
+    let error = strata_err(&[
+        "import-chain",
+        cut.to_str().unwrap(),
+        "--genesis",
+        genesis,
+        "--datadir",
+        datadir_arg,
+    ]);
+    assert!(
+        error.contains(&format!(
+            "the block at byte offset {offset} does not decode"
+        )),
+        "{error}"
+    );
+    let root = strata_ok(&["root", "--datadir", datadir_arg]);
+    assert!(root.starts_with("3 "), "{root}");
+
+    // A block whose state root is wrong is refused by name; nothing of it
+    // is written.
+    let mut wrong = chain.blocks[3].clone();
+    let position = wrong
+        .windows(32)
+        .position(|w| w == read_root(&vectors, 3).as_slice())
+        .unwrap();
+    wrong[position] ^= 1;
+    let bad = dir.path().join("bad.rlp");
+    std::fs::write(&bad, [chain.blocks[..3].concat(), wrong].concat()).unwrap();
+    let error = strata_err(&[
+        "import-chain",
+        bad.to_str().unwrap(),
+        "--genesis",
+        genesis,
+        "--datadir",
+        datadir_arg,
+    ]);
+    assert!(
+        error.contains("block 4") && error.contains("header says"),
+        "{error}"
+    );
+    let root = strata_ok(&["root", "--datadir", datadir_arg]);
+    assert!(root.starts_with("3 "), "{root}");
+
+    // Another genesis (one balance changed) is not this datadir's chain.
+    let text = std::fs::read_to_string(&chain.genesis).unwrap();
+    let mut other: Value = serde_json::from_str(&text).unwrap();
+    let first = other["alloc"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    other["alloc"][&first]["balance"] = json!("0x1234");
+    let other_path = dir.path().join("other.json");
+    std::fs::write(&other_path, other.to_string()).unwrap();
+    let error = strata_err(&[
+        "import-chain",
+        chain.rlp.to_str().unwrap(),
+        "--genesis",
+        other_path.to_str().unwrap(),
+        "--datadir",
+        datadir_arg,
+    ]);
+    assert!(error.contains("holds another chain"), "{error}");
+}
+
+/// The state root the fixture gives block `index` (0-based).
+fn read_root(vectors: &Path, index: usize) -> B256 {
+    read_json(&vectors.join("ef_blockchain_tests/ValidBlocks/bcEIP1559/tips.json"))["tips_Cancun"]
+        ["blocks"][index]["blockHeader"]["stateRoot"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
