@@ -55,8 +55,10 @@ pub struct ExecutedBlock {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ExecuteOptions {
     /// Record every value the EVM read from the store and every change the
-    /// block made ([`ExecutedBlock::access`]).
+    /// block made ([`ExecutedBlock::access`]; the bundle path only).
     pub record_access: bool,
+    /// How the EVM reaches the state.
+    pub state: StatePath,
 }
 
 /// Where a block's time went.
@@ -115,45 +117,25 @@ pub fn execute_block_with(
     let transactions = recover_senders(spec, block).map_err(invalid)?;
     let checks = started.elapsed();
 
-    let started = Instant::now();
-    let mut state = State::builder()
-        .with_database(WrapDatabaseRef(RecordingReader::new(
-            db.reader(Regime::Exec),
-            options.record_access,
-        )))
-        .with_bundle_update()
-        .build();
-    let outcome = run_evm(spec, block, &transactions, &mut state).map_err(|error| match error {
-        RunError::Invalid(reason) => invalid(reason),
-        RunError::Database(message) => ExecError::Database { number, message },
-    })?;
-    state.merge_transitions(BundleRetention::PlainState);
-    let bundle = state.take_bundle();
-    let execution = started.elapsed();
-    let reads = state.database.0.into_reads();
-    check_no_storage_collision(db, &bundle)
-        .map_err(|reason| ExecError::Unsupported { number, reason })?;
-    let access = if options.record_access {
-        let writes = bundle_writes(&bundle, &db.reader(Regime::Exec))
-            .map_err(|message| ExecError::Database { number, message })?;
-        Some(BlockAccess { reads, writes })
-    } else {
-        None
+    let run = match options.state {
+        StatePath::Bundle => via_bundle(db, spec, block, &transactions, options.record_access)?,
+        StatePath::Writer => {
+            if options.record_access {
+                return Err(ExecError::Database {
+                    number,
+                    message: "recording the access needs the bundle path".to_string(),
+                });
+            }
+            crate::via_writer::execute(db, spec, block, &transactions)?
+        }
     };
-
-    let started = Instant::now();
-    check_outcome(spec, header, &outcome).map_err(invalid)?;
-    let mut writer = db.begin_block(number).map_err(|source| ExecError::Store {
-        number,
-        source: Box::new(source),
-    })?;
-    apply_bundle_state(&mut writer, &bundle).map_err(|error| ExecError::Database {
-        number,
-        message: error.to_string(),
-    })?;
-    writer.set_block_hash(block.hash);
-    let apply = started.elapsed();
-
+    let PathRun {
+        mut writer,
+        outcome,
+        execution,
+        apply,
+        access,
+    } = run;
     let started = Instant::now();
     let computed = writer.state_root().map_err(|source| ExecError::Store {
         number,
@@ -189,6 +171,104 @@ pub fn execute_block_with(
         },
         access,
     })
+}
+
+/// How the EVM reaches strata's state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum StatePath {
+    /// revm's `State` (its cache shared by the block's transactions) over a
+    /// reader of the last block; its bundle is written into the block
+    /// afterwards with `apply_bundle_state`, as reth does.
+    #[default]
+    Bundle,
+    /// The block writer as revm's database: every transaction reads the
+    /// writer and commits into it (`writer_database`). Kept as the measured
+    /// alternative: the bundle path is the faster (README, "Executing
+    /// blocks").
+    Writer,
+}
+
+/// What either state path leaves: the block staged in its writer, the
+/// EVM's outcome (checked against the header) and the times.
+pub(crate) struct PathRun {
+    pub(crate) writer: strata_storage::BlockWriter,
+    pub(crate) outcome: Outcome,
+    pub(crate) execution: std::time::Duration,
+    pub(crate) apply: std::time::Duration,
+    pub(crate) access: Option<BlockAccess>,
+}
+
+/// The block over a revm `State` reading strata, then its bundle applied.
+fn via_bundle(
+    db: &StateDb,
+    spec: &ChainSpec,
+    block: &DecodedBlock,
+    transactions: &[Recovered<TxEnvelope>],
+    record_access: bool,
+) -> Result<PathRun, ExecError> {
+    let (number, header) = (block.number(), block.header());
+    let invalid = |reason: InvalidBlock| ExecError::Invalid {
+        number,
+        hash: block.hash,
+        reason: Box::new(reason),
+    };
+    let started = Instant::now();
+    let mut state = State::builder()
+        .with_database(WrapDatabaseRef(RecordingReader::new(
+            db.reader(Regime::Exec),
+            record_access,
+        )))
+        .with_bundle_update()
+        .build();
+    if spec.is_dao_block(number) {
+        apply_dao_change(&mut state).map_err(|error| run_error(number, block.hash, error))?;
+    }
+    let outcome = run_evm(spec, block, transactions, &mut state)
+        .map_err(|error| run_error(number, block.hash, error))?;
+    state.merge_transitions(BundleRetention::PlainState);
+    let bundle = state.take_bundle();
+    let execution = started.elapsed();
+    let reads = state.database.0.into_reads();
+    check_no_storage_collision(db, &bundle)
+        .map_err(|reason| ExecError::Unsupported { number, reason })?;
+    let access = if record_access {
+        let writes = bundle_writes(&bundle, &db.reader(Regime::Exec))
+            .map_err(|message| ExecError::Database { number, message })?;
+        Some(BlockAccess { reads, writes })
+    } else {
+        None
+    };
+
+    let started = Instant::now();
+    check_outcome(spec, header, &outcome).map_err(invalid)?;
+    let mut writer = db.begin_block(number).map_err(|source| ExecError::Store {
+        number,
+        source: Box::new(source),
+    })?;
+    apply_bundle_state(&mut writer, &bundle).map_err(|error| ExecError::Database {
+        number,
+        message: error.to_string(),
+    })?;
+    writer.set_block_hash(block.hash);
+    Ok(PathRun {
+        writer,
+        outcome,
+        execution,
+        apply: started.elapsed(),
+        access,
+    })
+}
+
+/// A failure of [`run_evm`] as the executor's error for block `number`.
+pub(crate) fn run_error(number: u64, hash: B256, error: RunError) -> ExecError {
+    match error {
+        RunError::Invalid(reason) => ExecError::Invalid {
+            number,
+            hash,
+            reason: Box::new(reason),
+        },
+        RunError::Database(message) => ExecError::Database { number, message },
+    }
 }
 
 /// The store must stand at the parent: its last block is the parent's
@@ -279,15 +359,17 @@ pub(crate) enum RunError {
 }
 
 /// Runs the block's system calls, transactions, rewards and withdrawals
-/// through alloy-evm's Ethereum block executor over `state`.
+/// through alloy-evm's Ethereum block executor over `db`. At the DAO
+/// block, the caller has made the irregular change already
+/// ([`apply_dao_change`]): alloy-evm would make it after the transactions.
 pub(crate) fn run_evm<DB>(
     spec: &ChainSpec,
     block: &DecodedBlock,
     transactions: &[Recovered<TxEnvelope>],
-    state: &mut State<DB>,
+    db: DB,
 ) -> Result<Outcome, RunError>
 where
-    DB: revm::Database + std::fmt::Debug,
+    DB: alloy_evm::block::StateDB + std::fmt::Debug,
 {
     let header = block.header();
     let env = EvmEnv::for_eth_block(
@@ -296,11 +378,7 @@ where
         spec.chain_id,
         spec.blob_params_at(header.timestamp),
     );
-    // The DAO fork's irregular change happens before the block's
-    // transactions (as geth and the consensus tests have it); alloy-evm
-    // makes it after them, so it is made here and kept out of its spec.
     let executor_spec = if spec.is_dao_block(header.number) {
-        apply_dao_change(state)?;
         spec.with_fork(EthereumHardfork::Dao, ForkCondition::Never)
     } else {
         spec.clone()
@@ -310,7 +388,7 @@ where
         executor_spec,
         EthEvmFactory::default(),
     );
-    let evm = factory.evm_factory().create_evm(state, env);
+    let evm = factory.evm_factory().create_evm(db, env);
     let ctx = EthBlockExecutionCtx {
         parent_hash: header.parent_hash,
         parent_beacon_block_root: header.parent_beacon_block_root,
@@ -345,11 +423,12 @@ where
     })
 }
 
-/// Moves the balances of the DAO's accounts to its refund contract. The
+/// Moves the balances of the DAO's accounts to its refund contract, before
+/// the block's transactions (as geth and the consensus tests have it). The
 /// drained accounts stay in the state, empty (before Spurious Dragon an
 /// empty account is not removed), so the change goes through revm's cache
 /// accounts rather than a commit, which would clear them as EIP-161 does.
-fn apply_dao_change<DB>(state: &mut State<DB>) -> Result<(), RunError>
+pub(crate) fn apply_dao_change<DB>(state: &mut State<DB>) -> Result<(), RunError>
 where
     DB: revm::Database,
 {

@@ -26,11 +26,14 @@ mod error;
 mod execute;
 mod genesis;
 mod memory;
+mod via_writer;
 
 pub use access::{AccountRead, AccountWrite, BlockAccess};
 pub use block::DecodedBlock;
 pub use chain_spec::{ChainSpec, MAINNET_CHAIN_ID};
 pub use error::{ChainSpecError, ExecError, GenesisError, InvalidBlock};
-pub use execute::{BlockTimings, ExecuteOptions, ExecutedBlock, execute_block, execute_block_with};
+pub use execute::{
+    BlockTimings, ExecuteOptions, ExecutedBlock, StatePath, execute_block, execute_block_with,
+};
 pub use genesis::{GenesisBlock, alloc_state_root};
 pub use memory::{MemoryBlock, MemoryChain};

@@ -16,7 +16,7 @@ use revm::state::AccountInfo;
 use crate::block::DecodedBlock;
 use crate::chain_spec::ChainSpec;
 use crate::error::{ExecError, InvalidBlock};
-use crate::execute::{RunError, check_outcome, recover_senders, run_evm};
+use crate::execute::{apply_dao_change, check_outcome, recover_senders, run_error, run_evm};
 use crate::genesis::GenesisBlock;
 
 /// A chain's state held in revm's in-memory database.
@@ -83,11 +83,11 @@ impl MemoryChain {
             .with_database(&mut self.db)
             .with_bundle_update()
             .build();
-        let outcome =
-            run_evm(&self.spec, block, &transactions, &mut state).map_err(|error| match error {
-                RunError::Invalid(reason) => invalid(reason),
-                RunError::Database(message) => ExecError::Database { number, message },
-            })?;
+        if self.spec.is_dao_block(number) {
+            apply_dao_change(&mut state).map_err(|error| run_error(number, block.hash, error))?;
+        }
+        let outcome = run_evm(&self.spec, block, &transactions, &mut state)
+            .map_err(|error| run_error(number, block.hash, error))?;
         state.merge_transitions(BundleRetention::PlainState);
         let bundle = state.take_bundle();
         let execution = started.elapsed();

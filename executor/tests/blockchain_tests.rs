@@ -7,6 +7,7 @@
 
 use std::path::PathBuf;
 
+use strata_executor::StatePath;
 use strata_executor::ef_tests::{CaseOutcome, fixture_files, run_paths};
 
 /// One file in this many of GeneralStateTests runs with `STRATA_EF_TESTS=sample`.
@@ -35,7 +36,8 @@ fn blockchain_tests_execute_over_strata() {
     let files = selected_files(&root);
     assert!(files.len() > 100, "only {} fixture files", files.len());
     let scratch = tempfile::tempdir().expect("a temp folder");
-    let report = run_paths(&files, None, scratch.path(), |_, _| {}).expect("the fixtures read");
+    let report = run_paths(&files, None, scratch.path(), StatePath::Bundle, |_, _| {})
+        .expect("the fixtures read");
     for line in report.lines() {
         println!("{line}");
     }
@@ -66,7 +68,7 @@ fn an_accepted_block_the_fixture_calls_invalid_fails_the_case() {
     let mut case = strata_executor::ef_tests::parse_case(&file, &name, value).expect("parse");
     case.blocks[0].expect_exception = Some("TransactionException.MADE_UP".to_string());
     let scratch = tempfile::tempdir().expect("a temp folder");
-    match strata_executor::ef_tests::run_case(&case, scratch.path()) {
+    match strata_executor::ef_tests::run_case(&case, scratch.path(), StatePath::Bundle) {
         CaseOutcome::Failed { block, message } => {
             assert_eq!(block, Some(0));
             assert!(message.contains("was accepted"), "{message}");

@@ -9,6 +9,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use strata_executor::StatePath;
 use strata_executor::ef_tests::run_paths;
 
 use crate::CliError;
@@ -28,6 +29,23 @@ pub struct EfTestArgs {
     /// Run only the cases whose file path or case name contains TEXT.
     #[arg(long, value_name = "TEXT")]
     pub filter: Option<String>,
+    /// How the EVM reaches strata's state: `bundle` (revm's State over a
+    /// reader, its bundle applied after the block: the default) or
+    /// `writer` (the block writer as revm's database; the measured
+    /// alternative).
+    #[arg(long, value_name = "PATH", default_value = "bundle", value_parser = state_path)]
+    pub state_path: StatePath,
+}
+
+/// `bundle` or `writer`.
+pub(crate) fn state_path(text: &str) -> Result<StatePath, String> {
+    match text {
+        "bundle" => Ok(StatePath::Bundle),
+        "writer" => Ok(StatePath::Writer),
+        other => Err(format!(
+            "unknown state path {other:?} (expected bundle or writer)"
+        )),
+    }
 }
 
 /// Runs `strata ef-test`.
@@ -37,6 +55,7 @@ pub(crate) fn run(args: EfTestArgs) -> Result<(), CliError> {
         &args.paths,
         args.filter.as_deref(),
         scratch.path(),
+        args.state_path,
         |done, total| {
             if done % 100 == 0 || done == total {
                 tracing::info!(done, total, "ef-test: fixture files");

@@ -2,6 +2,7 @@
 //! executed (the invalid ones refused), then the head, the state root and
 //! every account of the post state read back through strata.
 
+use crate::execute::StatePath;
 use std::path::Path;
 
 use alloy_consensus::Header;
@@ -57,9 +58,9 @@ pub fn case_options() -> Options {
 }
 
 /// Runs `case` over a fresh store in a temporary folder inside `scratch`
-/// (removed when the case ends).
-pub fn run_case(case: &Case, scratch: &Path) -> CaseOutcome {
-    match run(case, scratch) {
+/// (removed when the case ends), the EVM reaching the state by `state`.
+pub fn run_case(case: &Case, scratch: &Path, state: StatePath) -> CaseOutcome {
+    match run(case, scratch, state) {
         Ok(outcome) => outcome,
         Err(failure) => failure.into_outcome(),
     }
@@ -94,7 +95,7 @@ impl Failure {
     }
 }
 
-fn run(case: &Case, scratch: &Path) -> Result<CaseOutcome, Failure> {
+fn run(case: &Case, scratch: &Path, state: StatePath) -> Result<CaseOutcome, Failure> {
     let spec = match ChainSpec::from_test_network(&case.network) {
         Ok(spec) => spec,
         Err(error @ ChainSpecError::Unsupported { .. }) => {
@@ -126,7 +127,7 @@ fn run(case: &Case, scratch: &Path) -> Result<CaseOutcome, Failure> {
         )));
     }
 
-    let mut chain = Chain::new(&db, &spec, genesis, genesis_hash);
+    let mut chain = Chain::new(&db, &spec, state, genesis, genesis_hash);
     let mut accepted = 0;
     let mut refused_by = Vec::new();
     for (index, fixture) in case.blocks.iter().enumerate() {

@@ -14,7 +14,7 @@ use crate::block::DecodedBlock;
 use crate::chain_spec::ChainSpec;
 use crate::consensus::Ancestor;
 use crate::error::{ExecError, InvalidBlock};
-use crate::execute::{ExecutedBlock, execute_block};
+use crate::execute::{ExecuteOptions, ExecutedBlock, StatePath, execute_block_with};
 
 /// How many ancestors the ommer rules look at.
 const ANCESTORS: usize = 7;
@@ -35,6 +35,7 @@ struct Known {
 pub(crate) struct Chain<'a> {
     db: &'a StateDb,
     spec: &'a ChainSpec,
+    state: StatePath,
     known: HashMap<B256, Known>,
     /// The store's branch: `canonical[n]` is the hash of its block `n`.
     canonical: Vec<B256>,
@@ -42,7 +43,13 @@ pub(crate) struct Chain<'a> {
 
 impl<'a> Chain<'a> {
     /// A chain over `db`, which holds the genesis `genesis` (hash `hash`).
-    pub(crate) fn new(db: &'a StateDb, spec: &'a ChainSpec, genesis: Header, hash: B256) -> Self {
+    pub(crate) fn new(
+        db: &'a StateDb,
+        spec: &'a ChainSpec,
+        state: StatePath,
+        genesis: Header,
+        hash: B256,
+    ) -> Self {
         let known = Known {
             total_difficulty: genesis.difficulty,
             header: genesis,
@@ -53,6 +60,7 @@ impl<'a> Chain<'a> {
         Self {
             db,
             spec,
+            state,
             known: HashMap::from([(hash, known)]),
             canonical: vec![hash],
         }
@@ -139,7 +147,16 @@ impl<'a> Chain<'a> {
         let total_difficulty = parent.total_difficulty + block.header().difficulty;
         let executed = {
             let ancestors = self.ancestors(parent_hash);
-            execute_block(self.db, &spec, &block, &ancestors)?
+            execute_block_with(
+                self.db,
+                &spec,
+                &block,
+                &ancestors,
+                ExecuteOptions {
+                    record_access: false,
+                    state: self.state,
+                },
+            )?
         };
         self.canonical.push(block.hash);
         self.known.insert(

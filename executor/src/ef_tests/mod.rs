@@ -14,6 +14,7 @@ mod chain;
 mod fixture;
 mod report;
 
+use crate::execute::StatePath;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -82,12 +83,14 @@ fn collect_json(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), RunnerError> 
 /// Runs every case of every fixture file under `paths` whose file path or
 /// case name contains `filter` (all without one), in parallel on rayon's
 /// pool, each case's store in a folder of its own inside `scratch`;
+/// the EVM reaching the state by `state`;
 /// `progress(files done, files)` after each file. The report's
 /// folders are relative to the deepest folder holding every path.
 pub fn run_paths(
     paths: &[PathBuf],
     filter: Option<&str>,
     scratch: &Path,
+    state: StatePath,
     mut progress: impl FnMut(usize, usize) + Send,
 ) -> Result<Report, RunnerError> {
     let started = Instant::now();
@@ -106,7 +109,7 @@ pub fn run_paths(
             .collect();
         let mut file_reports: Vec<CaseReport> = selected
             .into_par_iter()
-            .map(|(name, value)| run_one(file, &folder, name, value, scratch))
+            .map(|(name, value)| run_one(file, &folder, name, value, scratch, state))
             .collect::<Result<_, _>>()?;
         reports.append(&mut file_reports);
         progress(done + 1, total);
@@ -120,10 +123,11 @@ fn run_one(
     name: String,
     value: serde_json::Value,
     scratch: &Path,
+    state: StatePath,
 ) -> Result<CaseReport, RunnerError> {
     let started = Instant::now();
     let case = parse_case(file, &name, value)?;
-    let outcome = run_case(&case, scratch);
+    let outcome = run_case(&case, scratch, state);
     Ok(CaseReport {
         file: file.to_path_buf(),
         folder: folder.to_string(),

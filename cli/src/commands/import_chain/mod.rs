@@ -16,9 +16,10 @@ mod trace_out;
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-use strata_executor::GenesisBlock;
+use strata_executor::{GenesisBlock, StatePath};
 use strata_storage::{Durability, Options};
 
+use super::ef_test::state_path;
 use super::replay::{MAX_CACHE_MIB, WarmerList, copy_datadir, format_bytes, warmer_list};
 use crate::CliError;
 use crate::output::Lines;
@@ -62,6 +63,12 @@ pub struct ImportChainArgs {
     #[arg(long, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub sync_every: u64,
+    /// How the EVM reaches strata's state: `bundle` (revm's State over a
+    /// reader, its bundle applied after the block: the default) or
+    /// `writer` (the block writer as revm's database; the measured
+    /// alternative).
+    #[arg(long, value_name = "PATH", default_value = "bundle", value_parser = state_path)]
+    pub state_path: StatePath,
     /// Branch cache capacity in MiB.
     #[arg(long, value_name = "MIB", default_value_t = 256,
           value_parser = clap::value_parser!(u64).range(1..=MAX_CACHE_MIB))]
@@ -81,6 +88,11 @@ pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
     if sweep && args.trace_out.is_some() {
         return Err(CliError::Usage(
             "--trace-out with a warmers sweep: give one warmer count".into(),
+        ));
+    }
+    if args.trace_out.is_some() && args.state_path == StatePath::Writer {
+        return Err(CliError::Usage(
+            "--trace-out records through the bundle path: drop --state-path writer".into(),
         ));
     }
     let mut trace_out = args
@@ -110,6 +122,7 @@ pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
             genesis: &genesis,
             options: options(&args, warmers),
             trace_out: trace_out.as_mut(),
+            state: args.state_path,
             progress: true,
         }
         .run()?;

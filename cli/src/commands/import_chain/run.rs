@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use alloy_primitives::{B256, U256};
 use strata_executor::consensus::Ancestor;
 use strata_executor::{
-    BlockTimings, DecodedBlock, ExecuteOptions, GenesisBlock, execute_block_with,
+    BlockTimings, DecodedBlock, ExecuteOptions, GenesisBlock, StatePath, execute_block_with,
 };
 use strata_storage::telemetry::MetricsSnapshot;
 use strata_storage::{CacheStats, Options, Regime, StateDb};
@@ -86,6 +86,8 @@ pub(crate) struct Import<'a> {
     pub(crate) options: Options,
     /// Where to write what the execution read and wrote, if anywhere.
     pub(crate) trace_out: Option<&'a mut TraceOut>,
+    /// How the EVM reaches the state.
+    pub(crate) state: StatePath,
     /// Whether to draw a progress bar or log lines.
     pub(crate) progress: bool,
 }
@@ -99,6 +101,7 @@ impl Import<'_> {
             genesis,
             options,
             mut trace_out,
+            state,
             progress,
         } = self;
         let warmers = options.warmers;
@@ -162,6 +165,7 @@ impl Import<'_> {
                     let chain_ancestors = ancestor_list(&ancestors, genesis);
                     let options = ExecuteOptions {
                         record_access: trace_out.is_some(),
+                        state,
                     };
                     execute_block_with(&db, &spec, &block, &chain_ancestors, options)
                 }

@@ -1,0 +1,154 @@
+//! The block writer as revm's database ([`StatePath::Writer`]): every
+//! transaction reads the block being written and commits its changes into
+//! it. The measured alternative to the bundle path; it refuses what it
+//! does not do (the DAO block, recording the access).
+//!
+//! [`StatePath::Writer`]: crate::StatePath::Writer
+
+use std::time::{Duration, Instant};
+
+use alloy_consensus::TxEnvelope;
+use alloy_consensus::transaction::Recovered;
+use alloy_primitives::{Address, B256, KECCAK256_EMPTY, U256};
+use alloy_trie::EMPTY_ROOT_HASH;
+use revm::bytecode::Bytecode;
+use revm::database_interface::{Database, DatabaseCommit};
+use revm::state::{AccountInfo, EvmState};
+use strata_storage::revm::{RevmError, WriterDatabase, writer_database};
+use strata_storage::{Regime, StateDb, StateReader};
+
+use crate::block::DecodedBlock;
+use crate::chain_spec::ChainSpec;
+use crate::error::{ExecError, InvalidBlock};
+use crate::execute::{PathRun, check_outcome, run_error, run_evm};
+
+/// Runs `block` with the EVM over its own writer.
+pub(crate) fn execute(
+    db: &StateDb,
+    spec: &ChainSpec,
+    block: &DecodedBlock,
+    transactions: &[Recovered<TxEnvelope>],
+) -> Result<PathRun, ExecError> {
+    let number = block.number();
+    if spec.is_dao_block(number) {
+        return Err(ExecError::Unsupported {
+            number,
+            reason: "the writer path does not make the DAO change".to_string(),
+        });
+    }
+    let store = |source| ExecError::Store {
+        number,
+        source: Box::new(source),
+    };
+    let mut writer = db.begin_block(number).map_err(store)?;
+    let started = Instant::now();
+    let mut checked = CheckedWriter {
+        inner: writer_database(&mut writer),
+        head: db.reader(Regime::Exec),
+        collision: None,
+    };
+    let outcome = run_evm(spec, block, transactions, &mut checked)
+        .map_err(|error| run_error(number, block.hash, error))?;
+    let execution = started.elapsed();
+    let CheckedWriter {
+        inner, collision, ..
+    } = checked;
+    inner.finish().map_err(|error| ExecError::Database {
+        number,
+        message: error.to_string(),
+    })?;
+    if let Some(reason) = collision {
+        return Err(ExecError::Unsupported { number, reason });
+    }
+    check_outcome(spec, block.header(), &outcome).map_err(|reason: InvalidBlock| {
+        ExecError::Invalid {
+            number,
+            hash: block.hash,
+            reason: Box::new(reason),
+        }
+    })?;
+    writer.set_block_hash(block.hash);
+    Ok(PathRun {
+        writer,
+        outcome,
+        execution,
+        apply: Duration::ZERO,
+        access: None,
+    })
+}
+
+/// The writer's database, watching each transaction's commit for a
+/// contract created over an account that has storage (EIP-7610, which
+/// revm 43 does not check).
+struct CheckedWriter<'w> {
+    inner: WriterDatabase<'w>,
+    head: StateReader,
+    collision: Option<String>,
+}
+
+impl std::fmt::Debug for CheckedWriter<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CheckedWriter")
+            .field("collision", &self.collision)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CheckedWriter<'_> {
+    fn check_created(&mut self, address: Address) -> Result<(), String> {
+        let Some(before) = self.head.account(&address).map_err(|e| e.to_string())? else {
+            return Ok(());
+        };
+        if before.nonce != 0 || before.code_hash != KECCAK256_EMPTY {
+            return Ok(());
+        }
+        let proof = self.head.proof(&address, &[]).map_err(|e| e.to_string())?;
+        if proof.storage_root != EMPTY_ROOT_HASH {
+            self.collision = Some(format!(
+                "{address} has storage but no code and nonce 0, and the block creates a contract \
+                 there: EIP-7610 makes that a collision, which revm 43 does not detect"
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Database for CheckedWriter<'_> {
+    type Error = RevmError;
+
+    fn basic(&mut self, address: Address) -> Result<Option<AccountInfo>, RevmError> {
+        self.inner.basic(address)
+    }
+
+    fn code_by_hash(&mut self, code_hash: B256) -> Result<Bytecode, RevmError> {
+        self.inner.code_by_hash(code_hash)
+    }
+
+    fn storage(&mut self, address: Address, index: U256) -> Result<U256, RevmError> {
+        self.inner.storage(address, index)
+    }
+
+    fn block_hash(&mut self, number: u64) -> Result<B256, RevmError> {
+        self.inner.block_hash(number)
+    }
+}
+
+impl DatabaseCommit for CheckedWriter<'_> {
+    fn commit(&mut self, changes: EvmState) {
+        if self.collision.is_none() {
+            let created: Vec<Address> = changes
+                .iter()
+                .filter(|(_, account)| account.is_created())
+                .map(|(address, _)| *address)
+                .collect();
+            for address in created {
+                if let Err(error) = self.check_created(address) {
+                    self.collision = Some(format!(
+                        "EIP-7610 could not be checked for {address}: {error}"
+                    ));
+                }
+            }
+        }
+        self.inner.commit(changes);
+    }
+}
