@@ -14,11 +14,17 @@ use strata_executor::ef_tests::{CaseOutcome, fixture_files, run_paths};
 const SAMPLE_STRIDE: usize = 8;
 
 fn selected_files(root: &std::path::Path) -> Vec<PathBuf> {
-    let files = fixture_files(&[root.to_path_buf()]).expect("list the fixtures");
     if std::env::var("STRATA_EF_TESTS").as_deref() != Ok("sample") {
-        return files;
+        return fixture_files(&[root.to_path_buf()]).expect("list the fixtures");
     }
-    files
+    sample_files(root)
+}
+
+/// Every GeneralStateTests file whose index is a multiple of the stride,
+/// and every other file.
+fn sample_files(root: &std::path::Path) -> Vec<PathBuf> {
+    fixture_files(&[root.to_path_buf()])
+        .expect("list the fixtures")
         .into_iter()
         .enumerate()
         .filter(|(index, path)| {
@@ -52,6 +58,36 @@ fn blockchain_tests_execute_over_strata() {
     }
     let refused: usize = report.refused_by_check().values().sum();
     assert!(refused > 20, "only {refused} invalid blocks were refused");
+}
+
+/// The measured alternative, the block writer as revm's database, passes
+/// the sample too; its only extra skip is the DAO block, named.
+#[test]
+fn the_writer_path_passes_the_sample() {
+    let Some(root) = strata_test_support::vectors("ef_blockchain_tests") else {
+        return;
+    };
+    let files = sample_files(&root);
+    let scratch = tempfile::tempdir().expect("a temp folder");
+    let report = run_paths(&files, None, scratch.path(), StatePath::Writer, |_, _| {})
+        .expect("the fixtures read");
+    let total = report.total();
+    assert!(total.passed > 500, "only {} cases passed", total.passed);
+    assert_eq!(
+        total.failed,
+        0,
+        "{:#?}",
+        report.failures().collect::<Vec<_>>()
+    );
+    for case in &report.cases {
+        if let CaseOutcome::Skipped { reason } = &case.outcome {
+            assert!(
+                reason.contains("revm 43") || reason.contains("DAO change"),
+                "{}: {reason}",
+                case.name
+            );
+        }
+    }
 }
 
 /// A block marked invalid that the executor accepted fails its case: the
