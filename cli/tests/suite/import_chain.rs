@@ -345,3 +345,77 @@ fn read_root(vectors: &Path, index: usize) -> B256 {
         .parse()
         .unwrap()
 }
+
+/// SIGKILL at seeded random moments: the datadir always holds a block of
+/// the chain with that block's root (a finished import is started again,
+/// so that later kills land part way), and a last run completes it.
+#[test]
+fn a_killed_import_leaves_a_block_of_the_chain_and_resumes() {
+    use rand::{Rng, SeedableRng};
+    use std::process::{Command, Stdio};
+    let Some(vectors) = crate::common::vectors() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (file, name) = ("ValidBlocks/bcGasPricerTest/notxs.json", "notxs_Cancun");
+    let chain = chain_of(&vectors, file, name, dir.path());
+    let fixture = read_json(&vectors.join("ef_blockchain_tests").join(file));
+    let genesis_root: B256 = fixture[name]["genesisBlockHeader"]["stateRoot"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let roots: Vec<B256> = fixture[name]["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            b["blockHeader"]["stateRoot"]
+                .as_str()
+                .unwrap()
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    let datadir = dir.path().join("data");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(29);
+    for kill in 0..12 {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
+            .args(["import-chain", chain.rlp.to_str().unwrap(), "--genesis"])
+            .arg(&chain.genesis)
+            .arg("--datadir")
+            .arg(&datadir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(rng.random_range(5..120)));
+        let _ = child.kill();
+        let _ = child.wait();
+        if !datadir.join(strata_storage::DB_FILE).exists() {
+            continue;
+        }
+        let db = strata_storage::StateDb::open(&datadir, strata_storage::Options::default())
+            .unwrap_or_else(|e| panic!("kill {kill}: reopen: {e}"));
+        eprintln!("kill {kill}: the datadir holds block {:?}", db.last_block());
+        if let Some(last) = db.last_block() {
+            let expected = match last {
+                0 => genesis_root,
+                n => roots[n as usize - 1],
+            };
+            assert_eq!(db.root(), expected, "kill {kill}: block {last}");
+        }
+        let complete = db.last_block() == Some(roots.len() as u64);
+        db.close().unwrap();
+        if complete {
+            // Imported before the kill: start again, to kill a later run
+            // part way.
+            std::fs::remove_dir_all(&datadir).unwrap();
+        }
+    }
+    let out = import(&chain.rlp, &chain.genesis, &datadir, &[]);
+    assert_eq!(
+        final_root(&out),
+        format!("{} at block {}", chain.last_root, chain.blocks.len())
+    );
+}
