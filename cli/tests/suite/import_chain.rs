@@ -238,7 +238,14 @@ fn geth_config_transitions_merge_by_difficulty_and_ommers_import() {
             &chain.rlp,
             &chain.genesis,
             &dir.path().join("data"),
-            &["--warmers", "0,2", "--baseline", "memory"],
+            &[
+                "--warmers",
+                "0,2",
+                "--state-path",
+                "bundle,writer",
+                "--baseline",
+                "memory",
+            ],
         );
         assert_eq!(
             final_root(&out),

@@ -66,9 +66,10 @@ pub struct ImportChainArgs {
     /// How the EVM reaches strata's state: `bundle` (revm's State over a
     /// reader, its bundle applied after the block: the default) or
     /// `writer` (the block writer as revm's database; the measured
-    /// alternative).
-    #[arg(long, value_name = "PATH", default_value = "bundle", value_parser = state_path)]
-    pub state_path: StatePath,
+    /// alternative); "bundle,writer" sweeps both.
+    #[arg(long, value_name = "PATH", default_value = "bundle", value_delimiter = ',',
+          value_parser = state_path)]
+    pub state_path: Vec<StatePath>,
     /// Branch cache capacity in MiB.
     #[arg(long, value_name = "MIB", default_value_t = 256,
           value_parser = clap::value_parser!(u64).range(1..=MAX_CACHE_MIB))]
@@ -84,13 +85,19 @@ pub enum Baseline {
 
 pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
     let genesis = GenesisBlock::read(&args.genesis)?;
-    let sweep = args.warmers.0.len() > 1;
+    let combos: Vec<(usize, StatePath)> = args
+        .warmers
+        .0
+        .iter()
+        .flat_map(|&warmers| args.state_path.iter().map(move |&state| (warmers, state)))
+        .collect();
+    let sweep = combos.len() > 1;
     if sweep && args.trace_out.is_some() {
         return Err(CliError::Usage(
-            "--trace-out with a warmers sweep: give one warmer count".into(),
+            "--trace-out with a sweep: give one warmer count and one state path".into(),
         ));
     }
-    if args.trace_out.is_some() && args.state_path == StatePath::Writer {
+    if args.trace_out.is_some() && args.state_path.contains(&StatePath::Writer) {
         return Err(CliError::Usage(
             "--trace-out records through the bundle path: drop --state-path writer".into(),
         ));
@@ -106,12 +113,13 @@ pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
         prepare_datadir(&args, &genesis)?;
     }
     let mut runs: Vec<ImportRun> = Vec::new();
-    for (index, &warmers) in args.warmers.0.iter().enumerate() {
+    for (index, &(warmers, state)) in combos.iter().enumerate() {
         if sweep {
             eprintln!(
-                "run {}/{}: warmers {warmers}",
+                "run {}/{}: warmers {warmers}, state path {}",
                 index + 1,
-                args.warmers.0.len()
+                combos.len(),
+                path_name(state)
             );
         }
         let copy = sweep.then(|| copy_datadir(&args.datadir)).transpose()?;
@@ -122,7 +130,7 @@ pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
             genesis: &genesis,
             options: options(&args, warmers),
             trace_out: trace_out.as_mut(),
-            state: args.state_path,
+            state,
             progress: true,
         }
         .run()?;
@@ -134,8 +142,13 @@ pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
     let first = &runs[0];
     if let Some(other) = runs.iter().find(|r| r.final_root != first.final_root) {
         return Err(CliError::SweepDisagrees(format!(
-            "warmers {} ended at {}, warmers {} at {}",
-            first.warmers, first.final_root, other.warmers, other.final_root
+            "warmers {} ({}) ended at {}, warmers {} ({}) at {}",
+            first.warmers,
+            path_name(first.state),
+            first.final_root,
+            other.warmers,
+            path_name(other.state),
+            other.final_root
         )));
     }
     let baseline = match args.baseline {
@@ -164,6 +177,14 @@ pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
             .map_or_else(|| "none".to_owned(), |b| b.to_string())
     ));
     out.print()
+}
+
+/// `bundle` or `writer`.
+pub(crate) fn path_name(state: StatePath) -> &'static str {
+    match state {
+        StatePath::Bundle => "bundle",
+        StatePath::Writer => "writer",
+    }
 }
 
 /// A new datadir gets its genesis (a sweep copies it per run).

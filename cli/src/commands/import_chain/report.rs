@@ -37,8 +37,9 @@ fn p50_p99(rows: &[BlockRow], field: impl Fn(&BlockRow) -> f64) -> (f64, f64) {
 /// One strata run.
 pub(super) fn print_run(out: &mut Lines, run: &ImportRun) {
     out.line(format_args!(
-        "== import-chain: warmers {}: {} blocks after block {}, {} transactions, {:.1} Mgas ==",
+        "== import-chain: warmers {}, state path {}: {} blocks after block {}, {} transactions, {:.1} Mgas ==",
         run.warmers,
+        super::path_name(run.state),
         run.blocks,
         run.resumed_after,
         run.transactions,
@@ -102,15 +103,17 @@ pub(super) fn print_baseline(out: &mut Lines, baseline: &BaselineRun, strata: &I
 /// The sweep's runs side by side.
 pub(super) fn print_sweep(out: &mut Lines, runs: &[ImportRun]) {
     out.line(format_args!(
-        "{:>8} {:>14} {:>14} {:>9} {:>9}",
-        "warmers", "block Mgas/s", "exec Mgas/s", "root s", "commit s"
+        "{:>8} {:>7} {:>14} {:>14} {:>9} {:>9} {:>9}",
+        "warmers", "state", "block Mgas/s", "exec Mgas/s", "apply s", "root s", "commit s"
     ));
     for run in runs {
         out.line(format_args!(
-            "{:>8} {:>14.1} {:>14.1} {:>9.3} {:>9.3}",
+            "{:>8} {:>7} {:>14.1} {:>14.1} {:>9.3} {:>9.3} {:>9.3}",
             run.warmers,
+            super::path_name(run.state),
             mgas_per_s(run.gas, run.wall),
             mgas_per_s(run.gas, run.totals.execution),
+            run.totals.apply.as_secs_f64(),
             run.totals.root.as_secs_f64(),
             run.totals.commit.as_secs_f64()
         ));
@@ -133,6 +136,7 @@ struct Report<'a> {
 #[derive(Serialize)]
 struct RunJson<'a> {
     database: &'static str,
+    state_path: Option<&'static str>,
     warmers: Option<usize>,
     blocks: u64,
     transactions: Option<u64>,
@@ -164,6 +168,7 @@ pub(super) fn write_json(
         .iter()
         .map(|run| RunJson {
             database: "strata",
+            state_path: Some(super::path_name(run.state)),
             warmers: Some(run.warmers),
             blocks: run.blocks,
             transactions: Some(run.transactions),
@@ -183,6 +188,7 @@ pub(super) fn write_json(
     if let Some(baseline) = baseline {
         json_runs.push(RunJson {
             database: "memory",
+            state_path: None,
             warmers: None,
             blocks: baseline.blocks,
             transactions: None,

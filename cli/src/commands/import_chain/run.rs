@@ -27,6 +27,8 @@ const ANCESTORS: usize = 8;
 pub(crate) struct ImportRun {
     /// Warmer threads of the store.
     pub(crate) warmers: usize,
+    /// How the EVM reached the state.
+    pub(crate) state: StatePath,
     /// The datadir's last block before the run (0: just created).
     pub(crate) resumed_after: u64,
     /// Blocks executed and committed.
@@ -117,6 +119,7 @@ impl Import<'_> {
         );
         let mut run = ImportRun {
             warmers,
+            state,
             resumed_after,
             blocks: 0,
             transactions: 0,
