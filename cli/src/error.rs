@@ -174,6 +174,9 @@ pub enum CliError {
     /// `strata ef-test` could not read its fixtures.
     #[error("ef-test: {0}")]
     EfTest(String),
+    /// `strata serve` could not start.
+    #[error("serve: {0}")]
+    Serve(String),
     /// A chain file's bytes at `offset` do not decode as a block.
     #[error("{path}: the block at byte offset {offset} does not decode: {reason}")]
     ChainRlp {

@@ -22,6 +22,7 @@ mod observe;
 mod proof;
 mod replay;
 mod root;
+mod serve;
 mod stats;
 mod unwind;
 mod verify;
@@ -46,6 +47,7 @@ pub use observe::ObserveArgs;
 pub use proof::{ProofArgs, response as proof_response};
 pub use replay::{ReplayArgs, RunResult, WarmerList};
 pub use root::RootArgs;
+pub use serve::ServeArgs;
 pub use stats::StatsArgs;
 pub use unwind::UnwindArgs;
 pub use verify::VerifyArgs;
@@ -85,6 +87,8 @@ pub enum Command {
     Root(RootArgs),
     /// Print the Merkle proof of an account and slots (eth_getProof JSON).
     Proof(ProofArgs),
+    /// Serve the state over Ethereum JSON-RPC, read-only beside the writer.
+    Serve(ServeArgs),
     /// Print domain, tier and file statistics of a data directory.
     Stats(StatsArgs),
     /// Collate, merge and prune a data directory's files.
@@ -120,6 +124,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Observe(args) => observe::run(args),
         Command::Root(args) => root::run(args),
         Command::Proof(args) => proof::run(args),
+        Command::Serve(args) => serve::run(args),
         Command::Stats(args) => stats::run(args),
         Command::Compact(args) => compact::run(args),
         Command::Export(args) => export::run(args),

@@ -22,5 +22,6 @@ mod read_only;
 mod refusals;
 mod replay;
 mod resume;
+mod serve;
 mod temp_names;
 mod verify;

@@ -1,0 +1,161 @@
+//! `strata serve --datadir D [--http ADDR] [--ws ADDR]`: Ethereum JSON-RPC
+//! over a datadir, read-only beside its writer (strata-rpc on jsonrpsee):
+//! the state methods at any retained block, proofs, the range methods;
+//! bounded requests, batches, connections and call time; requests and
+//! latency per method on `--metrics ADDR`. Several `serve` processes can
+//! follow one datadir. Stops on SIGINT or SIGTERM.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use prometheus_client::registry::Registry;
+use strata_rpc::{Limits, RpcMetrics, RpcServer};
+use strata_storage::{Options, ReadOnlyStateDb};
+
+use crate::CliError;
+use crate::metrics_server::MetricsServer;
+
+/// Arguments of `strata serve`.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// The data directory (opened read-only; its writer may be running
+    /// with --share).
+    #[arg(long, value_name = "DIR")]
+    pub datadir: PathBuf,
+    /// Where to serve HTTP and WebSocket (port 0 picks a free port; the
+    /// bound address is printed to stderr).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8545")]
+    pub http: SocketAddr,
+    /// Also serve WebSocket alone at this address.
+    #[arg(long, value_name = "ADDR")]
+    pub ws: Option<SocketAddr>,
+    /// The chain id `eth_chainId` answers (default: the --genesis file's,
+    /// else 1).
+    #[arg(long, value_name = "ID")]
+    pub chain_id: Option<u64>,
+    /// A geth genesis file to take the chain id from.
+    #[arg(long, value_name = "FILE")]
+    pub genesis: Option<PathBuf>,
+    /// Serve Prometheus metrics (requests and latency per method) at
+    /// ADDR/metrics.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<SocketAddr>,
+    /// Calls in one batch request at most.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_batch)]
+    pub max_batch: u32,
+    /// Request body size limit in MiB.
+    #[arg(long, value_name = "MIB", default_value_t = Limits::default().max_request_bytes >> 20,
+          value_parser = clap::value_parser!(u32).range(1..=4095))]
+    pub max_request_mib: u32,
+    /// Response body size limit in MiB.
+    #[arg(long, value_name = "MIB", default_value_t = Limits::default().max_response_bytes >> 20,
+          value_parser = clap::value_parser!(u32).range(1..=4095))]
+    pub max_response_mib: u32,
+    /// Open connections at most.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_connections)]
+    pub max_connections: u32,
+    /// Calls running at once at most (later ones wait).
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_in_flight,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=65_536))]
+    pub max_in_flight: usize,
+    /// Time one call may take, in ms.
+    #[arg(long, value_name = "MS", default_value_t = Limits::default().call_timeout.as_millis() as u64,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub call_timeout_ms: u64,
+    /// Entries a range call (debug_storageRangeAt, debug_accountRange)
+    /// returns at most.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_page)]
+    pub max_page: usize,
+}
+
+pub(super) fn run(args: ServeArgs) -> Result<(), CliError> {
+    let chain_id = chain_id(&args)?;
+    let options = Options {
+        read_metrics: true,
+        ..Options::default()
+    };
+    let db = Arc::new(
+        ReadOnlyStateDb::open(&args.datadir, options).map_err(CliError::storage(&args.datadir))?,
+    );
+    let metrics = RpcMetrics::default();
+    let _metrics_server = match args.metrics {
+        Some(addr) => {
+            let mut registry = Registry::default();
+            metrics.register(&mut registry);
+            let server = MetricsServer::start(addr, registry)?;
+            eprintln!("serve: metrics at http://{}/metrics", server.addr());
+            Some(server)
+        }
+        None => None,
+    };
+    let limits = Limits {
+        max_batch: args.max_batch,
+        max_request_bytes: args.max_request_mib << 20,
+        max_response_bytes: args.max_response_mib << 20,
+        max_connections: args.max_connections,
+        max_in_flight: args.max_in_flight,
+        call_timeout: Duration::from_millis(args.call_timeout_ms),
+        max_page: args.max_page,
+        ..Limits::default()
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("strata-rpc")
+        .build()
+        .map_err(|e| CliError::Serve(format!("cannot start the runtime: {e}")))?;
+    runtime.block_on(async {
+        let server = RpcServer::start(db, chain_id, limits, metrics, args.http, args.ws)
+            .await
+            .map_err(|e| CliError::Serve(format!("cannot listen on {}: {e}", args.http)))?;
+        eprintln!(
+            "serve: {} at http://{}{}",
+            args.datadir.display(),
+            server.http_addr(),
+            server
+                .ws_addr()
+                .map_or_else(String::new, |ws| format!(" and ws://{ws}"))
+        );
+        shutdown_signal().await;
+        eprintln!("serve: stopping");
+        server.stop().await;
+        Ok(())
+    })
+}
+
+/// The chain id: given, else the genesis file's, else 1.
+fn chain_id(args: &ServeArgs) -> Result<u64, CliError> {
+    if let Some(id) = args.chain_id {
+        return Ok(id);
+    }
+    match &args.genesis {
+        Some(path) => Ok(strata_executor::GenesisBlock::read(path)?.spec.chain_id),
+        None => Ok(1),
+    }
+}
+
+/// SIGINT (ctrl-c) or SIGTERM.
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut terminate =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(signal) => signal,
+                Err(_) => {
+                    let _ = interrupt.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = interrupt => {}
+            _ = terminate.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = interrupt.await;
+    }
+}

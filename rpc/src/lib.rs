@@ -1,0 +1,29 @@
+//! strata-rpc: Ethereum JSON-RPC over a strata datadir, read-only beside
+//! its writer. A [`RpcServer`] serves, through a `ReadOnlyStateDb` that
+//! follows the writer's head, the state methods at any block of the
+//! retained window — `eth_chainId`, `eth_blockNumber`, `eth_getBalance`,
+//! `eth_getTransactionCount`, `eth_getCode`, `eth_getStorageAt`,
+//! `eth_getProof` — and the range methods `debug_storageRangeAt` and
+//! `debug_accountRange`, over HTTP and WebSocket (jsonrpsee), with
+//! bounded requests, responses, batches, connections and call time, and
+//! requests and latency per method ([`RpcMetrics`]).
+//!
+//! Block parameters: a number, a hash (of the last 256 blocks), `latest`
+//! and `pending` (the head: strata builds no pending block), `earliest`
+//! (block 0, when retained); `safe` and `finalized` are refused, as no
+//! consensus client tells strata. A block outside the window gets -32000
+//! with a message naming the block and the window.
+#![deny(missing_docs)]
+
+mod block;
+mod debug;
+mod error;
+mod eth;
+mod metrics;
+mod params;
+mod server;
+
+pub use block::{Resolved, resolve};
+pub use error::{RpcError, SERVER_ERROR_CODE};
+pub use metrics::RpcMetrics;
+pub use server::{Context, Limits, RpcServer};
