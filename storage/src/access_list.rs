@@ -20,11 +20,11 @@
 use alloy_primitives::{Address, B256, KECCAK256_EMPTY, U256, keccak256};
 use bytes::Bytes;
 
-use crate::account::Account;
-use crate::domain::Domain;
 use crate::error::{Error, Result};
 use crate::overlay::Overlay;
 use crate::sources::{account_path, storage_path};
+use strata_types::account::Account;
+use strata_types::domain::Domain;
 
 /// The accounts a block touches and the state it leaves them in.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -120,7 +120,7 @@ pub(crate) fn stage(
             account.nonce = nonce;
         }
         if let Some(code) = &access.code {
-            account.code_hash = crate::account::code_hash(code);
+            account.code_hash = strata_types::account::code_hash(code);
             overlay.put_code(address, code.clone());
         }
         overlay.put_account(address, &account);

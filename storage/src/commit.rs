@@ -9,17 +9,18 @@ use alloy_primitives::{Address, B256};
 use bytes::Bytes;
 use strata_commitment::{CommitOutput, CommitStats, ComputeOptions, TrieUpdate, compute_root};
 
-use crate::db::meta::Head;
-use crate::domain::{Domain, Regime};
 use crate::error::{Error, Result};
 use crate::inner::Inner;
 use crate::journal::{BlockRecord, Previous, RecordWrite};
-use crate::keys::split_storage_key;
 use crate::overlay::Overlay;
 use crate::reader::StateReader;
 use crate::snapshot::Snapshot;
-use crate::sources::{CachedBranches, OverlayState, ROOT_RECORD_KEY, hashed_paths};
+use crate::sources::{CachedBranches, OverlayState, hashed_paths};
 use crate::telemetry::CommitFigures;
+use strata_types::Head;
+use strata_types::domain::{Domain, Regime};
+use strata_types::keys::ROOT_RECORD_KEY;
+use strata_types::keys::split_storage_key;
 
 /// What a block's commit did and how long it took.
 #[derive(Clone, Debug)]
@@ -291,7 +292,7 @@ pub(crate) fn trie_update(overlay: &Overlay) -> TrieUpdate {
     let mut accounts: Vec<Address> = overlay
         .entries(Domain::Account)
         .keys()
-        .filter_map(|k| crate::keys::address_key(k))
+        .filter_map(|k| strata_types::keys::address_key(k))
         .collect();
     accounts.extend(overlay.wiped().iter().copied());
     let storage = overlay

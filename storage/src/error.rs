@@ -4,9 +4,9 @@ use std::path::PathBuf;
 
 use alloy_primitives::B256;
 
-use crate::domain::Domain;
 use crate::files::FileError;
-use crate::state_db::{DB_FILE, FILES_DIR};
+use strata_types::datadir::{DB_FILE, FILES_DIR};
+use strata_types::domain::Domain;
 
 /// Everything that can go wrong in the storage engine. Each variant says what
 /// failed and where (datadir, file, block, key).

@@ -4,9 +4,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::db::meta::Manifest;
-use crate::domain::Domain;
 use crate::error::{Error, Result};
 use crate::files::{FileError, FileSystem, FileValue, SortedFile, lookup_newest_first};
+use strata_types::domain::Domain;
 
 /// The live files of every domain, newest first, with the manifest that lists them.
 #[derive(Default)]

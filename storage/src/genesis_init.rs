@@ -7,17 +7,18 @@ use alloy_primitives::{B256, keccak256};
 use bytes::Bytes;
 use strata_commitment::{AccountLeaf, SortedAccount, build_from_sorted};
 
-use crate::account::{Account, code_hash, encode_slot_value};
-use crate::db::meta::{self, Head};
+use crate::db::meta;
 use crate::db::tables::{BLOCK_HASHES, CODE_BY_HASH, META, ROOTS, domain_table};
 use crate::db::value;
-use crate::domain::Domain;
 use crate::error::{Error, Result, db_err};
 use crate::genesis::GenesisAlloc;
 use crate::inner::Inner;
-use crate::keys::storage_key;
 use crate::ledger::Change;
-use crate::sources::ROOT_RECORD_KEY;
+use strata_types::Head;
+use strata_types::account::{Account, code_hash, encode_slot_value};
+use strata_types::domain::Domain;
+use strata_types::keys::ROOT_RECORD_KEY;
+use strata_types::keys::storage_key;
 
 /// States at least this large are bulk-built on rayon, 16 sub-tries at once.
 const PARALLEL_GENESIS: usize = 4096;

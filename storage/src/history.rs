@@ -15,9 +15,9 @@ use std::sync::Arc;
 use alloy_primitives::B256;
 use bytes::Bytes;
 
-use crate::domain::Domain;
 use crate::journal::{BlockRecord, Previous};
 use crate::overlay::Overlay;
+use strata_types::domain::Domain;
 
 /// What undoing one block restores.
 #[derive(Debug)]

@@ -8,8 +8,6 @@ use arc_swap::ArcSwap;
 use parking_lot::{Mutex, MutexGuard};
 use strata_cache::{PrefixCache, ValueCache, WarmupPool};
 
-use crate::db::meta::Head;
-use crate::domain::Regime;
 use crate::error::{Error, Result};
 use crate::files::FileSystem;
 use crate::ledger::Ledger;
@@ -18,6 +16,8 @@ use crate::overlay::Overlay;
 use crate::reader::StateReader;
 use crate::snapshot::Snapshot;
 use crate::telemetry::{ReadMetrics, StoreMetrics};
+use strata_types::Head;
+use strata_types::domain::Regime;
 
 /// Everything a `StateDb`, its writers and its maintenance thread share.
 ///

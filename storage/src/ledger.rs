@@ -21,10 +21,9 @@ use bytes::Bytes;
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use redb::{ReadableDatabase, ReadableTable};
 
-use crate::db::meta::{self, Head};
+use crate::db::meta;
 use crate::db::tables::{BLOCK_HASH_WINDOW, BLOCK_HASHES, CODE_BY_HASH, META, ROOTS, domain_table};
 use crate::db::value;
-use crate::domain::Domain;
 use crate::error::{Error, Result, db_err};
 use crate::files::FileSystem;
 use crate::fileset::FileSet;
@@ -35,10 +34,11 @@ use crate::memory::MemoryTier;
 use crate::options::Options;
 use crate::pause::{self, PausePoint};
 use crate::snapshot::Snapshot;
-use crate::sources::ROOT_RECORD_KEY;
+use strata_types::Head;
+use strata_types::domain::Domain;
+use strata_types::keys::ROOT_RECORD_KEY;
 
-/// Name of the journal's folder inside the datadir.
-pub const JOURNAL_DIR: &str = "journal";
+use strata_types::datadir::JOURNAL_DIR;
 
 /// What a publication changes in the current snapshot.
 pub(crate) enum Change<'a> {

@@ -24,11 +24,9 @@
 #![deny(missing_docs)]
 
 pub mod access_list;
-pub mod account;
 mod account_trie;
 mod commit;
 mod db;
-pub mod domain;
 pub mod dump;
 mod error;
 pub mod files;
@@ -39,7 +37,6 @@ mod history;
 pub mod import;
 mod inner;
 pub mod journal;
-pub mod keys;
 mod ledger;
 mod maintenance;
 mod memory;
@@ -66,21 +63,21 @@ mod writer;
 mod writer_slot;
 
 pub use access_list::{AccountAccess, BlockAccessList};
-pub use account::Account;
 pub use commit::CommitInfo;
-pub use domain::{Domain, Regime};
 pub use error::{DbError, Error, Result};
-pub use ledger::{FlushStats, JOURNAL_DIR};
+pub use ledger::FlushStats;
 pub use maintenance::MaintenanceReport;
 pub use options::{Durability, Options};
 #[cfg(feature = "test-utils")]
 pub use pause::{PausePoint, PausePoints};
 pub use read_only::ReadOnlyStateDb;
 pub use reader::StateReader;
-pub use state_db::{DB_FILE, DbStats, DomainStats, FILES_DIR, FileStats, StateDb};
+pub use state_db::{DbStats, DomainStats, FileStats, StateDb};
 pub use stats::{JournalStats, LiveSize, MemoryStats};
 pub use strata_cache::{CacheKind, CacheStats, MAX_WARMERS};
 pub use strata_commitment::{AccountProof, SlotProof};
+pub use strata_types::datadir::{DB_FILE, FILES_DIR, JOURNAL_DIR};
+pub use strata_types::{Account, Domain, Regime, account, domain, keys};
 pub use verify::{
     IntegrityTiming, VerifyOptions, VerifyReport, verify_datadir, verify_datadir_with,
 };

@@ -15,7 +15,6 @@ use redb::ReadableTable;
 use crate::db::meta::{self, Manifest, ManifestFile};
 use crate::db::tables::{META, domain_table};
 use crate::db::value;
-use crate::domain::Domain;
 use crate::error::{Error, Result, db_err};
 use crate::files::{
     FileError, FileMeta, FileSystem, SortedFile, SortedFileWriter, TEMP_SUFFIX, merge_files,
@@ -23,6 +22,7 @@ use crate::files::{
 use crate::inner::Inner;
 use crate::ledger::Change;
 use crate::pause::{self, PausePoint};
+use strata_types::domain::Domain;
 
 /// What one maintenance run did.
 #[derive(Clone, Debug, Default)]

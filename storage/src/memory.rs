@@ -18,9 +18,9 @@ use alloy_primitives::{Address, B256, keccak256};
 use bytes::Bytes;
 use imbl::OrdMap;
 
-use crate::domain::Domain;
 use crate::journal::BlockRecord;
-use crate::keys::STORAGE_KEY_LEN;
+use strata_types::domain::Domain;
+use strata_types::keys::STORAGE_KEY_LEN;
 
 /// A key's newest value in the memory tier and the block that wrote it.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -5,9 +5,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use alloy_primitives::{Address, B256, U256};
 use bytes::Bytes;
 
-use crate::account::{Account, encode_slot_value};
-use crate::domain::Domain;
-use crate::keys::{STORAGE_KEY_LEN, storage_key};
+use strata_types::account::{Account, encode_slot_value};
+use strata_types::domain::Domain;
+use strata_types::keys::{STORAGE_KEY_LEN, storage_key};
 
 /// The uncommitted writes of one block. `None` values are deletions.
 #[derive(Clone, Debug, Default)]

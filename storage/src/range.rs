@@ -7,15 +7,15 @@
 use alloy_primitives::{Address, B256, U256};
 use bytes::Bytes;
 
-use crate::account::Account;
 use crate::db::guard::guarded;
 use crate::db::value;
-use crate::domain::Domain;
 use crate::error::{Result, db_err};
-use crate::keys::{STORAGE_KEY_LEN, next_key, storage_key};
 use crate::overlay::Overlay;
 use crate::reader::{StateReader, decode_account, decode_slot};
 use crate::snapshot::Snapshot;
+use strata_types::account::Account;
+use strata_types::domain::Domain;
+use strata_types::keys::{STORAGE_KEY_LEN, next_key, storage_key};
 
 /// One tier's entries of a domain in key order: each key and its version
 /// there (`None`: a tombstone).
@@ -149,7 +149,7 @@ impl StateReader {
             from.as_slice(),
             None,
             |key, raw| {
-                let Some(address) = crate::keys::address_key(&key) else {
+                let Some(address) = strata_types::keys::address_key(&key) else {
                     return true; // a raw key of another length: not an account
                 };
                 match decode_account(&key, &raw) {

@@ -5,13 +5,9 @@ use std::sync::Arc;
 use alloy_primitives::{Address, B256, U256};
 use bytes::Bytes;
 
-use crate::account::{Account, decode_slot_value};
-use crate::db::meta::Head;
 use crate::db::tables::BLOCK_HASH_WINDOW;
 use crate::db::value::hex;
-use crate::domain::{Domain, Regime};
 use crate::error::{Error, Result};
-use crate::keys::storage_key;
 use crate::overlay::Overlay;
 use crate::snapshot::{Found, Snapshot, ValueRef};
 use crate::sources::{OverlayState, ReaderBranches, RecordsOver};
@@ -19,6 +15,10 @@ use crate::telemetry::{ReadMetrics, Tier};
 use crate::value_keys::{code_hash_key, value_key};
 use strata_cache::{ValueCache, ValueSource};
 use strata_commitment::{AccountProof, BranchSource};
+use strata_types::Head;
+use strata_types::account::{Account, decode_slot_value};
+use strata_types::domain::{Domain, Regime};
+use strata_types::keys::storage_key;
 
 /// A consistent view of the last committed block (plus, for a block's own
 /// writer, its uncommitted writes), opened for one [`Regime`].

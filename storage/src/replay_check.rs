@@ -15,12 +15,12 @@
 //! `memory_budget_bytes`), paid only at open.
 
 use crate::commit::trie_update;
-use crate::domain::{Domain, Regime};
 use crate::error::{Error, Result};
 use crate::inner::Inner;
 use crate::overlay::Overlay;
 use crate::sources::{OverlayState, ReaderBranches};
 use strata_commitment::{ComputeOptions, compute_root, record_key};
+use strata_types::domain::{Domain, Regime};
 
 /// Checks the blocks the memory tier holds after an open (those replayed
 /// from the journal).

@@ -8,10 +8,10 @@ use bytes::Bytes;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use crate::domain::Domain;
 use crate::error::Result;
 use crate::read_only::ReadOnlyStateDb;
 use crate::snapshot::Snapshot;
+use strata_types::domain::Domain;
 
 impl ReadOnlyStateDb {
     /// Up to `count` live keys of `domain` at the newest published block,
@@ -23,7 +23,7 @@ impl ReadOnlyStateDb {
     /// `count` keys (the memory tier's entries are listed first; they are in
     /// memory already). Fewer than `count` keys come back when the domain
     /// holds fewer. Account and code keys are addresses, storage keys
-    /// address ‖ slot ([`crate::keys`]).
+    /// address ‖ slot ([`strata_types::keys`]).
     pub fn sample_keys(&self, domain: Domain, count: usize, seed: u64) -> Result<Vec<Bytes>> {
         sample(self.snapshot()?.as_ref(), domain, count, seed)
     }

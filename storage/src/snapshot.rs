@@ -13,15 +13,15 @@ use redb::{
 };
 
 use crate::db::guard::guarded;
-use crate::db::meta::Head;
 use crate::db::tables::{BLOCK_HASH_WINDOW, BLOCK_HASHES, CODE_BY_HASH, domain_table};
 use crate::db::value;
-use crate::domain::Domain;
 use crate::error::{Result, db_err};
 use crate::fileset::FileSet;
 use crate::history::History;
-use crate::keys::STORAGE_KEY_LEN;
 use crate::memory::MemoryTier;
+use strata_types::Head;
+use strata_types::domain::Domain;
+use strata_types::keys::STORAGE_KEY_LEN;
 
 /// Where a value was found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

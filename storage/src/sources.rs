@@ -8,13 +8,9 @@ use bytes::Bytes;
 use strata_cache::PrefixCache;
 use strata_commitment::{AccountLeaf, BranchSource, SourceError, StateSource, TrieUpdate};
 
-use crate::domain::Domain;
 use crate::reader::StateReader;
 use crate::telemetry::Tier;
-
-/// The reserved commitment-domain key holding `(block, root)` of the head.
-/// Record keys are compact nibble paths and never start with 0xff.
-pub(crate) const ROOT_RECORD_KEY: &[u8] = b"\xffroot";
+use strata_types::domain::Domain;
 
 /// Branch records read through the cache, loading misses from the
 /// commitment domain of a committed snapshot.

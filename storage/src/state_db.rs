@@ -11,7 +11,6 @@ use strata_cache::{CacheStats, WarmupPool, build_cache};
 use crate::db::guard::guarded;
 use crate::db::meta::{self, FORMAT_VERSION, Meta};
 use crate::db::tables::{BLOCK_HASHES, CODE_BY_HASH, META, ROOTS, domain_table};
-use crate::domain::{Domain, Regime};
 use crate::error::{Error, Result, db_err};
 use crate::files::{FileSystem, OsFileSystem};
 use crate::fileset::FileSet;
@@ -24,13 +23,11 @@ use crate::snapshot::Snapshot;
 use crate::telemetry::ReadMetrics;
 use crate::writer::BlockWriter;
 use crate::writer_slot::{Wait, WriterTicket};
+use strata_types::domain::{Domain, Regime};
 
 pub use crate::stats::{DbStats, DomainStats, FileStats};
 
-/// Name of the redb file inside the datadir.
-pub const DB_FILE: &str = "state.redb";
-/// Name of the folder of immutable files inside the datadir.
-pub const FILES_DIR: &str = "files";
+use strata_types::datadir::{DB_FILE, FILES_DIR};
 
 /// A state database in one datadir: redb plus a folder of immutable files.
 pub struct StateDb {
@@ -126,7 +123,7 @@ impl StateDb {
         std::fs::create_dir_all(&files_dir).map_err(dir_err("create files folder"))?;
 
         maintenance::remove_orphans(fs.as_ref(), &files_dir, &meta.manifest)?;
-        crate::sort::remove_scratch(&datadir.join(crate::import::IMPORT_DIR))?;
+        crate::sort::remove_scratch(&datadir.join(strata_types::datadir::IMPORT_DIR))?;
         let files = Arc::new(FileSet::open(&fs, &files_dir, meta.manifest.clone())?);
         let id = meta.datadir_id.ok_or_else(|| Error::CorruptMeta {
             name: "datadir_id",
@@ -240,7 +237,7 @@ impl StateDb {
             Some(root) => root,
             None => crate::ledger::root_of(&self.inner, block)?.ok_or(not_retained)?,
         };
-        let at = meta::Head { block, root };
+        let at = strata_types::Head { block, root };
         let head_root = snapshot.root();
         let reader = StateReader::at(snapshot, undo, at, regime, metrics)
             .with_values(self.inner.values.clone());

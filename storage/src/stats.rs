@@ -4,9 +4,9 @@
 use alloy_primitives::B256;
 use strata_cache::CacheStats;
 
-use crate::domain::Domain;
 use crate::error::Result;
 use crate::snapshot::Snapshot;
+use strata_types::domain::Domain;
 
 /// Sizes of the tiers of a store.
 #[derive(Clone, Debug)]

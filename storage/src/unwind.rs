@@ -11,11 +11,9 @@ use alloy_primitives::{B256, keccak256};
 use bytes::Bytes;
 
 use crate::commit::trie_update;
-use crate::db::meta::{self, Head};
+use crate::db::meta;
 use crate::db::tables::{BLOCK_HASHES, CODE_BY_HASH, META, ROOTS, domain_table};
 use crate::db::value;
-use crate::domain::Domain;
-use crate::domain::Regime;
 use crate::error::{Error, Result, db_err};
 use crate::inner::Inner;
 use crate::journal::{BlockRecord, Previous};
@@ -23,9 +21,12 @@ use crate::ledger::{self, Change};
 use crate::overlay::Overlay;
 use crate::pause::{self, PausePoint};
 use crate::reader::StateReader;
-use crate::sources::ROOT_RECORD_KEY;
 use crate::sources::{CachedBranches, OverlayState};
 use strata_commitment::{ComputeOptions, RecordWrite, compute_root};
+use strata_types::Head;
+use strata_types::domain::Domain;
+use strata_types::domain::Regime;
+use strata_types::keys::ROOT_RECORD_KEY;
 
 /// Rolls the store back to `target`. The caller holds the writer lock.
 ///

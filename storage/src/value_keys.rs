@@ -6,8 +6,8 @@ use std::ops::Deref;
 use alloy_primitives::{B256, keccak256};
 use bytes::Bytes;
 
-use crate::domain::Domain;
 use crate::overlay::Overlay;
+use strata_types::domain::Domain;
 
 /// The tag of bytecode looked up by its hash (after the domains' indices).
 const CODE_BY_HASH_TAG: u8 = Domain::ALL.len() as u8;

@@ -9,15 +9,15 @@ use bytes::Bytes;
 use strata_cache::WarmupTicket;
 
 use crate::access_list::{self, BlockAccessList};
-use crate::account::Account;
 use crate::commit::{CommitInfo, PreparedBlock, persist_block, prepare_block};
-use crate::domain::{Domain, Regime};
 use crate::error::{Error, Result};
 use crate::inner::Inner;
 use crate::overlay::Overlay;
 use crate::reader::StateReader;
 use crate::snapshot::Snapshot;
 use crate::writer_slot::WriterTicket;
+use strata_types::account::Account;
+use strata_types::domain::{Domain, Regime};
 
 /// Writes block `number`. Nothing of the block is visible to other readers
 /// before [`BlockWriter::commit`]; everything is after. Only one writer is

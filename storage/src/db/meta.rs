@@ -1,13 +1,12 @@
 //! Metadata kept in redb: format version, step size, the last committed block
 //! and the manifest of live immutable files (the commit authority for files).
 
-use alloy_primitives::B256;
 use redb::{ReadableTable, Table};
 use serde::{Deserialize, Serialize};
 
-use crate::domain::Domain;
 use crate::error::{Error, Result, db_err};
-use crate::journal::DatadirId;
+use strata_types::domain::Domain;
+use strata_types::{DatadirId, HEAD_LEN, Head};
 
 /// The on-disk format version this build reads and writes. Version 2 keeps
 /// unwind data in the journal (no `changes` table) and redb's head is the
@@ -21,13 +20,6 @@ const KEY_MANIFEST: &str = "manifest";
 const KEY_UNWINDS: &str = "unwinds";
 const KEY_JOURNAL_VOID_AFTER: &str = "journal_void_after";
 const KEY_DATADIR_ID: &str = "datadir_id";
-
-/// The last committed block and its root.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Head {
-    pub(crate) block: u64,
-    pub(crate) root: B256,
-}
 
 /// One live immutable file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -222,17 +214,6 @@ pub(crate) fn init(table: &mut MetaTable<'_>, step_size: u64, id: DatadirId) -> 
     Ok(())
 }
 
-impl Head {
-    /// `block: u64 BE ‖ root`: the encoding of the head in the metadata
-    /// and of the reserved root record of the commitment domain.
-    pub(crate) fn encode(&self) -> [u8; 40] {
-        let mut raw = [0u8; 40];
-        raw[..8].copy_from_slice(&self.block.to_be_bytes());
-        raw[8..].copy_from_slice(self.root.as_slice());
-        raw
-    }
-}
-
 /// Records the last committed block and its root.
 pub(crate) fn write_head(table: &mut MetaTable<'_>, head: Head) -> Result<()> {
     let raw = head.encode();
@@ -276,14 +257,8 @@ pub(crate) fn write_manifest(table: &mut MetaTable<'_>, manifest: &Manifest) -> 
 }
 
 fn decode_head(raw: &[u8]) -> Result<Head> {
-    if raw.len() != 40 {
-        return Err(Error::CorruptMeta {
-            name: KEY_HEAD,
-            what: format!("{} bytes, expected 40", raw.len()),
-        });
-    }
-    Ok(Head {
-        block: u64::from_be_bytes(raw[..8].try_into().expect("8 bytes")),
-        root: B256::from_slice(&raw[8..]),
+    Head::decode(raw).ok_or_else(|| Error::CorruptMeta {
+        name: KEY_HEAD,
+        what: format!("{} bytes, expected {HEAD_LEN}", raw.len()),
     })
 }

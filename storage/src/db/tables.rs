@@ -2,7 +2,7 @@
 
 use redb::TableDefinition;
 
-use crate::domain::Domain;
+use strata_types::domain::Domain;
 
 /// Domain key → `step (u64 BE) ‖ value`; a bare step is a tombstone.
 pub(crate) type DomainTable = TableDefinition<'static, &'static [u8], &'static [u8]>;

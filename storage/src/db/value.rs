@@ -1,7 +1,7 @@
 //! The encoding of a domain-table value: the step that wrote it, then the value.
 
-use crate::domain::Domain;
 use crate::error::{Error, Result};
+use strata_types::domain::Domain;
 
 /// Bytes of the step prefix.
 pub(crate) const STEP_LEN: usize = 8;

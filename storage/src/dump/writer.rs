@@ -12,7 +12,7 @@ use std::io::{self, Write};
 
 use alloy_primitives::{Address, B256, Bytes, U256, hex};
 
-use crate::account::code_hash;
+use strata_types::account::code_hash;
 
 /// Writes a state dump: the root line at creation, then one line per
 /// account (in the caller's order; `strata export` writes address order).

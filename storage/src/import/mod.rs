@@ -47,19 +47,20 @@ use bytes::Bytes;
 use rayon::prelude::*;
 use strata_commitment::{AccountLeaf, StorageTrieBuilder};
 
-use crate::account::{Account, code_hash, encode_slot_value};
-use crate::db::meta::{self, Head};
+use crate::db::meta;
 use crate::db::tables::{BLOCK_HASHES, CODE_BY_HASH, META, ROOTS, domain_table};
 use crate::db::value;
-use crate::domain::Domain;
 use crate::error::{Error, Result, db_err};
 use crate::files::{FileMeta, SortedFile, SortedFileWriter};
 use crate::fileset::FileSet;
 use crate::genesis::GenesisAccount;
 use crate::inner::Inner;
-use crate::keys::storage_key;
 use crate::ledger::Change;
-use crate::sources::ROOT_RECORD_KEY;
+use strata_types::Head;
+use strata_types::account::{Account, code_hash, encode_slot_value};
+use strata_types::domain::Domain;
+use strata_types::keys::ROOT_RECORD_KEY;
+use strata_types::keys::storage_key;
 
 use crate::account_trie::{
     BuiltStorage, LeafEntry, RepeatedSlot, SlotSort, SlotSortError, build_account_trie,
@@ -71,8 +72,7 @@ mod source;
 
 pub use source::{AccountSource, LargePushError, LargeStorage, SourceAccount};
 
-/// The scratch folder of an import, inside the datadir.
-pub const IMPORT_DIR: &str = "import.tmp";
+pub use strata_types::datadir::IMPORT_DIR;
 
 /// Accounts processed together on the rayon pool.
 const BATCH_ACCOUNTS: usize = 2048;

@@ -53,7 +53,7 @@ use crate::files::fs::{FileSystem, WritableFile};
 pub use frame::Link;
 pub use record::{BlockRecord, Previous, RecordError, RecordWrite};
 pub use scan::{Expect, Scan, ScannedFrame, Tip, TornTail, scan};
-pub use segment::DatadirId;
+pub use strata_types::datadir::DatadirId;
 pub use tail::JournalTail;
 
 /// Segment files are `journal-` + the first block, 20 digits, + `.log`.
@@ -544,7 +544,7 @@ pub(crate) fn rechecksummed(
 #[cfg(test)]
 pub(crate) fn rechecksum_block(datadir: &Path, block: u64, change: impl Fn(&mut BlockRecord)) {
     let mut segments: Vec<std::path::PathBuf> =
-        std::fs::read_dir(datadir.join(crate::ledger::JOURNAL_DIR))
+        std::fs::read_dir(datadir.join(strata_types::datadir::JOURNAL_DIR))
             .unwrap()
             .map(|e| e.unwrap().path())
             .filter(|p| p.extension().is_some_and(|e| e == "log"))

@@ -15,7 +15,7 @@
 use alloy_primitives::B256;
 use bytes::Bytes;
 
-use crate::domain::Domain;
+use strata_types::domain::Domain;
 
 /// The encoding version written first in every record.
 const VERSION: u8 = 1;

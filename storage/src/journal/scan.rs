@@ -21,12 +21,13 @@ use alloy_primitives::B256;
 use bytes::Bytes;
 
 use super::frame::{self, Damage, Frame, Link};
-use super::segment::{self, DatadirId, HeaderDamage, SegmentHeader};
+use super::segment::{self, HeaderDamage, SegmentHeader};
 use super::{
     CONVERT_SUFFIX, JournalError, JournalRecord, JournalResult, REWRITE_SUFFIX, io_err, legacy,
     segment_first_block,
 };
 use crate::files::fs::{FileSystem, file_name_of};
+use strata_types::DatadirId;
 
 /// A block and its root: what redb's head is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

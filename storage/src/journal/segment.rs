@@ -7,8 +7,7 @@
 //! | first block u64 LE | xxh3-64 of the 40 bytes before u64 LE
 //! ```
 
-use std::fmt;
-
+use strata_types::datadir::DatadirId;
 use xxhash_rust::xxh3::xxh3_64;
 
 /// Marks the start of a segment.
@@ -18,35 +17,6 @@ pub(super) const VERSION: u32 = 2;
 /// Bytes of the header.
 pub(super) const HEADER_LEN: usize = 8 + 4 + 4 + 16 + 8 + 8;
 const CHECKED: usize = HEADER_LEN - 8;
-
-/// The identity of a datadir: 16 random bytes made when it was created and
-/// kept in its metadata; every journal segment carries it.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct DatadirId(pub [u8; 16]);
-
-impl DatadirId {
-    /// A new, random identity (from the operating system's generator).
-    pub fn random() -> std::io::Result<DatadirId> {
-        let mut bytes = [0u8; 16];
-        getrandom::fill(&mut bytes).map_err(std::io::Error::other)?;
-        Ok(DatadirId(bytes))
-    }
-}
-
-impl fmt::Display for DatadirId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for byte in self.0 {
-            write!(f, "{byte:02x}")?;
-        }
-        Ok(())
-    }
-}
-
-impl fmt::Debug for DatadirId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "DatadirId({self})")
-    }
-}
 
 /// What a segment header says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -24,11 +24,12 @@ use std::path::{Path, PathBuf};
 use bytes::Bytes;
 
 use super::scan::{describe, is_torn};
-use super::segment::{self, DatadirId, HeaderDamage, SegmentHeader};
+use super::segment::{self, HeaderDamage, SegmentHeader};
 use super::{
     JournalError, JournalRecord, JournalResult, frame, io_err, legacy, segment_first_block,
 };
 use crate::files::fs::file_name_of;
+use strata_types::DatadirId;
 
 /// How far one segment has been read.
 #[derive(Clone, Debug)]

@@ -8,9 +8,10 @@ use std::sync::Arc;
 
 use super::*;
 use crate::files::fs::OsFileSystem;
-use crate::journal::segment::{self, DatadirId};
+use crate::journal::segment;
 use crate::journal::tests::{ID, link};
 use crate::journal::{Journal, segment_name};
+use strata_types::DatadirId;
 
 fn payload(block: u64, generation: u8) -> Vec<u8> {
     (0..(block % 5) * 30 + 4)

@@ -27,21 +27,21 @@ use crate::db::cow::CopyOnWriteBackend;
 use strata_cache::CacheStats;
 
 use crate::db::guard::guarded;
-use crate::db::meta::{self, FORMAT_VERSION, Head, Meta};
+use crate::db::meta::{self, FORMAT_VERSION, Meta};
 use crate::db::tables::{META, ROOTS};
-use crate::domain::Regime;
 use crate::error::{Error, Result, db_err};
 use crate::files::{FileError, FileSystem, OsFileSystem};
 use crate::fileset::FileSet;
 use crate::history::{BlockUndo, History};
 use crate::journal::{BlockRecord, JournalError, JournalTail, segment_first_block};
-use crate::ledger::JOURNAL_DIR;
 use crate::options::Options;
 use crate::reader::StateReader;
 use crate::snapshot::Snapshot;
-use crate::state_db::{DB_FILE, FILES_DIR};
 use crate::stats::DbStats;
 use crate::telemetry::ReadMetrics;
+use strata_types::Head;
+use strata_types::datadir::{DB_FILE, FILES_DIR, JOURNAL_DIR};
+use strata_types::domain::Regime;
 
 mod followed;
 

@@ -29,8 +29,8 @@ use prometheus_client::registry::Registry;
 use super::buckets::{BUCKETS, Histogram, bucket_of};
 use super::durations::DurationCounts;
 use crate::StateDb;
-use crate::domain::Domain;
 use crate::inner::Inner;
+use strata_types::domain::Domain;
 
 /// The prefix every family gets (`strata_…`).
 pub const PREFIX: &str = "strata";

@@ -9,8 +9,8 @@
 use alloy_primitives::{Address, B256, keccak256};
 use bytes::Bytes;
 
-use crate::account::Account;
 use crate::db::value::hex;
+use strata_types::account::Account;
 
 /// Looks a code up in the `code_by_hash` table; the error is a problem text.
 pub(super) type CodeByHash<'a> = dyn FnMut(&B256) -> Result<Option<Bytes>, String> + 'a;

@@ -28,17 +28,17 @@ use alloy_primitives::{Address, B256, U256, keccak256};
 use rayon::prelude::*;
 use strata_commitment::{AccountLeaf, EMPTY_ROOT, StorageTrieBuilder};
 
-use crate::account::{Account, decode_slot_value};
 use crate::account_trie::{
     BuiltStorage, LeafEntry, RepeatedSlot, SlotSort, SlotSortError, build_account_trie,
     build_storage_trie,
 };
 use crate::db::value::hex;
-use crate::domain::Domain;
 use crate::error::{Error, Result};
-use crate::keys::{address_key, split_storage_key};
 use crate::snapshot::Snapshot;
 use crate::sort::{ExternalSorter, RunError, SortedPairs};
+use strata_types::account::{Account, decode_slot_value};
+use strata_types::domain::Domain;
+use strata_types::keys::{address_key, split_storage_key};
 
 use super::VerifyReport;
 use super::code::{CodeDigest, check_account_code, orphan_code};

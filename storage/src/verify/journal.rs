@@ -22,10 +22,11 @@ use crate::error::{Error, Result, db_err};
 use crate::files::{FileSystem, OsFileSystem};
 use crate::inner::Inner;
 use crate::journal::{self, BlockRecord, Expect, Scan, Tip};
-use crate::ledger::{JOURNAL_DIR, check_recovered, ends_before_head};
+use crate::ledger::{check_recovered, ends_before_head};
 use crate::options::Options;
 use crate::read_only::{JournalContext, journal_context};
 use crate::snapshot::Snapshot;
+use strata_types::datadir::JOURNAL_DIR;
 
 /// Checks the journal of `datadir`, adding what it finds to `report`, and
 /// returns the scan (for the unwind-data check) unless it could not be
@@ -190,7 +191,7 @@ fn check_frames(scan: &Scan, context: &JournalContext, report: &mut VerifyReport
             if let Err(error) = check_recovered(&record, frame.block, frame.link, previous) {
                 report.problems.push(format!("{}: {error}", at()));
             }
-            previous = Some(crate::db::meta::Head {
+            previous = Some(strata_types::Head {
                 block: frame.block,
                 root: record.root,
             });

@@ -24,15 +24,15 @@ use std::sync::Arc;
 use alloy_primitives::B256;
 
 use crate::db::value::hex;
-use crate::domain::Domain;
 use crate::error::{Error, Result};
 use crate::files::{FileSystem, SortedFile};
 use crate::inner::Inner;
 use crate::options::Options;
 use crate::snapshot::Snapshot;
 use crate::sort::ScratchDir;
-use crate::sources::ROOT_RECORD_KEY;
-use crate::state_db::DB_FILE;
+use strata_types::datadir::DB_FILE;
+use strata_types::domain::Domain;
+use strata_types::keys::ROOT_RECORD_KEY;
 
 use self::guard::guarded;
 pub use self::integrity::IntegrityTiming;

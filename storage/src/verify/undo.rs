@@ -20,8 +20,6 @@ use std::sync::Arc;
 use strata_commitment::record_key;
 
 use super::VerifyReport;
-use crate::db::meta::Head;
-use crate::domain::{Domain, Regime};
 use crate::error::{Error, Result};
 use crate::history::BlockUndo;
 use crate::journal::{BlockRecord, Scan, ScannedFrame};
@@ -31,6 +29,8 @@ use crate::snapshot::Snapshot;
 use crate::sources::ReaderBranches;
 use crate::telemetry::ReadMetrics;
 use crate::unwind::records_at;
+use strata_types::Head;
+use strata_types::domain::{Domain, Regime};
 
 /// How the walk runs: the window's depth and the handle's settings.
 pub(super) struct Walk {

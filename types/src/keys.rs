@@ -38,3 +38,8 @@ pub fn next_key(bytes: &[u8]) -> Option<Vec<u8>> {
     next[last + 1..].fill(0);
     Some(next)
 }
+
+/// The reserved commitment-domain key holding `(block, root)` of the head
+/// ([`Head::encode`](crate::Head::encode)). Record keys are compact nibble
+/// paths and never start with 0xff.
+pub const ROOT_RECORD_KEY: &[u8] = b"\xffroot";
