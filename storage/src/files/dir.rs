@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use super::error::FileError;
-use super::fs::{FileSystem, file_name_of};
 use super::meta::{FileMeta, TEMP_SUFFIX};
+use strata_fs::{FileSystem, file_name_of};
 
 /// The content of a files directory, as found by [`scan_dir`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -16,12 +16,12 @@ use super::format::{
     BLOCK_TRAILER, CHECKSUM_LEN, FOOTER_CHECKSUM_AT, FOOTER_LEN, FORMAT_VERSION, Footer,
     INDEX_ENTRY_HEADER, MAGIC, read_u16, read_u32, read_u64,
 };
-use super::fs::file_name_of;
 use super::index::{BlockHandle, BlockIndex};
 use super::layout::{Block, Layout};
 use super::meta::FileMeta;
 use super::prefixed::PREFIXED_TRAILER;
 use super::reader::SortedFile;
+use strata_fs::file_name_of;
 
 struct Checker<'a> {
     path: &'a Path,

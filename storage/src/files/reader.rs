@@ -7,10 +7,10 @@ use bytes::Bytes;
 
 use super::error::FileError;
 use super::filter::{Filter, KeyHash};
-use super::fs::FileSystem;
 use super::index::{BlockHandle, BlockIndex};
 use super::layout::{Block, Layout};
 use super::meta::FileMeta;
+use strata_fs::FileSystem;
 
 /// What a file holds for a key.
 #[derive(Clone, Debug, PartialEq, Eq)]

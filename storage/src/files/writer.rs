@@ -10,9 +10,9 @@ use xxhash_rust::xxh3::Xxh3;
 use super::error::FileError;
 use super::filter::{self, KeyHash};
 use super::format::{BLOCK_TARGET, Footer, MAX_KEY_LEN, MAX_VALUE_LEN, checksum};
-use super::fs::{FileSystem, WritableFile};
 use super::layout::{Builder, FileLayout};
 use super::meta::{FileInfo, FileMeta, TEMP_SUFFIX};
+use strata_fs::{FileSystem, WritableFile};
 
 /// Builds one sorted file from strictly increasing keys.
 ///

@@ -18,7 +18,7 @@ use super::scan::{Scan, TornTail};
 use super::{
     CONVERT_SUFFIX, Journal, JournalResult, REWRITE_SUFFIX, Recovered, Segment, TORN_INFIX, io_err,
 };
-use crate::files::fs::file_name_of;
+use strata_fs::file_name_of;
 
 impl Journal {
     /// Applies `verdict` (holding no problem) and takes over its segments.

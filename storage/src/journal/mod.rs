@@ -48,7 +48,7 @@ use std::sync::Arc;
 use alloy_primitives::B256;
 use bytes::Bytes;
 
-use crate::files::fs::{FileSystem, WritableFile};
+use strata_fs::{FileSystem, WritableFile};
 
 pub use frame::Link;
 pub use record::{BlockRecord, Previous, RecordError, RecordWrite};

@@ -26,7 +26,7 @@ use super::{
     CONVERT_SUFFIX, JournalError, JournalRecord, JournalResult, REWRITE_SUFFIX, io_err, legacy,
     segment_first_block,
 };
-use crate::files::fs::{FileSystem, file_name_of};
+use strata_fs::{FileSystem, file_name_of};
 use strata_types::DatadirId;
 
 /// A block and its root: what redb's head is.

@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use alloy_primitives::B256;
 
-use crate::files::fs::{FileSystem, MemFileSystem};
 use crate::journal::frame::{self, Link};
 use crate::journal::scan::{Expect, Scan, Tip, scan};
 use crate::journal::segment::{self, SegmentHeader};
 use crate::journal::{Journal, JournalError, is_journal_file_name, segment_name};
+use strata_fs::{FileSystem, MemFileSystem};
 use strata_types::DatadirId;
 
 const DIR: &str = "/d/journal";

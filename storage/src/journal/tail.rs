@@ -28,7 +28,7 @@ use super::segment::{self, HeaderDamage, SegmentHeader};
 use super::{
     JournalError, JournalRecord, JournalResult, frame, io_err, legacy, segment_first_block,
 };
-use crate::files::fs::file_name_of;
+use strata_fs::file_name_of;
 use strata_types::DatadirId;
 
 /// How far one segment has been read.

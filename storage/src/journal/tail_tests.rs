@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::*;
-use crate::files::fs::OsFileSystem;
 use crate::journal::segment;
 use crate::journal::tests::{ID, link};
 use crate::journal::{Journal, segment_name};
+use strata_fs::OsFileSystem;
 use strata_types::DatadirId;
 
 fn payload(block: u64, generation: u8) -> Vec<u8> {

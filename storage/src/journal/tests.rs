@@ -7,7 +7,7 @@ use std::sync::Arc;
 use alloy_primitives::B256;
 
 use super::*;
-use crate::files::fs::{Fault, FaultyFileSystem, MemFileSystem, OsFileSystem, file_name_of};
+use strata_fs::{Fault, FaultyFileSystem, MemFileSystem, OsFileSystem, file_name_of};
 
 const DIR: &str = "/d/journal";
 

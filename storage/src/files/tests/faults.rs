@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use super::{meta, sample_model, write_model};
 use crate::Domain;
-use crate::files::fs::{Fault, FaultyFileSystem};
 use crate::files::{
     FileError, FileSystem, MemFileSystem, OsFileSystem, SortedFile, SortedFileWriter,
 };
+use strata_fs::{Fault, FaultyFileSystem};
 
 const DIR: &str = "/db";
 

@@ -8,7 +8,7 @@ use std::ops::Range;
 
 use bytes::Bytes;
 
-use super::fs::CheckMap;
+use crate::CheckMap;
 
 /// Maps `file` read-only and hands the map to [`Bytes`], which unmaps it when
 /// the last clone or slice is dropped. An empty file gives empty bytes (a

@@ -1,14 +1,18 @@
-//! The I/O seam: every byte an immutable file writes or reads goes through
+//! strata-fs, the I/O seam: every byte an immutable file writes or reads goes through
 //! [`FileSystem`], so tests can inject failures, rebuild the image a power
 //! cut leaves behind, and patch bytes.
 //!
 //! Implementations: [`OsFileSystem`] (real files, memory-mapped reads),
 //! [`MemFileSystem`] (in memory, with a power-cut model) and
-//! [`FaultyFileSystem`] (a decorator that fails chosen operations).
+//! [`FaultyFileSystem`] (a decorator that fails chosen operations; feature
+//! `test-utils`). The memory map of [`OsFileSystem`] is the crate's one
+//! `unsafe` (`mmap.rs`).
+#![deny(missing_docs)]
 
 #[cfg(any(test, feature = "test-utils"))]
 mod faulty;
 mod mem;
+mod mmap;
 mod os;
 
 use std::fmt::Debug;
@@ -82,6 +86,6 @@ pub trait FileSystem: Send + Sync + Debug {
 pub type CheckMap<'a> = dyn FnMut(&Bytes, &mut dyn FnMut(Range<usize>)) -> bool + 'a;
 
 /// The final path component as text, for error messages and name parsing.
-pub(crate) fn file_name_of(path: &Path) -> Option<&str> {
+pub fn file_name_of(path: &Path) -> Option<&str> {
     path.file_name().and_then(|n| n.to_str())
 }

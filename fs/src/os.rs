@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use bytes::Bytes;
 
 use super::{CheckMap, FileSystem, WritableFile};
-use crate::files::mmap;
+use crate::mmap;
 
 /// Buffer size of file writers: large enough that a 4 KiB block is never a
 /// system call of its own.
