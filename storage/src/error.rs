@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use alloy_primitives::B256;
 
-use crate::files::FileError;
+use strata_files::FileError;
 use strata_types::datadir::{DB_FILE, FILES_DIR};
 use strata_types::domain::Domain;
 

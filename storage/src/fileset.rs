@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::db::meta::Manifest;
 use crate::error::{Error, Result};
-use crate::files::{FileError, FileSystem, FileValue, SortedFile, lookup_newest_first};
+use strata_files::{FileError, FileSystem, FileValue, SortedFile, lookup_newest_first};
 use strata_types::domain::Domain;
 
 /// The live files of every domain, newest first, with the manifest that lists them.

@@ -9,13 +9,13 @@ use parking_lot::{Mutex, MutexGuard};
 use strata_cache::{PrefixCache, ValueCache, WarmupPool};
 
 use crate::error::{Error, Result};
-use crate::files::FileSystem;
 use crate::ledger::Ledger;
 use crate::options::Options;
 use crate::overlay::Overlay;
 use crate::reader::StateReader;
 use crate::snapshot::Snapshot;
 use crate::telemetry::{ReadMetrics, StoreMetrics};
+use strata_files::FileSystem;
 use strata_types::Head;
 use strata_types::domain::Regime;
 

@@ -29,7 +29,6 @@ mod commit;
 mod db;
 pub mod dump;
 mod error;
-pub mod files;
 mod fileset;
 pub mod genesis;
 mod genesis_init;
@@ -76,6 +75,7 @@ pub use state_db::{DbStats, DomainStats, FileStats, StateDb};
 pub use stats::{JournalStats, LiveSize, MemoryStats};
 pub use strata_cache::{CacheKind, CacheStats, MAX_WARMERS};
 pub use strata_commitment::{AccountProof, SlotProof};
+pub use strata_files as files;
 pub use strata_types::datadir::{DB_FILE, FILES_DIR, JOURNAL_DIR};
 pub use strata_types::{Account, Domain, Regime, account, domain, keys};
 pub use verify::{

@@ -16,12 +16,12 @@ use crate::db::meta::{self, Manifest, ManifestFile};
 use crate::db::tables::{META, domain_table};
 use crate::db::value;
 use crate::error::{Error, Result, db_err};
-use crate::files::{
-    FileError, FileMeta, FileSystem, SortedFile, SortedFileWriter, TEMP_SUFFIX, merge_files,
-};
 use crate::inner::Inner;
 use crate::ledger::Change;
 use crate::pause::{self, PausePoint};
+use strata_files::{
+    FileError, FileMeta, FileSystem, SortedFile, SortedFileWriter, TEMP_SUFFIX, merge_files,
+};
 use strata_types::domain::Domain;
 
 /// What one maintenance run did.

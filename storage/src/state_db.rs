@@ -12,7 +12,6 @@ use crate::db::guard::guarded;
 use crate::db::meta::{self, FORMAT_VERSION, Meta};
 use crate::db::tables::{BLOCK_HASHES, CODE_BY_HASH, META, ROOTS, domain_table};
 use crate::error::{Error, Result, db_err};
-use crate::files::{FileSystem, OsFileSystem};
 use crate::fileset::FileSet;
 use crate::inner::Inner;
 use crate::ledger::{FlushStats, FlushWorker, Ledger};
@@ -23,6 +22,7 @@ use crate::snapshot::Snapshot;
 use crate::telemetry::ReadMetrics;
 use crate::writer::BlockWriter;
 use crate::writer_slot::{Wait, WriterTicket};
+use strata_files::{FileSystem, OsFileSystem};
 use strata_types::domain::{Domain, Regime};
 
 pub use crate::stats::{DbStats, DomainStats, FileStats};

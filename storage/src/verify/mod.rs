@@ -25,11 +25,11 @@ use alloy_primitives::B256;
 
 use crate::db::value::hex;
 use crate::error::{Error, Result};
-use crate::files::{FileSystem, SortedFile};
 use crate::inner::Inner;
 use crate::options::Options;
 use crate::snapshot::Snapshot;
 use crate::sort::ScratchDir;
+use strata_files::{FileSystem, SortedFile};
 use strata_types::datadir::DB_FILE;
 use strata_types::domain::Domain;
 use strata_types::keys::ROOT_RECORD_KEY;

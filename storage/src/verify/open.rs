@@ -8,10 +8,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::files::{FileSystem, OsFileSystem};
 use crate::options::Options;
 use crate::read_only::ReadOnlyStateDb;
 use crate::snapshot::Snapshot;
+use strata_files::{FileSystem, OsFileSystem};
 
 /// A datadir opened read-only: the newest commit and its files.
 pub(super) struct Opened {

@@ -7,9 +7,9 @@ use bytes::Bytes;
 use proptest::prelude::*;
 
 use super::{Model, file_of, mem_fs, meta, sample_model, write_model};
-use crate::Domain;
-use crate::files::format::{CHECKSUM_LEN, FOOTER_CHECKSUM_AT, FOOTER_LEN, Footer, checksum};
-use crate::files::{FileError, SortedFile};
+use crate::format::{CHECKSUM_LEN, FOOTER_CHECKSUM_AT, FOOTER_LEN, Footer, checksum};
+use crate::{FileError, SortedFile};
+use strata_types::Domain;
 
 const NAME: &str = "storage-0000000000-0000000001.sst";
 
@@ -247,6 +247,6 @@ proptest! {
 fn files_are_shareable_across_threads() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<SortedFile>();
-    assert_send_sync::<crate::files::FileValue>();
+    assert_send_sync::<crate::FileValue>();
     assert_send_sync::<FileError>();
 }

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::{FileInfo, FileMeta, FileSystem, MemFileSystem, SortedFile, SortedFileWriter};
-use crate::Domain;
+use strata_types::Domain;
 
 /// A file's content as a model: key → value (`None` = tombstone).
 pub(super) type Model = BTreeMap<Vec<u8>, Option<Vec<u8>>>;

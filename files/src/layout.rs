@@ -77,10 +77,12 @@ impl FileLayout {
     /// its restart search made a get 1.7–2.3× slower, so they keep format
     /// 1's whole keys. Storage keys (address ‖ slot) and commitment record
     /// keys (nibble paths) share long prefixes: format 2 (0.68× and 0.95×).
-    pub fn for_domain(domain: crate::Domain) -> Self {
+    pub fn for_domain(domain: strata_types::Domain) -> Self {
         match domain {
-            crate::Domain::Account | crate::Domain::Code => FileLayout::V1,
-            crate::Domain::Storage | crate::Domain::Commitment => FileLayout::default(),
+            strata_types::Domain::Account | strata_types::Domain::Code => FileLayout::V1,
+            strata_types::Domain::Storage | strata_types::Domain::Commitment => {
+                FileLayout::default()
+            }
         }
     }
 

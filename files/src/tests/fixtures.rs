@@ -1,4 +1,4 @@
-//! The corrupt files checked in under `storage/tests/fixtures/`: each is
+//! The corrupt files checked in under `files/tests/fixtures/`: each is
 //! opened through the real file system (memory-mapped) and must give its
 //! specific error. The files are produced by [`generate`]; run with
 //! `STRATA_REGEN_FIXTURES=1` to rewrite them after a format change.
@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::meta;
-use crate::Domain;
-use crate::files::format::{FOOTER_LEN, Footer};
-use crate::files::{
+use crate::format::{FOOTER_LEN, Footer};
+use crate::{
     FileError, FileLayout, FileSystem, MemFileSystem, OsFileSystem, SortedFile, SortedFileWriter,
 };
+use strata_types::Domain;
 
 fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")

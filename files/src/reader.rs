@@ -181,7 +181,7 @@ impl SortedFile {
     }
 
     /// The filter's first bit only: a cheap pre-check that brings the
-    /// filter line into cache (used by [`crate::files::lookup_newest_first`]
+    /// filter line into cache (used by [`crate::lookup_newest_first`]
     /// to probe many files with overlapping memory accesses).
     #[inline]
     pub(crate) fn first_probe(&self, hash: KeyHash) -> bool {

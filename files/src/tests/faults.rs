@@ -6,11 +6,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::{meta, sample_model, write_model};
-use crate::Domain;
-use crate::files::{
-    FileError, FileSystem, MemFileSystem, OsFileSystem, SortedFile, SortedFileWriter,
-};
+use crate::{FileError, FileSystem, MemFileSystem, OsFileSystem, SortedFile, SortedFileWriter};
 use strata_fs::{Fault, FaultyFileSystem};
+use strata_types::Domain;
 
 const DIR: &str = "/db";
 

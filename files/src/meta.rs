@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use crate::Domain;
+use strata_types::Domain;
 
 /// The file-name extension of immutable sorted files.
 pub const FILE_EXTENSION: &str = "sst";
@@ -83,7 +83,7 @@ pub(crate) fn domain_from_id(id: u8) -> Option<Domain> {
     Domain::ALL.get(usize::from(id)).copied()
 }
 
-/// What [`crate::files::SortedFileWriter::finish`] reports about the file it
+/// What [`crate::SortedFileWriter::finish`] reports about the file it
 /// made durable.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FileInfo {

@@ -1,4 +1,4 @@
-//! Immutable sorted files: the cold tier of every domain.
+//! strata-files, the immutable sorted files: the cold tier of every domain.
 //!
 //! A file holds one domain's entries for a step range `[from_step, to_step)`:
 //! sorted unique keys, each with a value or a tombstone that shadows older
@@ -20,13 +20,13 @@
 //! use std::path::Path;
 //! use std::sync::Arc;
 //!
-//! use strata_storage::Domain;
-//! use strata_storage::files::{
+//! use strata_files::{
 //!     FileMeta, FileSystem, FileValue, MemFileSystem, SortedFile, SortedFileWriter,
 //!     lookup_newest_first,
 //! };
+//! use strata_types::Domain;
 //!
-//! # fn main() -> Result<(), strata_storage::files::FileError> {
+//! # fn main() -> Result<(), strata_files::FileError> {
 //! let fs: Arc<dyn FileSystem> = Arc::new(MemFileSystem::new());
 //! let dir = Path::new("/state/files");
 //! let meta = FileMeta { domain: Domain::Account, from_step: 0, to_step: 16 };
@@ -45,6 +45,8 @@
 //! # Ok(())
 //! # }
 //! ```
+
+#![deny(missing_docs)]
 
 #[cfg(feature = "test-utils")]
 pub mod bench_support;

@@ -9,11 +9,11 @@ use proptest::collection::{btree_map, vec};
 use proptest::prelude::*;
 
 use super::{Model, file_of, mem_fs, meta, sample_model, write_model};
-use crate::Domain;
-use crate::files::{
+use crate::{
     FileError, FileHit, FileValue, FileValueRef, SortedFile, SortedFileWriter, lookup_newest_first,
     merge_files,
 };
+use strata_types::Domain;
 
 fn to_value(v: &Option<Vec<u8>>) -> FileValue {
     match v {
@@ -238,7 +238,7 @@ fn writer_rejects_unsorted_and_oversized_input_and_stays_usable() {
         w.push(b"b", None),
         Err(FileError::UnsortedKeys { .. })
     ));
-    let big = vec![0u8; crate::files::MAX_KEY_LEN + 1];
+    let big = vec![0u8; crate::MAX_KEY_LEN + 1];
     assert!(matches!(
         w.push(&big, None),
         Err(FileError::TooLarge { what: "key", .. })
@@ -291,7 +291,7 @@ fn merge_refuses_other_domains() {
     );
 }
 
-use crate::files::FileSystem as _;
+use crate::FileSystem as _;
 
 #[test]
 fn newest_first_lookup_across_probe_batches() {

@@ -12,13 +12,13 @@ use proptest::collection::vec;
 use proptest::prelude::*;
 
 use super::{Model, mem_fs, meta, sample_model};
-use crate::Domain;
-use crate::files::format::{CHECKSUM_LEN, FOOTER_CHECKSUM_AT, FOOTER_LEN, Footer, checksum};
-use crate::files::open::{RELEASE_CHUNK, open_bytes};
-use crate::files::{
+use crate::format::{CHECKSUM_LEN, FOOTER_CHECKSUM_AT, FOOTER_LEN, Footer, checksum};
+use crate::open::{RELEASE_CHUNK, open_bytes};
+use crate::{
     FORMAT_VERSION, FileError, FileLayout, FileSystem, FileValue, SortedFile, SortedFileWriter,
     merge_files,
 };
+use strata_types::Domain;
 
 const NAME: &str = "storage-0000000000-0000000001.sst";
 
@@ -197,7 +197,7 @@ fn the_format_1_fixture_reads_back() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/format1_storage.sst");
     let bytes = std::fs::read(&path).unwrap();
     assert_eq!(bytes, format1_fixture(), "the format-1 writer path changed");
-    let file = SortedFile::open(&crate::files::OsFileSystem, &path).unwrap();
+    let file = SortedFile::open(&crate::OsFileSystem, &path).unwrap();
     assert_eq!(file.format_version(), 1);
     assert_eq!(all(&file), fixture_model());
     for (k, v) in fixture_model() {
@@ -268,7 +268,7 @@ fn a_shared_length_longer_than_the_previous_key_is_an_error() {
     let ((off, len), good) = second_block(u32::MAX, &model);
     // Entry 1 of the block starts after entry 0 (20 + 32-byte key): its
     // first byte is its shared length, a one-byte varint.
-    let view = crate::files::prefixed::PrefixedView::new(&good[off..off + len]).unwrap();
+    let view = crate::prefixed::PrefixedView::new(&good[off..off + len]).unwrap();
     let first = view.decode_at(0).unwrap();
     let second = off + first.end;
     assert!(good[second] < 0x80 && good[second] > 0);
@@ -305,7 +305,7 @@ fn a_shared_length_longer_than_the_previous_key_is_an_error() {
 fn a_damaged_restart_point_is_an_error() {
     let model = storage_model(2000);
     let ((off, len), good) = second_block(16, &model);
-    let view = crate::files::prefixed::PrefixedView::new(&good[off..off + len]).unwrap();
+    let view = crate::prefixed::PrefixedView::new(&good[off..off + len]).unwrap();
     assert!(view.restart_count() >= 2);
     let restart_at = off + view.entries_end() + 4;
     let cases: [(u32, &str); 3] = [

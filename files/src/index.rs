@@ -218,6 +218,7 @@ impl BlockIndex {
 
     /// The same blocks sampled every `1 << shift` (benches: the cost of
     /// the sampling against a dense index).
+    #[cfg(feature = "test-utils")]
     pub(crate) fn resampled(&self, data: &[u8], shift: u32) -> Option<BlockIndex> {
         let mut index = Self::sampled(self.count, self.data_end, self.index_end, shift);
         for handle in self.iter(data) {

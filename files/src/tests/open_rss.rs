@@ -14,8 +14,8 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::Domain;
-use crate::files::{FileMeta, FileSystem, OsFileSystem, SortedFile, SortedFileWriter};
+use crate::{FileMeta, FileSystem, OsFileSystem, SortedFile, SortedFileWriter};
+use strata_types::Domain;
 
 const CHILD: &str = "STRATA_OPEN_RSS_CHILD";
 
@@ -99,7 +99,7 @@ fn open_rss() {
     for _ in 0..runs {
         let out = Command::new(std::env::current_exe().unwrap())
             .args([
-                "files::tests::open_rss::open_rss",
+                "tests::open_rss::open_rss",
                 "--exact",
                 "--ignored",
                 "--nocapture",

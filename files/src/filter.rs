@@ -25,7 +25,7 @@ pub(crate) const FILTER_TRAILER: usize = 4 + 4 + CHECKSUM_LEN;
 pub(crate) const MAX_PROBES: u32 = 16;
 
 /// The 64-bit xxh3 hash of a key, computed once per lookup and reused for
-/// every file's filter (see [`crate::files::SortedFile::may_contain_hash`]).
+/// every file's filter (see [`crate::SortedFile::may_contain_hash`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct KeyHash(pub u64);
 

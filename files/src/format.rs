@@ -1,7 +1,7 @@
 //! Byte-level constants and the footer of the sorted-file format
 //! (documented in `storage/FORMAT.md`). All integers are little-endian.
 
-use crate::Domain;
+use strata_types::Domain;
 
 use super::meta::{domain_from_id, domain_id};
 

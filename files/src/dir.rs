@@ -20,7 +20,10 @@ pub struct DirListing {
 
 impl DirListing {
     /// The published files of one domain, oldest range first.
-    pub fn of_domain(&self, domain: crate::Domain) -> impl Iterator<Item = &(FileMeta, PathBuf)> {
+    pub fn of_domain(
+        &self,
+        domain: strata_types::Domain,
+    ) -> impl Iterator<Item = &(FileMeta, PathBuf)> {
         self.files.iter().filter(move |(m, _)| m.domain == domain)
     }
 }
@@ -73,8 +76,8 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::Domain;
-    use crate::files::{MemFileSystem, SortedFileWriter};
+    use crate::{MemFileSystem, SortedFileWriter};
+    use strata_types::Domain;
 
     #[test]
     fn scan_sorts_files_and_finds_leftovers() {
