@@ -11,12 +11,12 @@ use strata_commitment::{CommitOutput, CommitStats, ComputeOptions, TrieUpdate, c
 
 use crate::error::{Error, Result};
 use crate::inner::Inner;
-use crate::journal::{BlockRecord, Previous, RecordWrite};
 use crate::overlay::Overlay;
 use crate::reader::StateReader;
 use crate::snapshot::Snapshot;
 use crate::sources::{CachedBranches, OverlayState, hashed_paths};
 use crate::telemetry::CommitFigures;
+use strata_journal::{BlockRecord, Previous, RecordWrite};
 use strata_types::Head;
 use strata_types::domain::{Domain, Regime};
 use strata_types::keys::ROOT_RECORD_KEY;

@@ -292,7 +292,7 @@ pub enum Error {
     },
     /// The block journal failed or holds damage (segment and offset named).
     #[error(transparent)]
-    Journal(#[from] crate::journal::JournalError),
+    Journal(#[from] strata_journal::JournalError),
     /// The journal holds blocks but ends before redb's flushed head: the
     /// newer blocks' segments are missing (deleted, truncated or copied
     /// incompletely). Nothing was changed.

@@ -15,8 +15,8 @@ use std::sync::Arc;
 use alloy_primitives::B256;
 use bytes::Bytes;
 
-use crate::journal::{BlockRecord, Previous};
 use crate::overlay::Overlay;
+use strata_journal::{BlockRecord, Previous};
 use strata_types::domain::Domain;
 
 /// What undoing one block restores.
@@ -152,7 +152,7 @@ impl History {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::journal::RecordWrite;
+    use strata_journal::RecordWrite;
 
     fn record(block: u64, writes: &[(&str, Option<&str>, Previous)]) -> BlockRecord {
         BlockRecord {

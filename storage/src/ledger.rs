@@ -28,12 +28,14 @@ use crate::error::{Error, Result, db_err};
 use crate::fileset::FileSet;
 use crate::history::{BlockUndo, History};
 use crate::inner::{CommitGuard, Inner};
-use crate::journal::{self, BlockRecord, DatadirId, Journal, JournalRecord, Link, Previous, Tip};
 use crate::memory::MemoryTier;
 use crate::options::Options;
 use crate::pause::{self, PausePoint};
 use crate::snapshot::Snapshot;
 use strata_files::FileSystem;
+use strata_journal::{
+    self as journal, BlockRecord, DatadirId, Journal, JournalRecord, Link, Previous, Tip,
+};
 use strata_types::Head;
 use strata_types::domain::Domain;
 use strata_types::keys::ROOT_RECORD_KEY;

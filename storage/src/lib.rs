@@ -35,7 +35,6 @@ mod genesis_init;
 mod history;
 pub mod import;
 mod inner;
-pub mod journal;
 mod ledger;
 mod maintenance;
 mod memory;
@@ -55,6 +54,8 @@ mod sources;
 mod state_db;
 mod stats;
 pub mod telemetry;
+#[cfg(test)]
+mod test_chain;
 mod unwind;
 mod value_keys;
 mod verify;
@@ -76,6 +77,7 @@ pub use stats::{JournalStats, LiveSize, MemoryStats};
 pub use strata_cache::{CacheKind, CacheStats, MAX_WARMERS};
 pub use strata_commitment::{AccountProof, SlotProof};
 pub use strata_files as files;
+pub use strata_journal as journal;
 pub use strata_types::datadir::{DB_FILE, FILES_DIR, JOURNAL_DIR};
 pub use strata_types::{Account, Domain, Regime, account, domain, keys};
 pub use verify::{

@@ -18,7 +18,7 @@ use alloy_primitives::{Address, B256, keccak256};
 use bytes::Bytes;
 use imbl::OrdMap;
 
-use crate::journal::BlockRecord;
+use strata_journal::BlockRecord;
 use strata_types::domain::Domain;
 use strata_types::keys::STORAGE_KEY_LEN;
 
@@ -254,7 +254,7 @@ impl MemoryTier {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::journal::{Previous, RecordWrite};
+    use strata_journal::{Previous, RecordWrite};
 
     /// A test write: domain, key, value (`None` deletes).
     type Write<'a> = (Domain, &'a [u8], Option<&'a [u8]>);

@@ -83,13 +83,13 @@ mod tests {
 
     use bytes::Bytes;
 
-    use crate::journal::test_chain::{account, blocks, options, who};
-    use crate::journal::{BlockRecord, Previous};
+    use crate::test_chain::{account, blocks, options, who};
     use crate::{Error, ReadOnlyStateDb, Regime, StateDb};
+    use strata_journal::{BlockRecord, Previous};
 
     /// Block `block`'s record rewritten with `change` and valid checksums.
     fn tamper(dir: &Path, block: u64, change: impl Fn(&mut BlockRecord)) {
-        crate::journal::rechecksum_block(dir, block, change);
+        strata_journal::testing::rechecksum_block(dir, block, change);
     }
 
     fn account_value(nonce: u64) -> Bytes {

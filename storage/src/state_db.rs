@@ -754,8 +754,8 @@ fn load_or_init_meta(
 }
 
 /// A new datadir identity from the operating system's generator.
-fn new_datadir_id(db_path: &Path) -> Result<crate::journal::DatadirId> {
-    crate::journal::DatadirId::random().map_err(|source| Error::Datadir {
+fn new_datadir_id(db_path: &Path) -> Result<strata_journal::DatadirId> {
+    strata_journal::DatadirId::random().map_err(|source| Error::Datadir {
         path: db_path.to_path_buf(),
         what: "make the datadir's identity",
         source,

@@ -7,9 +7,9 @@ use std::path::Path;
 
 use crate::db::meta::Meta;
 use crate::error::{Error, Result};
-use crate::journal::{BlockRecord, JournalTail};
 use crate::ledger::check_recovered;
 use crate::memory::MemoryTier;
+use strata_journal::{BlockRecord, JournalTail};
 use strata_types::Head;
 
 /// The journaled blocks a read-only handle has followed so far.

@@ -32,13 +32,13 @@ use crate::db::tables::{META, ROOTS};
 use crate::error::{Error, Result, db_err};
 use crate::fileset::FileSet;
 use crate::history::{BlockUndo, History};
-use crate::journal::{BlockRecord, JournalError, JournalTail, segment_first_block};
 use crate::options::Options;
 use crate::reader::StateReader;
 use crate::snapshot::Snapshot;
 use crate::stats::DbStats;
 use crate::telemetry::ReadMetrics;
 use strata_files::{FileError, FileSystem, OsFileSystem};
+use strata_journal::{BlockRecord, JournalError, JournalTail, segment_first_block};
 use strata_types::Head;
 use strata_types::datadir::{DB_FILE, FILES_DIR, JOURNAL_DIR};
 use strata_types::domain::Regime;
@@ -505,7 +505,7 @@ fn open_database(datadir: &Path, db_path: &Path, options: &Options) -> Result<Re
 /// when the journal is too damaged for [`ReadOnlyStateDb::open`]).
 pub(crate) struct JournalContext {
     /// The datadir's identity.
-    pub(crate) id: Option<crate::journal::DatadirId>,
+    pub(crate) id: Option<strata_journal::DatadirId>,
     /// redb's flushed head.
     pub(crate) head: Option<Head>,
     /// The roots redb keeps for the flushed blocks of the unwind window.

@@ -20,12 +20,12 @@ use redb::ReadableDatabase;
 
 use crate::error::{Error, Result, db_err};
 use crate::inner::Inner;
-use crate::journal::{self, BlockRecord, Expect, Scan, Tip};
 use crate::ledger::{check_recovered, ends_before_head};
 use crate::options::Options;
 use crate::read_only::{JournalContext, journal_context};
 use crate::snapshot::Snapshot;
 use strata_files::{FileSystem, OsFileSystem};
+use strata_journal::{self as journal, BlockRecord, Expect, Scan, Tip};
 use strata_types::datadir::JOURNAL_DIR;
 
 /// Checks the journal of `datadir`, adding what it finds to `report`, and

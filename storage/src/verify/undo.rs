@@ -22,13 +22,13 @@ use strata_commitment::record_key;
 use super::VerifyReport;
 use crate::error::{Error, Result};
 use crate::history::BlockUndo;
-use crate::journal::{BlockRecord, Scan, ScannedFrame};
 use crate::overlay::Overlay;
 use crate::reader::StateReader;
 use crate::snapshot::Snapshot;
 use crate::sources::ReaderBranches;
 use crate::telemetry::ReadMetrics;
 use crate::unwind::records_at;
+use strata_journal::{BlockRecord, Scan, ScannedFrame};
 use strata_types::Head;
 use strata_types::domain::{Domain, Regime};
 

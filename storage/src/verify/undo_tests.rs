@@ -7,9 +7,10 @@ use std::path::Path;
 
 use bytes::Bytes;
 
-use crate::journal::test_chain::{account, blocks, options, who};
-use crate::journal::{Previous, rechecksum_block};
+use crate::test_chain::{account, blocks, options, who};
 use crate::{Options, StateDb, VerifyReport, verify_datadir};
+use strata_journal::Previous;
+use strata_journal::testing::rechecksum_block;
 
 /// Block 3 says account 0's nonce was 7 before it (it was 2).
 fn change_an_unwind_value_of_block_3(dir: &Path) {

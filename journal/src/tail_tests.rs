@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::*;
-use crate::journal::segment;
-use crate::journal::tests::{ID, link};
-use crate::journal::{Journal, segment_name};
+use crate::segment;
+use crate::tests::{ID, link};
+use crate::{Journal, segment_name};
 use strata_fs::OsFileSystem;
 use strata_types::DatadirId;
 
@@ -303,7 +303,7 @@ fn a_segment_of_another_datadir_or_the_first_format_is_refused() {
     let error = tail.read_after(None).expect_err("foreign");
     assert!(matches!(error, JournalError::Foreign { .. }), "{error}");
     let path = segment_files(dir.path()).remove(0);
-    std::fs::write(&path, crate::journal::legacy::encode(0, &payload(0, 0))).expect("old");
+    std::fs::write(&path, crate::legacy::encode(0, &payload(0, 0))).expect("old");
     let mut tail = JournalTail::new(dir.path(), Some(ID));
     let error = tail.read_after(None).expect_err("first format");
     assert!(matches!(error, JournalError::Legacy { .. }), "{error}");

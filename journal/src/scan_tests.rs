@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use alloy_primitives::B256;
 
-use crate::journal::frame::{self, Link};
-use crate::journal::scan::{Expect, Scan, Tip, scan};
-use crate::journal::segment::{self, SegmentHeader};
-use crate::journal::{Journal, JournalError, is_journal_file_name, segment_name};
+use crate::frame::{self, Link};
+use crate::scan::{Expect, Scan, Tip, scan};
+use crate::segment::{self, SegmentHeader};
+use crate::{Journal, JournalError, is_journal_file_name, segment_name};
 use strata_fs::{FileSystem, MemFileSystem};
 use strata_types::DatadirId;
 

@@ -1,4 +1,4 @@
-//! The block journal: each committed block as one framed, checksummed record
+//! strata-journal, the block journal: each committed block as one framed, checksummed record
 //! appended to a segment file — one sequential write (and one `fsync` when
 //! the block must be durable) instead of random B-tree inserts.
 //!
@@ -29,6 +29,7 @@
 //! table: the same 2.6 MB block made durable in 19.5 ms as a file append and
 //! fdatasync vs 55.7 ms as one redb value vs 395 ms as today's B-tree
 //! inserts (medians of 30 interleaved blocks, one run).
+#![deny(missing_docs)]
 
 mod apply;
 mod frame;
@@ -37,8 +38,8 @@ mod record;
 mod scan;
 mod segment;
 mod tail;
-#[cfg(test)]
-pub(crate) mod test_chain;
+#[cfg(any(test, feature = "test-utils"))]
+pub mod testing;
 mod unwind;
 
 use std::io;
@@ -461,7 +462,7 @@ fn segment_name(first_block: u64) -> String {
 }
 
 /// The first block of a segment named by [`segment_name`].
-pub(crate) fn segment_first_block(name: &str) -> Option<u64> {
+pub fn segment_first_block(name: &str) -> Option<u64> {
     let digits = name
         .strip_prefix(SEGMENT_PREFIX)?
         .strip_suffix(SEGMENT_SUFFIX)?;
@@ -499,67 +500,3 @@ fn io_err(path: &Path, op: &'static str) -> impl FnOnce(io::Error) -> JournalErr
 
 #[cfg(test)]
 mod tests;
-
-/// Rewrites the frame of `block` in the segment bytes `segment` with its
-/// record changed by `change` and every checksum made valid again: what a
-/// hostile edit of a journal looks like (finding CR2). For tests.
-#[cfg(test)]
-pub(crate) fn rechecksummed(
-    segment: &[u8],
-    block: u64,
-    change: impl FnOnce(&mut BlockRecord),
-) -> Vec<u8> {
-    let mut offset = segment::HEADER_LEN;
-    while offset < segment.len() {
-        let word = |at: usize| u32::from_le_bytes(segment[at..at + 4].try_into().unwrap());
-        let len = word(offset + 4) as usize;
-        let end = offset + frame::HEADER + frame::ROOTS + len + frame::TRAILER;
-        let frame_block = u64::from_le_bytes(segment[offset + 8..offset + 16].try_into().unwrap());
-        if frame_block == block {
-            let roots = offset + frame::HEADER;
-            let link = Link {
-                parent: alloy_primitives::B256::from_slice(&segment[roots..roots + 32]),
-                root: alloy_primitives::B256::from_slice(&segment[roots + 32..roots + 64]),
-            };
-            let payload = &segment[roots + frame::ROOTS..end - frame::TRAILER];
-            let mut record = BlockRecord::decode(&bytes::Bytes::copy_from_slice(payload)).unwrap();
-            change(&mut record);
-            let mut encoded = Vec::new();
-            record.encode_into(&mut encoded);
-            let mut framed = Vec::new();
-            frame::encode(block, link, &encoded, &mut framed);
-            let mut out = segment[..offset].to_vec();
-            out.extend_from_slice(&framed);
-            out.extend_from_slice(&segment[end..]);
-            return out;
-        }
-        offset = end;
-    }
-    panic!("no frame of block {block} in the segment");
-}
-
-/// Rewrites, in every segment of `datadir`'s journal holding it, block
-/// `block`'s record with `change` applied and valid checksums (see
-/// [`rechecksummed`]). For tests; panics when no segment holds the block.
-#[cfg(test)]
-pub(crate) fn rechecksum_block(datadir: &Path, block: u64, change: impl Fn(&mut BlockRecord)) {
-    let mut segments: Vec<std::path::PathBuf> =
-        std::fs::read_dir(datadir.join(strata_types::datadir::JOURNAL_DIR))
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|e| e == "log"))
-            .collect();
-    segments.sort();
-    let mut done = false;
-    for path in segments {
-        let bytes = std::fs::read(&path).unwrap();
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            rechecksummed(&bytes, block, &change)
-        }));
-        if let Ok(changed) = result {
-            std::fs::write(&path, changed).unwrap();
-            done = true;
-        }
-    }
-    assert!(done, "no segment holds block {block}");
-}
