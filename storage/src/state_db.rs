@@ -310,7 +310,7 @@ impl StateDb {
     /// returns its state root (bulk-built, streaming, in hashed-key order).
     /// No block hash is stored for block 0; see
     /// [`StateDb::init_genesis_with_hash`].
-    pub fn init_genesis(&self, alloc: &crate::genesis::GenesisAlloc) -> Result<B256> {
+    pub fn init_genesis(&self, alloc: &strata_genesis::GenesisAlloc) -> Result<B256> {
         Ok(self.write_genesis(alloc, |_| Ok(None))?.0)
     }
 
@@ -318,7 +318,7 @@ impl StateDb {
     /// which BLOCKHASH(0) serves in the blocks after it.
     pub fn init_genesis_with_hash(
         &self,
-        alloc: &crate::genesis::GenesisAlloc,
+        alloc: &strata_genesis::GenesisAlloc,
         hash: B256,
     ) -> Result<B256> {
         Ok(self.write_genesis(alloc, |_| Ok(Some(hash)))?.0)
@@ -327,10 +327,10 @@ impl StateDb {
     /// Writes `genesis` — a genesis as clients hold it, e.g. from reth's
     /// chain spec — as block 0 with its block hash (the genesis header's,
     /// built as the chain's configuration shapes it; see
-    /// [`crate::genesis::chain`]). Returns the state root and block hash.
+    /// [`strata_genesis::chain`]). Returns the state root and block hash.
     #[cfg(feature = "alloy-genesis")]
     pub fn init_chain_genesis(&self, genesis: &alloy_genesis::Genesis) -> Result<(B256, B256)> {
-        use crate::genesis::chain;
+        use strata_genesis::chain;
         let alloc = chain::alloc_of(genesis);
         let (root, hash) = self.write_genesis(&alloc, |root| {
             let header = chain::genesis_header(genesis, root)
@@ -360,7 +360,7 @@ impl StateDb {
 
     fn write_genesis(
         &self,
-        alloc: &crate::genesis::GenesisAlloc,
+        alloc: &strata_genesis::GenesisAlloc,
         hash_of: impl FnOnce(B256) -> Result<Option<B256>>,
     ) -> Result<(B256, Option<B256>)> {
         self.inner.check_poisoned()?;

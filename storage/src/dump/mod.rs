@@ -37,10 +37,10 @@ use alloy_primitives::{Address, B256};
 use rayon::prelude::*;
 use serde::Deserialize;
 
-use crate::genesis::{
+use crate::import::{AccountSource, LargeStorage, SourceAccount};
+use strata_genesis::{
     GenesisAccount, GenesisError, RawAccount, Scalar, ValueError, parse_address, typed_account,
 };
-use crate::import::{AccountSource, LargeStorage, SourceAccount};
 use strata_types::account::code_hash;
 
 mod stream;

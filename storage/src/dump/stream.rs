@@ -18,10 +18,10 @@ use alloy_primitives::{Address, B256};
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::{DumpError, account_from_raw};
-use crate::genesis::{
+use crate::import::LargeStorage;
+use strata_genesis::{
     GenesisAccount, GenesisError, RawAccount, Scalar, ValueError, parse_address, parse_word,
 };
-use crate::import::LargeStorage;
 
 /// Read buffer of a streamed line.
 const STREAM_BUFFER: usize = 256 << 10;

@@ -13,8 +13,8 @@ use alloy_primitives::{Address, B256, U256};
 
 use crate::account_trie::SlotSort;
 use crate::error::Error;
-use crate::genesis::GenesisAccount;
 use crate::sort::RunError;
+use strata_genesis::GenesisAccount;
 
 /// One account of a source.
 #[derive(Debug, Clone, PartialEq, Eq)]

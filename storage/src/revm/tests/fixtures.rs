@@ -3,7 +3,7 @@
 use alloy_primitives::{Address, B256, Bytes, TxKind, U256, keccak256};
 use revm::context::{BlockEnv, TxEnv};
 
-use crate::genesis::{GenesisAccount, GenesisAlloc};
+use strata_genesis::{GenesisAccount, GenesisAlloc};
 
 pub(super) const ALICE: Address = Address::repeat_byte(0xa1);
 pub(super) const BOB: Address = Address::repeat_byte(0xb0);

@@ -7,7 +7,7 @@ use alloy_trie::{EMPTY_ROOT_HASH, HashBuilder, Nibbles};
 use revm::database::{AccountState, CacheDB, DbAccount, EmptyDB};
 use revm::state::{AccountInfo, Bytecode};
 
-use crate::genesis::GenesisAlloc;
+use strata_genesis::GenesisAlloc;
 
 /// The account leaf: RLP([nonce, balance, storageRoot, codeHash]).
 #[derive(RlpEncodable)]

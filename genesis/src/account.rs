@@ -41,7 +41,7 @@ pub struct RawAccount<'a> {
 impl<'a> RawAccount<'a> {
     /// An account of these fields as written, without storage (a dump line
     /// whose storage is read apart).
-    pub(crate) fn without_storage(
+    pub fn without_storage(
         balance: Scalar<'a>,
         nonce: Scalar<'a>,
         code: Scalar<'a>,

@@ -19,11 +19,13 @@
 //! keys and do not see two spellings of one address or slot, which must be
 //! errors here. A client that already holds an `alloy_genesis::Genesis`
 //! (reth's chain spec carries one) hands it to
-//! [`crate::StateDb::init_chain_genesis`] (feature `alloy-genesis`; [`chain`]).
+//! strata-storage's `StateDb::init_chain_genesis` (feature `alloy-genesis`;
+//! `chain`).
 //!
 //! The value parsers ([`parse_word`], [`Scalar::u64`], ...) are public so
 //! that other formats (the CLI's block traces, geth tracer output) read
 //! numbers and hex exactly the same way.
+#![deny(missing_docs)]
 
 mod account;
 #[cfg(feature = "alloy-genesis")]
@@ -291,7 +293,7 @@ fn genesis_account(key: &str, raw: RawAccount<'_>) -> Result<GenesisAccount, Gen
 
 /// Types the fields of one account of an alloc (or a dump line), named
 /// `key` in errors.
-pub(crate) fn typed_account(key: &str, raw: RawAccount<'_>) -> Result<JsonAccount, GenesisError> {
+pub fn typed_account(key: &str, raw: RawAccount<'_>) -> Result<JsonAccount, GenesisError> {
     JsonAccount::from_raw(raw).map_err(|e| match e {
         AccountError::Field { field, source } => GenesisError::Field {
             account: key.to_owned(),
