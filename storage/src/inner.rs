@@ -14,8 +14,8 @@ use crate::options::Options;
 use crate::overlay::Overlay;
 use crate::reader::StateReader;
 use crate::snapshot::Snapshot;
-use crate::telemetry::{ReadMetrics, StoreMetrics};
 use strata_files::FileSystem;
+use strata_telemetry::{ReadMetrics, StoreMetrics};
 use strata_types::Head;
 use strata_types::domain::Regime;
 

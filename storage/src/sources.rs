@@ -9,7 +9,7 @@ use strata_cache::PrefixCache;
 use strata_commitment::{AccountLeaf, BranchSource, SourceError, StateSource, TrieUpdate};
 
 use crate::reader::StateReader;
-use crate::telemetry::Tier;
+use strata_telemetry::Tier;
 use strata_types::domain::Domain;
 
 /// Branch records read through the cache, loading misses from the

@@ -19,10 +19,10 @@ use crate::maintenance::{self, MaintenanceReport, MaintenanceWorker};
 use crate::options::Options;
 use crate::reader::StateReader;
 use crate::snapshot::Snapshot;
-use crate::telemetry::ReadMetrics;
 use crate::writer::BlockWriter;
 use crate::writer_slot::{Wait, WriterTicket};
 use strata_files::{FileSystem, OsFileSystem};
+use strata_telemetry::ReadMetrics;
 use strata_types::domain::{Domain, Regime};
 
 pub use crate::stats::{DbStats, DomainStats, FileStats};
@@ -505,7 +505,7 @@ impl StateDb {
     }
 
     /// Durations and totals of this store's commits, flushes and maintenance.
-    pub fn store_metrics(&self) -> &crate::telemetry::StoreMetrics {
+    pub fn store_metrics(&self) -> &strata_telemetry::StoreMetrics {
         &self.inner.store_metrics
     }
 

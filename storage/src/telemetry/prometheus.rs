@@ -26,10 +26,9 @@ use prometheus_client::encoding::{DescriptorEncoder, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
-use super::buckets::{BUCKETS, Histogram, bucket_of};
-use super::durations::DurationCounts;
 use crate::StateDb;
 use crate::inner::Inner;
+use strata_telemetry::{BUCKETS, DurationCounts, Histogram, bucket_of};
 use strata_types::domain::Domain;
 
 /// The prefix every family gets (`strata_…`).

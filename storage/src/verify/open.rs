@@ -37,7 +37,7 @@ pub(super) fn open(datadir: &Path, options: &Options) -> Result<Opened> {
 
 impl Opened {
     /// The read-only handle's read telemetry.
-    pub(super) fn metrics(&self) -> Arc<crate::telemetry::ReadMetrics> {
+    pub(super) fn metrics(&self) -> Arc<strata_telemetry::ReadMetrics> {
         self.db.metrics().clone()
     }
 }

@@ -26,9 +26,9 @@ use crate::overlay::Overlay;
 use crate::reader::StateReader;
 use crate::snapshot::Snapshot;
 use crate::sources::ReaderBranches;
-use crate::telemetry::ReadMetrics;
 use crate::unwind::records_at;
 use strata_journal::{BlockRecord, Scan, ScannedFrame};
+use strata_telemetry::ReadMetrics;
 use strata_types::Head;
 use strata_types::domain::{Domain, Regime};
 

@@ -11,7 +11,7 @@ use super::cell::{CELLS, all_cells, cell_index};
 use super::mutex_metrics::MutexReadMetrics;
 use super::snapshot::{CellSummary, MetricsSnapshot};
 use super::{ReadRecorder, Tier};
-use crate::{Domain, Regime};
+use strata_types::{Domain, Regime};
 
 /// Stripes per cell. A thread always records into the same stripe (assigned
 /// round-robin on its first record), so up to this many threads record
@@ -226,8 +226,7 @@ impl ReadMetrics {
     /// Calls `visit` with every cell's merged counts (all stripes and the
     /// spill), leaving the counters as they are; for exporters that need the
     /// buckets rather than a summary. Empty with the mutex baseline.
-    #[cfg(feature = "prometheus")]
-    pub(crate) fn visit_cells(&self, visit: impl FnMut(Domain, Tier, Regime, &Histogram)) {
+    pub fn visit_cells(&self, visit: impl FnMut(Domain, Tier, Regime, &Histogram)) {
         if self.baseline.is_none() {
             self.for_each_cell(
                 |a| a.load(Ordering::Relaxed),

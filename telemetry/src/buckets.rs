@@ -21,7 +21,7 @@ pub const BUCKETS: usize = LINEAR as usize + OCTAVES * SUB + 1;
 
 /// The bucket of a latency in nanoseconds.
 #[inline]
-pub(crate) fn bucket_of(nanos: u64) -> usize {
+pub fn bucket_of(nanos: u64) -> usize {
     if nanos < LINEAR {
         return nanos as usize;
     }
@@ -52,10 +52,13 @@ pub(crate) fn representative(bucket: usize) -> u64 {
 
 /// Plain (non-atomic) counts of one cell, merged from whatever recorded them.
 #[derive(Clone, Debug)]
-pub(crate) struct Histogram {
-    pub(crate) counts: Box<[u64; BUCKETS]>,
-    pub(crate) sum: u64,
-    pub(crate) max: u64,
+pub struct Histogram {
+    /// Samples per bucket ([`bucket_of`] gives a latency's bucket).
+    pub counts: Box<[u64; BUCKETS]>,
+    /// The sum of every sample, in nanoseconds.
+    pub sum: u64,
+    /// The largest sample, in nanoseconds.
+    pub max: u64,
 }
 
 impl Histogram {
@@ -74,7 +77,8 @@ impl Histogram {
         self.max = self.max.max(nanos);
     }
 
-    pub(crate) fn count(&self) -> u64 {
+    /// Samples in every bucket.
+    pub fn count(&self) -> u64 {
         self.counts.iter().sum()
     }
 

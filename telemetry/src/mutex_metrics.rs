@@ -6,7 +6,7 @@ use super::buckets::Histogram;
 use super::cell::{CELLS, all_cells, cell_index};
 use super::snapshot::{CellSummary, MetricsSnapshot};
 use super::{ReadRecorder, Tier};
-use crate::{Domain, Regime};
+use strata_types::{Domain, Regime};
 
 /// One `std::sync::Mutex` per (domain × tier × regime) histogram: the design
 /// whose lock, contended by many readers, ends up measuring itself (Erigon's

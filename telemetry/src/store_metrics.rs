@@ -1,7 +1,7 @@
 //! The store's block-level figures: how long commits, roots, journal
 //! writes, flushes and maintenance steps took, and how much they moved.
 //! Recorded once per event with relaxed atomics (never on the read path);
-//! read by exporters such as [`crate::telemetry::prometheus`].
+//! read by exporters such as [`crate::prometheus`].
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -26,17 +26,24 @@ pub struct StoreMetrics {
 
 /// One committed block's figures, as [`StoreMetrics::record_commit`] takes them.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct CommitFigures {
-    pub(crate) total: Duration,
-    pub(crate) root: Duration,
-    pub(crate) journal_write: Duration,
-    pub(crate) keys_written: u64,
-    pub(crate) journal_bytes: u64,
-    pub(crate) warmer_loads: u64,
+pub struct CommitFigures {
+    /// The whole commit (root, journal write, publication).
+    pub total: Duration,
+    /// The state-root calculation.
+    pub root: Duration,
+    /// The journal append (and its fsync when the block is durable).
+    pub journal_write: Duration,
+    /// State keys the block wrote.
+    pub keys_written: u64,
+    /// Bytes of the block's journal record.
+    pub journal_bytes: u64,
+    /// Loads the block's warmers made.
+    pub warmer_loads: u64,
 }
 
 impl StoreMetrics {
-    pub(crate) fn record_commit(&self, figures: CommitFigures) {
+    /// Records one committed block.
+    pub fn record_commit(&self, figures: CommitFigures) {
         self.commit.record(figures.total);
         self.root.record(figures.root);
         self.journal_write.record(figures.journal_write);
@@ -49,16 +56,19 @@ impl StoreMetrics {
             .fetch_add(figures.warmer_loads, Ordering::Relaxed);
     }
 
-    pub(crate) fn record_flush(&self, duration: Duration) {
+    /// Records one flush of the memory tier into redb.
+    pub fn record_flush(&self, duration: Duration) {
         self.flush.record(duration);
     }
 
-    pub(crate) fn record_collate(&self, duration: Duration, pruned: u64) {
+    /// Records one collation and the db entries it pruned.
+    pub fn record_collate(&self, duration: Duration, pruned: u64) {
         self.collate.record(duration);
         self.pruned.fetch_add(pruned, Ordering::Relaxed);
     }
 
-    pub(crate) fn record_merge(&self, duration: Duration) {
+    /// Records one merge of files.
+    pub fn record_merge(&self, duration: Duration) {
         self.merge.record(duration);
     }
 

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::Tier;
 use super::buckets::Histogram;
-use crate::{Domain, Regime};
+use strata_types::{Domain, Regime};
 
 /// Latency summary of one (domain, tier, regime) cell.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

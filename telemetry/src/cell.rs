@@ -1,7 +1,7 @@
 //! The dense (domain × tier × regime) cell index of the histogram arrays.
 
 use super::tier::{TIER_COUNT, Tier};
-use crate::{Domain, Regime};
+use strata_types::{Domain, Regime};
 
 /// Number of histograms: 4 domains × 13 tiers × 2 regimes.
 pub(crate) const CELLS: usize = Domain::ALL.len() * TIER_COUNT * Regime::ALL.len();
