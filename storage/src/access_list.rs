@@ -170,7 +170,7 @@ pub(crate) fn check_writes(block: u64, expected: &Overlay, found: &Overlay) -> R
                 return Err(Error::AccessListMismatch {
                     block,
                     domain,
-                    key: crate::db::value::hex(&key),
+                    key: alloy_primitives::hex::encode(&key),
                     listed: describe(listed_value),
                     written: describe(written_value),
                 });

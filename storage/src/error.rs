@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use alloy_primitives::B256;
 
+pub use strata_db::DbError;
+use strata_db::SchemaError;
 use strata_files::FileError;
 use strata_types::datadir::{DB_FILE, FILES_DIR};
 use strata_types::domain::Domain;
@@ -389,7 +391,7 @@ impl Error {
     /// an earlier I/O failure, which it does not name.
     pub(crate) fn is_previous_io(&self) -> bool {
         match self {
-            Error::Db { source, .. } => matches!(source.0, redb::Error::PreviousIo),
+            Error::Db { source, .. } => source.is_previous_io(),
             Error::BlockNotCommitted { source, .. } => source.is_previous_io(),
             _ => false,
         }
@@ -420,38 +422,33 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub(crate) fn db_err<E: Into<redb::Error>>(op: &'static str) -> impl FnOnce(E) -> Error {
     move |e| Error::Db {
         op,
-        source: DbError(e.into()),
+        source: DbError::new(e),
     }
 }
 
-/// An error of the embedded database (redb), kept opaque so that callers do
-/// not depend on redb's version; its message and [`std::error::Error::source`]
-/// chain say what happened.
-#[derive(Debug)]
-pub struct DbError(pub(crate) redb::Error);
-
-impl DbError {
-    /// Whether the database failed on an I/O error of its file (disk full,
-    /// device error, ...) rather than on its contents or its use.
-    pub fn is_io(&self) -> bool {
-        matches!(self.0, redb::Error::Io(_) | redb::Error::PreviousIo)
+impl From<SchemaError> for Error {
+    /// The schema's errors are the engine's variants of the same names.
+    fn from(error: SchemaError) -> Error {
+        match error {
+            SchemaError::Db { op, source } => Error::Db { op, source },
+            SchemaError::Corrupt { table, what } => Error::Corrupt { table, what },
+            SchemaError::CorruptMeta { name, what } => Error::CorruptMeta { name, what },
+            SchemaError::CorruptRecord { domain, key, what } => {
+                Error::CorruptRecord { domain, key, what }
+            }
+            // `SchemaError` is non-exhaustive: a variant added below lands
+            // here until the engine names it.
+            other => Error::Corrupt {
+                table: "unknown",
+                what: other.to_string(),
+            },
+        }
     }
 }
 
-impl std::fmt::Display for DbError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-impl std::error::Error for DbError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.0.source()
-    }
-}
-
-impl From<redb::DatabaseError> for DbError {
-    fn from(error: redb::DatabaseError) -> DbError {
-        DbError(error.into())
-    }
+/// Runs `read` (redb calls on `table`), turning a redb panic on a damaged
+/// page into [`Error::Corrupt`] ([`strata_db::guarded`] with the engine's
+/// error).
+pub(crate) fn guarded<T>(table: &'static str, read: impl FnOnce() -> Result<T>) -> Result<T> {
+    strata_db::guarded(table, read)
 }

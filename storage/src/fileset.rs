@@ -3,8 +3,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::db::meta::Manifest;
 use crate::error::{Error, Result};
+use strata_db::meta::Manifest;
 use strata_files::{FileError, FileSystem, FileValue, SortedFile, lookup_newest_first};
 use strata_types::domain::Domain;
 

@@ -7,12 +7,12 @@ use alloy_primitives::{B256, keccak256};
 use bytes::Bytes;
 use strata_commitment::{AccountLeaf, SortedAccount, build_from_sorted};
 
-use crate::db::meta;
-use crate::db::tables::{BLOCK_HASHES, CODE_BY_HASH, META, ROOTS, domain_table};
-use crate::db::value;
 use crate::error::{Error, Result, db_err};
 use crate::inner::Inner;
 use crate::ledger::Change;
+use strata_db::meta;
+use strata_db::tables::{BLOCK_HASHES, CODE_BY_HASH, META, ROOTS, domain_table};
+use strata_db::value;
 use strata_genesis::GenesisAlloc;
 use strata_types::Head;
 use strata_types::account::{Account, code_hash, encode_slot_value};

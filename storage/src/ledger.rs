@@ -21,9 +21,6 @@ use bytes::Bytes;
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use redb::{ReadableDatabase, ReadableTable};
 
-use crate::db::meta;
-use crate::db::tables::{BLOCK_HASH_WINDOW, BLOCK_HASHES, CODE_BY_HASH, META, ROOTS, domain_table};
-use crate::db::value;
 use crate::error::{Error, Result, db_err};
 use crate::fileset::FileSet;
 use crate::history::{BlockUndo, History};
@@ -32,6 +29,9 @@ use crate::memory::MemoryTier;
 use crate::options::Options;
 use crate::pause::{self, PausePoint};
 use crate::snapshot::Snapshot;
+use strata_db::meta;
+use strata_db::tables::{BLOCK_HASH_WINDOW, BLOCK_HASHES, CODE_BY_HASH, META, ROOTS, domain_table};
+use strata_db::value;
 use strata_files::FileSystem;
 use strata_journal::{
     self as journal, BlockRecord, DatadirId, Journal, JournalRecord, Link, Previous, Tip,
@@ -311,7 +311,7 @@ impl Ledger {
             Err(panic) => {
                 return Err(Error::Panicked {
                     what: "publishing a block already in the journal",
-                    message: panic_message(&panic),
+                    message: strata_db::panic_message(&panic),
                 });
             }
         }
@@ -734,7 +734,7 @@ fn write_block_tables(
             .map_err(db_err("drop old block hashes"))?;
     }
     let mut meta_table = txn.open_table(META).map_err(db_err("open meta"))?;
-    meta::write_head(&mut meta_table, head)
+    Ok(meta::write_head(&mut meta_table, head)?)
 }
 
 /// The root of `block` when redb (the roots of the unwind window) or the
@@ -755,16 +755,6 @@ pub(crate) fn first_root(inner: &Inner) -> Result<Option<u64>> {
     let roots = txn.open_table(ROOTS).map_err(db_err("open roots"))?;
     let first = roots.first().map_err(db_err("read roots"))?;
     Ok(first.map(|(block, _)| block.value()))
-}
-
-pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
-    if let Some(text) = panic.downcast_ref::<&str>() {
-        (*text).to_owned()
-    } else if let Some(text) = panic.downcast_ref::<String>() {
-        text.clone()
-    } else {
-        "(no message)".to_owned()
-    }
 }
 
 /// Requests to the flusher thread, and news of finished flushes.

@@ -26,7 +26,6 @@
 pub mod access_list;
 mod account_trie;
 mod commit;
-mod db;
 pub mod dump;
 mod error;
 mod fileset;

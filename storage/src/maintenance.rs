@@ -12,13 +12,13 @@ use std::time::Instant;
 use parking_lot::{Condvar, Mutex};
 use redb::ReadableTable;
 
-use crate::db::meta::{self, Manifest, ManifestFile};
-use crate::db::tables::{META, domain_table};
-use crate::db::value;
 use crate::error::{Error, Result, db_err};
 use crate::inner::Inner;
 use crate::ledger::Change;
 use crate::pause::{self, PausePoint};
+use strata_db::meta::{self, Manifest, ManifestFile};
+use strata_db::tables::{META, domain_table};
+use strata_db::value;
 use strata_files::{
     FileError, FileMeta, FileSystem, SortedFile, SortedFileWriter, TEMP_SUFFIX, merge_files,
 };

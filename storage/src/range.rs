@@ -7,12 +7,12 @@
 use alloy_primitives::{Address, B256, U256};
 use bytes::Bytes;
 
-use crate::db::guard::guarded;
-use crate::db::value;
+use crate::error::guarded;
 use crate::error::{Result, db_err};
 use crate::overlay::Overlay;
 use crate::reader::{StateReader, decode_account, decode_slot};
 use crate::snapshot::Snapshot;
+use strata_db::value;
 use strata_types::account::Account;
 use strata_types::domain::Domain;
 use strata_types::keys::{STORAGE_KEY_LEN, next_key, storage_key};

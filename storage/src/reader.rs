@@ -5,15 +5,15 @@ use std::sync::Arc;
 use alloy_primitives::{Address, B256, U256};
 use bytes::Bytes;
 
-use crate::db::tables::BLOCK_HASH_WINDOW;
-use crate::db::value::hex;
 use crate::error::{Error, Result};
 use crate::overlay::Overlay;
 use crate::snapshot::{Found, Snapshot, ValueRef};
 use crate::sources::{OverlayState, ReaderBranches, RecordsOver};
 use crate::value_keys::{code_hash_key, value_key};
+use alloy_primitives::hex::encode as hex;
 use strata_cache::{ValueCache, ValueSource};
 use strata_commitment::{AccountProof, BranchSource};
+use strata_db::tables::BLOCK_HASH_WINDOW;
 use strata_telemetry::{ReadMetrics, Tier};
 use strata_types::Head;
 use strata_types::account::{Account, decode_slot_value};

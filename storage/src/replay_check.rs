@@ -63,7 +63,7 @@ pub(crate) fn check_replayed(inner: &Inner) -> Result<()> {
             return Err(corrupt(format!(
                 "the commitment record at {} is not the one the writes of blocks \
                  {first}..={last} give",
-                crate::db::value::hex(&key)
+                alloy_primitives::hex::encode(&key)
             )));
         }
     }

@@ -12,13 +12,13 @@ use redb::{
     ReadableTableMetadata, TableHandle,
 };
 
-use crate::db::guard::guarded;
-use crate::db::tables::{BLOCK_HASH_WINDOW, BLOCK_HASHES, CODE_BY_HASH, domain_table};
-use crate::db::value;
+use crate::error::guarded;
 use crate::error::{Result, db_err};
 use crate::fileset::FileSet;
 use crate::history::History;
 use crate::memory::MemoryTier;
+use strata_db::tables::{BLOCK_HASH_WINDOW, BLOCK_HASHES, CODE_BY_HASH, domain_table};
+use strata_db::value;
 use strata_types::Head;
 use strata_types::domain::Domain;
 use strata_types::keys::STORAGE_KEY_LEN;

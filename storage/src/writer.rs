@@ -198,7 +198,7 @@ impl BlockWriter {
         let waited = Instant::now();
         let alongside = handle.join().map_err(|panic| Error::Panicked {
             what: "computing a root alongside execution",
-            message: crate::ledger::panic_message(&panic),
+            message: strata_db::panic_message(&panic),
         })??;
         let waited = waited.elapsed();
         self.listed = Some(alongside.listed);

@@ -47,13 +47,13 @@ use bytes::Bytes;
 use rayon::prelude::*;
 use strata_commitment::{AccountLeaf, StorageTrieBuilder};
 
-use crate::db::meta;
-use crate::db::tables::{BLOCK_HASHES, CODE_BY_HASH, META, ROOTS, domain_table};
-use crate::db::value;
 use crate::error::{Error, Result, db_err};
 use crate::fileset::FileSet;
 use crate::inner::Inner;
 use crate::ledger::Change;
+use strata_db::meta;
+use strata_db::tables::{BLOCK_HASHES, CODE_BY_HASH, META, ROOTS, domain_table};
+use strata_db::value;
 use strata_files::{FileMeta, SortedFile, SortedFileWriter};
 use strata_genesis::GenesisAccount;
 use strata_types::Head;
@@ -503,7 +503,7 @@ fn write_plain_files(
     if let Some(key) = pairs.peek_key() {
         return Err(Error::ImportIncomplete(format!(
             "an entry of no domain (key 0x{}) is left after the account, storage and code entries",
-            crate::db::value::hex(key)
+            alloy_primitives::hex::encode(key)
         )));
     }
     Ok(())

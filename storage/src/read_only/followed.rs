@@ -5,10 +5,10 @@
 use std::collections::VecDeque;
 use std::path::Path;
 
-use crate::db::meta::Meta;
 use crate::error::{Error, Result};
 use crate::ledger::check_recovered;
 use crate::memory::MemoryTier;
+use strata_db::meta::Meta;
 use strata_journal::{BlockRecord, JournalTail};
 use strata_types::Head;
 

@@ -23,12 +23,10 @@ use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
 use redb::{ReadOnlyDatabase, ReadTransaction, ReadableDatabase, ReadableTable, TableHandle};
 
-use crate::db::cow::CopyOnWriteBackend;
 use strata_cache::CacheStats;
+use strata_db::cow::CopyOnWriteBackend;
 
-use crate::db::guard::guarded;
-use crate::db::meta::{self, FORMAT_VERSION, Meta};
-use crate::db::tables::{META, ROOTS};
+use crate::error::guarded;
 use crate::error::{Error, Result, db_err};
 use crate::fileset::FileSet;
 use crate::history::{BlockUndo, History};
@@ -36,6 +34,8 @@ use crate::options::Options;
 use crate::reader::StateReader;
 use crate::snapshot::Snapshot;
 use crate::stats::DbStats;
+use strata_db::meta::{self, FORMAT_VERSION, Meta};
+use strata_db::tables::{META, ROOTS};
 use strata_files::{FileError, FileSystem, OsFileSystem};
 use strata_journal::{BlockRecord, JournalError, JournalTail, segment_first_block};
 use strata_telemetry::ReadMetrics;

@@ -9,7 +9,7 @@
 use alloy_primitives::{Address, B256, keccak256};
 use bytes::Bytes;
 
-use crate::db::value::hex;
+use alloy_primitives::hex::encode as hex;
 use strata_types::account::Account;
 
 /// Looks a code up in the `code_by_hash` table; the error is a problem text.

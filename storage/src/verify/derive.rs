@@ -32,10 +32,10 @@ use crate::account_trie::{
     BuiltStorage, LeafEntry, RepeatedSlot, SlotSort, SlotSortError, build_account_trie,
     build_storage_trie,
 };
-use crate::db::value::hex;
 use crate::error::{Error, Result};
 use crate::snapshot::Snapshot;
 use crate::sort::{ExternalSorter, RunError, SortedPairs};
+use alloy_primitives::hex::encode as hex;
 use strata_types::account::{Account, decode_slot_value};
 use strata_types::domain::Domain;
 use strata_types::keys::{address_key, split_storage_key};

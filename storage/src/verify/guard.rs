@@ -2,10 +2,10 @@
 //! damaged page ends the verification: either becomes a problem naming what
 //! was being read.
 
-use crate::db::guard::guarded as guarded_read;
+use crate::error::guarded as guarded_read;
 use crate::error::{Error, Result};
 
-pub(super) use crate::db::guard::panic_message;
+pub(super) use strata_db::panic_message;
 
 /// Runs `stage` (reading `what`, e.g. "redb table `account`"); an error or a
 /// panic becomes the returned problem text.

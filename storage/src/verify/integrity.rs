@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use redb::StorageBackend;
 
 use super::guard::panic_message;
-use crate::db::cow::CopyOnWriteBackend;
+use strata_db::cow::CopyOnWriteBackend;
 
 /// What the integrity check of the copy cost.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

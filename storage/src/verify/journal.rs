@@ -14,9 +14,9 @@ use std::sync::Arc;
 use alloy_primitives::B256;
 
 use super::VerifyReport;
-use crate::db::meta;
-use crate::db::tables::META;
 use redb::ReadableDatabase;
+use strata_db::meta;
+use strata_db::tables::META;
 
 use crate::error::{Error, Result, db_err};
 use crate::inner::Inner;

@@ -23,12 +23,12 @@ use std::sync::Arc;
 
 use alloy_primitives::B256;
 
-use crate::db::value::hex;
 use crate::error::{Error, Result};
 use crate::inner::Inner;
 use crate::options::Options;
 use crate::snapshot::Snapshot;
 use crate::sort::ScratchDir;
+use alloy_primitives::hex::encode as hex;
 use strata_files::{FileSystem, SortedFile};
 use strata_types::datadir::DB_FILE;
 use strata_types::domain::Domain;
@@ -339,8 +339,8 @@ fn check_records(snapshot: &Snapshot, derived: derive::Derived, report: &mut Ver
     if root_record.as_deref() != expected_root_record.as_ref().map(|r| r.as_slice()) {
         report.problems.push(format!(
             "the commitment domain's root record ({}) does not hold the head ({})",
-            root_record.map_or_else(|| "absent".to_owned(), |r| format!("0x{}", hex(&r))),
-            expected_root_record.map_or_else(|| "none".to_owned(), |r| format!("0x{}", hex(&r)))
+            root_record.map_or_else(|| "absent".to_owned(), |r| format!("0x{}", hex(r))),
+            expected_root_record.map_or_else(|| "none".to_owned(), |r| format!("0x{}", hex(r)))
         ));
     }
     report.records_checked = diff.stored;

@@ -5,7 +5,7 @@
 
 use strata_commitment::record_path;
 
-use crate::db::value::hex;
+use alloy_primitives::hex::encode as hex;
 
 /// How many differences are listed one by one; the rest are only counted.
 pub(super) const LISTED_DIFFERENCES: usize = 10;

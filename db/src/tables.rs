@@ -5,7 +5,7 @@ use redb::TableDefinition;
 use strata_types::domain::Domain;
 
 /// Domain key → `step (u64 BE) ‖ value`; a bare step is a tombstone.
-pub(crate) type DomainTable = TableDefinition<'static, &'static [u8], &'static [u8]>;
+pub type DomainTable = TableDefinition<'static, &'static [u8], &'static [u8]>;
 
 const ACCOUNT: DomainTable = TableDefinition::new("account");
 const STORAGE: DomainTable = TableDefinition::new("storage");
@@ -13,27 +13,26 @@ const CODE: DomainTable = TableDefinition::new("code");
 const COMMITMENT: DomainTable = TableDefinition::new("commitment");
 
 /// Named metadata entries (format version, last block, file manifest).
-pub(crate) const META: TableDefinition<'static, &'static str, &'static [u8]> =
+pub const META: TableDefinition<'static, &'static str, &'static [u8]> =
     TableDefinition::new("meta");
 
 /// Block number → state root (32 bytes), for the blocks retained for unwind.
-pub(crate) const ROOTS: TableDefinition<'static, u64, &'static [u8]> =
-    TableDefinition::new("roots");
+pub const ROOTS: TableDefinition<'static, u64, &'static [u8]> = TableDefinition::new("roots");
 
 /// keccak256(code) → bytecode: code by hash in one read (content-addressed,
 /// never collated or unwound: an entry is valid whoever holds the code).
-pub(crate) const CODE_BY_HASH: TableDefinition<'static, &'static [u8], &'static [u8]> =
+pub const CODE_BY_HASH: TableDefinition<'static, &'static [u8], &'static [u8]> =
     TableDefinition::new("code_by_hash");
 
 /// Block number → block hash, for the last 256 blocks the client committed.
-pub(crate) const BLOCK_HASHES: TableDefinition<'static, u64, &'static [u8]> =
+pub const BLOCK_HASHES: TableDefinition<'static, u64, &'static [u8]> =
     TableDefinition::new("block_hashes");
 
 /// How many block hashes are kept (the EVM's BLOCKHASH window).
-pub(crate) const BLOCK_HASH_WINDOW: u64 = 256;
+pub const BLOCK_HASH_WINDOW: u64 = 256;
 
 /// The table of a domain.
-pub(crate) const fn domain_table(domain: Domain) -> DomainTable {
+pub const fn domain_table(domain: Domain) -> DomainTable {
     match domain {
         Domain::Account => ACCOUNT,
         Domain::Storage => STORAGE,

@@ -23,7 +23,7 @@ const PAGE: u64 = 4096;
 
 /// Reads from the file, writes to memory; see the module docs.
 #[derive(Debug)]
-pub(crate) struct CopyOnWriteBackend {
+pub struct CopyOnWriteBackend {
     file: FileBackend,
     state: Mutex<Overlay>,
 }
@@ -40,7 +40,7 @@ struct Overlay {
 
 impl CopyOnWriteBackend {
     /// Opens `path` read-only.
-    pub(crate) fn open(path: &Path) -> std::io::Result<CopyOnWriteBackend> {
+    pub fn open(path: &Path) -> std::io::Result<CopyOnWriteBackend> {
         let file = File::open(path)?;
         let len = file.metadata()?.len();
         let file = FileBackend::new(file).map_err(std::io::Error::other)?;

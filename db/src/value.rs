@@ -1,13 +1,13 @@
 //! The encoding of a domain-table value: the step that wrote it, then the value.
 
-use crate::error::{Error, Result};
+use crate::error::{Result, SchemaError};
 use strata_types::domain::Domain;
 
 /// Bytes of the step prefix.
-pub(crate) const STEP_LEN: usize = 8;
+pub const STEP_LEN: usize = 8;
 
 /// Encodes `value` (or a tombstone when `None`) written at `step`.
-pub(crate) fn encode(step: u64, value: Option<&[u8]>) -> Vec<u8> {
+pub fn encode(step: u64, value: Option<&[u8]>) -> Vec<u8> {
     let value = value.unwrap_or_default();
     let mut out = Vec::with_capacity(STEP_LEN + value.len());
     out.extend_from_slice(&step.to_be_bytes());
@@ -16,15 +16,11 @@ pub(crate) fn encode(step: u64, value: Option<&[u8]>) -> Vec<u8> {
 }
 
 /// Decodes a stored value into its step and its value (`None` for a tombstone).
-pub(crate) fn decode<'a>(
-    domain: Domain,
-    key: &[u8],
-    raw: &'a [u8],
-) -> Result<(u64, Option<&'a [u8]>)> {
+pub fn decode<'a>(domain: Domain, key: &[u8], raw: &'a [u8]) -> Result<(u64, Option<&'a [u8]>)> {
     if raw.len() < STEP_LEN {
-        return Err(Error::CorruptRecord {
+        return Err(SchemaError::CorruptRecord {
             domain,
-            key: hex(key),
+            key: alloy_primitives::hex::encode(key),
             what: format!(
                 "value is {} bytes, shorter than its {STEP_LEN}-byte step",
                 raw.len()
@@ -34,11 +30,6 @@ pub(crate) fn decode<'a>(
     let (step, value) = raw.split_at(STEP_LEN);
     let step = u64::from_be_bytes(step.try_into().expect("split at STEP_LEN"));
     Ok((step, (!value.is_empty()).then_some(value)))
-}
-
-/// Lower-case hex of `bytes`, for error messages.
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    alloy_primitives::hex::encode(bytes)
 }
 
 #[cfg(test)]

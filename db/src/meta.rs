@@ -4,14 +4,14 @@
 use redb::{ReadableTable, Table};
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result, db_err};
+use crate::error::{Result, SchemaError, db_err};
 use strata_types::domain::Domain;
 use strata_types::{DatadirId, HEAD_LEN, Head};
 
 /// The on-disk format version this build reads and writes. Version 2 keeps
 /// unwind data in the journal (no `changes` table) and redb's head is the
 /// last flushed block: a version-1 build would ignore the journal's blocks.
-pub(crate) const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 2;
 
 const KEY_FORMAT: &str = "format_version";
 const KEY_STEP_SIZE: &str = "step_size";
@@ -23,31 +23,32 @@ const KEY_DATADIR_ID: &str = "datadir_id";
 
 /// One live immutable file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct ManifestFile {
+pub struct ManifestFile {
     /// File name inside the files directory.
-    pub(crate) name: String,
+    pub name: String,
     /// The file's own checksum, as its footer records it.
-    pub(crate) checksum: u64,
+    pub checksum: u64,
 }
 
 /// The live files of one domain and how far collation has gone.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct DomainManifest {
+pub struct DomainManifest {
     /// Steps below this have been collated into files.
-    pub(crate) collated_to: u64,
+    pub collated_to: u64,
     /// Live files, oldest first.
-    pub(crate) files: Vec<ManifestFile>,
+    pub files: Vec<ManifestFile>,
 }
 
 /// The live files of every domain.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Manifest {
+pub struct Manifest {
     /// Indexed by [`Domain::index`].
-    pub(crate) domains: [DomainManifest; 4],
+    pub domains: [DomainManifest; 4],
 }
 
 impl Manifest {
-    pub(crate) fn domain(&self, domain: Domain) -> &DomainManifest {
+    /// The live files of `domain`.
+    pub fn domain(&self, domain: Domain) -> &DomainManifest {
         &self.domains[domain.index()]
     }
 
@@ -55,16 +56,18 @@ impl Manifest {
     /// never below the first step not yet collated, so a db record is
     /// always newer than every file (after an unwind into collated steps,
     /// the files may hold values of undone blocks).
-    pub(crate) fn db_step(&self, domain: Domain, step: u64) -> u64 {
+    pub fn db_step(&self, domain: Domain, step: u64) -> u64 {
         step.max(self.domain(domain).collated_to)
     }
 
-    pub(crate) fn domain_mut(&mut self, domain: Domain) -> &mut DomainManifest {
+    /// The live files of `domain`, to change.
+    pub fn domain_mut(&mut self, domain: Domain) -> &mut DomainManifest {
         &mut self.domains[domain.index()]
     }
 }
 
-type MetaTable<'txn> = Table<'txn, &'static str, &'static [u8]>;
+/// The metadata table opened for writing.
+pub type MetaTable<'txn> = Table<'txn, &'static str, &'static [u8]>;
 
 /// Reads an entry from any table view of META.
 fn read<T: ReadableTable<&'static str, &'static [u8]>>(
@@ -79,26 +82,28 @@ fn read<T: ReadableTable<&'static str, &'static [u8]>>(
 
 /// Everything the metadata table holds, read once at open.
 #[derive(Clone, Debug)]
-pub(crate) struct Meta {
-    pub(crate) step_size: u64,
+pub struct Meta {
+    /// Blocks per step (the unit files cover).
+    pub step_size: u64,
     /// The last block flushed to redb.
-    pub(crate) head: Option<Head>,
-    pub(crate) manifest: Manifest,
+    pub head: Option<Head>,
+    /// The live immutable files.
+    pub manifest: Manifest,
     /// How many unwinds the datadir has seen: a reader that followed the
     /// journal starts over when it changes (the journal was cut).
-    pub(crate) unwinds: u64,
+    pub unwinds: u64,
     /// Set by an unwind to block N in the transaction that moves the head
     /// back to N, cleared once the journal is cut after N: until then the
     /// journal's records after N are the unwound blocks, not blocks to
     /// replay (a kill between the two leaves this set).
-    pub(crate) journal_void_after: Option<u64>,
+    pub journal_void_after: Option<u64>,
     /// The datadir's identity, which every journal segment carries (`None`
     /// for a datadir of an earlier release until a writer opens it).
-    pub(crate) datadir_id: Option<DatadirId>,
+    pub datadir_id: Option<DatadirId>,
 }
 
 /// Loads the metadata, or `None` for a database that was never initialised.
-pub(crate) fn load<T: ReadableTable<&'static str, &'static [u8]>>(
+pub fn load<T: ReadableTable<&'static str, &'static [u8]>>(
     table: &T,
 ) -> Result<Option<(u32, Meta)>> {
     let Some(format) = read(table, KEY_FORMAT)? else {
@@ -109,7 +114,7 @@ pub(crate) fn load<T: ReadableTable<&'static str, &'static [u8]>>(
             format
                 .as_slice()
                 .try_into()
-                .map_err(|_| Error::CorruptMeta {
+                .map_err(|_| SchemaError::CorruptMeta {
                     name: KEY_FORMAT,
                     what: format!("{} bytes, expected 4", format.len()),
                 })?,
@@ -127,45 +132,42 @@ pub(crate) fn load<T: ReadableTable<&'static str, &'static [u8]>>(
             },
         )));
     }
-    let step_size = read(table, KEY_STEP_SIZE)?.ok_or(Error::CorruptMeta {
+    let step_size = read(table, KEY_STEP_SIZE)?.ok_or(SchemaError::CorruptMeta {
         name: KEY_STEP_SIZE,
         what: "missing".into(),
     })?;
-    let step_size =
-        u64::from_be_bytes(
-            step_size
-                .as_slice()
-                .try_into()
-                .map_err(|_| Error::CorruptMeta {
-                    name: KEY_STEP_SIZE,
-                    what: format!("{} bytes, expected 8", step_size.len()),
-                })?,
-        );
+    let step_size = u64::from_be_bytes(step_size.as_slice().try_into().map_err(|_| {
+        SchemaError::CorruptMeta {
+            name: KEY_STEP_SIZE,
+            what: format!("{} bytes, expected 8", step_size.len()),
+        }
+    })?);
     let head = read(table, KEY_HEAD)?
         .map(|raw| decode_head(&raw))
         .transpose()?;
     let manifest = match read(table, KEY_MANIFEST)? {
-        Some(raw) => serde_json::from_slice(&raw).map_err(|e| Error::CorruptMeta {
+        Some(raw) => serde_json::from_slice(&raw).map_err(|e| SchemaError::CorruptMeta {
             name: KEY_MANIFEST,
             what: e.to_string(),
         })?,
         None => Manifest::default(),
     };
-    let unwinds = match read(table, KEY_UNWINDS)? {
-        Some(raw) => {
-            u64::from_be_bytes(raw.as_slice().try_into().map_err(|_| Error::CorruptMeta {
-                name: KEY_UNWINDS,
-                what: format!("{} bytes, expected 8", raw.len()),
-            })?)
-        }
-        None => 0,
-    };
+    let unwinds =
+        match read(table, KEY_UNWINDS)? {
+            Some(raw) => u64::from_be_bytes(raw.as_slice().try_into().map_err(|_| {
+                SchemaError::CorruptMeta {
+                    name: KEY_UNWINDS,
+                    what: format!("{} bytes, expected 8", raw.len()),
+                }
+            })?),
+            None => 0,
+        };
     let journal_void_after = read(table, KEY_JOURNAL_VOID_AFTER)?
         .map(|raw| {
             raw.as_slice()
                 .try_into()
                 .map(u64::from_be_bytes)
-                .map_err(|_| Error::CorruptMeta {
+                .map_err(|_| SchemaError::CorruptMeta {
                     name: KEY_JOURNAL_VOID_AFTER,
                     what: format!("{} bytes, expected 8", raw.len()),
                 })
@@ -173,7 +175,7 @@ pub(crate) fn load<T: ReadableTable<&'static str, &'static [u8]>>(
         .transpose()?;
     let datadir_id = match read(table, KEY_DATADIR_ID)? {
         Some(raw) => Some(DatadirId(raw.as_slice().try_into().map_err(|_| {
-            Error::CorruptMeta {
+            SchemaError::CorruptMeta {
                 name: KEY_DATADIR_ID,
                 what: format!("{} bytes, expected 16", raw.len()),
             }
@@ -195,7 +197,7 @@ pub(crate) fn load<T: ReadableTable<&'static str, &'static [u8]>>(
 
 /// Records the datadir's identity (once: when it is created, or when a
 /// writer first opens a datadir of an earlier release that had none).
-pub(crate) fn write_datadir_id(table: &mut MetaTable<'_>, id: DatadirId) -> Result<()> {
+pub fn write_datadir_id(table: &mut MetaTable<'_>, id: DatadirId) -> Result<()> {
     table
         .insert(KEY_DATADIR_ID, id.0.as_slice())
         .map_err(db_err("write datadir identity"))?;
@@ -203,7 +205,7 @@ pub(crate) fn write_datadir_id(table: &mut MetaTable<'_>, id: DatadirId) -> Resu
 }
 
 /// Writes the fields of a new database, its identity among them.
-pub(crate) fn init(table: &mut MetaTable<'_>, step_size: u64, id: DatadirId) -> Result<()> {
+pub fn init(table: &mut MetaTable<'_>, step_size: u64, id: DatadirId) -> Result<()> {
     write_datadir_id(table, id)?;
     table
         .insert(KEY_FORMAT, FORMAT_VERSION.to_be_bytes().as_slice())
@@ -215,7 +217,7 @@ pub(crate) fn init(table: &mut MetaTable<'_>, step_size: u64, id: DatadirId) -> 
 }
 
 /// Records the last committed block and its root.
-pub(crate) fn write_head(table: &mut MetaTable<'_>, head: Head) -> Result<()> {
+pub fn write_head(table: &mut MetaTable<'_>, head: Head) -> Result<()> {
     let raw = head.encode();
     table
         .insert(KEY_HEAD, raw.as_slice())
@@ -224,7 +226,7 @@ pub(crate) fn write_head(table: &mut MetaTable<'_>, head: Head) -> Result<()> {
 }
 
 /// Counts one more unwind (see [`Meta::unwinds`]).
-pub(crate) fn count_unwind(table: &mut MetaTable<'_>) -> Result<()> {
+pub fn count_unwind(table: &mut MetaTable<'_>) -> Result<()> {
     let unwinds = match read(table, KEY_UNWINDS)? {
         Some(raw) if raw.len() == 8 => u64::from_be_bytes(raw.try_into().expect("8 bytes")),
         _ => 0,
@@ -237,7 +239,7 @@ pub(crate) fn count_unwind(table: &mut MetaTable<'_>) -> Result<()> {
 
 /// Marks the journal's records after `block` as unwound ([`Meta::journal_void_after`]),
 /// or clears the mark with `None`.
-pub(crate) fn void_journal_after(table: &mut MetaTable<'_>, block: Option<u64>) -> Result<()> {
+pub fn void_journal_after(table: &mut MetaTable<'_>, block: Option<u64>) -> Result<()> {
     match block {
         Some(block) => table
             .insert(KEY_JOURNAL_VOID_AFTER, block.to_be_bytes().as_slice())
@@ -248,7 +250,7 @@ pub(crate) fn void_journal_after(table: &mut MetaTable<'_>, block: Option<u64>) 
 }
 
 /// Records the manifest of live files.
-pub(crate) fn write_manifest(table: &mut MetaTable<'_>, manifest: &Manifest) -> Result<()> {
+pub fn write_manifest(table: &mut MetaTable<'_>, manifest: &Manifest) -> Result<()> {
     let raw = serde_json::to_vec(manifest).expect("manifest serialises");
     table
         .insert(KEY_MANIFEST, raw.as_slice())
@@ -257,7 +259,7 @@ pub(crate) fn write_manifest(table: &mut MetaTable<'_>, manifest: &Manifest) -> 
 }
 
 fn decode_head(raw: &[u8]) -> Result<Head> {
-    Head::decode(raw).ok_or_else(|| Error::CorruptMeta {
+    Head::decode(raw).ok_or_else(|| SchemaError::CorruptMeta {
         name: KEY_HEAD,
         what: format!("{} bytes, expected {HEAD_LEN}", raw.len()),
     })

@@ -1,32 +1,36 @@
 //! The storage boundary against redb's panics: on some damaged pages redb
 //! panics (an `unreachable!` in its b-tree code, a slice index out of range)
 //! instead of returning an error. Every read of stored data goes through
-//! [`guarded`], which turns such a panic into [`Error::Corrupt`] naming the
+//! [`guarded`], which turns such a panic into [`SchemaError::Corrupt`] naming the
 //! table. The default panic hook still prints the panic's message (so a real
 //! bug stays visible); the process does not crash.
 
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use crate::error::{Error, Result};
+use crate::error::{Result, SchemaError};
 
 /// Runs `read` (redb calls on `table`), turning a panic into
-/// [`Error::Corrupt`].
+/// [`SchemaError::Corrupt`].
 ///
 /// Unwind safety: `read` only reads; what a panic can leave behind is a
 /// read transaction or table handle redb may refuse to use again, and each
 /// later use goes through this guard too.
-pub(crate) fn guarded<T>(table: &'static str, read: impl FnOnce() -> Result<T>) -> Result<T> {
+pub fn guarded<T, E: From<SchemaError>>(
+    table: &'static str,
+    read: impl FnOnce() -> Result<T, E>,
+) -> Result<T, E> {
     catch_unwind(AssertUnwindSafe(read)).unwrap_or_else(|payload| {
-        Err(Error::Corrupt {
+        Err(E::from(SchemaError::Corrupt {
             table,
             what: format!("redb panicked: {}", panic_message(payload.as_ref())),
-        })
+        }))
     })
 }
 
-/// The text of a panic's payload.
-pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
+/// The text of a panic's payload (the one helper for every caught panic
+/// of strata: redb's here, a commit's in the engine's ledger).
+pub fn panic_message(payload: &(dyn Any + Send)) -> String {
     if let Some(text) = payload.downcast_ref::<&str>() {
         (*text).to_owned()
     } else if let Some(text) = payload.downcast_ref::<String>() {
@@ -42,11 +46,12 @@ mod tests {
 
     #[test]
     fn a_panic_becomes_a_corrupt_error_naming_the_table() {
-        let err = guarded::<()>("account", || panic!("page 7 is not a branch")).unwrap_err();
+        let err =
+            guarded::<(), SchemaError>("account", || panic!("page 7 is not a branch")).unwrap_err();
         assert!(
             matches!(
                 err,
-                Error::Corrupt {
+                SchemaError::Corrupt {
                     table: "account",
                     ..
                 }
@@ -54,6 +59,6 @@ mod tests {
             "{err}"
         );
         assert!(err.to_string().contains("page 7 is not a branch"), "{err}");
-        assert_eq!(guarded("meta", || Ok(5)).unwrap(), 5);
+        assert_eq!(guarded::<_, SchemaError>("meta", || Ok(5)).unwrap(), 5);
     }
 }
