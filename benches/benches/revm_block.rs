@@ -24,7 +24,7 @@ use revm::database::states::bundle_state::BundleRetention;
 use revm::{Context, ExecuteCommitEvm, ExecuteEvm, MainBuilder, MainContext};
 use strata_benches::{env_u64, machine_load, seeded};
 use strata_storage::genesis::{GenesisAccount, GenesisAlloc};
-use strata_storage::revm::{WrapDatabaseRef, apply_bundle_state, apply_evm_state};
+use strata_storage::revm::{ReaderDatabase, apply_bundle_state, apply_evm_state};
 use strata_storage::{Options, Regime, StateDb};
 
 /// Counter runtime: slot 0 += 1 on every call.
@@ -92,7 +92,7 @@ fn by_writer(db: &StateDb, txs: &[TxEnv]) -> (Way, alloy_primitives::B256) {
     let mut writer = db.begin_block(1).unwrap();
     for tx in txs {
         let mut evm = Context::mainnet()
-            .with_db(WrapDatabaseRef(writer.reader(Regime::Exec)))
+            .with_db(ReaderDatabase::wrap(writer.reader(Regime::Exec)))
             .with_block(block_env())
             .build_mainnet();
         let out = evm.transact(tx.clone()).unwrap();
@@ -116,7 +116,7 @@ fn by_bundle(db: &StateDb, txs: &[TxEnv]) -> (Way, alloy_primitives::B256) {
     let reads = exec_reads(db);
     let started = Instant::now();
     let mut state = State::builder()
-        .with_database_ref(db.latest())
+        .with_database_ref(ReaderDatabase(db.latest()))
         .with_bundle_update()
         .build();
     let mut evm = Context::mainnet()

@@ -12,6 +12,7 @@ use revm::bytecode::Bytecode;
 use revm::database::{BundleState, OriginalValuesKnown};
 use revm::database_interface::DatabaseRef;
 use revm::state::AccountInfo;
+use strata_storage::revm::ReaderDatabase;
 use strata_storage::{Account, StateReader};
 
 /// An account as the block found it.
@@ -55,7 +56,7 @@ pub struct BlockAccess {
 /// block.
 #[derive(Debug)]
 pub(crate) struct RecordingReader {
-    reader: StateReader,
+    reader: ReaderDatabase,
     log: Option<RefCell<ReadLog>>,
 }
 
@@ -70,7 +71,7 @@ impl RecordingReader {
     /// Serves `reader`; records when `record` is set.
     pub(crate) fn new(reader: StateReader, record: bool) -> Self {
         Self {
-            reader,
+            reader: ReaderDatabase(reader),
             log: record.then(RefCell::default),
         }
     }
@@ -108,7 +109,7 @@ impl RecordingReader {
 }
 
 impl DatabaseRef for RecordingReader {
-    type Error = <StateReader as DatabaseRef>::Error;
+    type Error = <ReaderDatabase as DatabaseRef>::Error;
 
     fn basic_ref(&self, address: Address) -> Result<Option<AccountInfo>, Self::Error> {
         let info = self.reader.basic_ref(address)?;

@@ -12,7 +12,7 @@ use alloy_primitives::{Address, B256, TxKind, U256};
 use revm::context::{BlockEnv, TxEnv};
 use revm::{Context, ExecuteEvm, MainBuilder, MainContext};
 use strata_storage::genesis::{GenesisAccount, GenesisAlloc};
-use strata_storage::revm::{WrapDatabaseRef, apply_evm_state};
+use strata_storage::revm::{ReaderDatabase, apply_evm_state};
 use strata_storage::{Options, Regime, StateDb};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -48,7 +48,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build()
         .map_err(|e| format!("{e:?}"))?;
     let mut evm = Context::mainnet()
-        .with_db(WrapDatabaseRef(block.reader(Regime::Exec)))
+        .with_db(ReaderDatabase::wrap(block.reader(Regime::Exec)))
         .with_block(BlockEnv {
             number: U256::from(1),
             basefee: 1_000_000_000,

@@ -16,7 +16,7 @@ use alloy_primitives::{Address, Bytes, TxKind, U256};
 use revm::context::{BlockEnv, TxEnv};
 use revm::{Context, ExecuteEvm, MainBuilder, MainContext};
 use strata_storage::genesis::{GenesisAccount, GenesisAlloc};
-use strata_storage::revm::{WrapDatabaseRef, apply_evm_state};
+use strata_storage::revm::{ReaderDatabase, apply_evm_state};
 use strata_storage::{Options, Regime, StateDb};
 
 /// Counter runtime: slot 0 += 1 on every call.
@@ -76,7 +76,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             nonce += 1;
             // The writer's reader sees this block's earlier transactions.
             let mut evm = Context::mainnet()
-                .with_db(WrapDatabaseRef(writer.reader(Regime::Exec)))
+                .with_db(ReaderDatabase::wrap(writer.reader(Regime::Exec)))
                 .with_block(BlockEnv {
                     number: U256::from(number),
                     basefee: 1_000_000_000,

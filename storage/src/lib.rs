@@ -3,6 +3,13 @@
 //! read-latency telemetry per domain, tier and regime, and the [`StateDb`]
 //! facade that ties the tiers, the commitment and the branch cache together.
 //!
+//! This crate is the one dependency a client takes: it re-exports
+//! strata-engine (the store) and the crates below and beside it at the
+//! paths they have always had — [`files`], [`journal`], [`genesis`],
+//! [`telemetry`] (and `telemetry::prometheus` with feature `prometheus`),
+//! [`account`], [`domain`], [`keys`], and `revm` with feature `revm`.
+//! ARCHITECTURE.md draws the crates and their direction.
+//!
 //! ```
 //! use alloy_primitives::{Address, B256, U256};
 //! use strata_storage::{Account, Options, Regime, StateDb};
@@ -23,63 +30,20 @@
 //! ```
 #![deny(missing_docs)]
 
-pub mod access_list;
-mod account_trie;
-mod commit;
-pub mod dump;
-mod error;
-mod fileset;
-mod genesis_init;
-mod history;
-pub mod import;
-mod inner;
-mod ledger;
-mod maintenance;
-mod memory;
-mod options;
-mod overlay;
-mod pause;
-mod range;
-mod read_only;
-mod reader;
-mod replay_check;
-#[cfg(feature = "revm")]
-pub mod revm;
-mod sample;
-mod snapshot;
-mod sort;
-mod sources;
-mod state_db;
-mod stats;
-pub mod telemetry;
-#[cfg(test)]
-mod test_chain;
-mod unwind;
-mod value_keys;
-mod verify;
-mod writer;
-mod writer_slot;
-
-pub use access_list::{AccountAccess, BlockAccessList};
-pub use commit::CommitInfo;
-pub use error::{DbError, Error, Result};
-pub use ledger::FlushStats;
-pub use maintenance::MaintenanceReport;
-pub use options::{Durability, Options};
-#[cfg(feature = "test-utils")]
-pub use pause::{PausePoint, PausePoints};
-pub use read_only::ReadOnlyStateDb;
-pub use reader::StateReader;
-pub use state_db::{DbStats, DomainStats, FileStats, StateDb};
-pub use stats::{JournalStats, LiveSize, MemoryStats};
-pub use strata_cache::{CacheKind, CacheStats, MAX_WARMERS};
-pub use strata_commitment::{AccountProof, SlotProof};
+pub use strata_engine::*;
 pub use strata_files as files;
 pub use strata_genesis as genesis;
 pub use strata_journal as journal;
+#[cfg(feature = "revm")]
+pub use strata_revm as revm;
 pub use strata_types::datadir::{DB_FILE, FILES_DIR, JOURNAL_DIR};
-pub use strata_types::{Account, Domain, Regime, account, domain, keys};
-pub use verify::{
-    IntegrityTiming, VerifyOptions, VerifyReport, verify_datadir, verify_datadir_with,
-};
-pub use writer::BlockWriter;
+pub use strata_types::{account, domain, keys};
+
+/// Read-latency and block-level telemetry ([`strata_telemetry`]), and, with
+/// feature `prometheus`, the store's figures as a `prometheus_client`
+/// collector ([`strata_prometheus`]).
+pub mod telemetry {
+    #[cfg(feature = "prometheus")]
+    pub use strata_prometheus as prometheus;
+    pub use strata_telemetry::*;
+}

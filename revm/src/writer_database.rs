@@ -7,8 +7,8 @@ use revm_bytecode::Bytecode;
 use revm_database_interface::{Database, DatabaseCommit, DatabaseRef};
 use revm_state::{AccountInfo, EvmState};
 
-use super::{RevmError, apply_evm_state};
-use crate::{BlockWriter, Regime};
+use crate::{ReaderDatabase, RevmError, apply_evm_state};
+use strata_engine::{BlockWriter, Regime};
 
 /// The block being written as revm's database: reads see the last
 /// committed block plus every change committed through this database (or
@@ -41,10 +41,10 @@ impl WriterDatabase<'_> {
         }
     }
 
-    fn check(&self) -> Result<crate::StateReader, RevmError> {
+    fn check(&self) -> Result<ReaderDatabase, RevmError> {
         match &self.failed {
             Some(failure) => Err(RevmError::CommitFailed(failure.clone())),
-            None => Ok(self.writer.reader(Regime::Exec)),
+            None => Ok(ReaderDatabase(self.writer.reader(Regime::Exec))),
         }
     }
 }

@@ -1,35 +1,34 @@
-//! The store's figures as Prometheus metrics (feature `prometheus`),
-//! read at scrape time: a [`StoreCollector`] registered in a
-//! `prometheus_client` [`Registry`] reads the lock-free read histograms, the
-//! block-level durations, the branch cache, the file set and the poison
-//! state when the registry is encoded. Nothing is added to the read or
-//! commit path.
+//! strata-prometheus: the store's figures as Prometheus metrics
+//! (strata-storage's feature `prometheus`), read at scrape time: a
+//! [`StoreCollector`] registered in a `prometheus_client` [`Registry`] reads
+//! the lock-free read histograms, the block-level durations, the branch
+//! cache, the file set and the poison state when the registry is encoded,
+//! through strata-engine's public [`StoreFigures`]. Nothing is added to the
+//! read or commit path.
 //!
 //! ```
 //! use prometheus_client::registry::Registry;
-//! use strata_storage::{Options, StateDb};
+//! use strata_engine::{Options, StateDb};
 //!
 //! let dir = tempfile::tempdir().unwrap();
 //! let db = StateDb::open(dir.path(), Options::default()).unwrap();
 //! let mut registry = Registry::default();
-//! strata_storage::telemetry::prometheus::register(&mut registry, &db);
+//! strata_prometheus::register(&mut registry, &db);
 //! let mut text = String::new();
 //! prometheus_client::encoding::prometheus_text::encode(&mut text, &registry).unwrap();
 //! assert!(text.contains("strata_head_block"));
 //! ```
+#![deny(missing_docs)]
 
 use std::fmt;
-use std::sync::{Arc, Weak};
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
-
-use crate::StateDb;
-use crate::inner::Inner;
+use strata_engine::{StateDb, StoreFigures, WeakStateDb};
 use strata_telemetry::{BUCKETS, DurationCounts, Histogram, bucket_of};
-use strata_types::domain::Domain;
+use strata_types::Domain;
 
 /// The prefix every family gets (`strata_…`).
 pub const PREFIX: &str = "strata";
@@ -47,44 +46,44 @@ pub fn register(registry: &mut Registry, db: &StateDb) {
 /// store weakly.
 #[derive(Clone)]
 pub struct StoreCollector {
-    inner: Weak<Inner>,
+    db: WeakStateDb,
 }
 
 impl StoreCollector {
     /// A collector for `db` (families unprefixed; [`register`] adds `strata_`).
     pub fn new(db: &StateDb) -> Self {
-        Self {
-            inner: Arc::downgrade(db.inner()),
-        }
+        Self { db: db.downgrade() }
     }
 }
 
 impl fmt::Debug for StoreCollector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("StoreCollector")
-            .field("open", &(self.inner.strong_count() > 0))
+            .field("open", &self.db.is_open())
             .finish()
     }
 }
 
 impl Collector for StoreCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
-        let Some(inner) = self.inner.upgrade() else {
-            return Ok(());
-        };
-        let e = &mut encoder;
-        encode_reads(e, &inner)?;
-        encode_blocks(e, &inner)?;
-        encode_cache(e, &inner)?;
-        encode_files(e, &inner)?;
-        let poisoned = u64::from(inner.check_poisoned().is_err());
-        gauge(
-            e,
-            "poisoned",
-            "1 when a failed write has poisoned the store (reopen to recover), else 0.",
-            poisoned,
-        )
+        self.db
+            .figures(|figures| encode(&mut encoder, figures))
+            .unwrap_or(Ok(()))
     }
+}
+
+/// Every family of one store's figures.
+fn encode(e: &mut DescriptorEncoder, figures: &StoreFigures<'_>) -> fmt::Result {
+    encode_reads(e, figures)?;
+    encode_blocks(e, figures)?;
+    encode_cache(e, figures)?;
+    encode_files(e, figures)?;
+    gauge(
+        e,
+        "poisoned",
+        "1 when a failed write has poisoned the store (reopen to recover), else 0.",
+        u64::from(figures.poisoned),
+    )
 }
 
 /// Lower bounds (ns) of the read-latency buckets that are exported: two per
@@ -111,7 +110,7 @@ fn read_buckets(histogram: &Histogram) -> Vec<(f64, u64)> {
     buckets
 }
 
-fn encode_reads(e: &mut DescriptorEncoder, inner: &Inner) -> fmt::Result {
+fn encode_reads(e: &mut DescriptorEncoder, figures: &StoreFigures<'_>) -> fmt::Result {
     let mut metric = e.encode_descriptor(
         "read_duration_seconds",
         "Latency of domain reads by domain, the tier that answered (or the last searched) and the regime that read.",
@@ -119,8 +118,8 @@ fn encode_reads(e: &mut DescriptorEncoder, inner: &Inner) -> fmt::Result {
         MetricType::Histogram,
     )?;
     let mut result = Ok(());
-    inner
-        .metrics
+    figures
+        .reads
         .visit_cells(|domain, tier, regime, histogram| {
             let count = histogram.count();
             if count == 0 || result.is_err() {
@@ -139,8 +138,8 @@ fn encode_reads(e: &mut DescriptorEncoder, inner: &Inner) -> fmt::Result {
     result
 }
 
-fn encode_blocks(e: &mut DescriptorEncoder, inner: &Inner) -> fmt::Result {
-    let store = &inner.store_metrics;
+fn encode_blocks(e: &mut DescriptorEncoder, figures: &StoreFigures<'_>) -> fmt::Result {
+    let store = figures.store;
     for (name, help, counts) in [
         (
             "block_commit_duration_seconds",
@@ -178,8 +177,7 @@ fn encode_blocks(e: &mut DescriptorEncoder, inner: &Inner) -> fmt::Result {
     ] {
         histogram(&mut metric.encode_family(&[("step", step)])?, &counts)?;
     }
-    let flush = inner.ledger.stats();
-    let snapshot = inner.current.load();
+    let flush = figures.flush;
     for (name, help, value) in [
         (
             "blocks_committed",
@@ -219,7 +217,7 @@ fn encode_blocks(e: &mut DescriptorEncoder, inner: &Inner) -> fmt::Result {
         (
             "warmer_errors",
             "Warmer reads that failed (each also logged as a warning).",
-            inner.warmup.error_count(),
+            figures.warmer_errors,
         ),
     ] {
         counter(e, name, help, value)?;
@@ -230,8 +228,8 @@ fn encode_blocks(e: &mut DescriptorEncoder, inner: &Inner) -> fmt::Result {
         "Time commits spent waiting for a flush.",
         flush.wait_time.as_secs_f64(),
     )?;
-    let head = snapshot
-        .block()
+    let head = figures
+        .head
         .map_or(-1, |b| i64::try_from(b).unwrap_or(i64::MAX));
     gauge(
         e,
@@ -243,19 +241,19 @@ fn encode_blocks(e: &mut DescriptorEncoder, inner: &Inner) -> fmt::Result {
         e,
         "memory_tier_bytes",
         "Bytes of keys and values in the memory tier (committed blocks not yet flushed).",
-        snapshot.memory.bytes(),
+        figures.memory_tier_bytes,
     )?;
     gauge(
         e,
         "warmers",
         "Warmer threads of the store.",
-        inner.warmup.warmers() as u64,
+        figures.warmers as u64,
     )
 }
 
-fn encode_cache(e: &mut DescriptorEncoder, inner: &Inner) -> fmt::Result {
-    encode_cache_stats(e, "branch_cache", "branches", inner.cache.stats())?;
-    encode_cache_stats(e, "value_cache", "state values", inner.values.stats())
+fn encode_cache(e: &mut DescriptorEncoder, figures: &StoreFigures<'_>) -> fmt::Result {
+    encode_cache_stats(e, "branch_cache", "branches", figures.branch_cache)?;
+    encode_cache_stats(e, "value_cache", "state values", figures.value_cache)
 }
 
 /// The counters and occupancy of one cache as `{cache}_…` families.
@@ -309,14 +307,10 @@ fn encode_cache_stats(
     Ok(())
 }
 
-fn encode_files(e: &mut DescriptorEncoder, inner: &Inner) -> fmt::Result {
-    let snapshot = inner.current.load();
+fn encode_files(e: &mut DescriptorEncoder, figures: &StoreFigures<'_>) -> fmt::Result {
     let per_domain = |domain: Domain| {
-        let files = snapshot.files.files(domain);
-        (
-            files.len() as u64,
-            files.iter().map(|f| f.size_bytes()).sum::<u64>(),
-        )
+        let files = figures.files[domain.index()];
+        (files.count, files.bytes)
     };
     let mut metric = e.encode_descriptor(
         "files",
@@ -367,9 +361,10 @@ where
 
 #[cfg(test)]
 mod tests {
+    use strata_telemetry::{ReadMetrics, Tier};
+    use strata_types::Regime;
+
     use super::*;
-    use crate::telemetry::{ReadMetrics, Tier};
-    use crate::{Domain, Regime};
 
     #[test]
     fn read_buckets_count_exactly_the_samples_at_or_below_each_bound() {

@@ -9,8 +9,8 @@ use bytes::Bytes;
 use revm_database::{BundleState, OriginalValuesKnown};
 use revm_state::AccountInfo;
 
-use super::{ApplyStats, RevmError};
-use crate::{Account, BlockWriter};
+use crate::{ApplyStats, RevmError};
+use strata_engine::{Account, BlockWriter};
 
 /// Writes the plain-state changes of `bundle` (what reth writes to its
 /// tables: [`BundleState::to_plain_state`] with the original values known)
@@ -99,7 +99,7 @@ fn code_of(
         return Ok(code.original_bytes().0);
     }
     let stored = writer
-        .reader(crate::Regime::Exec)
+        .reader(strata_engine::Regime::Exec)
         .code_by_hash(&info.code_hash)?;
     stored.ok_or(RevmError::MissingCode {
         address,

@@ -1,14 +1,14 @@
 //! revm 43 integration (feature `revm`): strata is revm's database, and
 //! revm's output goes back into a block without glue code of the client's own.
 //!
-//! - [`StateReader`](crate::StateReader) implements revm's
+//! - [`StateReader`](strata_engine::StateReader) implements revm's
 //!   [`DatabaseRef`]: accounts, storage, code by hash and the last 256 block
 //!   hashes come straight from the reader's snapshot. Wrap it in
 //!   [`WrapDatabaseRef`] (or use [`exec_database`]) where revm wants a
-//!   `Database`; open it with [`Regime::Exec`](crate::Regime::Exec) so its
+//!   `Database`; open it with [`Regime::Exec`](strata_engine::Regime::Exec) so its
 //!   reads are timed as execution reads.
 //! - [`apply_evm_state`] writes the [`EvmState`](revm_state::EvmState) of a
-//!   `transact` into a [`BlockWriter`](crate::BlockWriter); the block's
+//!   `transact` into a [`BlockWriter`](strata_engine::BlockWriter); the block's
 //!   `commit()` then gives the state root.
 //!
 //! Several transactions in one block: execute each over
@@ -19,9 +19,9 @@
 //! use alloy_primitives::{Address, U256};
 //! use revm::context::TxEnv;
 //! use revm::{Context, ExecuteEvm, MainBuilder, MainContext};
-//! use strata_storage::genesis::{GenesisAccount, GenesisAlloc};
-//! use strata_storage::revm::{apply_evm_state, exec_database};
-//! use strata_storage::{Options, StateDb};
+//! use strata_engine::{Options, StateDb};
+//! use strata_genesis::{GenesisAccount, GenesisAlloc};
+//! use strata_revm::{apply_evm_state, exec_database};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let dir = tempfile::tempdir()?;
@@ -43,10 +43,11 @@
 //! apply_evm_state(&mut block, &out.state)?;
 //! let root = block.commit()?.root;
 //! assert_eq!(root, db.root());
-//! assert_eq!(db.reader(strata_storage::Regime::Exec).account(&bob)?.unwrap().balance, U256::from(5));
+//! assert_eq!(db.reader(strata_engine::Regime::Exec).account(&bob)?.unwrap().balance, U256::from(5));
 //! # Ok(())
 //! # }
 //! ```
+#![deny(missing_docs)]
 
 mod apply;
 mod bundle;
@@ -58,7 +59,7 @@ mod writer_database;
 
 pub use apply::{ApplyStats, apply_evm_state};
 pub use bundle::apply_bundle_state;
-pub use database::exec_database;
+pub use database::{ReaderDatabase, exec_database};
 pub use error::RevmError;
 pub use revm_database_interface::{DatabaseRef, WrapDatabaseRef};
 pub use writer_database::{WriterDatabase, writer_database};

@@ -3,8 +3,8 @@
 use alloy_primitives::{Address, B256};
 use revm_database_interface::DBErrorMarker;
 
-/// Why a revm read through [`StateReader`](crate::StateReader) or an
-/// [`apply_evm_state`](super::apply_evm_state) call failed.
+/// Why a revm read through [`StateReader`](strata_engine::StateReader) or an
+/// [`apply_evm_state`](crate::apply_evm_state) call failed.
 ///
 /// Every variant is fatal to the transaction (`is_fatal() == true`): the
 /// store could not give the EVM a true answer, so execution must stop rather
@@ -14,7 +14,7 @@ use revm_database_interface::DBErrorMarker;
 pub enum RevmError {
     /// The store itself failed (I/O, corrupt record, ...).
     #[error("strata storage: {0}")]
-    Storage(#[from] crate::Error),
+    Storage(#[from] strata_engine::Error),
     /// An account names a code hash whose bytecode the store does not hold.
     #[error(
         "bytecode with hash {hash} is not in the store (an account's code hash refers to it, \
@@ -54,7 +54,7 @@ pub enum RevmError {
         code_hash: B256,
     },
     /// An earlier transaction's state could not be written into the block
-    /// (a [`WriterDatabase`](super::WriterDatabase) commit failed): every
+    /// (a [`WriterDatabase`](crate::WriterDatabase) commit failed): every
     /// later read refuses, so no transaction runs on a partial state.
     #[error("an earlier transaction's changes were not written into the block: {0}")]
     CommitFailed(String),

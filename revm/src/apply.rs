@@ -4,8 +4,8 @@ use alloy_primitives::{Address, B256, KECCAK256_EMPTY};
 use bytes::Bytes;
 use revm_state::{Account as EvmAccount, AccountInfo, EvmState};
 
-use super::RevmError;
-use crate::{Account, BlockWriter};
+use crate::RevmError;
+use strata_engine::{Account, BlockWriter};
 
 /// What [`apply_evm_state`] wrote, for logs and tests.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

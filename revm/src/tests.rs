@@ -20,20 +20,26 @@ use revm::database::{CacheDB, EmptyDB};
 use revm::primitives::hardfork::SpecId;
 use revm::{Context, ExecuteCommitEvm, ExecuteEvm, MainBuilder, MainContext};
 
+use strata_engine::{BlockWriter, Domain, Options, Regime, StateDb, StateReader};
+
 use super::{
-    DatabaseRef, RevmError, WrapDatabaseRef, apply_bundle_state, apply_evm_state, exec_database,
-    writer_database,
+    DatabaseRef, ReaderDatabase, RevmError, WrapDatabaseRef, apply_bundle_state, apply_evm_state,
+    exec_database, writer_database,
 };
-use crate::{BlockWriter, Domain, Options, Regime, StateDb, StateReader};
 use fixtures::*;
+
+/// `reader` as revm's `DatabaseRef`.
+fn as_revm(reader: &StateReader) -> ReaderDatabase {
+    ReaderDatabase(reader.clone())
+}
 
 fn strata_evm(
     reader: StateReader,
     spec: SpecId,
     number: u64,
-) -> revm::MainnetEvm<revm::handler::MainnetContext<WrapDatabaseRef<StateReader>>> {
+) -> revm::MainnetEvm<revm::handler::MainnetContext<WrapDatabaseRef<ReaderDatabase>>> {
     Context::mainnet()
-        .with_db(WrapDatabaseRef(reader))
+        .with_db(ReaderDatabase::wrap(reader))
         .modify_cfg_chained(|cfg| cfg.set_spec_and_mainnet_gas_params(spec))
         .with_block(block_env(number))
         .build_mainnet()
@@ -77,7 +83,7 @@ fn assert_same_state(db: &StateDb, oracle: &CacheDB<EmptyDB>, context: &str) {
             ours.code_hash, account.info.code_hash,
             "{context}: code of {address}"
         );
-        let code = reader.code_by_hash_ref(ours.code_hash).unwrap();
+        let code = as_revm(&reader).code_by_hash_ref(ours.code_hash).unwrap();
         assert_eq!(
             code.hash_slow(),
             ours.code_hash,
@@ -157,7 +163,7 @@ fn run_blocks_as_bundles(spec: SpecId, blocks: Vec<Vec<TxEnv>>) -> (tempfile::Te
     use revm::database::{State, states::bundle_state::BundleRetention};
     run_blocks_with(spec, blocks, "bundle", |db, writer, oracle, number, txs| {
         let mut state = State::builder()
-            .with_database_ref(db.reader(Regime::Exec))
+            .with_database_ref(ReaderDatabase(db.reader(Regime::Exec)))
             .with_bundle_update()
             .build();
         let mut evm = Context::mainnet()
@@ -314,7 +320,12 @@ fn prague_delegation_stores_the_new_code_of_an_existing_account() {
         reader.code(&BOB).unwrap().unwrap().as_ref(),
         code.as_slice()
     );
-    assert!(reader.code_by_hash_ref(bob.code_hash).unwrap().is_eip7702());
+    assert!(
+        as_revm(&reader)
+            .code_by_hash_ref(bob.code_hash)
+            .unwrap()
+            .is_eip7702()
+    );
     assert_eq!(reader.storage(&BOB, &word(4)).unwrap(), U256::from(0x44));
     assert_eq!(reader.storage(&BOB, &word(5)).unwrap(), U256::from(0x55));
 }
@@ -417,33 +428,41 @@ fn database_ref_answers_and_refuses_with_clear_errors() {
     writer.commit().unwrap();
     let reader = db.reader(Regime::Exec);
 
-    let info = reader.basic_ref(PRE).unwrap().unwrap();
+    let info = as_revm(&reader).basic_ref(PRE).unwrap().unwrap();
     assert_eq!((info.nonce, info.balance), (1, U256::from(1000)));
     assert_eq!(info.code_hash, keccak256(RUNTIME));
     assert!(info.code.is_none(), "code is served by hash, lazily");
     assert_eq!(
-        reader
+        as_revm(&reader)
             .code_by_hash_ref(info.code_hash)
             .unwrap()
             .original_bytes()
             .as_ref(),
         RUNTIME
     );
-    assert!(reader.code_by_hash_ref(KECCAK256_EMPTY).unwrap().is_empty());
-    assert_eq!(reader.basic_ref(FRESH).unwrap(), None);
+    assert!(
+        as_revm(&reader)
+            .code_by_hash_ref(KECCAK256_EMPTY)
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(as_revm(&reader).basic_ref(FRESH).unwrap(), None);
     assert_eq!(
-        reader.storage_ref(PRE, U256::from(2)).unwrap(),
+        as_revm(&reader).storage_ref(PRE, U256::from(2)).unwrap(),
         U256::from(6)
     );
-    assert_eq!(reader.storage_ref(PRE, U256::from(3)).unwrap(), U256::ZERO);
-    assert_eq!(reader.block_hash_ref(1).unwrap(), block_hash(1));
+    assert_eq!(
+        as_revm(&reader).storage_ref(PRE, U256::from(3)).unwrap(),
+        U256::ZERO
+    );
+    assert_eq!(as_revm(&reader).block_hash_ref(1).unwrap(), block_hash(1));
 
     let missing = B256::repeat_byte(0x77);
-    match reader.code_by_hash_ref(missing) {
+    match as_revm(&reader).code_by_hash_ref(missing) {
         Err(RevmError::CodeNotFound { hash }) => assert_eq!(hash, missing),
         other => panic!("expected CodeNotFound, got {other:?}"),
     }
-    match reader.block_hash_ref(0) {
+    match as_revm(&reader).block_hash_ref(0) {
         Err(error @ RevmError::BlockHashNotFound { number: 0, .. }) => {
             assert!(
                 error.to_string().contains("last committed block: 1"),
@@ -463,7 +482,10 @@ fn a_code_hash_without_bytecode_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let db = StateDb::open(dir.path(), Options::default()).unwrap();
     db.init_genesis(&genesis()).unwrap();
-    let original = db.reader(Regime::Exec).basic_ref(BOB).unwrap().unwrap();
+    let original = as_revm(&db.reader(Regime::Exec))
+        .basic_ref(BOB)
+        .unwrap()
+        .unwrap();
     let mut account = revm::state::Account::from(original);
     account.info.code_hash = B256::repeat_byte(0x42);
     account.mark_touch();

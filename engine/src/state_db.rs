@@ -509,10 +509,10 @@ impl StateDb {
         &self.inner.store_metrics
     }
 
-    /// What the store's handles share (exporters read it at scrape time).
-    #[cfg(feature = "prometheus")]
-    pub(crate) fn inner(&self) -> &Arc<Inner> {
-        &self.inner
+    /// A handle that does not keep the store open, for exporters that read
+    /// its [`StoreFigures`](crate::StoreFigures) at scrape time.
+    pub fn downgrade(&self) -> crate::WeakStateDb {
+        crate::WeakStateDb::new(&self.inner)
     }
 }
 

@@ -1,0 +1,80 @@
+//! strata-engine: the four state domains (account, storage, code,
+//! commitment) served from memory, redb and immutable sorted files, with
+//! read-latency telemetry per domain, tier and regime, and the [`StateDb`]
+//! facade that ties the tiers, the commitment and the branch cache together.
+//!
+//! ```
+//! use alloy_primitives::{Address, B256, U256};
+//! use strata_engine::{Account, Options, Regime, StateDb};
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! let db = StateDb::open(dir.path(), Options::default()).unwrap();
+//! let alice = Address::repeat_byte(0xa1);
+//!
+//! let mut block = db.begin_block(0).unwrap();
+//! block.put_account(alice, &Account { nonce: 1, balance: U256::from(100), ..Account::default() });
+//! block.put_storage(alice, B256::with_last_byte(1), U256::from(7));
+//! let root = block.commit().unwrap().root; // the Ethereum state root of block 0
+//!
+//! let reader = db.reader(Regime::Exec); // a snapshot; Send + Sync, cheap to clone
+//! assert_eq!(reader.account(&alice).unwrap().unwrap().balance, U256::from(100));
+//! assert_eq!(reader.storage(&alice, &B256::with_last_byte(1)).unwrap(), U256::from(7));
+//! assert_eq!(db.root(), root);
+//! ```
+#![deny(missing_docs)]
+
+pub mod access_list;
+mod account_trie;
+mod commit;
+pub mod dump;
+mod error;
+mod figures;
+mod fileset;
+mod genesis_init;
+mod history;
+pub mod import;
+mod inner;
+mod ledger;
+mod maintenance;
+mod memory;
+mod options;
+mod overlay;
+mod pause;
+mod range;
+mod read_only;
+mod reader;
+mod replay_check;
+mod sample;
+mod snapshot;
+mod sort;
+mod sources;
+mod state_db;
+mod stats;
+#[cfg(test)]
+mod test_chain;
+mod unwind;
+mod value_keys;
+mod verify;
+mod writer;
+mod writer_slot;
+
+pub use access_list::{AccountAccess, BlockAccessList};
+pub use commit::CommitInfo;
+pub use error::{DbError, Error, Result};
+pub use figures::{DomainFiles, StoreFigures, WeakStateDb};
+pub use ledger::FlushStats;
+pub use maintenance::MaintenanceReport;
+pub use options::{Durability, Options};
+#[cfg(feature = "test-utils")]
+pub use pause::{PausePoint, PausePoints};
+pub use read_only::ReadOnlyStateDb;
+pub use reader::StateReader;
+pub use state_db::{DbStats, DomainStats, FileStats, StateDb};
+pub use stats::{JournalStats, LiveSize, MemoryStats};
+pub use strata_cache::{CacheKind, CacheStats, MAX_WARMERS};
+pub use strata_commitment::{AccountProof, SlotProof};
+pub use strata_types::{Account, Domain, Regime};
+pub use verify::{
+    IntegrityTiming, VerifyOptions, VerifyReport, verify_datadir, verify_datadir_with,
+};
+pub use writer::BlockWriter;
