@@ -11,6 +11,7 @@ mod interleavings;
 mod journal;
 mod model;
 mod oracle;
+mod pre_split;
 mod range;
 mod readme;
 mod refusal;
