@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use alloy_primitives::B256;
 
+use strata_bulk::BulkError;
+use strata_bulk::sort::RunError;
 pub use strata_db::DbError;
 use strata_db::SchemaError;
 use strata_files::FileError;
@@ -158,6 +160,15 @@ pub enum Error {
     /// Genesis was requested on a datadir that already holds blocks.
     #[error("genesis already initialised: the datadir holds blocks up to {last}")]
     GenesisExists {
+        /// The last committed block.
+        last: u64,
+    },
+    /// An import was asked of a store that already holds blocks; nothing
+    /// was written.
+    #[error(
+        "an import needs an empty store, but the datadir holds blocks up to {last}; nothing was written"
+    )]
+    ImportIntoNonEmpty {
         /// The last committed block.
         last: u64,
     },
@@ -374,6 +385,7 @@ impl Error {
                 Error::BlockOutOfOrder { .. }
                     | Error::WriterBusy { .. }
                     | Error::GenesisExists { .. }
+                    | Error::ImportIntoNonEmpty { .. }
                     | Error::GenesisHeader(_)
                     | Error::UnwindOutOfRange { .. }
                     | Error::StateNotRetained { .. }
@@ -423,6 +435,43 @@ pub(crate) fn db_err<E: Into<redb::Error>>(op: &'static str) -> impl FnOnce(E) -
     move |e| Error::Db {
         op,
         source: DbError::new(e),
+    }
+}
+
+impl From<BulkError> for Error {
+    /// A bulk pipeline's failures are the import's variants (the engine
+    /// calls the pipeline for an import; verify maps what it sees itself).
+    fn from(error: BulkError) -> Error {
+        match error {
+            BulkError::Scratch { path, what, source } => Error::Datadir { path, what, source },
+            BulkError::Commitment { block, source } => Error::Commitment { block, source },
+            BulkError::RootMismatch {
+                block,
+                expected,
+                computed,
+            } => Error::ImportRootMismatch {
+                block,
+                expected,
+                computed,
+            },
+            BulkError::RepeatedAccount { address } => Error::ImportRepeatedAccount { address },
+            BulkError::RepeatedSlot { address, slot } => {
+                Error::ImportRepeatedSlot { address, slot }
+            }
+            BulkError::Input { source } => Error::ImportInput { source },
+            BulkError::Incomplete(what) => Error::ImportIncomplete(what),
+            BulkError::File(e) => Error::File(e),
+            // `BulkError` is non-exhaustive: a variant added there lands
+            // here until the engine names it.
+            other => Error::ImportIncomplete(other.to_string()),
+        }
+    }
+}
+
+impl From<RunError> for Error {
+    /// A sort run's failure names the run file.
+    fn from(e: RunError) -> Error {
+        BulkError::from(e).into()
     }
 }
 

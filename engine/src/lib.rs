@@ -24,15 +24,13 @@
 #![deny(missing_docs)]
 
 pub mod access_list;
-mod account_trie;
 mod commit;
-pub mod dump;
 mod error;
 mod figures;
 mod fileset;
 mod genesis_init;
 mod history;
-pub mod import;
+mod imported;
 mod inner;
 mod ledger;
 mod maintenance;
@@ -46,7 +44,6 @@ mod reader;
 mod replay_check;
 mod sample;
 mod snapshot;
-mod sort;
 mod sources;
 mod state_db;
 mod stats;

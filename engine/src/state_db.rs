@@ -123,7 +123,7 @@ impl StateDb {
         std::fs::create_dir_all(&files_dir).map_err(dir_err("create files folder"))?;
 
         maintenance::remove_orphans(fs.as_ref(), &files_dir, &meta.manifest)?;
-        crate::sort::remove_scratch(&datadir.join(strata_types::datadir::IMPORT_DIR))?;
+        strata_bulk::sort::remove_scratch(&datadir.join(strata_types::datadir::IMPORT_DIR))?;
         let files = Arc::new(FileSet::open(&fs, &files_dir, meta.manifest.clone())?);
         let id = meta.datadir_id.ok_or_else(|| Error::CorruptMeta {
             name: "datadir_id",
@@ -341,21 +341,21 @@ impl StateDb {
     }
 
     /// Imports a whole state — `accounts` in any order, e.g. the lines of a
-    /// state dump ([`crate::dump::DumpReader`]) or any iterator of
-    /// `Result<(Address, GenesisAccount), E>` ([`crate::import::AccountSource`])
+    /// state dump ([`strata_bulk::dump::DumpReader`]) or any iterator of
+    /// `Result<(Address, GenesisAccount), E>` ([`strata_bulk::import::AccountSource`])
     /// — as block `options.block` of an empty store, in bounded memory,
-    /// straight into immutable files (see [`crate::import`]). With
+    /// straight into immutable files (see [`strata_bulk::import`]). With
     /// `options.expected_root`, a state whose root differs is refused before
     /// anything is written. The store then continues at `options.block + 1`;
     /// the blocks before it cannot be read or unwound to.
     pub fn import_state(
         &self,
-        accounts: impl crate::import::AccountSource,
-        options: &crate::import::ImportOptions,
-    ) -> Result<crate::import::ImportReport> {
+        accounts: impl strata_bulk::import::AccountSource,
+        options: &strata_bulk::import::ImportOptions,
+    ) -> Result<strata_bulk::import::ImportReport> {
         self.inner.check_poisoned()?;
         let _write_side = WriterTicket::take(&self.inner, Wait::Yes)?;
-        crate::import::import(&self.inner, accounts, options)
+        crate::imported::import(&self.inner, accounts, options)
     }
 
     fn write_genesis(

@@ -6,6 +6,7 @@
 //! This crate is the one dependency a client takes: it re-exports
 //! strata-engine (the store) and the crates below and beside it at the
 //! paths they have always had — [`files`], [`journal`], [`genesis`],
+//! [`import`], [`dump`],
 //! [`telemetry`] (and `telemetry::prometheus` with feature `prometheus`),
 //! [`account`], [`domain`], [`keys`], and `revm` with feature `revm`.
 //! ARCHITECTURE.md draws the crates and their direction.
@@ -30,6 +31,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub use strata_bulk::{dump, import};
 pub use strata_engine::*;
 pub use strata_files as files;
 pub use strata_genesis as genesis;

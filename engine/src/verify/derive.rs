@@ -28,14 +28,14 @@ use alloy_primitives::{Address, B256, U256, keccak256};
 use rayon::prelude::*;
 use strata_commitment::{AccountLeaf, EMPTY_ROOT, StorageTrieBuilder};
 
-use crate::account_trie::{
+use crate::error::{Error, Result};
+use crate::snapshot::Snapshot;
+use alloy_primitives::hex::encode as hex;
+use strata_bulk::account_trie::{
     BuiltStorage, LeafEntry, RepeatedSlot, SlotSort, SlotSortError, build_account_trie,
     build_storage_trie,
 };
-use crate::error::{Error, Result};
-use crate::snapshot::Snapshot;
-use crate::sort::{ExternalSorter, RunError, SortedPairs};
-use alloy_primitives::hex::encode as hex;
+use strata_bulk::sort::{ExternalSorter, RunError, SortedPairs};
 use strata_types::account::{Account, decode_slot_value};
 use strata_types::domain::Domain;
 use strata_types::keys::{address_key, split_storage_key};
@@ -316,7 +316,7 @@ impl StorageTries {
         let root = slots
             .build(self.block, address, &mut sorts.records, |_, _| Ok(()))
             .map_err(|e| match e {
-                SlotSortError::Failed(e) => e,
+                SlotSortError::Failed(e) => Error::from(e),
                 // Live keys are unique: a repeat is a fault of the merge.
                 SlotSortError::Repeated(RepeatedSlot(slot)) => Error::Corrupt {
                     table: "storage",

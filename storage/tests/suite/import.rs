@@ -246,7 +246,10 @@ fn a_refused_import_writes_nothing() {
     let report = db.import_state(ok(input.clone()), &small).unwrap();
     assert_eq!(report.root, model_root(&model));
     let err = db.import_state(ok(input), &small).unwrap_err();
-    assert!(matches!(err, Error::GenesisExists { last: BLOCK }), "{err}");
+    assert!(
+        matches!(err, Error::ImportIntoNonEmpty { last: BLOCK }),
+        "{err}"
+    );
 }
 
 /// An import and a genesis of the same state agree on the root and on every

@@ -11,22 +11,22 @@ use alloy_primitives::{Address, B256, U256, keccak256};
 use bytes::Bytes;
 use strata_commitment::{AccountLeaf, BulkBuilder, StorageTrieBuilder, record_key};
 
-use crate::error::{Error, Result};
+use crate::error::{BulkError, Result};
 use crate::sort::{ExternalSorter, RunError, SortedPairs};
 
 /// One account's storage trie, built on its own.
-pub(crate) struct BuiltStorage {
+pub struct BuiltStorage {
     /// `(keccak(slot), slot, value)` of the non-zero slots, in hashed order.
-    pub(crate) slots: Vec<(B256, B256, U256)>,
+    pub slots: Vec<(B256, B256, U256)>,
     /// The storage root.
-    pub(crate) root: B256,
+    pub root: B256,
     /// The trie's records, `(record key, record)`.
-    pub(crate) records: Vec<(Vec<u8>, Bytes)>,
+    pub records: Vec<(Vec<u8>, Bytes)>,
 }
 
 /// Builds the storage trie of `address` from its `(slot, value)` pairs in
 /// any order (zero values left out), reusing `tries`' buffers.
-pub(crate) fn build_storage_trie(
+pub fn build_storage_trie(
     tries: &mut StorageTrieBuilder,
     block: u64,
     address: Address,
@@ -46,7 +46,7 @@ pub(crate) fn build_storage_trie(
             hashed.iter().copied(),
             |path, record| records.push((record_key(&path), record)),
         )
-        .map_err(|source| Error::Commitment { block, source })?;
+        .map_err(|source| BulkError::Commitment { block, source })?;
     Ok(BuiltStorage {
         slots: hashed,
         root,
@@ -57,25 +57,25 @@ pub(crate) fn build_storage_trie(
 /// One account's slots sorted on disk by hashed slot (keccak(slot) →
 /// slot ‖ value), for an account with more slots than memory may hold;
 /// [`SlotSort::build`] streams them into the account's storage trie.
-pub(crate) struct SlotSort {
+pub struct SlotSort {
     slots: ExternalSorter,
 }
 
 /// A slot given twice to one [`SlotSort`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct RepeatedSlot(pub(crate) B256);
+pub struct RepeatedSlot(pub B256);
 
 /// Why [`SlotSort::build`] stopped.
 #[derive(Debug)]
-pub(crate) enum SlotSortError {
+pub enum SlotSortError {
     /// A slot came twice (zero values included).
     Repeated(RepeatedSlot),
     /// The sort, the builder or the caller's `each` failed.
-    Failed(Error),
+    Failed(BulkError),
 }
 
-impl From<Error> for SlotSortError {
-    fn from(e: Error) -> Self {
+impl From<BulkError> for SlotSortError {
+    fn from(e: BulkError) -> Self {
         SlotSortError::Failed(e)
     }
 }
@@ -89,7 +89,7 @@ impl From<RunError> for SlotSortError {
 impl SlotSort {
     /// A sort whose runs go to `dir` as `large-{n}.run`, spilling each
     /// `budget` bytes.
-    pub(crate) fn new(dir: &Path, budget: usize) -> Self {
+    pub fn new(dir: &Path, budget: usize) -> Self {
         Self {
             slots: ExternalSorter::new(dir, "large", budget),
         }
@@ -97,7 +97,7 @@ impl SlotSort {
 
     /// Adds a slot (zero values too: [`SlotSort::build`] drops them after
     /// the check for repeats).
-    pub(crate) fn push(&mut self, slot: B256, value: U256) -> std::result::Result<(), RunError> {
+    pub fn push(&mut self, slot: B256, value: U256) -> std::result::Result<(), RunError> {
         let mut entry = [0u8; 64];
         entry[..32].copy_from_slice(slot.as_slice());
         entry[32..].copy_from_slice(&value.to_be_bytes::<32>());
@@ -105,14 +105,14 @@ impl SlotSort {
     }
 
     /// Runs spilled so far.
-    pub(crate) fn runs(&self) -> usize {
+    pub fn runs(&self) -> usize {
         self.slots.runs()
     }
 
     /// Streams the sorted non-zero slots into the storage trie of
     /// `address` (its records into `records`), handing each to `each` as
     /// well; returns the storage root.
-    pub(crate) fn build(
+    pub fn build(
         self,
         block: u64,
         address: Address,
@@ -158,7 +158,7 @@ impl SlotSort {
                     unwritable = Some(e);
                 }
             })
-            .map_err(|source| Error::Commitment { block, source })?;
+            .map_err(|source| BulkError::Commitment { block, source })?;
         if let Some(e) = stopped {
             return Err(e);
         }
@@ -172,18 +172,21 @@ impl SlotSort {
 /// An account leaf as the sort carries it: address, nonce, balance, code
 /// hash and storage root, big-endian, [`LeafEntry::LEN`] bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct LeafEntry {
-    pub(crate) address: Address,
-    pub(crate) leaf: AccountLeaf,
-    pub(crate) storage_root: B256,
+pub struct LeafEntry {
+    /// The account.
+    pub address: Address,
+    /// Its nonce, balance and code hash.
+    pub leaf: AccountLeaf,
+    /// Its storage root.
+    pub storage_root: B256,
 }
 
 impl LeafEntry {
     /// Bytes of an encoded entry.
-    pub(crate) const LEN: usize = 20 + 8 + 32 + 32 + 32;
+    pub const LEN: usize = 20 + 8 + 32 + 32 + 32;
 
     /// The entry's bytes.
-    pub(crate) fn encode(&self) -> [u8; Self::LEN] {
+    pub fn encode(&self) -> [u8; Self::LEN] {
         let mut out = [0u8; Self::LEN];
         out[..20].copy_from_slice(self.address.as_slice());
         out[20..28].copy_from_slice(&self.leaf.nonce.to_be_bytes());
@@ -194,7 +197,7 @@ impl LeafEntry {
     }
 
     /// Decodes what [`LeafEntry::encode`] wrote; `None` for another length.
-    pub(crate) fn decode(bytes: &[u8]) -> Option<Self> {
+    pub fn decode(bytes: &[u8]) -> Option<Self> {
         if bytes.len() != Self::LEN {
             return None;
         }
@@ -212,8 +215,8 @@ impl LeafEntry {
 
 /// Feeds the leaves (keccak(address) → [`LeafEntry`], in hashed order) to
 /// the account trie's builder, its records into `records`; returns the
-/// state root. A repeated hashed address is [`Error::ImportRepeatedAccount`].
-pub(crate) fn build_account_trie(
+/// state root. A repeated hashed address is [`BulkError::RepeatedAccount`].
+pub fn build_account_trie(
     block: u64,
     leaves: SortedPairs,
     records: &mut ExternalSorter,
@@ -230,14 +233,14 @@ pub(crate) fn build_account_trie(
     for pair in leaves {
         let (hashed, entry) = pair?;
         let entry = LeafEntry::decode(&entry).ok_or_else(|| {
-            Error::ImportIncomplete(format!(
+            BulkError::Incomplete(format!(
                 "an account leaf of {} bytes in the sort (expected {})",
                 entry.len(),
                 LeafEntry::LEN
             ))
         })?;
         if previous.as_deref() == Some(hashed.as_slice()) {
-            return Err(Error::ImportRepeatedAccount {
+            return Err(BulkError::RepeatedAccount {
                 address: entry.address,
             });
         }
@@ -248,12 +251,12 @@ pub(crate) fn build_account_trie(
                 &entry.leaf,
                 entry.storage_root,
             )
-            .map_err(|source| Error::Commitment { block, source })?;
+            .map_err(|source| BulkError::Commitment { block, source })?;
         previous = Some(hashed);
     }
     let root = builder
         .finish()
-        .map_err(|source| Error::Commitment { block, source })?;
+        .map_err(|source| BulkError::Commitment { block, source })?;
     match failed {
         Some(e) => Err(e.into()),
         None => Ok(root),

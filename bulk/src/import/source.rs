@@ -12,7 +12,7 @@ use std::path::Path;
 use alloy_primitives::{Address, B256, U256};
 
 use crate::account_trie::SlotSort;
-use crate::error::Error;
+use crate::error::BulkError;
 use crate::sort::RunError;
 use strata_genesis::GenesisAccount;
 
@@ -43,7 +43,7 @@ pub trait AccountSource {
 
     /// The error for a slot that the last streamed account lists twice,
     /// naming where it is in the input; `None` leaves it to the import's
-    /// [`Error::ImportRepeatedSlot`].
+    /// [`BulkError::RepeatedSlot`].
     fn repeated_slot(&self, address: Address, slot: B256) -> Option<Self::Error> {
         let _ = (address, slot);
         None
@@ -119,7 +119,7 @@ impl LargeStorage {
 
     /// What was pushed since the last take (`None` if nothing), or why a
     /// push failed.
-    pub(crate) fn take(&mut self) -> Result<Option<SlotSort>, Error> {
+    pub(crate) fn take(&mut self) -> Result<Option<SlotSort>, BulkError> {
         let sort = self.sort.take();
         match self.failed.take() {
             Some(e) => Err(e.into()),

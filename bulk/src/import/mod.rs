@@ -47,26 +47,18 @@ use bytes::Bytes;
 use rayon::prelude::*;
 use strata_commitment::{AccountLeaf, StorageTrieBuilder};
 
-use crate::error::{Error, Result, db_err};
-use crate::fileset::FileSet;
-use crate::inner::Inner;
-use crate::ledger::Change;
-use strata_db::meta;
-use strata_db::tables::{BLOCK_HASHES, CODE_BY_HASH, META, ROOTS, domain_table};
-use strata_db::value;
-use strata_files::{FileMeta, SortedFile, SortedFileWriter};
+use strata_files::{FileMeta, FileSystem, SortedFile, SortedFileWriter};
 use strata_genesis::GenesisAccount;
-use strata_types::Head;
 use strata_types::account::{Account, code_hash, encode_slot_value};
-use strata_types::domain::Domain;
-use strata_types::keys::ROOT_RECORD_KEY;
 use strata_types::keys::storage_key;
+use strata_types::{Domain, Head};
 
 use crate::account_trie::{
     BuiltStorage, LeafEntry, RepeatedSlot, SlotSort, SlotSortError, build_account_trie,
     build_storage_trie,
 };
-use crate::sort::{ExternalSorter, Pair, RunError, ScratchDir, SortedPairs};
+use crate::error::{BulkError, Result};
+use crate::sort::{ExternalSorter, Pair, RunError, SortedPairs};
 
 mod source;
 
@@ -141,25 +133,57 @@ pub struct ImportReport {
     pub write: Duration,
 }
 
-/// Imports `accounts` into the empty store of `inner` (see the module docs).
-pub(crate) fn import(
-    inner: &Arc<Inner>,
+/// Where a build writes its files: the datadir's file system and files
+/// folder, and the steps the files cover (`[0, to_step)`).
+#[derive(Clone, Debug)]
+pub struct FileTarget {
+    /// The file system of the datadir.
+    pub fs: Arc<dyn FileSystem>,
+    /// The datadir's folder of immutable files.
+    pub files_dir: PathBuf,
+    /// The first step after the files' range: the step of the state's
+    /// block, plus one.
+    pub to_step: u64,
+}
+
+/// A whole state built into files, not yet listed anywhere: what the engine
+/// installs in one redb transaction.
+pub struct BuiltState {
+    /// The state's block and root.
+    pub head: Head,
+    /// One file per domain that has entries, durable under its final name.
+    pub files: Vec<BuiltFile>,
+    /// Code hash → code, in hash order (repeats of one code adjacent), for
+    /// redb's code-by-hash table. Its runs live in the scratch folder.
+    pub codes: SortedPairs,
+    /// The figures so far (`write` covers the files; the engine adds its
+    /// transaction).
+    pub report: ImportReport,
+}
+
+/// A file a build wrote, with the raw bytes of its entries.
+pub struct BuiltFile {
+    /// The file, opened (and so verified).
+    pub file: Arc<SortedFile>,
+    /// Bytes of its keys and values.
+    pub raw_bytes: u64,
+}
+
+/// Builds the state `accounts` hold into files (see the module docs, steps
+/// 1 to 3), sorting in `scratch`. Nothing is listed or published: a
+/// failure removes the files written so far.
+pub fn build(
     accounts: impl AccountSource,
     options: &ImportOptions,
-) -> Result<ImportReport> {
-    if let Some(last) = inner.current.load().block() {
-        return Err(Error::GenesisExists { last });
-    }
-    let scratch = match &options.temp_dir {
-        Some(dir) => ScratchDir::unique_in(dir, "strata-import-")?,
-        None => ScratchDir::create(inner.files_dir.with_file_name(IMPORT_DIR))?,
-    };
+    scratch: &Path,
+    target: &FileTarget,
+) -> Result<BuiltState> {
     let started = Instant::now();
     let mut report = ImportReport {
         block: options.block,
         ..ImportReport::default()
     };
-    let mut sorters = Sorters::new(scratch.path(), options.sort_memory_bytes);
+    let mut sorters = Sorters::new(scratch, options.sort_memory_bytes);
     ingest(options.block, accounts, &mut sorters, &mut report)?;
     report.ingest = started.elapsed();
 
@@ -178,7 +202,7 @@ pub(crate) fn import(
     if let Some(expected) = options.expected_root
         && expected != root
     {
-        return Err(Error::ImportRootMismatch {
+        return Err(BulkError::RootMismatch {
             block: options.block,
             expected,
             computed: root,
@@ -193,41 +217,35 @@ pub(crate) fn import(
         block: options.block,
         root,
     };
-    let to_step = inner.step_of(options.block) + 1;
     let mut files = Vec::new();
     let counts = [report.accounts, report.slots, report.contracts];
     let mut codes = Some(codes);
-    let wrote = write_plain_files(inner, plain, counts, to_step, &mut files).and_then(|()| {
+    let wrote = write_plain_files(target, plain, counts, &mut files).and_then(|()| {
         let count = records.pairs();
         let records = records.finish()?;
-        files.extend(write_file(
-            inner,
-            Domain::Commitment,
-            count,
-            to_step,
-            records,
-        )?);
+        files.extend(write_file(target, Domain::Commitment, count, records)?);
         let codes = codes.take().expect("taken once");
         Ok(codes.finish()?)
     });
     let codes = match wrote {
         Ok(codes) => codes,
         Err(e) => {
-            // Files the manifest does not list would wait for the next open.
+            // Files nothing lists would wait for the next open.
             for written in &files {
-                let _ = inner.fs.remove(written.file.path());
+                let _ = target.fs.remove(written.file.path());
             }
             return Err(e);
         }
     };
     report.raw_bytes = files.iter().map(|f| f.raw_bytes).sum();
     report.file_bytes = files.iter().map(|f| f.file.size_bytes()).sum();
-    // Only a failure from here on can leave the store between two states.
-    let committed = commit(inner, head, options.block_hash, files, to_step, codes);
-    inner.poison_on_error(committed)?;
     report.write = started.elapsed();
-    drop(scratch);
-    Ok(report)
+    Ok(BuiltState {
+        head,
+        files,
+        codes,
+        report,
+    })
 }
 
 /// The four sorts of an import, and the share of a large account's own.
@@ -349,7 +367,7 @@ fn ingest<S: AccountSource>(
             match next {
                 Some(Ok(SourceAccount::Whole(address, account))) => {
                     if large.is_some() {
-                        return Err(Error::ImportIncomplete(format!(
+                        return Err(BulkError::Incomplete(format!(
                             "the source streamed slots for account {address} but returned it whole"
                         )));
                     }
@@ -360,12 +378,12 @@ fn ingest<S: AccountSource>(
                     let sort = large.unwrap_or_else(|| sorters.large.empty_sort());
                     ingest_streamed(block, address, account, sort, sorters, report).map_err(
                         |e| match e {
-                            Error::ImportRepeatedSlot { address, slot } => {
+                            BulkError::RepeatedSlot { address, slot } => {
                                 match accounts.repeated_slot(address, slot) {
-                                    Some(source) => Error::ImportInput {
+                                    Some(source) => BulkError::Input {
                                         source: Box::new(source),
                                     },
-                                    None => Error::ImportRepeatedSlot { address, slot },
+                                    None => BulkError::RepeatedSlot { address, slot },
                                 }
                             }
                             other => other,
@@ -373,7 +391,7 @@ fn ingest<S: AccountSource>(
                     )?;
                 }
                 Some(Err(source)) => {
-                    return Err(Error::ImportInput {
+                    return Err(BulkError::Input {
                         source: Box::new(source),
                     });
                 }
@@ -424,7 +442,7 @@ fn ingest_streamed(
         .map_err(|e| match e {
             SlotSortError::Failed(e) => e,
             SlotSortError::Repeated(RepeatedSlot(slot)) => {
-                Error::ImportRepeatedSlot { address, slot }
+                BulkError::RepeatedSlot { address, slot }
             }
         })?;
     let ingested = ingested(address, account, storage_root, Vec::new(), Vec::new());
@@ -465,20 +483,13 @@ fn push(sorters: &mut Sorters, account: Ingested, report: &mut ImportReport) -> 
     Ok(())
 }
 
-/// A file an import wrote, with the raw bytes of its entries.
-struct Written {
-    file: Arc<SortedFile>,
-    raw_bytes: u64,
-}
-
 /// Writes the account, storage and code files from the merged plain
 /// entries (grouped by their domain byte; `counts` of each) into `written`.
 fn write_plain_files(
-    inner: &Inner,
+    target: &FileTarget,
     plain: ExternalSorter,
     counts: [u64; 3],
-    to_step: u64,
-    written: &mut Vec<Written>,
+    written: &mut Vec<BuiltFile>,
 ) -> Result<()> {
     let mut pairs = plain.finish()?;
     let domains = [Domain::Account, Domain::Storage, Domain::Code];
@@ -497,11 +508,11 @@ fn write_plain_files(
         })
         .peekable();
         if of_domain.peek().is_some() {
-            written.extend(write_file(inner, domain, count, to_step, of_domain)?);
+            written.extend(write_file(target, domain, count, of_domain)?);
         }
     }
     if let Some(key) = pairs.peek_key() {
-        return Err(Error::ImportIncomplete(format!(
+        return Err(BulkError::Incomplete(format!(
             "an entry of no domain (key 0x{}) is left after the account, storage and code entries",
             alloy_primitives::hex::encode(key)
         )));
@@ -512,12 +523,11 @@ fn write_plain_files(
 /// Writes one domain's file of `count` entries for steps `[0, to_step)`;
 /// `None` when `pairs` is empty.
 fn write_file(
-    inner: &Inner,
+    target: &FileTarget,
     domain: Domain,
     count: u64,
-    to_step: u64,
     pairs: impl Iterator<Item = std::result::Result<Pair, RunError>>,
-) -> Result<Option<Written>> {
+) -> Result<Option<BuiltFile>> {
     let mut pairs = pairs.peekable();
     if pairs.peek().is_none() {
         return Ok(None);
@@ -525,10 +535,10 @@ fn write_file(
     let meta = FileMeta {
         domain,
         from_step: 0,
-        to_step,
+        to_step: target.to_step,
     };
-    let mut writer =
-        SortedFileWriter::new(inner.fs.clone(), &inner.files_dir, meta)?.with_expected_keys(count);
+    let mut writer = SortedFileWriter::new(target.fs.clone(), &target.files_dir, meta)?
+        .with_expected_keys(count);
     let mut raw_bytes = 0;
     for pair in pairs {
         let (key, value) = pair?;
@@ -536,84 +546,13 @@ fn write_file(
         writer.push(&key, Some(&value))?;
     }
     let info = writer.finish()?;
-    let file = Arc::new(SortedFile::open(inner.fs.as_ref(), &info.path)?);
+    let file = Arc::new(SortedFile::open(target.fs.as_ref(), &info.path)?);
     if file.entries() != count {
-        let _ = inner.fs.remove(&info.path);
-        return Err(Error::ImportIncomplete(format!(
+        let _ = target.fs.remove(&info.path);
+        return Err(BulkError::Incomplete(format!(
             "the {domain} file holds {} entries where the import counted {count}",
             file.entries()
         )));
     }
-    Ok(Some(Written { file, raw_bytes }))
-}
-
-/// Lists the files, records the head and publishes the imported state.
-fn commit(
-    inner: &Arc<Inner>,
-    head: Head,
-    block_hash: Option<B256>,
-    written: Vec<Written>,
-    to_step: u64,
-    codes: SortedPairs,
-) -> Result<()> {
-    let commit = inner.lock_commit();
-    let current = inner.current.load_full();
-    let mut manifest = current.files.manifest.clone();
-    let mut domains: [Vec<Arc<SortedFile>>; 4] = Default::default();
-    for domain in Domain::ALL {
-        let listed = manifest.domain_mut(domain);
-        listed.collated_to = to_step;
-        for written in written.iter().filter(|w| w.file.meta().domain == domain) {
-            listed
-                .files
-                .push(crate::maintenance::manifest_entry(&written.file));
-            domains[domain.index()].push(written.file.clone());
-        }
-    }
-    let txn = inner.db.begin_write().map_err(db_err("begin write"))?;
-    {
-        let mut by_hash = txn
-            .open_table(CODE_BY_HASH)
-            .map_err(db_err("open code by hash"))?;
-        let mut previous: Option<Vec<u8>> = None;
-        for pair in codes {
-            let (hash, code) = pair?;
-            if previous.as_ref() != Some(&hash) {
-                by_hash
-                    .insert(hash.as_slice(), code.as_slice())
-                    .map_err(db_err("write code by hash"))?;
-            }
-            previous = Some(hash);
-        }
-        let step = manifest.db_step(Domain::Commitment, to_step);
-        txn.open_table(domain_table(Domain::Commitment))
-            .map_err(db_err("open table"))?
-            .insert(
-                ROOT_RECORD_KEY,
-                value::encode(step, Some(&head.encode())).as_slice(),
-            )
-            .map_err(db_err("write root record"))?;
-        txn.open_table(ROOTS)
-            .map_err(db_err("open roots"))?
-            .insert(head.block, head.root.as_slice())
-            .map_err(db_err("write root"))?;
-        if let Some(hash) = block_hash {
-            txn.open_table(BLOCK_HASHES)
-                .map_err(db_err("open block hashes"))?
-                .insert(head.block, hash.as_slice())
-                .map_err(db_err("write block hash"))?;
-        }
-        let mut meta_table = txn.open_table(META).map_err(db_err("open meta"))?;
-        meta::write_manifest(&mut meta_table, &manifest)?;
-        meta::write_head(&mut meta_table, head)?;
-    }
-    txn.commit().map_err(db_err("commit import"))?;
-    inner.values.reset(Some(head));
-    inner.ledger.publish(
-        inner,
-        &commit,
-        Change::Imported(head, FileSet::new(domains, manifest)),
-    )?;
-    inner.maintenance.wake();
-    Ok(())
+    Ok(Some(BuiltFile { file, raw_bytes }))
 }

@@ -17,13 +17,15 @@ use std::path::{Path, PathBuf};
 
 use rayon::slice::ParallelSliceMut;
 
+use crate::error::{BulkError, Result};
+
 /// Read buffer per run during the merge.
 const RUN_READ_BUFFER: usize = 256 * 1024;
 /// Write buffer of a run being spilled.
 const RUN_WRITE_BUFFER: usize = 1024 * 1024;
 
 /// One key and its value.
-pub(crate) type Pair = (Vec<u8>, Vec<u8>);
+pub type Pair = (Vec<u8>, Vec<u8>);
 
 /// Where a pair sits in the arena.
 #[derive(Clone, Copy)]
@@ -36,17 +38,20 @@ struct Slot {
 /// A failed read or write of a run file.
 #[derive(Debug, thiserror::Error)]
 #[error("sort run {path}: {op}: {source}")]
-pub(crate) struct RunError {
-    pub(crate) path: PathBuf,
-    pub(crate) op: &'static str,
+pub struct RunError {
+    /// The run file.
+    pub path: PathBuf,
+    /// What was being done.
+    pub op: &'static str,
+    /// The underlying I/O error.
     #[source]
-    pub(crate) source: io::Error,
+    pub source: io::Error,
 }
 
 /// A run's failure as the crate's error (naming the run file).
-impl From<RunError> for crate::error::Error {
+impl From<RunError> for BulkError {
     fn from(e: RunError) -> Self {
-        crate::error::Error::Datadir {
+        BulkError::Scratch {
             path: e.path,
             what: e.op,
             source: e.source,
@@ -57,7 +62,7 @@ impl From<RunError> for crate::error::Error {
 /// A scratch folder for runs, removed when dropped: a fixed folder (what a
 /// crash left there is removed first), or a folder of its own in a parent
 /// that other processes may share.
-pub(crate) struct ScratchDir {
+pub struct ScratchDir {
     dir: PathBuf,
     /// Set for a folder of its own (removes itself).
     own: Option<tempfile::TempDir>,
@@ -65,9 +70,9 @@ pub(crate) struct ScratchDir {
 
 impl ScratchDir {
     /// `dir`, emptied of what an interrupted run left and created.
-    pub(crate) fn create(dir: PathBuf) -> crate::error::Result<Self> {
+    pub fn create(dir: PathBuf) -> Result<Self> {
         remove_scratch(&dir)?;
-        std::fs::create_dir_all(&dir).map_err(|source| crate::error::Error::Datadir {
+        std::fs::create_dir_all(&dir).map_err(|source| BulkError::Scratch {
             path: dir.clone(),
             what: "create the scratch folder",
             source,
@@ -76,11 +81,11 @@ impl ScratchDir {
     }
 
     /// A new folder `{prefix}*` of its own in `parent`.
-    pub(crate) fn unique_in(parent: &Path, prefix: &str) -> crate::error::Result<Self> {
+    pub fn unique_in(parent: &Path, prefix: &str) -> Result<Self> {
         let own = tempfile::Builder::new()
             .prefix(prefix)
             .tempdir_in(parent)
-            .map_err(|source| crate::error::Error::Datadir {
+            .map_err(|source| BulkError::Scratch {
                 path: parent.to_path_buf(),
                 what: "create a scratch folder in",
                 source,
@@ -92,7 +97,7 @@ impl ScratchDir {
     }
 
     /// The folder.
-    pub(crate) fn path(&self) -> &Path {
+    pub fn path(&self) -> &Path {
         &self.dir
     }
 }
@@ -107,11 +112,11 @@ impl Drop for ScratchDir {
 
 /// Removes `dir` and what an interrupted run left in it (nothing there is
 /// needed); absent is fine.
-pub(crate) fn remove_scratch(dir: &Path) -> crate::error::Result<()> {
+pub fn remove_scratch(dir: &Path) -> Result<()> {
     match std::fs::remove_dir_all(dir) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        Err(source) => Err(crate::error::Error::Datadir {
+        Err(source) => Err(BulkError::Scratch {
             path: dir.to_path_buf(),
             what: "remove the scratch folder an interrupted run left",
             source,
@@ -120,7 +125,7 @@ pub(crate) fn remove_scratch(dir: &Path) -> crate::error::Result<()> {
 }
 
 /// Sorts pairs larger than memory. See the module docs.
-pub(crate) struct ExternalSorter {
+pub struct ExternalSorter {
     dir: PathBuf,
     name: &'static str,
     budget: usize,
@@ -135,7 +140,7 @@ pub(crate) struct ExternalSorter {
 impl ExternalSorter {
     /// A sorter whose runs go to `dir` (which must exist) as
     /// `{name}-{n}.run`, spilling whenever `budget` bytes of pairs are held.
-    pub(crate) fn new(dir: &Path, name: &'static str, budget: usize) -> Self {
+    pub fn new(dir: &Path, name: &'static str, budget: usize) -> Self {
         Self {
             dir: dir.to_path_buf(),
             name,
@@ -149,7 +154,7 @@ impl ExternalSorter {
     }
 
     /// Adds a pair, spilling a run first when the arena is full.
-    pub(crate) fn push(&mut self, key: &[u8], value: &[u8]) -> Result<(), RunError> {
+    pub fn push(&mut self, key: &[u8], value: &[u8]) -> Result<(), RunError> {
         let held = self.arena.len() + self.slots.len() * size_of::<Slot>();
         if held >= self.budget && !self.slots.is_empty() {
             self.spill()?;
@@ -172,12 +177,12 @@ impl ExternalSorter {
     }
 
     /// Pairs pushed so far.
-    pub(crate) fn pairs(&self) -> u64 {
+    pub fn pairs(&self) -> u64 {
         self.pairs
     }
 
     /// Runs spilled so far.
-    pub(crate) fn runs(&self) -> usize {
+    pub fn runs(&self) -> usize {
         self.runs.len()
     }
 
@@ -218,7 +223,7 @@ impl ExternalSorter {
     /// Sorts what is held and returns the merged stream of every pair. More
     /// than [`MAX_FAN_IN`] runs are first merged into fewer, larger ones, so
     /// that open files and read buffers stay bounded.
-    pub(crate) fn finish(mut self) -> Result<SortedPairs, RunError> {
+    pub fn finish(mut self) -> Result<SortedPairs, RunError> {
         self.sort_in_memory();
         while self.runs.len() > MAX_FAN_IN {
             let group: Vec<PathBuf> = self.runs.drain(..MAX_FAN_IN).collect();
@@ -360,7 +365,7 @@ impl Source {
 }
 
 /// Every pair of a sorter, in key order. Removes the run files when dropped.
-pub(crate) struct SortedPairs {
+pub struct SortedPairs {
     sources: Vec<Source>,
     /// Each source's next key, smallest first (equal keys by source).
     heap: BinaryHeap<Reverse<(Vec<u8>, usize)>>,
@@ -379,7 +384,7 @@ impl SortedPairs {
     }
 
     /// The key the next call to [`Iterator::next`] returns, if any.
-    pub(crate) fn peek_key(&self) -> Option<&[u8]> {
+    pub fn peek_key(&self) -> Option<&[u8]> {
         self.heap.peek().map(|Reverse((key, _))| key.as_slice())
     }
 }

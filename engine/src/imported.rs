@@ -1,0 +1,138 @@
+//! An imported state installed in the store: [`strata_bulk::import::build`]
+//! writes the files (module docs there: steps 1 to 3), and this lists them
+//! in one redb transaction with the head, the root, the block hash, the
+//! root record and the codes by hash, then publishes the state (step 4).
+//! Nothing is visible before that transaction; a failure in it poisons the
+//! store.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use alloy_primitives::B256;
+use strata_bulk::import::{
+    AccountSource, BuiltFile, BuiltState, FileTarget, ImportOptions, ImportReport,
+};
+use strata_bulk::sort::{ScratchDir, SortedPairs};
+use strata_db::meta;
+use strata_db::tables::{BLOCK_HASHES, CODE_BY_HASH, META, ROOTS, domain_table};
+use strata_db::value;
+use strata_files::SortedFile;
+use strata_types::datadir::IMPORT_DIR;
+use strata_types::keys::ROOT_RECORD_KEY;
+use strata_types::{Domain, Head};
+
+use crate::error::{Error, Result, db_err};
+use crate::fileset::FileSet;
+use crate::inner::Inner;
+use crate::ledger::Change;
+
+/// Imports `accounts` into the empty store of `inner`.
+pub(crate) fn import(
+    inner: &Arc<Inner>,
+    accounts: impl AccountSource,
+    options: &ImportOptions,
+) -> Result<ImportReport> {
+    if let Some(last) = inner.current.load().block() {
+        return Err(Error::ImportIntoNonEmpty { last });
+    }
+    let scratch = match &options.temp_dir {
+        Some(dir) => ScratchDir::unique_in(dir, "strata-import-")?,
+        None => ScratchDir::create(inner.files_dir.with_file_name(IMPORT_DIR))?,
+    };
+    let target = FileTarget {
+        fs: inner.fs.clone(),
+        files_dir: inner.files_dir.clone(),
+        to_step: inner.step_of(options.block) + 1,
+    };
+    let BuiltState {
+        head,
+        files,
+        codes,
+        mut report,
+    } = strata_bulk::import::build(accounts, options, scratch.path(), &target)?;
+    let started = Instant::now();
+    // Only a failure from here on can leave the store between two states.
+    let committed = commit(
+        inner,
+        head,
+        options.block_hash,
+        &files,
+        target.to_step,
+        codes,
+    );
+    inner.poison_on_error(committed)?;
+    report.write += started.elapsed();
+    drop(scratch);
+    Ok(report)
+}
+
+/// Lists the files, records the head and publishes the imported state.
+fn commit(
+    inner: &Arc<Inner>,
+    head: Head,
+    block_hash: Option<B256>,
+    written: &[BuiltFile],
+    to_step: u64,
+    codes: SortedPairs,
+) -> Result<()> {
+    let commit = inner.lock_commit();
+    let current = inner.current.load_full();
+    let mut manifest = current.files.manifest.clone();
+    let mut domains: [Vec<Arc<SortedFile>>; 4] = Default::default();
+    for domain in Domain::ALL {
+        let listed = manifest.domain_mut(domain);
+        listed.collated_to = to_step;
+        for written in written.iter().filter(|w| w.file.meta().domain == domain) {
+            listed
+                .files
+                .push(crate::maintenance::manifest_entry(&written.file));
+            domains[domain.index()].push(Arc::clone(&written.file));
+        }
+    }
+    let txn = inner.db.begin_write().map_err(db_err("begin write"))?;
+    {
+        let mut by_hash = txn
+            .open_table(CODE_BY_HASH)
+            .map_err(db_err("open code by hash"))?;
+        let mut previous: Option<Vec<u8>> = None;
+        for pair in codes {
+            let (hash, code) = pair?;
+            if previous.as_ref() != Some(&hash) {
+                by_hash
+                    .insert(hash.as_slice(), code.as_slice())
+                    .map_err(db_err("write code by hash"))?;
+            }
+            previous = Some(hash);
+        }
+        let step = manifest.db_step(Domain::Commitment, to_step);
+        txn.open_table(domain_table(Domain::Commitment))
+            .map_err(db_err("open table"))?
+            .insert(
+                ROOT_RECORD_KEY,
+                value::encode(step, Some(&head.encode())).as_slice(),
+            )
+            .map_err(db_err("write root record"))?;
+        txn.open_table(ROOTS)
+            .map_err(db_err("open roots"))?
+            .insert(head.block, head.root.as_slice())
+            .map_err(db_err("write root"))?;
+        if let Some(hash) = block_hash {
+            txn.open_table(BLOCK_HASHES)
+                .map_err(db_err("open block hashes"))?
+                .insert(head.block, hash.as_slice())
+                .map_err(db_err("write block hash"))?;
+        }
+        let mut meta_table = txn.open_table(META).map_err(db_err("open meta"))?;
+        meta::write_manifest(&mut meta_table, &manifest)?;
+        meta::write_head(&mut meta_table, head)?;
+    }
+    txn.commit().map_err(db_err("commit import"))?;
+    inner.values.reset(Some(head));
+    inner.ledger.publish(
+        inner,
+        &commit,
+        Change::Imported(head, FileSet::new(domains, manifest)),
+    )?;
+    inner.maintenance.wake();
+    Ok(())
+}
