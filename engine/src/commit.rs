@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use alloy_primitives::{Address, B256};
 use bytes::Bytes;
-use strata_commitment::{CommitOutput, CommitStats, ComputeOptions, TrieUpdate, compute_root};
+use strata_commitment::{CommitOutput, CommitStats, ComputeOptions, compute_root};
 
 use crate::error::{Error, Result};
 use crate::inner::Inner;
@@ -15,12 +15,12 @@ use crate::overlay::Overlay;
 use crate::reader::StateReader;
 use crate::snapshot::Snapshot;
 use crate::sources::{CachedBranches, OverlayState, hashed_paths};
+use crate::trie_update::trie_update;
 use strata_journal::{BlockRecord, Previous, RecordWrite};
 use strata_telemetry::CommitFigures;
 use strata_types::Head;
 use strata_types::domain::{Domain, Regime};
 use strata_types::keys::ROOT_RECORD_KEY;
-use strata_types::keys::split_storage_key;
 
 /// What a block's commit did and how long it took.
 #[derive(Clone, Debug)]
@@ -225,7 +225,7 @@ pub(crate) fn persist_block(
         }
         inner.values.advance(parent, head, value_writes);
     })?;
-    inner.maintenance.wake();
+    inner.maintenance.request();
     let info = CommitInfo {
         block: number,
         root: output.root,
@@ -285,26 +285,6 @@ fn expand_storage_wipes(base: &Snapshot, overlay: &mut Overlay) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// The keys the commitment must revisit.
-pub(crate) fn trie_update(overlay: &Overlay) -> TrieUpdate {
-    let mut accounts: Vec<Address> = overlay
-        .entries(Domain::Account)
-        .keys()
-        .filter_map(|k| strata_types::keys::address_key(k))
-        .collect();
-    accounts.extend(overlay.wiped().iter().copied());
-    let storage = overlay
-        .entries(Domain::Storage)
-        .keys()
-        .filter_map(|k| split_storage_key(k))
-        .collect();
-    TrieUpdate {
-        accounts,
-        storage,
-        wiped: overlay.wiped().iter().copied().collect(),
-    }
 }
 
 /// The journal record of a block: every key it wrote (commitment records

@@ -270,9 +270,26 @@ pub enum Error {
     /// The warmup pool or cache could not be built.
     #[error("cache: {0}")]
     Cache(#[from] strata_cache::CacheError),
-    /// A background maintenance thread could not be started or died.
-    #[error("maintenance: {0}")]
-    Maintenance(String),
+    /// `BlockWriter::put_raw` into the commitment domain, which only the
+    /// commitment writes; nothing was written.
+    #[error(
+        "the commitment domain is written by the commitment only: put_raw refused, nothing written"
+    )]
+    CommitmentDomainWrite,
+    /// A read-only handle could not catch up: the writer unwound each time
+    /// the journal was read.
+    #[error("the writer unwound {attempts} times in a row while the journal was read; try again")]
+    FollowerOutrun {
+        /// How many reads of the journal were started over.
+        attempts: usize,
+    },
+    /// A merge's input files were no longer in the manifest when the merge
+    /// was to be listed (an internal fault: only maintenance changes files).
+    #[error("the merge inputs of {domain} are no longer in the manifest")]
+    MergeInputsUnlisted {
+        /// The domain merged.
+        domain: Domain,
+    },
     /// A block's computed root is not the root its caller expected
     /// ([`crate::BlockWriter::expect_root`]); nothing of the block was written.
     #[error(
@@ -395,6 +412,8 @@ impl Error {
                     | Error::BlockRootMismatch { .. }
                     | Error::AccessListMismatch { .. }
                     | Error::Thread { .. }
+                    | Error::CommitmentDomainWrite
+                    | Error::FollowerOutrun { .. }
             ),
         }
     }

@@ -137,6 +137,6 @@ pub(crate) fn init_genesis(
     }
     inner.values.reset(Some(head));
     inner.ledger.publish(inner, &commit, Change::Reset(head))?;
-    inner.maintenance.wake();
+    inner.maintenance.request();
     Ok((root, hash))
 }

@@ -133,6 +133,6 @@ fn commit(
         &commit,
         Change::Imported(head, FileSet::new(domains, manifest)),
     )?;
-    inner.maintenance.wake();
+    inner.maintenance.request();
     Ok(())
 }

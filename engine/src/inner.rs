@@ -44,7 +44,7 @@ pub(crate) struct Inner {
     pub(crate) current: ArcSwap<Snapshot>,
     /// Taken by the one open `BlockWriter`, genesis and unwind: one writer
     /// at a time. First in the lock order.
-    pub(crate) writer_slot: crate::writer_slot::WriterSlot,
+    pub(crate) writer_slot: Arc<crate::writer_slot::WriterSlot>,
     /// Serialises maintenance runs (background and on demand); a run records
     /// its failure (poison) before releasing it. After `writer_slot`, before
     /// `commit_lock`.
@@ -64,7 +64,7 @@ pub(crate) struct Inner {
     poisoned: Mutex<Option<String>>,
     pub(crate) commits_since_sync: AtomicU64,
     /// Wakes the background maintenance thread.
-    pub(crate) maintenance: crate::maintenance::MaintenanceSignal,
+    pub(crate) maintenance: crate::worker::Signal,
     /// The journal, the unflushed blocks and the flush: what makes a block
     /// durable and visible.
     pub(crate) ledger: Ledger,

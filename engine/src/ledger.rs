@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use alloy_primitives::{B256, keccak256};
 use bytes::Bytes;
-use parking_lot::{Condvar, Mutex, MutexGuard};
+use parking_lot::{Mutex, MutexGuard};
 use redb::{ReadableDatabase, ReadableTable};
 
 use crate::error::{Error, Result, db_err};
@@ -29,6 +29,7 @@ use crate::memory::MemoryTier;
 use crate::options::Options;
 use crate::pause::{self, PausePoint};
 use crate::snapshot::Snapshot;
+use crate::worker::{Signal, Worker};
 use strata_db::meta;
 use strata_db::tables::{BLOCK_HASH_WINDOW, BLOCK_HASHES, CODE_BY_HASH, META, ROOTS, domain_table};
 use strata_db::value;
@@ -403,7 +404,7 @@ impl Ledger {
         while inner.current.load().memory.bytes() >= options.memory_budget_bytes {
             inner.check_poisoned()?;
             self.signal.request();
-            self.signal.wait_flushed(Duration::from_millis(100));
+            self.signal.wait_finished(Duration::from_millis(100));
         }
         Ok(self.count_wait(started))
     }
@@ -459,7 +460,7 @@ impl Ledger {
         self.flushed_keys.fetch_add(keys, Ordering::Relaxed);
         self.flush_nanos
             .fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
-        self.signal.flushed();
+        self.signal.finished();
         inner.store_metrics.record_flush(started.elapsed());
         tracing::info!(
             target: "strata::flush",
@@ -757,99 +758,28 @@ pub(crate) fn first_root(inner: &Inner) -> Result<Option<u64>> {
     Ok(first.map(|(block, _)| block.value()))
 }
 
-/// Requests to the flusher thread, and news of finished flushes.
-#[derive(Default)]
-pub(crate) struct Signal {
-    state: Mutex<SignalState>,
-    wake: Condvar,
-    done: Condvar,
-}
+/// The background thread that flushes when the memory tier holds a batch.
+pub(crate) type FlushWorker = Worker<Inner>;
 
-#[derive(Default)]
-struct SignalState {
-    requested: bool,
-    stop: bool,
-    flushes: u64,
-}
-
-impl Signal {
-    /// Asks for a flush.
-    pub(crate) fn request(&self) {
-        self.state.lock().requested = true;
-        self.wake.notify_one();
-    }
-
-    /// Tells the flusher to stop.
-    pub(crate) fn stop(&self) {
-        self.state.lock().stop = true;
-        self.wake.notify_one();
-    }
-
-    /// Waits for a request; `false` when asked to stop.
-    pub(crate) fn wait_request(&self) -> bool {
-        let mut state = self.state.lock();
-        while !state.requested && !state.stop {
-            self.wake.wait(&mut state);
-        }
-        state.requested = false;
-        !state.stop
-    }
-
-    fn flushed(&self) {
-        self.state.lock().flushes += 1;
-        self.done.notify_all();
-    }
-
-    /// Waits (at most `timeout`) for the next flush to finish.
-    fn wait_flushed(&self, timeout: Duration) {
-        let mut state = self.state.lock();
-        let seen = state.flushes;
-        let deadline = Instant::now() + timeout;
-        while state.flushes == seen {
-            if self.done.wait_until(&mut state, deadline).timed_out() {
+/// Starts the flusher: one flush per request, a failure poisoning the store.
+pub(crate) fn start_flusher(inner: Arc<Inner>) -> Result<FlushWorker> {
+    Worker::start(
+        "strata-flush",
+        "start the flush thread",
+        inner,
+        |inner| &inner.ledger.signal,
+        |inner| {
+            if inner.check_poisoned().is_err() {
                 return;
             }
-        }
-    }
-}
-
-/// The background thread that flushes when the memory tier holds a batch.
-pub(crate) struct FlushWorker {
-    inner: Arc<Inner>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl FlushWorker {
-    pub(crate) fn start(inner: Arc<Inner>) -> Result<FlushWorker> {
-        let worker = inner.clone();
-        let thread = std::thread::Builder::new()
-            .name("strata-flush".into())
-            .spawn(move || {
-                while worker.ledger.signal.wait_request() {
-                    if worker.check_poisoned().is_err() {
-                        continue;
-                    }
-                    let flushed = worker.ledger.flush(&worker);
-                    // A failure poisons the store (commits then refuse);
-                    // `poison_on_error` is called with no lock held.
-                    if let Ok(blocks) = worker.poison_on_error(flushed)
-                        && blocks > 0
-                    {
-                        worker.maintenance.wake();
-                    }
-                }
-            })
-            .map_err(|e| Error::Maintenance(format!("cannot start the flush thread: {e}")))?;
-        Ok(FlushWorker {
-            inner,
-            thread: Some(thread),
-        })
-    }
-
-    pub(crate) fn stop(mut self) {
-        self.inner.ledger.signal.stop();
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
+            let flushed = inner.ledger.flush(inner);
+            // A failure poisons the store (commits then refuse);
+            // `poison_on_error` is called with no lock held.
+            if let Ok(blocks) = inner.poison_on_error(flushed)
+                && blocks > 0
+            {
+                inner.maintenance.request();
+            }
+        },
+    )
 }

@@ -38,6 +38,7 @@ mod memory;
 mod options;
 mod overlay;
 mod pause;
+mod proof;
 mod range;
 mod read_only;
 mod reader;
@@ -49,9 +50,11 @@ mod state_db;
 mod stats;
 #[cfg(test)]
 mod test_chain;
+mod trie_update;
 mod unwind;
 mod value_keys;
 mod verify;
+mod worker;
 mod writer;
 mod writer_slot;
 

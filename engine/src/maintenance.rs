@@ -6,16 +6,15 @@
 use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Instant;
 
-use parking_lot::{Condvar, Mutex};
 use redb::ReadableTable;
 
 use crate::error::{Error, Result, db_err};
 use crate::inner::Inner;
 use crate::ledger::Change;
 use crate::pause::{self, PausePoint};
+use crate::worker::Worker;
 use strata_db::meta::{self, Manifest, ManifestFile};
 use strata_db::tables::{META, domain_table};
 use strata_db::value;
@@ -208,11 +207,7 @@ fn merge_once(inner: &Arc<Inner>, domain: Domain, report: &mut MaintenanceReport
     let position = listed
         .iter()
         .position(|e| replaced.contains(&e.name))
-        .ok_or_else(|| {
-            Error::Maintenance(format!(
-                "merge inputs of {domain} vanished from the manifest"
-            ))
-        })?;
+        .ok_or(Error::MergeInputsUnlisted { domain })?;
     listed.retain(|e| !replaced.contains(&e.name));
     listed.insert(position, manifest_entry(&merged));
     let mut files: Vec<Arc<SortedFile>> = current
@@ -331,72 +326,27 @@ fn warn_about_folders(dir: &Path) {
     }
 }
 
-/// Wakes the background thread after commits.
-#[derive(Default)]
-pub(crate) struct MaintenanceSignal {
-    state: Mutex<(bool, bool)>,
-    ready: Condvar,
-}
-
-impl MaintenanceSignal {
-    /// Asks for a maintenance run.
-    pub(crate) fn wake(&self) {
-        self.state.lock().0 = true;
-        self.ready.notify_one();
-    }
-
-    fn stop(&self) {
-        self.state.lock().1 = true;
-        self.ready.notify_one();
-    }
-
-    /// Waits for a request; `false` when asked to stop.
-    fn wait(&self) -> bool {
-        let mut state = self.state.lock();
-        while !state.0 && !state.1 {
-            self.ready.wait(&mut state);
-        }
-        let go = !state.1;
-        state.0 = false;
-        go
-    }
-}
-
 /// The background maintenance thread.
-pub(crate) struct MaintenanceWorker {
-    inner: Arc<Inner>,
-    thread: Option<JoinHandle<()>>,
-}
+pub(crate) type MaintenanceWorker = Worker<Inner>;
 
-impl MaintenanceWorker {
-    pub(crate) fn start(inner: Arc<Inner>) -> Result<MaintenanceWorker> {
-        let worker_inner = inner.clone();
-        let thread = std::thread::Builder::new()
-            .name("strata-maintenance".into())
-            .spawn(move || {
-                while worker_inner.maintenance.wait() {
-                    if worker_inner.check_poisoned().is_err() {
-                        continue;
-                    }
-                    // A failure has poisoned the store (see `run`).
-                    if let Ok(report) = run(&worker_inner)
-                        && (!report.collated.is_empty() || !report.merged.is_empty())
-                    {
-                        tracing::debug!(?report, "maintenance");
-                    }
-                }
-            })
-            .map_err(|e| Error::Maintenance(format!("cannot start the maintenance thread: {e}")))?;
-        Ok(MaintenanceWorker {
-            inner,
-            thread: Some(thread),
-        })
-    }
-
-    pub(crate) fn stop(mut self) {
-        self.inner.maintenance.stop();
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
+/// Starts the maintenance thread: one run per request (commits and flushes
+/// ask), none while the store is poisoned.
+pub(crate) fn start_worker(inner: Arc<Inner>) -> Result<MaintenanceWorker> {
+    Worker::start(
+        "strata-maintenance",
+        "start the maintenance thread",
+        inner,
+        |inner| &inner.maintenance,
+        |inner| {
+            if inner.check_poisoned().is_err() {
+                return;
+            }
+            // A failure has poisoned the store (see `run`).
+            if let Ok(report) = run(inner)
+                && (!report.collated.is_empty() || !report.merged.is_empty())
+            {
+                tracing::debug!(?report, "maintenance");
+            }
+        },
+    )
 }

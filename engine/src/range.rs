@@ -291,7 +291,7 @@ mod tests {
         let failing: Source<'static> = Box::new(
             [
                 Ok((Bytes::from_static(b"a"), Some(Bytes::new()))),
-                Err(crate::Error::Maintenance("bad tier".into())),
+                Err(crate::Error::InvalidOptions("bad tier".into())),
             ]
             .into_iter(),
         );
@@ -301,7 +301,7 @@ mod tests {
             true
         });
         assert!(
-            matches!(result, Err(crate::Error::Maintenance(_))),
+            matches!(result, Err(crate::Error::InvalidOptions(_))),
             "{result:?}"
         );
     }

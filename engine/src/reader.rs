@@ -8,11 +8,9 @@ use bytes::Bytes;
 use crate::error::{Error, Result};
 use crate::overlay::Overlay;
 use crate::snapshot::{Found, Snapshot, ValueRef};
-use crate::sources::{OverlayState, ReaderBranches, RecordsOver};
 use crate::value_keys::{code_hash_key, value_key};
 use alloy_primitives::hex::encode as hex;
 use strata_cache::{ValueCache, ValueSource};
-use strata_commitment::{AccountProof, BranchSource};
 use strata_db::tables::BLOCK_HASH_WINDOW;
 use strata_telemetry::{ReadMetrics, Tier};
 use strata_types::Head;
@@ -243,104 +241,6 @@ impl StateReader {
         self.get_latest(Domain::Code, address.as_slice())
     }
 
-    /// The Merkle proof of `address` and of each of `slots` in its storage
-    /// against this block's state root (`eth_getProof`): the RLP of every
-    /// node on each key's path, built from the stored commitment records,
-    /// for present and absent keys alike. Served for the last committed
-    /// block: a reader at an older block or a block writer's reader (its
-    /// records are not computed yet) gets [`Error::ProofUnavailable`].
-    pub fn proof(&self, address: &Address, slots: &[B256]) -> Result<AccountProof> {
-        if self.at.is_some() {
-            return Err(Error::ProofUnavailable(
-                "a reader at an older block has no commitment records of its own; \
-                 StateDb::proof_at computes them",
-            ));
-        }
-        if self.overlay.is_some() {
-            return Err(Error::ProofUnavailable(
-                "a block writer's reader has no commitment records for its writes yet",
-            ));
-        }
-        let branches = ReaderBranches::new(self.clone());
-        let state = OverlayState::new(self.clone());
-        strata_commitment::prove(&branches, &state, address, slots).map_err(|source| {
-            Error::Commitment {
-                block: self.block().unwrap_or(0),
-                source,
-            }
-        })
-    }
-
-    /// The proof of `address` and `slots` at this reader's block: [`proof`]
-    /// at the last block; for a reader at an older block, over the records
-    /// recomputed along the paths the later blocks touched (root checked,
-    /// nothing written) from the head's records, which `head_branches`
-    /// serves from a reader of the head.
-    ///
-    /// [`proof`]: StateReader::proof
-    pub(crate) fn proof_recomputed<B: BranchSource>(
-        &self,
-        address: &Address,
-        slots: &[B256],
-        head_branches: impl FnOnce(StateReader) -> B,
-        parallel_threshold: usize,
-    ) -> Result<AccountProof> {
-        let (Some(at), Some(undo)) = (self.at, self.overlay.as_deref()) else {
-            return self.proof(address, slots);
-        };
-        let head = StateReader {
-            overlay: None,
-            at: None,
-            regime: Regime::Commitment,
-            ..self.clone()
-        };
-        let writes = crate::unwind::records_at(
-            &head_branches(head.clone()),
-            self.with_regime(Regime::Commitment),
-            undo,
-            at,
-            parallel_threshold,
-        )?;
-        let branches = RecordsOver::new(writes, head);
-        let state = OverlayState::new(self.clone());
-        strata_commitment::prove(&branches, &state, address, slots).map_err(|source| {
-            Error::Commitment {
-                block: at.block,
-                source,
-            }
-        })
-    }
-
-    /// For a reader at an older block: recomputes the commitment of the
-    /// state it reads along the paths its undo overlay touches, from the
-    /// head's records (`head_branches`), and fails with
-    /// [`Error::RootMismatch`] unless that is the root the block had.
-    /// What the undo data rebuilds is then the state of that root, whatever
-    /// the journal it came from held. Nothing for a reader of the head.
-    pub(crate) fn check_rebuilt<B: BranchSource>(
-        &self,
-        head_branches: impl FnOnce(StateReader) -> B,
-        parallel_threshold: usize,
-    ) -> Result<()> {
-        let (Some(at), Some(undo)) = (self.at, self.overlay.as_deref()) else {
-            return Ok(());
-        };
-        let head = StateReader {
-            overlay: None,
-            at: None,
-            regime: Regime::Commitment,
-            ..self.clone()
-        };
-        crate::unwind::records_at(
-            &head_branches(head),
-            self.with_regime(Regime::Commitment),
-            undo,
-            at,
-            parallel_threshold,
-        )
-        .map(drop)
-    }
-
     /// The snapshot this handle reads.
     pub(crate) fn snapshot(&self) -> &Snapshot {
         &self.snapshot
@@ -348,6 +248,22 @@ impl StateReader {
 
     /// The writes read before the snapshot: a block writer's own, or for
     /// a reader at an older block the undo of the later blocks.
+    /// For a reader at an older block: that block and its root.
+    pub(crate) fn older_block(&self) -> Option<Head> {
+        self.at
+    }
+
+    /// A reader of this snapshot's head (no overlay, not at an older block)
+    /// in the commitment regime.
+    pub(crate) fn head_commitment_reader(&self) -> StateReader {
+        StateReader {
+            overlay: None,
+            at: None,
+            regime: Regime::Commitment,
+            ..self.clone()
+        }
+    }
+
     pub(crate) fn overlay(&self) -> Option<&Overlay> {
         self.overlay.as_deref()
     }

@@ -14,11 +14,11 @@
 //! one commitment pass over the union of the replayed writes (bounded by
 //! `memory_budget_bytes`), paid only at open.
 
-use crate::commit::trie_update;
 use crate::error::{Error, Result};
 use crate::inner::Inner;
 use crate::overlay::Overlay;
 use crate::sources::{OverlayState, ReaderBranches};
+use crate::trie_update::trie_update;
 use strata_commitment::{ComputeOptions, compute_root, record_key};
 use strata_types::domain::{Domain, Regime};
 

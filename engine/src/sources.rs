@@ -6,7 +6,9 @@ use std::sync::Arc;
 use alloy_primitives::{Address, B256, U256, keccak256};
 use bytes::Bytes;
 use strata_cache::PrefixCache;
-use strata_commitment::{AccountLeaf, BranchSource, SourceError, StateSource, TrieUpdate};
+use strata_commitment::{
+    AccountLeaf, BranchSource, SourceError, StateSource, TrieUpdate, unpack_nibbles,
+};
 
 use crate::reader::StateReader;
 use strata_telemetry::Tier;
@@ -159,18 +161,13 @@ pub(crate) fn hashed_paths(update: &TrieUpdate) -> Vec<Vec<u8>> {
 
 /// The hashed trie path of an account: `keccak(address)`, one nibble per byte.
 pub(crate) fn account_path(address: &Address) -> Vec<u8> {
-    nibbles(keccak256(address).as_slice())
+    unpack_nibbles(keccak256(address).as_slice())
 }
 
 /// The path of `slot` in the storage of the account at `account_path`.
 pub(crate) fn storage_path(account_path: &[u8], slot: &B256) -> Vec<u8> {
     let mut path = Vec::with_capacity(account_path.len() + 64);
     path.extend_from_slice(account_path);
-    path.extend(nibbles(keccak256(slot).as_slice()));
+    path.extend(unpack_nibbles(keccak256(slot).as_slice()));
     path
-}
-
-/// One nibble per byte, high nibble first.
-fn nibbles(bytes: &[u8]) -> Vec<u8> {
-    bytes.iter().flat_map(|b| [b >> 4, b & 0x0f]).collect()
 }

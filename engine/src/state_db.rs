@@ -97,7 +97,7 @@ impl StateDb {
             Some(backend) => {
                 std::fs::create_dir_all(&datadir).map_err(dir_err("create"))?;
                 let db = open_redb(&db_path, &options, Backing::Given(backend))?;
-                let meta = load_or_init_meta(&db, &db_path, &options, true)?;
+                let meta = load_or_init_meta(&db, &db_path, &options, MetaAbsent::Initialise)?;
                 (db, meta)
             }
             None => {
@@ -114,7 +114,7 @@ impl StateDb {
                     open_redb::<redb::backends::FileBackend>(&db_path, &options, Backing::Existing)
                 })?;
                 let meta = guarded(META.name(), || {
-                    load_or_init_meta(&db, &db_path, &options, false)
+                    load_or_init_meta(&db, &db_path, &options, MetaAbsent::Refuse)
                 })?;
                 (db, meta)
             }
@@ -165,8 +165,8 @@ impl StateDb {
         crate::replay_check::check_replayed(&inner)?;
         let (worker, flusher) = if background {
             (
-                Some(MaintenanceWorker::start(inner.clone())?),
-                Some(FlushWorker::start(inner.clone())?),
+                Some(maintenance::start_worker(inner.clone())?),
+                Some(crate::ledger::start_flusher(inner.clone())?),
             )
         } else {
             (None, None)
@@ -295,7 +295,7 @@ impl StateDb {
         self.inner
             .check_poisoned()
             .map_err(|error| error.in_block(number))?;
-        let write_side = WriterTicket::take(&self.inner, wait)?;
+        let write_side = WriterTicket::take(&self.inner.writer_slot, wait)?;
         let expected = self.last_block().map_or(0, |b| b + 1);
         if number != expected {
             return Err(Error::BlockOutOfOrder {
@@ -354,7 +354,7 @@ impl StateDb {
         options: &strata_bulk::import::ImportOptions,
     ) -> Result<strata_bulk::import::ImportReport> {
         self.inner.check_poisoned()?;
-        let _write_side = WriterTicket::take(&self.inner, Wait::Yes)?;
+        let _write_side = WriterTicket::take(&self.inner.writer_slot, Wait::Yes)?;
         crate::imported::import(&self.inner, accounts, options)
     }
 
@@ -364,7 +364,7 @@ impl StateDb {
         hash_of: impl FnOnce(B256) -> Result<Option<B256>>,
     ) -> Result<(B256, Option<B256>)> {
         self.inner.check_poisoned()?;
-        let _write_side = WriterTicket::take(&self.inner, Wait::Yes)?;
+        let _write_side = WriterTicket::take(&self.inner.writer_slot, Wait::Yes)?;
         let result = crate::genesis_init::init_genesis(&self.inner, alloc, hash_of);
         self.inner.poison_on_error(result)
     }
@@ -373,7 +373,7 @@ impl StateDb {
     /// committed blocks. Returns its root.
     pub fn unwind_to(&self, block: u64) -> Result<B256> {
         self.inner.check_poisoned()?;
-        let _write_side = WriterTicket::take(&self.inner, Wait::Yes)?;
+        let _write_side = WriterTicket::take(&self.inner.writer_slot, Wait::Yes)?;
         let result = crate::unwind::unwind_to(&self.inner, block);
         self.inner.poison_on_error(result)
     }
@@ -679,7 +679,7 @@ fn create_redb_atomically(datadir: &Path, db_path: &Path, options: &Options) -> 
         std::fs::remove_file(&temp).map_err(io("remove an interrupted creation"))?;
     }
     let db = open_redb::<redb::backends::FileBackend>(&temp, options, Backing::Create)?;
-    load_or_init_meta(&db, db_path, options, true)?;
+    load_or_init_meta(&db, db_path, options, MetaAbsent::Initialise)?;
     drop(db);
     std::fs::File::open(&temp)
         .and_then(|f| f.sync_all())
@@ -691,14 +691,24 @@ fn create_redb_atomically(datadir: &Path, db_path: &Path, options: &Options) -> 
     Ok(())
 }
 
+/// Whether [`load_or_init_meta`] may write first metadata into a database
+/// that holds none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum MetaAbsent {
+    /// The database was just created: it gets metadata.
+    Initialise,
+    /// An existing database without metadata is not a strata database.
+    Refuse,
+}
+
 /// Loads the metadata (checking the format) and makes sure every table
-/// exists. Only a database being created (`create`) gains new metadata; an
-/// existing one without it is not a strata database.
+/// exists. Only a database being created ([`MetaAbsent::Initialise`])
+/// gains new metadata.
 fn load_or_init_meta(
     db: &redb::Database,
     db_path: &Path,
     options: &Options,
-    create: bool,
+    absent: MetaAbsent,
 ) -> Result<Meta> {
     let txn = db.begin_write().map_err(db_err("begin write"))?;
     let meta = {
@@ -720,7 +730,7 @@ fn load_or_init_meta(
                 }
                 meta
             }
-            None if !create => {
+            None if absent == MetaAbsent::Refuse => {
                 return Err(Error::NotADatadir {
                     path: db_path.to_path_buf(),
                     what: "the database holds no strata metadata",

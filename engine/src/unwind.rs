@@ -10,15 +10,14 @@ use std::sync::Arc;
 use alloy_primitives::{B256, keccak256};
 use bytes::Bytes;
 
-use crate::commit::trie_update;
 use crate::error::{Error, Result, db_err};
 use crate::inner::Inner;
 use crate::ledger::{self, Change};
 use crate::overlay::Overlay;
 use crate::pause::{self, PausePoint};
-use crate::reader::StateReader;
-use crate::sources::{CachedBranches, OverlayState};
-use strata_commitment::{ComputeOptions, RecordWrite, compute_root};
+use crate::sources::CachedBranches;
+use crate::trie_update::records_at;
+use strata_commitment::RecordWrite;
 use strata_db::meta;
 use strata_db::tables::{BLOCK_HASHES, CODE_BY_HASH, META, ROOTS, domain_table};
 use strata_db::value;
@@ -112,35 +111,6 @@ fn recompute_commitment(
     let state = reader(Some(overlay.clone()));
     let parallel = inner.options.parallel_commitment_threshold;
     records_at(&branches, state, &overlay, head, parallel)
-}
-
-/// The commitment records that differ between a snapshot and the state
-/// `state` reads (the snapshot with `undo` over it, at block `head`) along
-/// the paths `undo` touches, computed over `branches` (the snapshot's
-/// records); fails unless the root is `head`'s. Nothing is written.
-pub(crate) fn records_at(
-    branches: &dyn strata_commitment::BranchSource,
-    state: StateReader,
-    undo: &Overlay,
-    head: Head,
-    parallel_threshold: usize,
-) -> Result<Vec<RecordWrite>> {
-    let update = trie_update(undo);
-    let state = OverlayState::new(state);
-    let options = ComputeOptions { parallel_threshold };
-    let output =
-        compute_root(&update, branches, &state, &options).map_err(|source| Error::Commitment {
-            block: head.block,
-            source,
-        })?;
-    if output.root != head.root {
-        return Err(Error::RootMismatch {
-            block: head.block,
-            stored: head.root,
-            computed: output.root,
-        });
-    }
-    Ok(output.writes)
 }
 
 /// The value each state key had after `target`: the previous value

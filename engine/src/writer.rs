@@ -232,9 +232,7 @@ impl BlockWriter {
     /// the commitment's own and cannot be written here.
     pub fn put_raw(&mut self, domain: Domain, key: &[u8], value: Option<Bytes>) -> Result<()> {
         if domain == Domain::Commitment {
-            return Err(crate::error::Error::Maintenance(
-                "the commitment domain is written by the commitment only".into(),
-            ));
+            return Err(crate::error::Error::CommitmentDomainWrite);
         }
         self.overlay_mut().put(domain, key.to_vec(), value);
         Ok(())

@@ -9,7 +9,6 @@ use std::thread::{self, ThreadId};
 use parking_lot::{Condvar, Mutex};
 
 use crate::error::{Error, Result};
-use crate::inner::Inner;
 
 /// Who holds the write side, and a way to wait for it.
 #[derive(Default)]
@@ -56,31 +55,31 @@ impl WriterSlot {
 
 /// The write side of a store, held until dropped. Owned and `Send`.
 pub(crate) struct WriterTicket {
-    inner: Arc<Inner>,
+    slot: Arc<WriterSlot>,
 }
 
 impl WriterTicket {
-    /// Takes the write side of `inner` (first in the lock order, see
-    /// [`Inner`]).
-    pub(crate) fn take(inner: &Arc<Inner>, wait: Wait) -> Result<WriterTicket> {
-        inner.writer_slot.take(wait)?;
+    /// Takes the write side `slot` guards (first in the lock order, see
+    /// `Inner`).
+    pub(crate) fn take(slot: &Arc<WriterSlot>, wait: Wait) -> Result<WriterTicket> {
+        slot.take(wait)?;
         Ok(WriterTicket {
-            inner: inner.clone(),
+            slot: Arc::clone(slot),
         })
     }
 }
 
 impl Drop for WriterTicket {
     fn drop(&mut self) {
-        self.inner.writer_slot.give_back();
+        self.slot.give_back();
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use std::sync::Arc;
     use std::time::Duration;
+
+    use super::*;
 
     #[test]
     fn the_holding_thread_is_told_busy_and_others_wait_their_turn() {

@@ -51,6 +51,15 @@ use followed::{Advance, Followed};
 /// between the read transaction and the file's open.
 const REFRESH_ATTEMPTS: usize = 16;
 
+/// Whether [`newest`] builds a snapshot when nothing changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Refresh {
+    /// Only when the commit moved on (the follower's periodic look).
+    IfChanged,
+    /// Always (an open, a refresh a caller asked for).
+    Always,
+}
+
 /// A read-only handle on a datadir written by another process (or by a
 /// [`crate::StateDb`] in this one) that shares it with readers.
 ///
@@ -117,7 +126,7 @@ impl ReadOnlyStateDb {
             &fs,
             &Arc::default(),
             &mut followed,
-            true,
+            Refresh::Always,
         )?
         .expect("a forced open returns a snapshot");
         let step_size = begin(&db, &datadir)?.1.step_size;
@@ -138,7 +147,10 @@ impl ReadOnlyStateDb {
         let thread = std::thread::Builder::new()
             .name("strata-follower".into())
             .spawn(move || worker.follow(interval))
-            .map_err(|e| Error::Maintenance(format!("start the follower thread: {e}")))?;
+            .map_err(|source| Error::Thread {
+                what: "start the follower thread",
+                source,
+            })?;
         Ok(ReadOnlyStateDb {
             follower,
             thread: Some(thread),
@@ -384,7 +396,10 @@ impl Follower {
     fn snapshot(&self) -> Result<Arc<Snapshot>> {
         if self.follow_failed.swap(false, Ordering::AcqRel) {
             let mut followed = self.refreshing.lock();
-            let fresh = Arc::new(self.newest(&mut followed, true)?.expect("forced"));
+            let fresh = Arc::new(
+                self.refreshed(&mut followed, Refresh::Always)?
+                    .expect("forced"),
+            );
             self.latest.store(fresh.clone());
             return Ok(fresh);
         }
@@ -427,13 +442,13 @@ impl Follower {
     /// Publishes the newest commit if it differs from the published one.
     fn refresh(&self) -> Result<()> {
         let mut followed = self.refreshing.lock();
-        if let Some(fresh) = self.newest(&mut followed, false)? {
+        if let Some(fresh) = self.refreshed(&mut followed, Refresh::IfChanged)? {
             self.latest.store(Arc::new(fresh));
         }
         Ok(())
     }
 
-    fn newest(&self, followed: &mut Followed, force: bool) -> Result<Option<Snapshot>> {
+    fn refreshed(&self, followed: &mut Followed, refresh: Refresh) -> Result<Option<Snapshot>> {
         let current = self.latest.load_full();
         newest(
             &self.db,
@@ -442,7 +457,7 @@ impl Follower {
             &self.fs,
             &current.files,
             followed,
-            force,
+            refresh,
         )
     }
 }
@@ -607,7 +622,7 @@ fn begin(db: &ReadDb, datadir: &Path) -> Result<(ReadTransaction, Meta)> {
 /// A snapshot of the newest commit: redb's newest transaction, the files
 /// its manifest lists (reusing those `previous` holds) and the blocks the
 /// journal holds after redb's head. `None` when nothing changed since
-/// `followed` was last brought up to date (unless `force`).
+/// `followed` was last brought up to date (unless [`Refresh::Always`]).
 ///
 /// Starts over from a newer transaction when the writer got ahead in
 /// between: a file pruned before its open (the manifest was already
@@ -621,7 +636,7 @@ fn newest(
     fs: &Arc<dyn FileSystem>,
     previous: &Arc<FileSet>,
     followed: &mut Followed,
-    force: bool,
+    refresh: Refresh,
 ) -> Result<Option<Snapshot>> {
     let mut last_error = None;
     for _ in 0..REFRESH_ATTEMPTS {
@@ -642,7 +657,7 @@ fn newest(
         }
         let unchanged =
             before == (followed.base(), followed.head()) && previous.manifest == meta.manifest;
-        if unchanged && !force {
+        if unchanged && refresh == Refresh::IfChanged {
             return Ok(None);
         }
         let files = if previous.manifest == meta.manifest {
@@ -663,7 +678,7 @@ fn newest(
         let memory = followed.memory().clone();
         return Snapshot::from_txn(txn, head, files, memory).map(Some);
     }
-    Err(last_error.unwrap_or_else(|| {
-        Error::Maintenance("the writer unwound repeatedly while the journal was read".into())
+    Err(last_error.unwrap_or(Error::FollowerOutrun {
+        attempts: REFRESH_ATTEMPTS,
     }))
 }

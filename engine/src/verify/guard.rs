@@ -40,7 +40,7 @@ mod tests {
     #[test]
     fn an_error_becomes_a_problem_naming_what_was_read() {
         let problem = guarded::<()>("redb table `code`", || {
-            Err(Error::Maintenance("boom".into()))
+            Err(Error::InvalidOptions("boom".into()))
         })
         .expect_err("the error is kept");
         assert!(

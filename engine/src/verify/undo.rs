@@ -26,7 +26,7 @@ use crate::overlay::Overlay;
 use crate::reader::StateReader;
 use crate::snapshot::Snapshot;
 use crate::sources::ReaderBranches;
-use crate::unwind::records_at;
+use crate::trie_update::records_at;
 use strata_journal::{BlockRecord, Scan, ScannedFrame};
 use strata_telemetry::ReadMetrics;
 use strata_types::Head;
