@@ -210,7 +210,21 @@ pub(crate) fn persist_block(
     };
     let record = block_record(&overlay, &output.writes, head);
     let keys_written = record.writes.len();
-    // Commitment records keep no previous value (see `previous_values`).
+    // `previous` pairs with the record's writes by position: both walk
+    // `state_writes`. The commitment records after them keep no previous
+    // value (see `previous_values`).
+    debug_assert_eq!(
+        previous.len(),
+        overlay.len(),
+        "one previous value per state write"
+    );
+    debug_assert!(
+        record.writes[..previous.len()]
+            .iter()
+            .zip(state_writes(&overlay))
+            .all(|(write, (domain, key, _))| write.domain == domain && write.key.as_ref() == key),
+        "the record lists the state writes first, in state_writes' order"
+    );
     previous.resize(keys_written, Previous::NotKept);
     let durable = inner.next_commit_durable();
     // The writer slot keeps the head where the block was prepared on.
@@ -287,6 +301,23 @@ fn expand_storage_wipes(base: &Snapshot, overlay: &mut Overlay) -> Result<()> {
     Ok(())
 }
 
+/// The state domains, in the order a block record lists their writes.
+const STATE_DOMAINS: [Domain; 3] = [Domain::Account, Domain::Storage, Domain::Code];
+
+/// Every state write of `overlay` (domain, key, value) in record order:
+/// [`STATE_DOMAINS`], each in key order. [`block_record`] lists the writes
+/// and [`previous_values`] reads their previous values through this one
+/// walk, so the two lists pair up by position (checked in
+/// `persist_block` with debug assertions).
+fn state_writes(overlay: &Overlay) -> impl Iterator<Item = (Domain, &[u8], &Option<Bytes>)> {
+    STATE_DOMAINS.into_iter().flat_map(move |domain| {
+        overlay
+            .entries(domain)
+            .iter()
+            .map(move |(key, value)| (domain, key.as_slice(), value))
+    })
+}
+
 /// The journal record of a block: every key it wrote (commitment records
 /// and the root record included); the previous values for unwind are
 /// gathered apart ([`previous_values`]).
@@ -304,10 +335,8 @@ fn block_record(
             previous: Previous::NotKept,
         });
     };
-    for domain in [Domain::Account, Domain::Storage, Domain::Code] {
-        for (key, value) in overlay.entries(domain) {
-            push(domain, Bytes::copy_from_slice(key), value.clone());
-        }
+    for (domain, key, value) in state_writes(overlay) {
+        push(domain, Bytes::copy_from_slice(key), value.clone());
     }
     for (path, value) in commitment {
         push(
@@ -336,15 +365,13 @@ fn block_record(
 /// Block 0 keeps none (there is nothing to unwind to).
 fn previous_values(before: &StateReader, overlay: &Overlay, block: u64) -> Result<Vec<Previous>> {
     let mut out = Vec::with_capacity(overlay.len());
-    for domain in [Domain::Account, Domain::Storage, Domain::Code] {
-        for key in overlay.entries(domain).keys() {
-            if block == 0 {
-                out.push(Previous::NotKept);
-                continue;
-            }
-            let found = before.get_latest(domain, key)?;
-            out.push(found.map_or(Previous::Absent, Previous::Value));
+    for (domain, key, _) in state_writes(overlay) {
+        if block == 0 {
+            out.push(Previous::NotKept);
+            continue;
         }
+        let found = before.get_latest(domain, key)?;
+        out.push(found.map_or(Previous::Absent, Previous::Value));
     }
     Ok(out)
 }

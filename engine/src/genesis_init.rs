@@ -23,8 +23,7 @@ use strata_types::keys::storage_key;
 /// States at least this large are bulk-built on rayon, 16 sub-tries at once.
 const PARALLEL_GENESIS: usize = 4096;
 
-/// Writes `alloc` as block 0 of an empty store and returns its root.
-/// Writes `alloc` as block 0; `hash_of` gives block 0's hash from its state
+/// Writes `alloc` as block 0 of an empty store; `hash_of` gives block 0's hash from its state
 /// root (`None`: no hash stored) before anything is written. Returns the
 /// root and that hash.
 pub(crate) fn init_genesis(

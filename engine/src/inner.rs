@@ -22,12 +22,14 @@ use strata_types::domain::Regime;
 /// Everything a `StateDb`, its writers and its maintenance thread share.
 ///
 /// Lock order: `writer_slot` → `maintenance_lock` → the ledger's
-/// `flush_lock` → `commit_lock` → `poisoned`; the ledger's journal and
-/// pending-block mutexes are leaves (nothing is taken under them).
-/// A thread holding a later lock never waits for an earlier one: a block's
-/// commit and unwind take `commit_lock` under `writer_slot`; unwind takes
-/// `flush_lock` under `writer_slot`; the flusher takes `commit_lock` under
-/// `flush_lock`; maintenance takes `commit_lock` under `maintenance_lock`;
+/// `flush_lock` → the ledger's `journal` → `commit_lock` → `poisoned`; the
+/// ledger's pending-block and encode-buffer mutexes are leaves (nothing is
+/// taken under them). The journal is not a leaf: unwind takes it under
+/// `flush_lock` (`Ledger::flushed_and_locked`) and then `commit_lock` under
+/// it. A thread holding a later lock never waits for an earlier one: a
+/// block's commit and unwind take `commit_lock` under `writer_slot`; unwind
+/// takes `flush_lock` under `writer_slot`; the flusher takes `commit_lock`
+/// under `flush_lock`; maintenance takes `commit_lock` under `maintenance_lock`;
 /// nothing waits for `maintenance_lock` while holding `flush_lock` or
 /// `commit_lock` (see [`Inner::poison_on_error`]). No redb write
 /// transaction is held open while waiting for `commit_lock`. `commit_lock` is taken only through

@@ -418,7 +418,8 @@ impl Ledger {
     }
 
     /// Flushes every block committed so far into redb (transactions of
-    /// `flush_txn_keys` keys, the head in the last), then lets the memory tier and the journal go of them.
+    /// `flush_txn_keys` keys, the head in the last), then drops those
+    /// blocks from the memory tier and releases their journal segments.
     /// Returns the blocks flushed.
     pub(crate) fn flush(&self, inner: &Inner) -> Result<usize> {
         let serial = self.flush_lock.lock();

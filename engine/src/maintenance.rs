@@ -54,13 +54,18 @@ fn run_all(inner: &Arc<Inner>) -> Result<MaintenanceReport> {
         if report.collated.len() > files_before || pruned > 0 {
             let elapsed = started.elapsed();
             inner.store_metrics.record_collate(elapsed, pruned);
-            let file = report.collated.get(files_before);
+            let (from_step, to_step, entries) = match report.collated.get(files_before) {
+                Some(&(_, from_step, to_step, entries)) => {
+                    (Some(from_step), Some(to_step), entries)
+                }
+                None => (None, None, 0),
+            };
             tracing::info!(
                 target: "strata::maintenance",
                 domain = domain.name(),
-                from_step = file.map(|f| f.1),
-                to_step = file.map(|f| f.2),
-                entries = file.map_or(0, |f| f.3),
+                from_step,
+                to_step,
+                entries,
                 pruned,
                 ms = elapsed.as_secs_f64() * 1e3,
                 "collated"

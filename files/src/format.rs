@@ -19,6 +19,40 @@ pub(crate) const FOOTER_LEN: usize = 88;
 /// every byte of the file before it.
 pub(crate) const FOOTER_CHECKSUM_AT: usize = 72;
 
+/// Where each field of the footer starts (`storage/FORMAT.md`, "Footer"):
+/// the offsets the encoder, the decoder and the opener's error messages
+/// share.
+pub(crate) mod footer_at {
+    /// `version: u32`.
+    pub(crate) const VERSION: usize = 0;
+    /// `domain id: u8`, then 3 reserved bytes.
+    pub(crate) const DOMAIN: usize = 4;
+    /// The first reserved run (3 bytes).
+    pub(crate) const RESERVED_A: std::ops::Range<usize> = 5..8;
+    /// `from step: u64`.
+    pub(crate) const FROM_STEP: usize = 8;
+    /// `to step: u64`.
+    pub(crate) const TO_STEP: usize = 16;
+    /// `entry count: u64`.
+    pub(crate) const ENTRY_COUNT: usize = 24;
+    /// `block count: u32`, then 4 reserved bytes.
+    pub(crate) const BLOCK_COUNT: usize = 32;
+    /// The second reserved run (4 bytes).
+    pub(crate) const RESERVED_B: std::ops::Range<usize> = 36..40;
+    /// `index offset: u64`.
+    pub(crate) const INDEX_OFFSET: usize = 40;
+    /// `index length: u64`.
+    pub(crate) const INDEX_LEN: usize = 48;
+    /// `filter offset: u64`.
+    pub(crate) const FILTER_OFFSET: usize = 56;
+    /// `filter length: u64`.
+    pub(crate) const FILTER_LEN: usize = 64;
+    /// `whole-file checksum: u64` (= [`super::FOOTER_CHECKSUM_AT`]).
+    pub(crate) const CHECKSUM: usize = super::FOOTER_CHECKSUM_AT;
+    /// The magic, the file's last 8 bytes.
+    pub(crate) const MAGIC: usize = CHECKSUM + 8;
+}
+
 /// Data blocks are closed once adding the next entry would pass this size.
 pub(crate) const BLOCK_TARGET: usize = 4096;
 
@@ -65,26 +99,27 @@ impl Footer {
     /// [`FOOTER_CHECKSUM_AT`] bytes).
     pub(crate) fn encode_fields(&self) -> [u8; FOOTER_CHECKSUM_AT] {
         let mut out = [0u8; FOOTER_CHECKSUM_AT];
-        out[0..4].copy_from_slice(&self.version.to_le_bytes());
-        out[4] = self.domain_id;
-        // 5..8 reserved, zero.
-        out[8..16].copy_from_slice(&self.from_step.to_le_bytes());
-        out[16..24].copy_from_slice(&self.to_step.to_le_bytes());
-        out[24..32].copy_from_slice(&self.entry_count.to_le_bytes());
-        out[32..36].copy_from_slice(&self.block_count.to_le_bytes());
-        // 36..40 reserved, zero.
-        out[40..48].copy_from_slice(&self.index_offset.to_le_bytes());
-        out[48..56].copy_from_slice(&self.index_len.to_le_bytes());
-        out[56..64].copy_from_slice(&self.filter_offset.to_le_bytes());
-        out[64..72].copy_from_slice(&self.filter_len.to_le_bytes());
+        let mut put = |at: usize, bytes: &[u8]| out[at..at + bytes.len()].copy_from_slice(bytes);
+        put(footer_at::VERSION, &self.version.to_le_bytes());
+        put(footer_at::DOMAIN, &[self.domain_id]);
+        // RESERVED_A and RESERVED_B stay zero.
+        put(footer_at::FROM_STEP, &self.from_step.to_le_bytes());
+        put(footer_at::TO_STEP, &self.to_step.to_le_bytes());
+        put(footer_at::ENTRY_COUNT, &self.entry_count.to_le_bytes());
+        put(footer_at::BLOCK_COUNT, &self.block_count.to_le_bytes());
+        put(footer_at::INDEX_OFFSET, &self.index_offset.to_le_bytes());
+        put(footer_at::INDEX_LEN, &self.index_len.to_le_bytes());
+        put(footer_at::FILTER_OFFSET, &self.filter_offset.to_le_bytes());
+        put(footer_at::FILTER_LEN, &self.filter_len.to_le_bytes());
         out
     }
 
     /// The checksum and magic that close the file.
     pub(crate) fn encode_tail(&self) -> [u8; FOOTER_LEN - FOOTER_CHECKSUM_AT] {
+        const MAGIC_IN_TAIL: usize = footer_at::MAGIC - footer_at::CHECKSUM;
         let mut out = [0u8; FOOTER_LEN - FOOTER_CHECKSUM_AT];
-        out[0..8].copy_from_slice(&self.checksum.to_le_bytes());
-        out[8..16].copy_from_slice(&MAGIC);
+        out[..MAGIC_IN_TAIL].copy_from_slice(&self.checksum.to_le_bytes());
+        out[MAGIC_IN_TAIL..].copy_from_slice(&MAGIC);
         out
     }
 
@@ -102,23 +137,24 @@ impl Footer {
             u32::from_le_bytes(b)
         };
         Footer {
-            version: u32_at(0),
-            domain_id: bytes[4],
-            from_step: u64_at(8),
-            to_step: u64_at(16),
-            entry_count: u64_at(24),
-            block_count: u32_at(32),
-            index_offset: u64_at(40),
-            index_len: u64_at(48),
-            filter_offset: u64_at(56),
-            filter_len: u64_at(64),
-            checksum: u64_at(72),
+            version: u32_at(footer_at::VERSION),
+            domain_id: bytes[footer_at::DOMAIN],
+            from_step: u64_at(footer_at::FROM_STEP),
+            to_step: u64_at(footer_at::TO_STEP),
+            entry_count: u64_at(footer_at::ENTRY_COUNT),
+            block_count: u32_at(footer_at::BLOCK_COUNT),
+            index_offset: u64_at(footer_at::INDEX_OFFSET),
+            index_len: u64_at(footer_at::INDEX_LEN),
+            filter_offset: u64_at(footer_at::FILTER_OFFSET),
+            filter_len: u64_at(footer_at::FILTER_LEN),
+            checksum: u64_at(footer_at::CHECKSUM),
         }
     }
 
     /// Whether the reserved bytes of an encoded footer are zero.
     pub(crate) fn reserved_are_zero(bytes: &[u8; FOOTER_LEN]) -> bool {
-        bytes[5..8] == [0; 3] && bytes[36..40] == [0; 4]
+        bytes[footer_at::RESERVED_A].iter().all(|b| *b == 0)
+            && bytes[footer_at::RESERVED_B].iter().all(|b| *b == 0)
     }
 
     pub(crate) fn domain(&self) -> Option<Domain> {

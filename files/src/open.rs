@@ -14,7 +14,7 @@ use super::error::{FileError, HexKey};
 use super::filter::{Filter, FilterDefect};
 use super::format::{
     BLOCK_TRAILER, CHECKSUM_LEN, FOOTER_CHECKSUM_AT, FOOTER_LEN, FORMAT_VERSION, Footer,
-    INDEX_ENTRY_HEADER, MAGIC, read_u16, read_u32, read_u64,
+    INDEX_ENTRY_HEADER, MAGIC, footer_at, read_u16, read_u32, read_u64,
 };
 use super::index::{BlockHandle, BlockIndex};
 use super::layout::{Block, Layout};
@@ -154,7 +154,7 @@ fn check_footer(
     }
     let domain = f.domain().ok_or_else(|| {
         c.corrupted(
-            footer_start + 4,
+            footer_start + footer_at::DOMAIN,
             format!("unknown domain id {}", f.domain_id),
         )
     })?;
@@ -165,7 +165,7 @@ fn check_footer(
     };
     if !meta.is_valid() {
         return Err(c.corrupted(
-            footer_start + 8,
+            footer_start + footer_at::FROM_STEP,
             format!("invalid step range [{}, {})", f.from_step, f.to_step),
         ));
     }
@@ -176,7 +176,7 @@ fn check_footer(
         || f.index_len < CHECKSUM_LEN as u64
     {
         return Err(c.corrupted(
-            footer_start + 40,
+            footer_start + footer_at::INDEX_OFFSET,
             format!(
                 "regions do not tile the file: index {}+{}, filter {}+{}, footer at {footer_start}",
                 f.index_offset, f.index_len, f.filter_offset, f.filter_len
@@ -328,7 +328,7 @@ fn check_blocks(
     }
     if total != f.entry_count {
         return Err(c.corrupted(
-            c.data.len() - FOOTER_LEN + 24,
+            c.data.len() - FOOTER_LEN + footer_at::ENTRY_COUNT,
             format!(
                 "blocks hold {total} entries, the footer says {}",
                 f.entry_count

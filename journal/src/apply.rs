@@ -16,7 +16,8 @@ use bytes::Bytes;
 
 use super::scan::{Scan, TornTail};
 use super::{
-    CONVERT_SUFFIX, Journal, JournalResult, REWRITE_SUFFIX, Recovered, Segment, TORN_INFIX, io_err,
+    CONVERT_SUFFIX, CutTail, Journal, JournalResult, REWRITE_SUFFIX, Recovered, Segment,
+    TORN_INFIX, io_err,
 };
 use strata_fs::file_name_of;
 
@@ -37,7 +38,11 @@ impl Journal {
                 kept_aside = kept.as_ref().map(|p| p.display().to_string()),
                 "journal: cut a torn tail an interrupted append left; the cut bytes are kept aside"
             );
-            recovered.torn_tail = Some((torn.path.clone(), torn.offset, torn.cut.len() as u64));
+            recovered.torn_tail = Some(CutTail {
+                segment: torn.path.clone(),
+                offset: torn.offset,
+                dropped: torn.cut.len() as u64,
+            });
             recovered.kept_aside = kept;
         }
         for segment in verdict.segments {

@@ -27,8 +27,8 @@
 //!
 //! `benches/benches/journal.rs` measured why this is a file and not a redb
 //! table: the same 2.6 MB block made durable in 19.5 ms as a file append and
-//! fdatasync vs 55.7 ms as one redb value vs 395 ms as today's B-tree
-//! inserts (medians of 30 interleaved blocks, one run).
+//! fdatasync vs 55.7 ms as one redb value vs 395 ms as per-block B-tree
+//! inserts into redb tables (medians of 30 interleaved blocks, one run).
 #![deny(missing_docs)]
 
 mod apply;
@@ -178,13 +178,23 @@ pub struct JournalRecord {
 pub struct Recovered {
     /// The records after the flushed block, in block order.
     pub records: Vec<JournalRecord>,
-    /// The torn tail cut off the last segment, if a crash left one:
-    /// (segment, offset, bytes dropped).
-    pub torn_tail: Option<(PathBuf, u64, u64)>,
+    /// The torn tail cut off the last segment, if a crash left one.
+    pub torn_tail: Option<CutTail>,
     /// Where the cut bytes were kept aside.
     pub kept_aside: Option<PathBuf>,
     /// Segments converted from the first journal format.
     pub converted: Vec<PathBuf>,
+}
+
+/// A torn tail [`Journal::open_scanned`] cut off the last segment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CutTail {
+    /// The segment it was cut from.
+    pub segment: PathBuf,
+    /// Where the cut started: the end of the last whole frame.
+    pub offset: u64,
+    /// Bytes cut off.
+    pub dropped: u64,
 }
 
 /// One segment file on disk.
@@ -476,9 +486,10 @@ pub fn segment_first_block(name: &str) -> Option<u64> {
 /// kept aside (`….log.torn-OFFSET`, which strata never deletes).
 pub fn is_journal_file_name(name: &str) -> bool {
     segment_first_block(name).is_some()
-        || [".rewrite", ".convert"].iter().any(|suffix| {
-            name.strip_suffix(suffix)
-                .is_some_and(|n| segment_first_block(n).is_some())
+        || [REWRITE_SUFFIX, CONVERT_SUFFIX].iter().any(|suffix| {
+            name.strip_suffix(suffix).is_some_and(|stem| {
+                segment_first_block(&format!("{stem}{SEGMENT_SUFFIX}")).is_some()
+            })
         })
         || is_torn_file_name(name)
 }

@@ -104,7 +104,11 @@ fn a_torn_last_record_at_every_byte_opens_to_the_previous_block() {
         if dropped > 0 {
             assert_eq!(
                 recovered.torn_tail,
-                Some((path.clone(), before_last, dropped))
+                Some(CutTail {
+                    segment: path.clone(),
+                    offset: before_last,
+                    dropped,
+                })
             );
         }
         // The tail is cut off durably; block 4 can be journaled again.
