@@ -9,9 +9,11 @@
 pub mod cow;
 mod error;
 pub mod guard;
+pub mod heads;
 pub mod meta;
 pub mod tables;
 pub mod value;
 
 pub use error::{DbError, Result, SchemaError, db_err};
 pub use guard::{guarded, panic_message};
+pub use heads::{DomainTables, HeadTables};

@@ -10,9 +10,8 @@ use strata_commitment::{AccountLeaf, SortedAccount, build_from_sorted};
 use crate::error::{Error, Result, db_err};
 use crate::inner::Inner;
 use crate::ledger::Change;
-use strata_db::meta;
-use strata_db::tables::{BLOCK_HASHES, CODE_BY_HASH, META, ROOTS, domain_table};
 use strata_db::value;
+use strata_db::{DomainTables, HeadTables};
 use strata_genesis::GenesisAlloc;
 use strata_types::Head;
 use strata_types::account::{Account, code_hash, encode_slot_value};
@@ -70,18 +69,11 @@ pub(crate) fn init_genesis(
     let commit = inner.lock_commit();
     let txn = inner.db.begin_write().map_err(db_err("begin write"))?;
     {
-        let mut tables = Vec::with_capacity(Domain::ALL.len());
-        for domain in Domain::ALL {
-            tables.push(
-                txn.open_table(domain_table(domain))
-                    .map_err(db_err("open table"))?,
-            );
-        }
-        let mut by_hash = txn
-            .open_table(CODE_BY_HASH)
-            .map_err(db_err("open code by hash"))?;
+        let mut tables = DomainTables::open(&txn)?;
+        let mut heads = HeadTables::open(&txn)?;
         let mut put = |domain: Domain, key: &[u8], value: &[u8]| -> Result<()> {
-            tables[domain.index()]
+            tables
+                .of(domain)
                 .insert(key, value::encode(0, Some(value)).as_slice())
                 .map_err(db_err("write genesis"))?;
             Ok(())
@@ -97,9 +89,7 @@ pub(crate) fn init_genesis(
             let code = &alloc[address].code;
             if !code.is_empty() {
                 put(Domain::Code, address.as_slice(), code)?;
-                by_hash
-                    .insert(leaf.code_hash.as_slice(), code.as_ref())
-                    .map_err(db_err("write code by hash"))?;
+                heads.put_code(leaf.code_hash.as_slice(), code)?;
             }
             for (_, slot, value) in &sorted.storage {
                 put(
@@ -117,18 +107,8 @@ pub(crate) fn init_genesis(
             )?;
         }
         put(Domain::Commitment, ROOT_RECORD_KEY, &head.encode())?;
-        let mut roots = txn.open_table(ROOTS).map_err(db_err("open roots"))?;
-        roots
-            .insert(0, root.as_slice())
-            .map_err(db_err("write root"))?;
-        if let Some(hash) = hash {
-            txn.open_table(BLOCK_HASHES)
-                .map_err(db_err("open block hashes"))?
-                .insert(0, hash.as_slice())
-                .map_err(db_err("write block hash"))?;
-        }
-        let mut meta_table = txn.open_table(META).map_err(db_err("open meta"))?;
-        meta::write_head(&mut meta_table, head)?;
+        heads.put_block(0, root, hash)?;
+        heads.set_head(head)?;
     }
     txn.commit().map_err(db_err("commit genesis"))?;
     for (path, record) in records {

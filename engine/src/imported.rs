@@ -14,8 +14,8 @@ use strata_bulk::import::{
 };
 use strata_bulk::sort::{ScratchDir, SortedPairs};
 use strata_db::meta;
-use strata_db::tables::{BLOCK_HASHES, CODE_BY_HASH, META, ROOTS, domain_table};
 use strata_db::value;
+use strata_db::{DomainTables, HeadTables};
 use strata_files::SortedFile;
 use strata_types::datadir::IMPORT_DIR;
 use strata_types::keys::ROOT_RECORD_KEY;
@@ -91,40 +91,26 @@ fn commit(
     }
     let txn = inner.db.begin_write().map_err(db_err("begin write"))?;
     {
-        let mut by_hash = txn
-            .open_table(CODE_BY_HASH)
-            .map_err(db_err("open code by hash"))?;
+        let mut heads = HeadTables::open(&txn)?;
         let mut previous: Option<Vec<u8>> = None;
         for pair in codes {
             let (hash, code) = pair?;
             if previous.as_ref() != Some(&hash) {
-                by_hash
-                    .insert(hash.as_slice(), code.as_slice())
-                    .map_err(db_err("write code by hash"))?;
+                heads.put_code(&hash, &code)?;
             }
             previous = Some(hash);
         }
         let step = manifest.db_step(Domain::Commitment, to_step);
-        txn.open_table(domain_table(Domain::Commitment))
-            .map_err(db_err("open table"))?
+        DomainTables::open(&txn)?
+            .of(Domain::Commitment)
             .insert(
                 ROOT_RECORD_KEY,
                 value::encode(step, Some(&head.encode())).as_slice(),
             )
             .map_err(db_err("write root record"))?;
-        txn.open_table(ROOTS)
-            .map_err(db_err("open roots"))?
-            .insert(head.block, head.root.as_slice())
-            .map_err(db_err("write root"))?;
-        if let Some(hash) = block_hash {
-            txn.open_table(BLOCK_HASHES)
-                .map_err(db_err("open block hashes"))?
-                .insert(head.block, hash.as_slice())
-                .map_err(db_err("write block hash"))?;
-        }
-        let mut meta_table = txn.open_table(META).map_err(db_err("open meta"))?;
-        meta::write_manifest(&mut meta_table, &manifest)?;
-        meta::write_head(&mut meta_table, head)?;
+        heads.put_block(head.block, head.root, block_hash)?;
+        meta::write_manifest(heads.meta(), &manifest)?;
+        heads.set_head(head)?;
     }
     txn.commit().map_err(db_err("commit import"))?;
     inner.values.reset(Some(head));

@@ -30,9 +30,9 @@ use crate::options::Options;
 use crate::pause::{self, PausePoint};
 use crate::snapshot::Snapshot;
 use crate::worker::{Signal, Worker};
-use strata_db::meta;
-use strata_db::tables::{BLOCK_HASH_WINDOW, BLOCK_HASHES, CODE_BY_HASH, META, ROOTS, domain_table};
+use strata_db::tables::ROOTS;
 use strata_db::value;
+use strata_db::{DomainTables, HeadTables};
 use strata_files::FileSystem;
 use strata_journal::{
     self as journal, BlockRecord, DatadirId, Journal, JournalRecord, Link, Previous, Tip,
@@ -661,17 +661,12 @@ fn write_batch(
         let take = left.min(inner.options.flush_txn_keys);
         left -= take;
         {
-            let mut tables = Vec::with_capacity(Domain::ALL.len());
-            for domain in Domain::ALL {
-                tables.push(
-                    txn.open_table(domain_table(domain))
-                        .map_err(db_err("open table"))?,
-                );
-            }
+            let mut tables = DomainTables::open(&txn)?;
             for (domain, key, block, new) in entries.by_ref().take(take) {
                 // Newer than every file, also after an unwind into collated steps.
                 let step = manifest.db_step(domain, inner.step_of(block));
-                tables[domain.index()]
+                tables
+                    .of(domain)
                     .insert(key.as_ref(), value::encode(step, new.as_deref()).as_slice())
                     .map_err(db_err("write value"))?;
             }
@@ -694,9 +689,7 @@ fn write_block_tables(
     batch: &[Arc<BlockRecord>],
     head: Head,
 ) -> Result<()> {
-    let mut by_hash = txn
-        .open_table(CODE_BY_HASH)
-        .map_err(db_err("open code by hash"))?;
+    let mut heads = HeadTables::open(txn)?;
     // Every code the batch stored, not only the newest per account: an
     // unwind may bring back code a later block of the batch replaced.
     let codes = batch.iter().flat_map(|record| {
@@ -707,36 +700,13 @@ fn write_block_tables(
             .filter_map(|w| w.value.as_ref())
     });
     for code in codes {
-        by_hash
-            .insert(keccak256(code).as_slice(), code.as_ref())
-            .map_err(db_err("write code by hash"))?;
+        heads.put_code(keccak256(code).as_slice(), code)?;
     }
-    let mut roots = txn.open_table(ROOTS).map_err(db_err("open roots"))?;
-    let mut hashes = txn
-        .open_table(BLOCK_HASHES)
-        .map_err(db_err("open block hashes"))?;
     for record in batch {
-        roots
-            .insert(record.block, record.root.as_slice())
-            .map_err(db_err("write root"))?;
-        if let Some(hash) = record.hash {
-            hashes
-                .insert(record.block, hash.as_slice())
-                .map_err(db_err("write block hash"))?;
-        }
+        heads.put_block(record.block, record.root, record.hash)?;
     }
-    if let Some(oldest) = head.block.checked_sub(inner.options.unwind_depth) {
-        roots
-            .retain_in(..oldest, |_, _| false)
-            .map_err(db_err("drop old roots"))?;
-    }
-    if let Some(oldest) = head.block.checked_sub(BLOCK_HASH_WINDOW) {
-        hashes
-            .retain_in(..=oldest, |_, _| false)
-            .map_err(db_err("drop old block hashes"))?;
-    }
-    let mut meta_table = txn.open_table(META).map_err(db_err("open meta"))?;
-    Ok(meta::write_head(&mut meta_table, head)?)
+    heads.trim_windows(head.block, inner.options.unwind_depth)?;
+    Ok(heads.set_head(head)?)
 }
 
 /// The root of `block` when redb (the roots of the unwind window) or the

@@ -20,10 +20,11 @@ use crate::snapshot::Snapshot;
 use crate::writer::BlockWriter;
 use crate::writer_slot::{Wait, WriterTicket};
 use strata_db::meta::{self, FORMAT_VERSION, Meta};
-use strata_db::tables::{BLOCK_HASHES, CODE_BY_HASH, META, ROOTS, domain_table};
+use strata_db::tables::META;
+use strata_db::{DomainTables, HeadTables};
 use strata_files::{FileSystem, OsFileSystem};
 use strata_telemetry::ReadMetrics;
-use strata_types::domain::{Domain, Regime};
+use strata_types::domain::Regime;
 
 pub use crate::stats::{DbStats, DomainStats, FileStats};
 
@@ -750,15 +751,9 @@ fn load_or_init_meta(
             }
         }
     };
-    for domain in Domain::ALL {
-        txn.open_table(domain_table(domain))
-            .map_err(db_err("create table"))?;
-    }
-    txn.open_table(CODE_BY_HASH)
-        .map_err(db_err("create table"))?;
-    txn.open_table(BLOCK_HASHES)
-        .map_err(db_err("create table"))?;
-    txn.open_table(ROOTS).map_err(db_err("create table"))?;
+    // Every table exists from the first commit on (opening creates it).
+    DomainTables::open(&txn)?;
+    HeadTables::open(&txn)?;
     txn.commit().map_err(db_err("commit metadata"))?;
     Ok(meta)
 }

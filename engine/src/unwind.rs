@@ -19,8 +19,9 @@ use crate::sources::CachedBranches;
 use crate::trie_update::records_at;
 use strata_commitment::RecordWrite;
 use strata_db::meta;
-use strata_db::tables::{BLOCK_HASHES, CODE_BY_HASH, META, ROOTS, domain_table};
+use strata_db::tables::META;
 use strata_db::value;
+use strata_db::{DomainTables, HeadTables};
 use strata_journal::{BlockRecord, Previous};
 use strata_types::Head;
 use strata_types::domain::Domain;
@@ -156,31 +157,22 @@ fn restore(
     let step_in = |domain: Domain| manifest.db_step(domain, inner.step_of(last));
     let txn = inner.db.begin_write().map_err(db_err("begin write"))?;
     {
-        let mut tables = Vec::with_capacity(Domain::ALL.len());
-        for domain in Domain::ALL {
-            tables.push(
-                txn.open_table(domain_table(domain))
-                    .map_err(db_err("open table"))?,
-            );
-        }
+        let mut tables = DomainTables::open(&txn)?;
         for ((domain, key), previous) in restores {
-            tables[domain.index()]
+            tables
+                .of(*domain)
                 .insert(
                     key.as_ref(),
                     value::encode(step_in(*domain), previous.as_deref()).as_slice(),
                 )
                 .map_err(db_err("restore value"))?;
         }
-        let mut by_hash = txn
-            .open_table(CODE_BY_HASH)
-            .map_err(db_err("open code by hash"))?;
+        let mut heads = HeadTables::open(&txn)?;
         for ((domain, _), previous) in restores {
             if *domain == Domain::Code
                 && let Some(code) = previous
             {
-                by_hash
-                    .insert(keccak256(code).as_slice(), code.as_ref())
-                    .map_err(db_err("restore code by hash"))?;
+                heads.put_code(keccak256(code).as_slice(), code)?;
             }
         }
         let commitment = Domain::Commitment;
@@ -193,27 +185,18 @@ fn restore(
                 Some(root_record.as_slice()),
             )));
         for (key, value) in entries {
-            tables[commitment.index()]
+            tables
+                .of(commitment)
                 .insert(
                     key.as_slice(),
                     value::encode(step_in(commitment), value).as_slice(),
                 )
                 .map_err(db_err("restore commitment record"))?;
         }
-        let mut roots = txn.open_table(ROOTS).map_err(db_err("open roots"))?;
-        roots
-            .retain_in(head.block + 1.., |_, _| false)
-            .map_err(db_err("drop unwound roots"))?;
-        let mut hashes = txn
-            .open_table(BLOCK_HASHES)
-            .map_err(db_err("open block hashes"))?;
-        hashes
-            .retain_in(head.block + 1.., |_, _| false)
-            .map_err(db_err("drop unwound block hashes"))?;
-        let mut meta_table = txn.open_table(META).map_err(db_err("open meta"))?;
-        meta::write_head(&mut meta_table, head)?;
-        meta::count_unwind(&mut meta_table)?;
-        meta::void_journal_after(&mut meta_table, Some(head.block))?;
+        heads.drop_after(head.block)?;
+        heads.set_head(head)?;
+        meta::count_unwind(heads.meta())?;
+        meta::void_journal_after(heads.meta(), Some(head.block))?;
     }
     txn.commit().map_err(db_err("commit unwind"))?;
     for (path, value) in records {

@@ -306,7 +306,7 @@ fn check_blocks(
     release: Release<'_>,
 ) -> Result<u64, FileError> {
     let mut hash = Xxh3::new();
-    let mut keys = KeyPair::default();
+    let mut keys = KeyOrder::default();
     let mut total = 0u64;
     let mut released = 0usize;
     for (i, h) in index.iter(c.data).enumerate() {
@@ -349,7 +349,7 @@ fn check_blocks(
 
 /// The last key checked (decoded from shared prefixes), across blocks.
 #[derive(Default)]
-struct KeyPair {
+struct KeyOrder {
     previous: Vec<u8>,
     any: bool,
 }
@@ -358,88 +358,168 @@ struct KeyPair {
 fn check_block(
     c: &Checker<'_>,
     layout: Layout,
-    i: usize,
-    h: &BlockHandle,
-    keys: &mut KeyPair,
+    number: usize,
+    handle: &BlockHandle,
+    keys: &mut KeyOrder,
 ) -> Result<(), FileError> {
-    let block = &c.data[h.offset..h.offset + h.len];
-    let bad =
-        |at: usize, what: String| c.corrupted(h.offset + at, format!("data block {i}: {what}"));
-    let trailer = match layout {
-        Layout::Plain => BLOCK_TRAILER,
-        Layout::Prefixed => PREFIXED_TRAILER,
+    let block = BlockCheck {
+        c,
+        number,
+        handle,
+        bytes: &c.data[handle.offset..handle.offset + handle.len],
     };
-    let view = Block::new(layout, block).ok_or_else(|| {
-        bad(
-            h.len - trailer,
-            "entry or restart count does not fit the block".into(),
+    let view = block.header(layout)?;
+    let end = block.entries(view, keys)?;
+    block.tail(view, end)
+}
+
+/// One data block being checked: where it is, for the errors.
+struct BlockCheck<'a> {
+    c: &'a Checker<'a>,
+    /// The block's number in the file.
+    number: usize,
+    handle: &'a BlockHandle,
+    bytes: &'a [u8],
+}
+
+/// How far [`BlockCheck::entries`] got: the end of the last entry and the
+/// restart points met on the way.
+struct EntriesEnd {
+    next: usize,
+    restarts_seen: usize,
+}
+
+impl<'a> BlockCheck<'a> {
+    /// An error at `at` bytes into the block.
+    fn bad(&self, at: usize, what: String) -> FileError {
+        self.c.corrupted(
+            self.handle.offset + at,
+            format!("data block {}: {what}", self.number),
         )
-    })?;
-    let (expected, found) = view.checksums();
-    if expected != found {
-        return Err(c.mismatch(h.offset, format!("data block {i}"), expected, found));
     }
-    if view.len() != h.entries as usize {
-        return Err(bad(
-            h.len - trailer,
-            format!("{} entries, the index says {}", view.len(), h.entries),
-        ));
-    }
-    let restarts = match view {
-        Block::Prefixed(v) if v.restart(0) != Some(0) => {
-            return Err(bad(
+
+    /// The trailer: counts that fit, the block checksum, the entry count
+    /// the index gives, and (format 2) a first restart point at 0.
+    fn header(&self, layout: Layout) -> Result<Block<'a>, FileError> {
+        let trailer = match layout {
+            Layout::Plain => BLOCK_TRAILER,
+            Layout::Prefixed => PREFIXED_TRAILER,
+        };
+        let view = Block::new(layout, self.bytes).ok_or_else(|| {
+            self.bad(
+                self.handle.len - trailer,
+                "entry or restart count does not fit the block".into(),
+            )
+        })?;
+        let (expected, found) = view.checksums();
+        if expected != found {
+            return Err(self.c.mismatch(
+                self.handle.offset,
+                format!("data block {}", self.number),
+                expected,
+                found,
+            ));
+        }
+        if view.len() != self.handle.entries as usize {
+            return Err(self.bad(
+                self.handle.len - trailer,
+                format!(
+                    "{} entries, the index says {}",
+                    view.len(),
+                    self.handle.entries
+                ),
+            ));
+        }
+        if let Block::Prefixed(v) = view
+            && v.restart(0) != Some(0)
+        {
+            return Err(self.bad(
                 v.entries_end(),
                 "the first entry is not a restart point".into(),
             ));
         }
-        Block::Prefixed(v) => v.restart_count(),
-        Block::Plain(_) => 0,
-    };
-    let (mut next, mut restart) = (0usize, 0usize);
-    for j in 0..view.len() {
-        let laid_out = match view {
-            Block::Plain(v) => v.entry_offset(j) == Some(next),
-            Block::Prefixed(_) => next < view.entries_end(),
+        Ok(view)
+    }
+
+    /// Every entry in turn: laid out where the previous one ends, a
+    /// restart point sharing nothing, a shared prefix no longer than the
+    /// previous key, keys in strictly increasing order (across blocks too,
+    /// through `keys`), the first key the index's.
+    fn entries(&self, view: Block<'_>, keys: &mut KeyOrder) -> Result<EntriesEnd, FileError> {
+        let mut end = EntriesEnd {
+            next: 0,
+            restarts_seen: 0,
         };
-        let entry = laid_out
-            .then(|| view.decode_at(next))
-            .flatten()
-            .ok_or_else(|| bad(next, format!("entry {j} is not laid out where expected")))?;
-        if let Block::Prefixed(v) = view
-            && v.restart(restart) == Some(next)
-        {
-            if entry.shared != 0 {
-                return Err(bad(
+        for entry_number in 0..view.len() {
+            let next = end.next;
+            let laid_out = match view {
+                Block::Plain(v) => v.entry_offset(entry_number) == Some(next),
+                Block::Prefixed(_) => next < view.entries_end(),
+            };
+            let entry = laid_out
+                .then(|| view.decode_at(next))
+                .flatten()
+                .ok_or_else(|| {
+                    self.bad(
+                        next,
+                        format!("entry {entry_number} is not laid out where expected"),
+                    )
+                })?;
+            if let Block::Prefixed(v) = view
+                && v.restart(end.restarts_seen) == Some(next)
+            {
+                if entry.shared != 0 {
+                    return Err(self.bad(
+                        next,
+                        format!(
+                            "entry {entry_number} is a restart point but shares {} bytes with the previous key",
+                            entry.shared
+                        ),
+                    ));
+                }
+                end.restarts_seen += 1;
+            }
+            // A block decodes on its own: its first entry shares nothing.
+            let base_len = if entry_number == 0 {
+                0
+            } else {
+                keys.previous.len()
+            };
+            if entry.shared > base_len {
+                return Err(self.bad(
                     next,
                     format!(
-                        "entry {j} is a restart point but shares {} bytes with the previous key",
+                        "entry {entry_number} shares {} bytes with a previous key of {base_len} bytes",
                         entry.shared
                     ),
                 ));
             }
-            restart += 1;
+            self.in_order(&self.bytes[entry.suffix.clone()], entry.shared, next, keys)?;
+            if entry_number == 0 && keys.previous != self.handle.first_key(self.c.data) {
+                return Err(self.bad(0, "first key differs from the index".into()));
+            }
+            end.next = entry.end;
         }
-        // A block decodes on its own: its first entry shares nothing.
-        let base_len = if j == 0 { 0 } else { keys.previous.len() };
-        if entry.shared > base_len {
-            return Err(bad(
-                next,
-                format!(
-                    "entry {j} shares {} bytes with a previous key of {base_len} bytes",
-                    entry.shared
-                ),
-            ));
-        }
-        // The key is the previous key's first `shared` bytes and the
-        // suffix: it is greater than the previous key exactly when the
-        // suffix is greater than the rest of the previous key, so only the
-        // suffix is compared and copied.
-        let suffix = &block[entry.suffix.clone()];
-        if keys.any && suffix <= &keys.previous[entry.shared..] {
-            let mut key = keys.previous[..entry.shared].to_vec();
+        Ok(end)
+    }
+
+    /// The key made of the previous key's first `shared` bytes and
+    /// `suffix` must be greater than the previous key; it becomes the
+    /// previous key. It is greater exactly when the suffix is greater than
+    /// the rest of the previous key, so only the suffix is compared and
+    /// copied.
+    fn in_order(
+        &self,
+        suffix: &[u8],
+        shared: usize,
+        at: usize,
+        keys: &mut KeyOrder,
+    ) -> Result<(), FileError> {
+        if keys.any && suffix <= &keys.previous[shared..] {
+            let mut key = keys.previous[..shared].to_vec();
             key.extend_from_slice(suffix);
-            return Err(bad(
-                next,
+            return Err(self.bad(
+                at,
                 format!(
                     "key {} is not greater than the previous key {}",
                     HexKey(&key),
@@ -447,32 +527,40 @@ fn check_block(
                 ),
             ));
         }
-        keys.previous.truncate(entry.shared);
+        keys.previous.truncate(shared);
         keys.previous.extend_from_slice(suffix);
         keys.any = true;
-        if j == 0 && keys.previous != h.first_key(c.data) {
-            return Err(bad(0, "first key differs from the index".into()));
-        }
-        next = entry.end;
+        Ok(())
     }
-    if restart != restarts {
-        let at = match view {
-            Block::Prefixed(v) => v.entries_end() + 4 * restart,
-            Block::Plain(_) => view.entries_end(),
+
+    /// After the entries: every restart point met, no unused bytes.
+    fn tail(&self, view: Block<'_>, end: EntriesEnd) -> Result<(), FileError> {
+        let restarts = match view {
+            Block::Prefixed(v) => v.restart_count(),
+            Block::Plain(_) => 0,
         };
-        return Err(bad(
-            at,
-            format!("restart point {restart} is not at the start of an entry"),
-        ));
+        if end.restarts_seen != restarts {
+            let at = match view {
+                Block::Prefixed(v) => v.entries_end() + 4 * end.restarts_seen,
+                Block::Plain(_) => view.entries_end(),
+            };
+            return Err(self.bad(
+                at,
+                format!(
+                    "restart point {} is not at the start of an entry",
+                    end.restarts_seen
+                ),
+            ));
+        }
+        if end.next != view.entries_end() {
+            return Err(self.bad(
+                end.next,
+                format!(
+                    "{} unused bytes after the last entry",
+                    view.entries_end() - end.next
+                ),
+            ));
+        }
+        Ok(())
     }
-    if next != view.entries_end() {
-        return Err(bad(
-            next,
-            format!(
-                "{} unused bytes after the last entry",
-                view.entries_end() - next
-            ),
-        ));
-    }
-    Ok(())
 }

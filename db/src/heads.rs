@@ -1,0 +1,123 @@
+//! The tables a change of the store's head writes together, in one write
+//! transaction: code by hash, the roots of the unwind window, the block
+//! hashes of the BLOCKHASH window and the metadata's head. A flush, a
+//! genesis, an import and an unwind each move the head; they all go through
+//! [`HeadTables`], and every domain table of a write through
+//! [`DomainTables`].
+
+use alloy_primitives::B256;
+use redb::{Table, WriteTransaction};
+use strata_types::{Domain, Head};
+
+use crate::error::{Result, db_err};
+use crate::meta::{self, MetaTable};
+use crate::tables::{BLOCK_HASH_WINDOW, BLOCK_HASHES, CODE_BY_HASH, META, ROOTS, domain_table};
+
+/// The four domain tables, opened for writing in one transaction.
+pub struct DomainTables<'txn> {
+    tables: Vec<Table<'txn, &'static [u8], &'static [u8]>>,
+}
+
+impl<'txn> DomainTables<'txn> {
+    /// Opens (creating when missing) every domain table in `txn`.
+    pub fn open(txn: &'txn WriteTransaction) -> Result<DomainTables<'txn>> {
+        let tables = Domain::ALL
+            .iter()
+            .map(|domain| {
+                txn.open_table(domain_table(*domain))
+                    .map_err(db_err("open table"))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(DomainTables { tables })
+    }
+
+    /// The table of `domain`.
+    pub fn of(&mut self, domain: Domain) -> &mut Table<'txn, &'static [u8], &'static [u8]> {
+        &mut self.tables[domain.index()]
+    }
+}
+
+/// Code by hash, roots, block hashes and the metadata, opened for writing
+/// in one transaction.
+pub struct HeadTables<'txn> {
+    code_by_hash: Table<'txn, &'static [u8], &'static [u8]>,
+    roots: Table<'txn, u64, &'static [u8]>,
+    hashes: Table<'txn, u64, &'static [u8]>,
+    meta: MetaTable<'txn>,
+}
+
+impl<'txn> HeadTables<'txn> {
+    /// Opens the head's tables in `txn`.
+    pub fn open(txn: &'txn WriteTransaction) -> Result<HeadTables<'txn>> {
+        Ok(HeadTables {
+            code_by_hash: txn
+                .open_table(CODE_BY_HASH)
+                .map_err(db_err("open code by hash"))?,
+            roots: txn.open_table(ROOTS).map_err(db_err("open roots"))?,
+            hashes: txn
+                .open_table(BLOCK_HASHES)
+                .map_err(db_err("open block hashes"))?,
+            meta: txn.open_table(META).map_err(db_err("open meta"))?,
+        })
+    }
+
+    /// Stores `code` under its hash (content-addressed: writing it again is
+    /// harmless).
+    pub fn put_code(&mut self, hash: &[u8], code: &[u8]) -> Result<()> {
+        self.code_by_hash
+            .insert(hash, code)
+            .map_err(db_err("write code by hash"))?;
+        Ok(())
+    }
+
+    /// Records `block`'s root and, when known, its hash.
+    pub fn put_block(&mut self, block: u64, root: B256, hash: Option<B256>) -> Result<()> {
+        self.roots
+            .insert(block, root.as_slice())
+            .map_err(db_err("write root"))?;
+        if let Some(hash) = hash {
+            self.hashes
+                .insert(block, hash.as_slice())
+                .map_err(db_err("write block hash"))?;
+        }
+        Ok(())
+    }
+
+    /// Drops the roots older than the unwind window of `head` (`unwind_depth`
+    /// blocks below it) and the block hashes outside the BLOCKHASH window.
+    pub fn trim_windows(&mut self, head: u64, unwind_depth: u64) -> Result<()> {
+        if let Some(oldest) = head.checked_sub(unwind_depth) {
+            self.roots
+                .retain_in(..oldest, |_, _| false)
+                .map_err(db_err("drop old roots"))?;
+        }
+        if let Some(oldest) = head.checked_sub(BLOCK_HASH_WINDOW) {
+            self.hashes
+                .retain_in(..=oldest, |_, _| false)
+                .map_err(db_err("drop old block hashes"))?;
+        }
+        Ok(())
+    }
+
+    /// Drops the roots and hashes of the blocks after `block` (an unwind).
+    pub fn drop_after(&mut self, block: u64) -> Result<()> {
+        self.roots
+            .retain_in(block + 1.., |_, _| false)
+            .map_err(db_err("drop unwound roots"))?;
+        self.hashes
+            .retain_in(block + 1.., |_, _| false)
+            .map_err(db_err("drop unwound block hashes"))?;
+        Ok(())
+    }
+
+    /// Records `head` as the metadata's head.
+    pub fn set_head(&mut self, head: Head) -> Result<()> {
+        meta::write_head(&mut self.meta, head)
+    }
+
+    /// The metadata table (manifest, unwind count, marks), for what else a
+    /// change of head records.
+    pub fn meta(&mut self) -> &mut MetaTable<'txn> {
+        &mut self.meta
+    }
+}
