@@ -290,18 +290,21 @@ fn check_store_at(db: &StateDb, parent: &Ancestor<'_>, number: u64) -> Result<()
     Ok(())
 }
 
-/// Every transaction with its sender. From Homestead on a signature's `s`
-/// must be in the lower half (EIP-2); Frontier accepted either.
+/// Every transaction with its sender, recovered in parallel on rayon's
+/// pool; the first transaction whose signature fails is named. From
+/// Homestead on a signature's `s` must be in the lower half (EIP-2);
+/// Frontier accepted either.
 pub(crate) fn recover_senders(
     spec: &ChainSpec,
     block: &DecodedBlock,
 ) -> Result<Vec<Recovered<TxEnvelope>>, InvalidBlock> {
+    use rayon::prelude::*;
     let homestead = spec.is_homestead_active_at_block(block.number());
-    block
+    let recovered: Vec<Result<Recovered<TxEnvelope>, InvalidBlock>> = block
         .block
         .body
         .transactions
-        .iter()
+        .par_iter()
         .enumerate()
         .map(|(index, tx)| {
             let signer = if homestead {
@@ -313,7 +316,8 @@ pub(crate) fn recover_senders(
                 .map(|signer| Recovered::new_unchecked(tx.clone(), signer))
                 .map_err(|_| InvalidBlock::Signature { index })
         })
-        .collect()
+        .collect();
+    recovered.into_iter().collect()
 }
 
 /// EIP-7610: no contract may be created where an account already has
