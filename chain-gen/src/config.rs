@@ -57,8 +57,18 @@ impl GenConfig {
                 Ok(())
             }
         };
-        check("--accounts", self.accounts, MAX_ACCOUNTS, "at most 10,000,000")?;
-        check("--contracts", self.contracts, MAX_CONTRACTS, "at most 1,000,000")?;
+        check(
+            "--accounts",
+            self.accounts,
+            MAX_ACCOUNTS,
+            "at most 10,000,000",
+        )?;
+        check(
+            "--contracts",
+            self.contracts,
+            MAX_CONTRACTS,
+            "at most 1,000,000",
+        )?;
         check("--blocks", self.blocks, MAX_BLOCKS, "at most 1,000,000")?;
         if !(MIN_GAS_PER_BLOCK..=MAX_GAS_PER_BLOCK).contains(&self.gas_per_block) {
             return Err(GenError::Config {

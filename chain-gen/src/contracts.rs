@@ -136,11 +136,7 @@ fn mapping_slot_of_top(asm: Asm, slot: u64) -> Asm {
 }
 
 fn token_runtime() -> Result<Bytes, GenError> {
-    let selector = |asm: Asm| {
-        asm.ops(&[PUSH0, CALLDATALOAD])
-            .push_u64(0xe0)
-            .ops(&[SHR])
-    };
+    let selector = |asm: Asm| asm.ops(&[PUSH0, CALLDATALOAD]).push_u64(0xe0).ops(&[SHR]);
     let mut asm = selector(Asm::new())
         .push_bytes(&TRANSFER_SELECTOR)
         .ops(&[EQ])
@@ -177,10 +173,7 @@ fn token_runtime() -> Result<Bytes, GenError> {
         .ops(&[PUSH0, RETURN]);
 
     // balanceOf(holder)
-    asm = asm
-        .jumpdest("balance_of")
-        .push_u64(4)
-        .ops(&[CALLDATALOAD]);
+    asm = asm.jumpdest("balance_of").push_u64(4).ops(&[CALLDATALOAD]);
     asm = mapping_slot_of_top(asm, 0)
         .ops(&[SLOAD, PUSH0, MSTORE])
         .push_u64(0x20)
@@ -288,7 +281,11 @@ mod tests {
 
     #[test]
     fn the_contracts_assemble() {
-        for kind in [ContractKind::Token, ContractKind::Router, ContractKind::Store] {
+        for kind in [
+            ContractKind::Token,
+            ContractKind::Router,
+            ContractKind::Store,
+        ] {
             assert!(!runtime_code(kind).expect("assembles").is_empty());
         }
         assert!(token_creation_code().expect("assembles").len() > 100);

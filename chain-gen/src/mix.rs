@@ -329,11 +329,10 @@ impl Mix<'_> {
             return Ok(None);
         }
         let count = self.rng.random_range(2..=5usize).min(router.tokens.len());
-        let chosen: Vec<Address> =
-            rand::seq::index::sample(self.rng, router.tokens.len(), count)
-                .into_iter()
-                .map(|i| self.population.tokens[router.tokens[i]].address)
-                .collect();
+        let chosen: Vec<Address> = rand::seq::index::sample(self.rng, router.tokens.len(), count)
+            .into_iter()
+            .map(|i| self.population.tokens[router.tokens[i]].address)
+            .collect();
         let to = router.address;
         let gas = 60_000 + 45_000 * count as u64;
         let Some((sender, nonce)) = self.sender(live, U256::ZERO, gas)? else {

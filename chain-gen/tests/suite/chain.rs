@@ -55,7 +55,11 @@ fn blocks_decode_near_their_gas_target_with_signed_type_2_transactions() {
         );
         assert_eq!(header.gas_limit, 2 * config.gas_per_block);
         let transactions = &block.block.body.transactions;
-        assert!(transactions.len() >= 15, "{} transactions", transactions.len());
+        assert!(
+            transactions.len() >= 15,
+            "{} transactions",
+            transactions.len()
+        );
         for tx in transactions {
             let tx1559 = tx.as_eip1559().expect("EIP-1559 transactions only");
             assert_eq!(tx1559.tx().chain_id, CHAIN_ID);
@@ -67,13 +71,23 @@ fn blocks_decode_near_their_gas_target_with_signed_type_2_transactions() {
         );
         assert_eq!(header.withdrawals_root, Some(EMPTY_ROOT_HASH));
         assert!(header.difficulty.is_zero() && header.nonce.is_zero());
-        assert_eq!(block.block.body.withdrawals.as_ref().map(|w| w.is_empty()), Some(true));
+        assert_eq!(
+            block.block.body.withdrawals.as_ref().map(|w| w.is_empty()),
+            Some(true)
+        );
     }
     assert_eq!(summary.head.1, parent_hash);
     assert_eq!(summary.reverted, 0, "no transaction of the mix reverts");
     // Every shape of the mix shows up in 3 blocks of 2 Mgas (about 100 txs).
-    for shape in [TxShape::EtherTransfer, TxShape::TokenTransfer, TxShape::RouterCall] {
-        assert!(summary.shapes.get(&shape).copied().unwrap_or(0) > 0, "{shape:?}");
+    for shape in [
+        TxShape::EtherTransfer,
+        TxShape::TokenTransfer,
+        TxShape::RouterCall,
+    ] {
+        assert!(
+            summary.shapes.get(&shape).copied().unwrap_or(0) > 0,
+            "{shape:?}"
+        );
     }
 }
 
@@ -105,11 +119,21 @@ fn every_state_root_equals_a_recomputation_from_the_whole_state() {
     for _ in 0..4 {
         let block = generator.next_block().expect("a block");
         let root = block.block.header.state_root;
-        assert_eq!(root, recompute(&generator), "block {}", block.block.header.number);
+        assert_eq!(
+            root,
+            recompute(&generator),
+            "block {}",
+            block.block.header.number
+        );
         assert_eq!(root, generator.world().full_state_root());
-        assert!(generator.world().db().cache.accounts.values().all(|a| a
-            .storage
-            .values()
-            .all(|v| *v != U256::ZERO)));
+        assert!(
+            generator
+                .world()
+                .db()
+                .cache
+                .accounts
+                .values()
+                .all(|a| a.storage.values().all(|v| *v != U256::ZERO))
+        );
     }
 }

@@ -25,7 +25,8 @@ pub fn read_blocks(path: &Path) -> Vec<strata_executor::DecodedBlock> {
     let mut rest = bytes.as_slice();
     let mut blocks = Vec::new();
     while !rest.is_empty() {
-        blocks.push(strata_executor::DecodedBlock::decode_next(&mut rest).expect("a block decodes"));
+        blocks
+            .push(strata_executor::DecodedBlock::decode_next(&mut rest).expect("a block decodes"));
     }
     blocks
 }
