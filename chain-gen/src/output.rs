@@ -116,6 +116,7 @@ pub fn write_chain(
     mut progress: impl FnMut(&GeneratedBlock),
 ) -> Result<ChainSummary, GenError> {
     let started = Instant::now();
+    config.validate()?;
     std::fs::create_dir_all(dir).map_err(|source| GenError::Write {
         path: dir.to_owned(),
         source,
