@@ -294,7 +294,7 @@ impl Generator {
                 tx,
                 shape,
                 effect,
-            }) = mix.next(*live, header.gas_limit - gas_used)?
+            }) = mix.next(*live, header.gas_limit.saturating_sub(gas_used))?
             else {
                 break;
             };

@@ -26,7 +26,8 @@ pub struct AccountKey {
 impl AccountKey {
     /// Key number `index` of `seed`.
     pub fn derive(seed: u64, index: u64) -> Self {
-        for attempt in 0u32.. {
+        let mut attempt: u32 = 0;
+        loop {
             let mut input = Vec::with_capacity(KEY_DOMAIN.len() + 20);
             input.extend_from_slice(KEY_DOMAIN);
             input.extend_from_slice(&seed.to_be_bytes());
@@ -39,8 +40,8 @@ impl AccountKey {
                     address: Address::from_private_key(&key),
                 };
             }
+            attempt = attempt.wrapping_add(1);
         }
-        unreachable!("2^32 consecutive keccak outputs outside the curve order")
     }
 
     /// Signs `tx` (its EIP-1559 signing hash) with this key.

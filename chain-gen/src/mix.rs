@@ -2,14 +2,15 @@
 //! it, and with which fees and gas limit.
 //!
 //! By count, about: 40% ether transfers (30% of them to a new account),
-//! 39% token transfers (40% to an account that never held the token, a new
-//! storage slot), 14% router calls (2 to 5 tokens each), 3% store writes
-//! (8 to 40 slots, about half new), 2% store reads (50 to 400 slots) and
-//! 2% contract creations (a new token). Contracts are chosen by popularity
-//! (Zipf), senders uniformly among the EOAs that can pay. A sender's nonce
-//! and balance, and a holder's token balance, are read from the block's
-//! state as it stands before the transaction, so every transaction is
-//! valid where it sits and a transfer never exceeds what its sender holds.
+//! 39% token transfers (40% of them to a new account, and most of the rest
+//! to an account without that token: a new storage slot), 14% router calls
+//! (2 to 5 tokens each), 3% store writes (8 to 40 slots, about half new),
+//! 2% store reads (50 to 400 slots) and 2% contract creations (a new
+//! token). Contracts are chosen by popularity (Zipf), senders uniformly
+//! among the EOAs that can pay. A sender's nonce and balance, and a
+//! holder's token balance, are read from the block's state as it stands
+//! before the transaction, so every transaction is valid where it sits and
+//! a transfer never exceeds what its sender holds.
 
 use alloy_consensus::TxEip1559;
 use alloy_primitives::{Address, Bytes, TxKind, U256};
