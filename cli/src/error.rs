@@ -209,6 +209,9 @@ pub enum CliError {
     /// A genesis file the executor cannot start a chain from.
     #[error(transparent)]
     ChainGenesis(#[from] strata_executor::GenesisError),
+    /// `gen-chain` could not generate its chain.
+    #[error("gen-chain: {0}")]
+    GenChain(#[source] Box<strata_chain_gen::GenError>),
     /// `strata ef-test` ran, and cases failed.
     #[error("ef-test: {failed} of {cases} cases failed")]
     EfTestFailed {

@@ -55,7 +55,8 @@ pub struct ExecutedBlock {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ExecuteOptions {
     /// Record every value the EVM read from the store and every change the
-    /// block made ([`ExecutedBlock::access`]; the bundle path only).
+    /// block made ([`ExecutedBlock::access`]); the block then runs the
+    /// bundle path, which sees the values before the block.
     pub record_access: bool,
     /// How the EVM reaches the state.
     pub state: StatePath,
@@ -119,15 +120,10 @@ pub fn execute_block_with(
 
     let run = match options.state {
         StatePath::Bundle => via_bundle(db, spec, block, &transactions, options.record_access)?,
-        StatePath::Writer => {
-            if options.record_access {
-                return Err(ExecError::Database {
-                    number,
-                    message: "recording the access needs the bundle path".to_string(),
-                });
-            }
-            crate::via_writer::execute(db, spec, block, &transactions)?
+        StatePath::Writer if options.record_access => {
+            via_bundle(db, spec, block, &transactions, true)?
         }
+        StatePath::Writer => crate::via_writer::execute(db, spec, block, &transactions)?,
     };
     let PathRun {
         mut writer,
@@ -176,16 +172,17 @@ pub fn execute_block_with(
 /// How the EVM reaches strata's state.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum StatePath {
+    /// The block writer as revm's database: every transaction reads the
+    /// block being written and commits its changes into it
+    /// (`writer_database`). The default: faster than the bundle path over
+    /// the generated mainnet-shaped chain (README, "Importing a chain").
+    #[default]
+    Writer,
     /// revm's `State` (its cache shared by the block's transactions) over a
     /// reader of the last block; its bundle is written into the block
-    /// afterwards with `apply_bundle_state`, as reth does.
-    #[default]
+    /// afterwards with `apply_bundle_state`, as reth does. The path that
+    /// records the access (values before the block).
     Bundle,
-    /// The block writer as revm's database: every transaction reads the
-    /// writer and commits into it (`writer_database`). Kept as the measured
-    /// alternative: the bundle path is the faster (README, "Executing
-    /// blocks").
-    Writer,
 }
 
 /// What either state path leaves: the block staged in its writer, the
@@ -290,18 +287,21 @@ fn check_store_at(db: &StateDb, parent: &Ancestor<'_>, number: u64) -> Result<()
     Ok(())
 }
 
-/// Every transaction with its sender. From Homestead on a signature's `s`
-/// must be in the lower half (EIP-2); Frontier accepted either.
+/// Every transaction with its sender, recovered in parallel on rayon's
+/// pool; the first transaction whose signature fails is named. From
+/// Homestead on a signature's `s` must be in the lower half (EIP-2);
+/// Frontier accepted either.
 pub(crate) fn recover_senders(
     spec: &ChainSpec,
     block: &DecodedBlock,
 ) -> Result<Vec<Recovered<TxEnvelope>>, InvalidBlock> {
+    use rayon::prelude::*;
     let homestead = spec.is_homestead_active_at_block(block.number());
-    block
+    let recovered: Vec<Result<Recovered<TxEnvelope>, InvalidBlock>> = block
         .block
         .body
         .transactions
-        .iter()
+        .par_iter()
         .enumerate()
         .map(|(index, tx)| {
             let signer = if homestead {
@@ -313,7 +313,8 @@ pub(crate) fn recover_senders(
                 .map(|signer| Recovered::new_unchecked(tx.clone(), signer))
                 .map_err(|_| InvalidBlock::Signature { index })
         })
-        .collect()
+        .collect();
+    recovered.into_iter().collect()
 }
 
 /// EIP-7610: no contract may be created where an account already has

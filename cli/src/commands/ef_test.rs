@@ -29,11 +29,10 @@ pub struct EfTestArgs {
     /// Run only the cases whose file path or case name contains TEXT.
     #[arg(long, value_name = "TEXT")]
     pub filter: Option<String>,
-    /// How the EVM reaches strata's state: `bundle` (revm's State over a
-    /// reader, its bundle applied after the block: the default) or
-    /// `writer` (the block writer as revm's database; the measured
-    /// alternative).
-    #[arg(long, value_name = "PATH", default_value = "bundle", value_parser = state_path)]
+    /// How the EVM reaches strata's state: `writer` (the block writer as
+    /// revm's database: the default) or `bundle` (revm's State over a
+    /// reader, its bundle applied after the block, as reth does).
+    #[arg(long, value_name = "PATH", default_value = "writer", value_parser = state_path)]
     pub state_path: StatePath,
 }
 

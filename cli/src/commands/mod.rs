@@ -12,6 +12,7 @@ mod completions;
 mod datadir;
 mod ef_test;
 mod export;
+mod gen_chain;
 mod gen_trace;
 mod get;
 mod import_chain;
@@ -99,6 +100,8 @@ pub enum Command {
     Verify(VerifyArgs),
     /// Restore one of the last blocks of a data directory (undo later blocks).
     Unwind(UnwindArgs),
+    /// Generate a mainnet-shaped chain of signed transactions: genesis.json, chain.rlp.
+    GenChain(gen_chain::GenChainArgs),
     /// Generate a deterministic, mainnet-shaped synthetic trace.
     GenTrace(GenTraceArgs),
     /// Turn geth prestateTracer output for one block into a trace block line.
@@ -130,6 +133,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Export(args) => export::run(args),
         Command::Verify(args) => verify::run(args),
         Command::Unwind(args) => unwind::run(args),
+        Command::GenChain(args) => gen_chain::run(args),
         Command::GenTrace(args) => gen_trace::run(args),
         Command::ImportGeth(args) => import_geth::run(args),
         Command::CheckTrace(args) => check_trace::run(args),

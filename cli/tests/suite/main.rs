@@ -7,6 +7,7 @@ mod dashboard;
 mod export;
 mod export_out;
 mod full_stdout;
+mod gen_chain;
 mod generator;
 mod hygiene;
 mod import_chain;

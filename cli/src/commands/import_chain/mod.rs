@@ -63,11 +63,11 @@ pub struct ImportChainArgs {
     #[arg(long, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub sync_every: u64,
-    /// How the EVM reaches strata's state: `bundle` (revm's State over a
-    /// reader, its bundle applied after the block: the default) or
-    /// `writer` (the block writer as revm's database; the measured
-    /// alternative); "bundle,writer" sweeps both.
-    #[arg(long, value_name = "PATH", default_value = "bundle", value_delimiter = ',',
+    /// How the EVM reaches strata's state: `writer` (the block writer as
+    /// revm's database: the default, the faster) or `bundle` (revm's State
+    /// over a reader, its bundle applied after the block, as reth does);
+    /// "bundle,writer" sweeps both. --trace-out runs the bundle path.
+    #[arg(long, value_name = "PATH", default_value = "writer", value_delimiter = ',',
           value_parser = state_path)]
     pub state_path: Vec<StatePath>,
     /// Branch cache capacity in MiB.
@@ -95,11 +95,6 @@ pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
     if sweep && args.trace_out.is_some() {
         return Err(CliError::Usage(
             "--trace-out with a sweep: give one warmer count and one state path".into(),
-        ));
-    }
-    if args.trace_out.is_some() && args.state_path.contains(&StatePath::Writer) {
-        return Err(CliError::Usage(
-            "--trace-out records through the bundle path: drop --state-path writer".into(),
         ));
     }
     let mut trace_out = args

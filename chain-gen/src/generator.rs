@@ -1,0 +1,362 @@
+//! The chain, block by block: each block's transactions chosen and signed
+//! while alloy-evm's `EthBlockExecutor` runs them over a revm `State` over
+//! the in-memory world, then its header completed from what the execution
+//! gave (gas used, receipts root, logs bloom) and from the world's new
+//! state root.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use alloy_consensus::proofs::{calculate_receipt_root, calculate_transaction_root};
+use alloy_consensus::transaction::Recovered;
+use alloy_consensus::{Block, BlockBody, EMPTY_OMMER_ROOT_HASH, Header, TxEnvelope, TxReceipt};
+use alloy_eips::eip1559::BaseFeeParams;
+use alloy_eips::eip4895::Withdrawals;
+use alloy_eips::eip7840::BlobParams;
+use alloy_evm::block::{BlockExecutor, BlockExecutorFactory};
+use alloy_evm::eth::receipt_builder::AlloyReceiptBuilder;
+use alloy_evm::eth::{EthBlockExecutionCtx, EthBlockExecutorFactory, EthEvmFactory};
+use alloy_evm::{Evm, EvmEnv, EvmFactory};
+use alloy_genesis::{ChainConfig, Genesis};
+use alloy_primitives::{Address, B256, Bloom, Bytes, U256, keccak256};
+use alloy_trie::EMPTY_ROOT_HASH;
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use revm::database::State;
+use revm::database::states::bundle_state::BundleRetention;
+use revm::database_interface::WrapDatabaseRef;
+use strata_executor::{ChainSpec, GenesisBlock};
+
+use crate::config::{CHAIN_ID, GenConfig};
+use crate::error::GenError;
+use crate::mix::{Effect, Mix, Planned, TxShape};
+use crate::population::{Population, Token};
+use crate::world::World;
+
+/// The genesis block's timestamp (late 2023); each block is 12 s later.
+pub(crate) const GENESIS_TIMESTAMP: u64 = 1_700_000_000;
+/// Seconds between blocks.
+pub(crate) const BLOCK_TIME: u64 = 12;
+/// What every block's header carries as extra data.
+pub(crate) const EXTRA_DATA: &[u8] = b"strata gen-chain";
+/// The genesis base fee: EIP-1559's initial 1 gwei.
+pub(crate) const GENESIS_BASE_FEE: u64 = 1_000_000_000;
+
+/// The fee recipient of every block (a block builder's address).
+pub fn coinbase() -> Address {
+    Address::from_slice(&keccak256(b"strata-gen-chain coinbase")[12..])
+}
+
+/// The chain's fork rules: every fork through Cancun active from genesis.
+pub fn chain_config() -> ChainConfig {
+    ChainConfig {
+        chain_id: CHAIN_ID,
+        homestead_block: Some(0),
+        eip150_block: Some(0),
+        eip155_block: Some(0),
+        eip158_block: Some(0),
+        byzantium_block: Some(0),
+        constantinople_block: Some(0),
+        petersburg_block: Some(0),
+        istanbul_block: Some(0),
+        muir_glacier_block: Some(0),
+        berlin_block: Some(0),
+        london_block: Some(0),
+        arrow_glacier_block: Some(0),
+        gray_glacier_block: Some(0),
+        terminal_total_difficulty: Some(U256::ZERO),
+        terminal_total_difficulty_passed: true,
+        shanghai_time: Some(0),
+        cancun_time: Some(0),
+        ..Default::default()
+    }
+}
+
+/// One generated block with what it took.
+#[derive(Clone, Debug)]
+pub struct GeneratedBlock {
+    /// The block.
+    pub block: Block<TxEnvelope>,
+    /// Its hash.
+    pub hash: B256,
+    /// Transactions by shape.
+    pub shapes: BTreeMap<TxShape, usize>,
+    /// Transactions that reverted (valid, included, but undone; the mix
+    /// makes none on purpose).
+    pub reverted: usize,
+    /// Choosing, signing and executing the transactions.
+    pub execution: Duration,
+    /// The state root (storage roots of changed accounts, account trie).
+    pub root: Duration,
+}
+
+/// Generates a chain block by block; the same settings give the same blocks.
+#[derive(Debug)]
+pub struct Generator {
+    config: GenConfig,
+    spec: ChainSpec,
+    rng: StdRng,
+    population: Population,
+    world: World,
+    genesis: Genesis,
+    parent: Header,
+    parent_hash: B256,
+}
+
+impl Generator {
+    /// Draws the population, builds the genesis and its state.
+    pub fn new(config: &GenConfig) -> Result<Self, GenError> {
+        config.validate()?;
+        let mut rng = StdRng::seed_from_u64(config.seed);
+        let (population, alloc) =
+            Population::generate(config.seed, config.accounts, config.contracts, &mut rng)?;
+        let genesis = Genesis {
+            config: chain_config(),
+            nonce: 0,
+            timestamp: GENESIS_TIMESTAMP,
+            extra_data: Bytes::from_static(EXTRA_DATA),
+            gas_limit: config.gas_limit(),
+            difficulty: U256::ZERO,
+            mix_hash: B256::ZERO,
+            coinbase: Address::ZERO,
+            alloc,
+            base_fee_per_gas: Some(u128::from(GENESIS_BASE_FEE)),
+            excess_blob_gas: Some(0),
+            blob_gas_used: Some(0),
+            number: Some(0),
+            ..Default::default()
+        };
+        let mut world = World::from_alloc(&genesis.alloc);
+        let root = world.state_root();
+        let block = GenesisBlock::new(&genesis).map_err(|error| GenError::Genesis {
+            message: error.to_string(),
+        })?;
+        if block.header.state_root != root {
+            return Err(GenError::Genesis {
+                message: format!(
+                    "the world's root {root} differs from the genesis header's {}",
+                    block.header.state_root
+                ),
+            });
+        }
+        world.set_block_hash(0, block.hash);
+        Ok(Self {
+            config: config.clone(),
+            spec: block.spec,
+            rng,
+            population,
+            world,
+            genesis,
+            parent: block.header,
+            parent_hash: block.hash,
+        })
+    }
+
+    /// The genesis (config, header fields, allocation): `genesis.json`.
+    pub fn genesis(&self) -> &Genesis {
+        &self.genesis
+    }
+
+    /// The chain's fork schedule.
+    pub fn spec(&self) -> &ChainSpec {
+        &self.spec
+    }
+
+    /// The last block's header (the genesis header before any block).
+    pub fn head(&self) -> (&Header, B256) {
+        (&self.parent, self.parent_hash)
+    }
+
+    /// The world after the last block.
+    pub fn world(&self) -> &World {
+        &self.world
+    }
+
+    /// The header of the next block before its execution: everything but
+    /// the roots, bloom and gas used.
+    fn next_header(&self) -> Header {
+        let parent = &self.parent;
+        let number = parent.number + 1;
+        Header {
+            parent_hash: self.parent_hash,
+            ommers_hash: EMPTY_OMMER_ROOT_HASH,
+            beneficiary: coinbase(),
+            number,
+            gas_limit: self.config.gas_limit(),
+            timestamp: parent.timestamp + BLOCK_TIME,
+            extra_data: Bytes::from_static(EXTRA_DATA),
+            mix_hash: keccak256([b"prevrandao".as_slice(), &number.to_be_bytes()].concat()),
+            base_fee_per_gas: parent.next_block_base_fee(BaseFeeParams::ethereum()),
+            withdrawals_root: Some(EMPTY_ROOT_HASH),
+            blob_gas_used: Some(0),
+            excess_blob_gas: parent.next_block_excess_blob_gas(BlobParams::cancun()),
+            parent_beacon_block_root: Some(keccak256(
+                [b"beacon".as_slice(), &number.to_be_bytes()].concat(),
+            )),
+            ..Default::default()
+        }
+    }
+
+    /// Builds, executes and seals the next block.
+    pub fn next_block(&mut self) -> Result<GeneratedBlock, GenError> {
+        let mut header = self.next_header();
+        let number = header.number;
+        let started = Instant::now();
+        let built = self.execute(&header)?;
+        let execution = started.elapsed();
+
+        let started = Instant::now();
+        header.state_root = self.world.state_root();
+        let root = started.elapsed();
+        header.gas_used = built.gas_used;
+        header.transactions_root = calculate_transaction_root(&built.transactions);
+        header.receipts_root = calculate_receipt_root(&built.receipts);
+        header.logs_bloom = built
+            .receipts
+            .iter()
+            .fold(Bloom::ZERO, |bloom, receipt| bloom | receipt.bloom());
+        let block = Block {
+            header,
+            body: BlockBody {
+                transactions: built.transactions,
+                ommers: Vec::new(),
+                withdrawals: Some(Withdrawals::default()),
+            },
+        };
+        let hash = block.header.hash_slow();
+        self.world.set_block_hash(number, hash);
+        self.parent = block.header.clone();
+        self.parent_hash = hash;
+        Ok(GeneratedBlock {
+            block,
+            hash,
+            shapes: built.shapes,
+            reverted: built.reverted,
+            execution,
+            root,
+        })
+    }
+
+    /// Chooses, signs and executes the block's transactions until its gas
+    /// reaches the target, then applies its changes to the world.
+    fn execute(&mut self, header: &Header) -> Result<Built, GenError> {
+        let number = header.number;
+        let failed = |error: &dyn std::fmt::Display| GenError::Execution {
+            number,
+            message: error.to_string(),
+        };
+        let mut state = State::builder()
+            .with_database(WrapDatabaseRef(self.world.db()))
+            .with_bundle_update()
+            .build();
+        let env = EvmEnv::for_eth_block(
+            header,
+            &self.spec,
+            self.spec.chain_id,
+            self.spec.blob_params_at(header.timestamp),
+        );
+        let factory = EthBlockExecutorFactory::new(
+            AlloyReceiptBuilder::default(),
+            self.spec.clone(),
+            EthEvmFactory::default(),
+        );
+        let evm = factory.evm_factory().create_evm(&mut state, env);
+        let ctx = EthBlockExecutionCtx {
+            parent_hash: header.parent_hash,
+            parent_beacon_block_root: header.parent_beacon_block_root,
+            ommers: &[],
+            withdrawals: Some(Cow::Owned(Vec::new())),
+            extra_data: header.extra_data.clone(),
+            tx_count_hint: None,
+            slot_number: None,
+        };
+        let mut executor = factory.create_executor(evm, ctx);
+        executor
+            .apply_pre_execution_changes()
+            .map_err(|e| failed(&e))?;
+
+        let mut transactions = Vec::new();
+        let mut effects = Vec::new();
+        let mut shapes = BTreeMap::new();
+        let mut gas_used = 0u64;
+        let mut mix = Mix {
+            population: &mut self.population,
+            rng: &mut self.rng,
+            base_fee: header.base_fee_per_gas.unwrap_or_default(),
+            chain_id: self.spec.chain_id,
+            number,
+        };
+        while gas_used < self.config.gas_per_block {
+            let live = executor.evm_mut().db_mut();
+            let Some(Planned {
+                sender,
+                tx,
+                shape,
+                effect,
+            }) = mix.next(*live, header.gas_limit.saturating_sub(gas_used))?
+            else {
+                break;
+            };
+            let key = &mix.population.eoas[sender as usize];
+            let signed = key.sign(tx).map_err(|e| GenError::Signing {
+                number,
+                index: transactions.len(),
+                message: e.to_string(),
+            })?;
+            let recovered = Recovered::new_unchecked(signed, key.address);
+            let output = executor
+                .execute_transaction(&recovered)
+                .map_err(|e| failed(&format!("transaction {}: {e}", transactions.len())))?;
+            gas_used += output.tx_gas_used();
+            transactions.push(recovered.into_inner());
+            effects.push(effect);
+            *shapes.entry(shape).or_insert(0) += 1;
+        }
+        let (_, result) = executor.finish().map_err(|e| failed(&e))?;
+        state.merge_transitions(BundleRetention::PlainState);
+        let bundle = state.take_bundle();
+        drop(state);
+        self.world.apply(bundle);
+        let mut reverted = 0;
+        for (effect, receipt) in effects.into_iter().zip(&result.receipts) {
+            if receipt.status() {
+                self.learn(effect);
+            } else {
+                reverted += 1;
+            }
+        }
+        Ok(Built {
+            transactions,
+            receipts: result.receipts,
+            gas_used: result.gas_used,
+            shapes,
+            reverted,
+        })
+    }
+
+    /// Records what a successful transaction changed about the population.
+    fn learn(&mut self, effect: Effect) {
+        match effect {
+            Effect::None => {}
+            Effect::NewHolder { token, holder } => {
+                if let Some(token) = self.population.tokens.get_mut(token) {
+                    token.holders.push(holder);
+                }
+            }
+            Effect::Created { address, creator } => self.population.tokens.push(Token {
+                address,
+                holders: vec![creator],
+            }),
+        }
+    }
+}
+
+/// A block's executed transactions before its header is sealed.
+struct Built {
+    transactions: Vec<TxEnvelope>,
+    receipts: Vec<alloy_consensus::ReceiptEnvelope>,
+    gas_used: u64,
+    shapes: BTreeMap<TxShape, usize>,
+    reverted: usize,
+}

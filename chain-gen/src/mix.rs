@@ -1,0 +1,418 @@
+//! The transaction mix: what each transaction of a block does, who sends
+//! it, and with which fees and gas limit.
+//!
+//! By count, about: 40% ether transfers (30% of them to a new account),
+//! 39% token transfers (40% of them to a new account, and most of the rest
+//! to an account without that token: a new storage slot), 14% router calls
+//! (2 to 5 tokens each), 3% store writes (8 to 40 slots, about half new),
+//! 2% store reads (50 to 400 slots) and 2% contract creations (a new
+//! token). Contracts are chosen by popularity (Zipf), senders uniformly
+//! among the EOAs that can pay. A sender's nonce and balance, and a
+//! holder's token balance, are read from the block's state as it stands
+//! before the transaction, so every transaction is valid where it sits and
+//! a transfer never exceeds what its sender holds.
+
+use alloy_consensus::TxEip1559;
+use alloy_primitives::{Address, Bytes, TxKind, U256};
+use rand::Rng;
+use rand::rngs::StdRng;
+use revm::Database;
+use revm::database::State;
+
+use crate::contracts::{
+    StoreMode, balance_slot, router_calldata, store_calldata, token_creation_code,
+    transfer_calldata,
+};
+use crate::error::GenError;
+use crate::population::{ETHER, Population, zipf};
+
+/// One gwei in wei.
+const GWEI: u64 = 1_000_000_000;
+/// How many senders (or holders) are tried before a kind gives way to an
+/// ether transfer.
+const ATTEMPTS: usize = 16;
+
+/// What a transaction does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum TxShape {
+    /// Ether to an EOA.
+    EtherTransfer,
+    /// `token.transfer`.
+    TokenTransfer,
+    /// A router paying out from several tokens.
+    RouterCall,
+    /// A run of store writes.
+    StoreWrite,
+    /// A run of store reads.
+    StoreRead,
+    /// A token created.
+    Create,
+}
+
+impl TxShape {
+    /// Every shape, in the order reports list them.
+    pub const ALL: [Self; 6] = [
+        Self::EtherTransfer,
+        Self::TokenTransfer,
+        Self::RouterCall,
+        Self::StoreWrite,
+        Self::StoreRead,
+        Self::Create,
+    ];
+
+    /// A short name for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::EtherTransfer => "ether",
+            Self::TokenTransfer => "token",
+            Self::RouterCall => "router",
+            Self::StoreWrite => "store-write",
+            Self::StoreRead => "store-read",
+            Self::Create => "create",
+        }
+    }
+
+    fn draw(rng: &mut StdRng) -> Self {
+        match rng.random_range(0..100u32) {
+            0..40 => Self::EtherTransfer,
+            40..79 => Self::TokenTransfer,
+            79..93 => Self::RouterCall,
+            93..96 => Self::StoreWrite,
+            96..98 => Self::StoreRead,
+            _ => Self::Create,
+        }
+    }
+}
+
+/// What the population learns once a transaction succeeds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Effect {
+    /// Nothing new.
+    None,
+    /// `holder` now holds token number `token`.
+    NewHolder {
+        /// Index into the population's tokens.
+        token: usize,
+        /// Key index of the holder.
+        holder: u32,
+    },
+    /// A token was deployed at `address`, all of it held by `creator`.
+    Created {
+        /// The new contract.
+        address: Address,
+        /// Key index of the creator.
+        creator: u32,
+    },
+}
+
+/// A transaction chosen and ready to sign.
+#[derive(Clone, Debug)]
+pub(crate) struct Planned {
+    /// Key index of the sender.
+    pub sender: u32,
+    /// The unsigned transaction.
+    pub tx: TxEip1559,
+    /// What it does.
+    pub shape: TxShape,
+    /// What follows from it once it succeeds.
+    pub effect: Effect,
+}
+
+/// The state as the block has left it so far: balances, nonces, slots.
+pub(crate) trait LiveState {
+    /// `(balance, nonce)` of `address` (zeros for an absent account).
+    fn account(&mut self, address: Address) -> Result<(U256, u64), String>;
+    /// The value of `slot` of `address`.
+    fn slot(&mut self, address: Address, slot: U256) -> Result<U256, String>;
+}
+
+impl<DB> LiveState for State<DB>
+where
+    DB: Database,
+{
+    fn account(&mut self, address: Address) -> Result<(U256, u64), String> {
+        let info = self.basic(address).map_err(|e| e.to_string())?;
+        Ok(info.map_or((U256::ZERO, 0), |info| (info.balance, info.nonce)))
+    }
+
+    fn slot(&mut self, address: Address, slot: U256) -> Result<U256, String> {
+        self.storage(address, slot).map_err(|e| e.to_string())
+    }
+}
+
+/// Chooses the transactions of one block.
+#[derive(Debug)]
+pub(crate) struct Mix<'a> {
+    /// Who is in the chain.
+    pub population: &'a mut Population,
+    /// The seeded source of every choice.
+    pub rng: &'a mut StdRng,
+    /// The block's base fee.
+    pub base_fee: u64,
+    /// The chain id signed into every transaction.
+    pub chain_id: u64,
+    /// The block being built (for error messages).
+    pub number: u64,
+}
+
+impl Mix<'_> {
+    /// The next transaction, with a gas limit at most `gas_left`; `None`
+    /// when not even an ether transfer fits or nobody can pay for one.
+    pub(crate) fn next(
+        &mut self,
+        live: &mut dyn LiveState,
+        gas_left: u64,
+    ) -> Result<Option<Planned>, GenError> {
+        let shape = TxShape::draw(self.rng);
+        let planned = match shape {
+            TxShape::EtherTransfer => None,
+            TxShape::TokenTransfer => self.token_transfer(live)?,
+            TxShape::RouterCall => self.router_call(live)?,
+            TxShape::StoreWrite | TxShape::StoreRead => self.store_call(live, shape)?,
+            TxShape::Create => self.create(live)?,
+        };
+        let planned = match planned {
+            Some(planned) if planned.tx.gas_limit <= gas_left => Some(planned),
+            _ if gas_left >= 21_000 => self.ether_transfer(live)?,
+            _ => None,
+        };
+        Ok(planned)
+    }
+
+    fn live_error(&self, message: String) -> GenError {
+        GenError::Execution {
+            number: self.number,
+            message: format!("reading the block's state: {message}"),
+        }
+    }
+
+    /// A transaction of `sender` (nonce read from the state) with fees drawn
+    /// for this block.
+    fn transaction(
+        &mut self,
+        nonce: u64,
+        gas_limit: u64,
+        to: TxKind,
+        value: U256,
+        input: Bytes,
+    ) -> TxEip1559 {
+        let tip = u128::from(self.rng.random_range(GWEI..=3 * GWEI));
+        TxEip1559 {
+            chain_id: self.chain_id,
+            nonce,
+            gas_limit,
+            max_fee_per_gas: 2 * u128::from(self.base_fee) + tip,
+            max_priority_fee_per_gas: tip,
+            to,
+            value,
+            access_list: Default::default(),
+            input,
+        }
+    }
+
+    /// The most a transaction of `gas_limit` may cost in fees.
+    fn max_cost(&self, gas_limit: u64) -> U256 {
+        U256::from(gas_limit) * U256::from(2 * u128::from(self.base_fee) + 3 * u128::from(GWEI))
+    }
+
+    /// An EOA that can pay `value` plus the fees of `gas_limit`, with its
+    /// nonce: mostly a genesis account, sometimes any (a new account that
+    /// received ether can send too).
+    fn sender(
+        &mut self,
+        live: &mut dyn LiveState,
+        value: U256,
+        gas_limit: u64,
+    ) -> Result<Option<(u32, u64)>, GenError> {
+        let needed = value + self.max_cost(gas_limit);
+        for _ in 0..ATTEMPTS {
+            let range = if self.rng.random_bool(0.8) {
+                self.population.funded
+            } else {
+                self.population.eoas.len()
+            };
+            if range == 0 {
+                return Ok(None);
+            }
+            let index = self.rng.random_range(0..range);
+            let address = self.population.eoas[index].address;
+            let (balance, nonce) = live.account(address).map_err(|m| self.live_error(m))?;
+            if balance >= needed {
+                return Ok(Some((index as u32, nonce)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// An existing EOA, or a new one (`new_share` of the time).
+    fn recipient(&mut self, new_share: f64) -> (u32, Address) {
+        if self.population.eoas.is_empty() || self.rng.random_bool(new_share) {
+            self.population.new_eoa()
+        } else {
+            let index = self.rng.random_range(0..self.population.eoas.len());
+            (index as u32, self.population.eoas[index].address)
+        }
+    }
+
+    fn ether_transfer(&mut self, live: &mut dyn LiveState) -> Result<Option<Planned>, GenError> {
+        let value = U256::from(self.rng.random_range(ETHER / 10_000..=ETHER / 20));
+        let Some((sender, nonce)) = self.sender(live, value, 21_000)? else {
+            return Ok(None);
+        };
+        let (_, to) = self.recipient(0.3);
+        let tx = self.transaction(nonce, 21_000, TxKind::Call(to), value, Bytes::new());
+        Ok(Some(Planned {
+            sender,
+            tx,
+            shape: TxShape::EtherTransfer,
+            effect: Effect::None,
+        }))
+    }
+
+    fn token_transfer(&mut self, live: &mut dyn LiveState) -> Result<Option<Planned>, GenError> {
+        const GAS: u64 = 70_000;
+        let tokens = self.population.tokens.len();
+        if tokens == 0 {
+            return Ok(None);
+        }
+        for _ in 0..ATTEMPTS {
+            let token = zipf(self.rng, tokens);
+            let holders = &self.population.tokens[token].holders;
+            if holders.is_empty() {
+                continue;
+            }
+            let holder = holders[self.rng.random_range(0..holders.len())];
+            let holder_address = self.population.eoas[holder as usize].address;
+            let token_address = self.population.tokens[token].address;
+            let held = live
+                .slot(token_address, balance_slot(holder_address))
+                .map_err(|m| self.live_error(m))?;
+            if held.is_zero() {
+                continue;
+            }
+            let (balance, nonce) = live
+                .account(holder_address)
+                .map_err(|m| self.live_error(m))?;
+            if balance < self.max_cost(GAS) {
+                continue;
+            }
+            // 0.1% to 25% of the holding.
+            let amount = (held * U256::from(self.rng.random_range(1..=250u64)) / U256::from(1000))
+                .max(U256::from(1));
+            let (recipient, to) = self.recipient(0.4);
+            let tx = self.transaction(
+                nonce,
+                GAS,
+                TxKind::Call(token_address),
+                U256::ZERO,
+                transfer_calldata(to, amount),
+            );
+            return Ok(Some(Planned {
+                sender: holder,
+                tx,
+                shape: TxShape::TokenTransfer,
+                effect: Effect::NewHolder {
+                    token,
+                    holder: recipient,
+                },
+            }));
+        }
+        Ok(None)
+    }
+
+    fn router_call(&mut self, live: &mut dyn LiveState) -> Result<Option<Planned>, GenError> {
+        let routers = self.population.routers.len();
+        if routers == 0 {
+            return Ok(None);
+        }
+        let router = &self.population.routers[zipf(self.rng, routers)];
+        if router.tokens.is_empty() {
+            return Ok(None);
+        }
+        let count = self.rng.random_range(2..=5usize).min(router.tokens.len());
+        let chosen: Vec<Address> = rand::seq::index::sample(self.rng, router.tokens.len(), count)
+            .into_iter()
+            .map(|i| self.population.tokens[router.tokens[i]].address)
+            .collect();
+        let to = router.address;
+        let gas = 60_000 + 45_000 * count as u64;
+        let Some((sender, nonce)) = self.sender(live, U256::ZERO, gas)? else {
+            return Ok(None);
+        };
+        let tx = self.transaction(
+            nonce,
+            gas,
+            TxKind::Call(to),
+            U256::ZERO,
+            router_calldata(&chosen),
+        );
+        Ok(Some(Planned {
+            sender,
+            tx,
+            shape: TxShape::RouterCall,
+            effect: Effect::None,
+        }))
+    }
+
+    fn store_call(
+        &mut self,
+        live: &mut dyn LiveState,
+        shape: TxShape,
+    ) -> Result<Option<Planned>, GenError> {
+        let stores = self.population.stores.len();
+        if stores == 0 {
+            return Ok(None);
+        }
+        let store = &self.population.stores[zipf(self.rng, stores)];
+        let (to, slots) = (store.address, store.slots);
+        let (mode, count, start, gas) = if shape == TxShape::StoreWrite {
+            let count = self.rng.random_range(8..=40u64);
+            let start = self.rng.random_range(0..2 * slots);
+            (StoreMode::Write, count, start, 40_000 + 25_000 * count)
+        } else {
+            let count = self.rng.random_range(50..=400u64);
+            let start = self.rng.random_range(0..slots);
+            (StoreMode::Read, count, start, 60_000 + 2_700 * count)
+        };
+        let Some((sender, nonce)) = self.sender(live, U256::ZERO, gas)? else {
+            return Ok(None);
+        };
+        let tx = self.transaction(
+            nonce,
+            gas,
+            TxKind::Call(to),
+            U256::ZERO,
+            store_calldata(start, count, mode),
+        );
+        Ok(Some(Planned {
+            sender,
+            tx,
+            shape,
+            effect: Effect::None,
+        }))
+    }
+
+    fn create(&mut self, live: &mut dyn LiveState) -> Result<Option<Planned>, GenError> {
+        const GAS: u64 = 300_000;
+        let Some((sender, nonce)) = self.sender(live, U256::ZERO, GAS)? else {
+            return Ok(None);
+        };
+        let creator = self.population.eoas[sender as usize].address;
+        let tx = self.transaction(
+            nonce,
+            GAS,
+            TxKind::Create,
+            U256::ZERO,
+            token_creation_code()?,
+        );
+        Ok(Some(Planned {
+            sender,
+            tx,
+            shape: TxShape::Create,
+            effect: Effect::Created {
+                address: creator.create(nonce),
+                creator: sender,
+            },
+        }))
+    }
+}

@@ -1,0 +1,161 @@
+//! The files of a generated chain: `genesis.json` (a geth genesis: config,
+//! header fields, allocation) and `chain.rlp` (the blocks after the
+//! genesis, each `Block<TxEnvelope>`'s RLP, concatenated). Each file is
+//! written beside its final name and renamed over it once whole, so a
+//! failed or stopped run leaves no truncated file under a final name.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use alloy_primitives::B256;
+use alloy_rlp::Encodable;
+
+use crate::config::GenConfig;
+use crate::error::GenError;
+use crate::generator::{GeneratedBlock, Generator};
+use crate::mix::TxShape;
+
+/// The genesis file's name in the output folder.
+pub const GENESIS_FILE: &str = "genesis.json";
+/// The chain file's name in the output folder.
+pub const CHAIN_FILE: &str = "chain.rlp";
+
+/// What a generation wrote and took.
+#[derive(Clone, Debug, Default)]
+pub struct ChainSummary {
+    /// Accounts in the genesis state (EOAs, contracts, system contracts).
+    pub genesis_accounts: usize,
+    /// Accounts in the state after the last block.
+    pub final_accounts: usize,
+    /// Blocks written.
+    pub blocks: u64,
+    /// Transactions in them.
+    pub transactions: usize,
+    /// Gas they used.
+    pub gas_used: u64,
+    /// Transactions that reverted.
+    pub reverted: usize,
+    /// Transactions by shape.
+    pub shapes: BTreeMap<TxShape, usize>,
+    /// The genesis hash.
+    pub genesis_hash: B256,
+    /// The last block's hash and state root.
+    pub head: (u64, B256, B256),
+    /// Bytes of `genesis.json`.
+    pub genesis_bytes: u64,
+    /// Bytes of `chain.rlp`.
+    pub chain_bytes: u64,
+    /// Drawing the population and building the genesis state and file.
+    pub setup: Duration,
+    /// Choosing, signing and executing transactions, all blocks.
+    pub execution: Duration,
+    /// State roots, all blocks.
+    pub root: Duration,
+    /// The whole run.
+    pub total: Duration,
+}
+
+/// A file being written under a temporary name beside `path`.
+struct PendingFile {
+    path: PathBuf,
+    temp: PathBuf,
+    writer: BufWriter<File>,
+    bytes: u64,
+}
+
+impl PendingFile {
+    fn create(path: PathBuf) -> Result<Self, GenError> {
+        let mut name = path.file_name().unwrap_or_default().to_os_string();
+        name.push(".tmp");
+        let temp = path.with_file_name(name);
+        let file = File::create(&temp).map_err(|source| GenError::Write {
+            path: temp.clone(),
+            source,
+        })?;
+        Ok(Self {
+            path,
+            temp,
+            writer: BufWriter::with_capacity(1 << 20, file),
+            bytes: 0,
+        })
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> Result<(), GenError> {
+        self.bytes += bytes.len() as u64;
+        self.writer
+            .write_all(bytes)
+            .map_err(|source| GenError::Write {
+                path: self.temp.clone(),
+                source,
+            })
+    }
+
+    fn finish(self) -> Result<u64, GenError> {
+        let failed = |path: &Path| {
+            let path = path.to_owned();
+            move |source| GenError::Write { path, source }
+        };
+        let file = self
+            .writer
+            .into_inner()
+            .map_err(|error| failed(&self.temp)(error.into_error()))?;
+        file.sync_all().map_err(failed(&self.temp))?;
+        std::fs::rename(&self.temp, &self.path).map_err(failed(&self.path))?;
+        Ok(self.bytes)
+    }
+}
+
+/// Generates the chain `config` describes into `dir` (created if absent):
+/// `genesis.json` first, then `chain.rlp`. `progress` sees each block.
+pub fn write_chain(
+    config: &GenConfig,
+    dir: &Path,
+    mut progress: impl FnMut(&GeneratedBlock),
+) -> Result<ChainSummary, GenError> {
+    let started = Instant::now();
+    config.validate()?;
+    std::fs::create_dir_all(dir).map_err(|source| GenError::Write {
+        path: dir.to_owned(),
+        source,
+    })?;
+    let mut generator = Generator::new(config)?;
+    let mut genesis_file = PendingFile::create(dir.join(GENESIS_FILE))?;
+    let json = serde_json::to_vec(generator.genesis()).map_err(GenError::GenesisJson)?;
+    genesis_file.write(&json)?;
+    drop(json);
+    let mut summary = ChainSummary {
+        genesis_accounts: generator.world().accounts(),
+        genesis_hash: generator.head().1,
+        genesis_bytes: genesis_file.finish()?,
+        setup: started.elapsed(),
+        ..Default::default()
+    };
+
+    let mut chain_file = PendingFile::create(dir.join(CHAIN_FILE))?;
+    let mut rlp = Vec::new();
+    for _ in 0..config.blocks {
+        let generated = generator.next_block()?;
+        rlp.clear();
+        generated.block.encode(&mut rlp);
+        chain_file.write(&rlp)?;
+        summary.blocks += 1;
+        summary.transactions += generated.block.body.transactions.len();
+        summary.gas_used += generated.block.header.gas_used;
+        summary.reverted += generated.reverted;
+        for (shape, count) in &generated.shapes {
+            *summary.shapes.entry(*shape).or_insert(0) += count;
+        }
+        summary.execution += generated.execution;
+        summary.root += generated.root;
+        progress(&generated);
+    }
+    summary.chain_bytes = chain_file.finish()?;
+    let (head, hash) = generator.head();
+    summary.head = (head.number, hash, head.state_root);
+    summary.final_accounts = generator.world().accounts();
+    summary.total = started.elapsed();
+    Ok(summary)
+}

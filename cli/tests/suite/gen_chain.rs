@@ -1,0 +1,95 @@
+//! `strata gen-chain`: a small generated chain of real transactions
+//! imported by `strata import-chain` over strata, ending at the root the
+//! generator's own execution gave; the same seed gives the same files;
+//! settings out of range are refused.
+
+use crate::common::{strata, strata_err, strata_ok};
+
+/// `strata gen-chain` with a small state and 2 Mgas blocks; its stderr.
+fn gen_chain(out: &std::path::Path, seed: &str) -> String {
+    let run = strata(&[
+        "gen-chain",
+        "--accounts",
+        "300",
+        "--contracts",
+        "30",
+        "--blocks",
+        "4",
+        "--gas-per-block",
+        "2000000",
+        "--seed",
+        seed,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        run.status.success(),
+        "gen-chain failed:\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    String::from_utf8(run.stderr).expect("utf-8 stderr")
+}
+
+/// The 0x… word after `marker` in `text`.
+fn hex_after<'a>(text: &'a str, marker: &str) -> &'a str {
+    let start = text
+        .find(marker)
+        .unwrap_or_else(|| panic!("no `{marker}` in {text}"))
+        + marker.len();
+    text[start..].split([' ', ',', '\n']).next().unwrap()
+}
+
+#[test]
+fn a_generated_chain_imports_over_strata_to_the_generators_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("chain");
+    let told = gen_chain(&out, "3");
+    assert!(told.contains("0 reverted"), "{told}");
+    let root = hex_after(&told, "state root ");
+    assert_eq!(root.len(), 66, "{told}");
+
+    let datadir = dir.path().join("datadir");
+    let imported = strata_ok(&[
+        "import-chain",
+        out.join("chain.rlp").to_str().unwrap(),
+        "--datadir",
+        datadir.to_str().unwrap(),
+        "--genesis",
+        out.join("genesis.json").to_str().unwrap(),
+    ]);
+    assert!(
+        imported.contains(&format!("final root {root} at block 4")),
+        "{imported}"
+    );
+
+    let again = dir.path().join("again");
+    gen_chain(&again, "3");
+    for file in ["genesis.json", "chain.rlp"] {
+        assert!(
+            std::fs::read(out.join(file)).unwrap() == std::fs::read(again.join(file)).unwrap(),
+            "{file} differs between two runs of one seed"
+        );
+    }
+}
+
+#[test]
+fn settings_out_of_range_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("chain");
+    let out = out.to_str().unwrap();
+    let base = ["gen-chain", "--contracts", "1", "--out", out];
+    let too_little_gas = strata_err(
+        &[
+            &base[..],
+            &["--accounts", "5", "--blocks", "1", "--gas-per-block", "10"],
+        ]
+        .concat(),
+    );
+    assert!(
+        too_little_gas.contains("--gas-per-block"),
+        "{too_little_gas}"
+    );
+    let nobody = strata_err(&[&base[..], &["--accounts", "0", "--blocks", "1"]].concat());
+    assert!(nobody.contains("--accounts"), "{nobody}");
+    assert!(!std::path::Path::new(out).join("chain.rlp").exists());
+}
