@@ -9,18 +9,18 @@ use alloy_primitives::{Address, B256};
 use bytes::Bytes;
 use strata_commitment::{CommitOutput, CommitStats, ComputeOptions, compute_root};
 
-use crate::error::{Error, Result};
 use crate::inner::Inner;
-use crate::overlay::Overlay;
-use crate::reader::StateReader;
-use crate::snapshot::Snapshot;
-use crate::sources::{CachedBranches, OverlayState, hashed_paths};
-use crate::trie_update::trie_update;
 use strata_journal::{BlockRecord, Previous, RecordWrite};
 use strata_telemetry::CommitFigures;
 use strata_types::Head;
 use strata_types::domain::{Domain, Regime};
 use strata_types::keys::ROOT_RECORD_KEY;
+use strata_view::error::{Error, Result};
+use strata_view::overlay::Overlay;
+use strata_view::reader::StateReader;
+use strata_view::snapshot::Snapshot;
+use strata_view::sources::{CachedBranches, OverlayState, hashed_paths};
+use strata_view::trie_update::trie_update;
 
 /// What a block's commit did and how long it took.
 #[derive(Clone, Debug)]
@@ -229,7 +229,7 @@ pub(crate) fn persist_block(
     let durable = inner.next_commit_durable();
     // The writer slot keeps the head where the block was prepared on.
     let parent = inner.current.load().head;
-    let value_writes = crate::value_keys::value_writes(&overlay);
+    let value_writes = strata_view::value_keys::value_writes(&overlay);
     let times = inner.ledger.commit(inner, record, previous, durable, || {
         for (path, value) in &output.writes {
             match value {

@@ -21,14 +21,9 @@ use bytes::Bytes;
 use parking_lot::{Mutex, MutexGuard};
 use redb::{ReadableDatabase, ReadableTable};
 
-use crate::error::{Error, Result, db_err};
-use crate::fileset::FileSet;
-use crate::history::{BlockUndo, History};
 use crate::inner::{CommitGuard, Inner};
-use crate::memory::MemoryTier;
 use crate::options::Options;
 use crate::pause::{self, PausePoint};
-use crate::snapshot::Snapshot;
 use crate::worker::{Signal, Worker};
 use strata_db::tables::ROOTS;
 use strata_db::value;
@@ -40,6 +35,11 @@ use strata_journal::{
 use strata_types::Head;
 use strata_types::domain::Domain;
 use strata_types::keys::ROOT_RECORD_KEY;
+use strata_view::error::{Error, Result, db_err};
+use strata_view::fileset::FileSet;
+use strata_view::history::{BlockUndo, History};
+use strata_view::memory::MemoryTier;
+use strata_view::snapshot::Snapshot;
 
 use strata_types::datadir::JOURNAL_DIR;
 

@@ -23,44 +23,28 @@
 //! ```
 #![deny(missing_docs)]
 
-pub mod access_list;
 mod commit;
-mod error;
 mod figures;
-mod fileset;
 mod genesis_init;
-mod history;
 mod imported;
 mod inner;
 mod ledger;
 mod maintenance;
-mod memory;
 mod options;
-mod overlay;
 mod pause;
-mod proof;
-mod range;
 mod read_only;
-mod reader;
 mod replay_check;
 mod sample;
-mod snapshot;
-mod sources;
 mod state_db;
-mod stats;
 #[cfg(test)]
 mod test_chain;
-mod trie_update;
 mod unwind;
-mod value_keys;
 mod verify;
 mod worker;
 mod writer;
 mod writer_slot;
 
-pub use access_list::{AccountAccess, BlockAccessList};
 pub use commit::CommitInfo;
-pub use error::{DbError, Error, Result};
 pub use figures::{DomainFiles, StoreFigures, WeakStateDb};
 pub use ledger::FlushStats;
 pub use maintenance::MaintenanceReport;
@@ -68,12 +52,14 @@ pub use options::{Durability, Options};
 #[cfg(feature = "test-utils")]
 pub use pause::{PausePoint, PausePoints};
 pub use read_only::ReadOnlyStateDb;
-pub use reader::StateReader;
 pub use state_db::{DbStats, DomainStats, FileStats, StateDb};
-pub use stats::{JournalStats, LiveSize, MemoryStats};
 pub use strata_cache::{CacheKind, CacheStats, MAX_WARMERS};
 pub use strata_commitment::{AccountProof, SlotProof};
 pub use strata_types::{Account, Domain, Regime};
+pub use strata_view::access_list::{self, AccountAccess, BlockAccessList};
+pub use strata_view::error::{DbError, Error, Result};
+pub use strata_view::reader::StateReader;
+pub use strata_view::stats::{JournalStats, LiveSize, MemoryStats};
 pub use verify::{
     IntegrityTiming, VerifyOptions, VerifyReport, verify_datadir, verify_datadir_with,
 };

@@ -14,13 +14,13 @@
 //! one commitment pass over the union of the replayed writes (bounded by
 //! `memory_budget_bytes`), paid only at open.
 
-use crate::error::{Error, Result};
 use crate::inner::Inner;
-use crate::overlay::Overlay;
-use crate::sources::{OverlayState, ReaderBranches};
-use crate::trie_update::trie_update;
 use strata_commitment::{ComputeOptions, compute_root, record_key};
 use strata_types::domain::{Domain, Regime};
+use strata_view::error::{Error, Result};
+use strata_view::overlay::Overlay;
+use strata_view::sources::{OverlayState, ReaderBranches};
+use strata_view::trie_update::trie_update;
 
 /// Checks the blocks the memory tier holds after an open (those replayed
 /// from the journal).

@@ -8,10 +8,10 @@ use bytes::Bytes;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use crate::error::Result;
 use crate::read_only::ReadOnlyStateDb;
-use crate::snapshot::Snapshot;
 use strata_types::domain::Domain;
+use strata_view::error::Result;
+use strata_view::snapshot::Snapshot;
 
 impl ReadOnlyStateDb {
     /// Up to `count` live keys of `domain` at the newest published block,

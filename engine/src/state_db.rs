@@ -8,15 +8,10 @@ use alloy_primitives::B256;
 use redb::TableHandle;
 use strata_cache::{CacheStats, WarmupPool, build_cache};
 
-use crate::error::guarded;
-use crate::error::{Error, Result, db_err};
-use crate::fileset::FileSet;
 use crate::inner::Inner;
 use crate::ledger::{FlushStats, FlushWorker, Ledger};
 use crate::maintenance::{self, MaintenanceReport, MaintenanceWorker};
 use crate::options::Options;
-use crate::reader::StateReader;
-use crate::snapshot::Snapshot;
 use crate::writer::BlockWriter;
 use crate::writer_slot::{Wait, WriterTicket};
 use strata_db::meta::{self, FORMAT_VERSION, Meta};
@@ -25,8 +20,13 @@ use strata_db::{DomainTables, HeadTables};
 use strata_files::{FileSystem, OsFileSystem};
 use strata_telemetry::ReadMetrics;
 use strata_types::domain::Regime;
+use strata_view::error::guarded;
+use strata_view::error::{Error, Result, db_err};
+use strata_view::fileset::FileSet;
+use strata_view::reader::StateReader;
+use strata_view::snapshot::Snapshot;
 
-pub use crate::stats::{DbStats, DomainStats, FileStats};
+pub use strata_view::stats::{DbStats, DomainStats, FileStats};
 
 use strata_types::datadir::{DB_FILE, FILES_DIR};
 
@@ -38,7 +38,7 @@ pub struct StateDb {
     /// Set by [`StateDb::abandon`]: drop without the final flush.
     abandoned: bool,
     /// Older states `reader_at` rebuilt and checked against their roots.
-    checked: crate::history::CheckedStates,
+    checked: strata_view::history::CheckedStates,
 }
 
 impl StateDb {
@@ -245,7 +245,7 @@ impl StateDb {
         self.checked.check_once(block, head_root, || {
             let cache = self.inner.cache.clone();
             reader.check_rebuilt(
-                |head| crate::sources::CachedBranches::for_commitment(head, cache),
+                |head| strata_view::sources::CachedBranches::for_commitment(head, cache),
                 self.inner.options.parallel_commitment_threshold,
             )
         })?;
@@ -268,7 +268,7 @@ impl StateDb {
         self.reader_at(block, Regime::Exec)?.proof_recomputed(
             address,
             slots,
-            |head| crate::sources::CachedBranches::for_commitment(head, cache),
+            |head| strata_view::sources::CachedBranches::for_commitment(head, cache),
             self.inner.options.parallel_commitment_threshold,
         )
     }
@@ -452,11 +452,11 @@ impl StateDb {
     /// Sizes of the tiers: db entries and files per domain.
     pub fn stats(&self) -> Result<DbStats> {
         let (blocks, bytes) = self.inner.ledger.journal_extent();
-        crate::stats::collect(
+        strata_view::stats::collect(
             &self.inner.current.load_full(),
             self.inner.step_size,
             self.cache_stats(),
-            crate::stats::JournalStats { blocks, bytes },
+            strata_view::stats::JournalStats { blocks, bytes },
         )
     }
 

@@ -10,13 +10,9 @@ use std::sync::Arc;
 use alloy_primitives::{B256, keccak256};
 use bytes::Bytes;
 
-use crate::error::{Error, Result, db_err};
 use crate::inner::Inner;
 use crate::ledger::{self, Change};
-use crate::overlay::Overlay;
 use crate::pause::{self, PausePoint};
-use crate::sources::CachedBranches;
-use crate::trie_update::records_at;
 use strata_commitment::RecordWrite;
 use strata_db::meta;
 use strata_db::tables::META;
@@ -27,6 +23,10 @@ use strata_types::Head;
 use strata_types::domain::Domain;
 use strata_types::domain::Regime;
 use strata_types::keys::ROOT_RECORD_KEY;
+use strata_view::error::{Error, Result, db_err};
+use strata_view::overlay::Overlay;
+use strata_view::sources::CachedBranches;
+use strata_view::trie_update::records_at;
 
 /// Rolls the store back to `target`. The caller holds the writer lock.
 ///

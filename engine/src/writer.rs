@@ -8,16 +8,16 @@ use alloy_primitives::{Address, B256, U256};
 use bytes::Bytes;
 use strata_cache::WarmupTicket;
 
-use crate::access_list::{self, BlockAccessList};
 use crate::commit::{CommitInfo, PreparedBlock, persist_block, prepare_block};
-use crate::error::{Error, Result};
 use crate::inner::Inner;
-use crate::overlay::Overlay;
-use crate::reader::StateReader;
-use crate::snapshot::Snapshot;
 use crate::writer_slot::WriterTicket;
 use strata_types::account::Account;
 use strata_types::domain::{Domain, Regime};
+use strata_view::access_list::{self, BlockAccessList};
+use strata_view::error::{Error, Result};
+use strata_view::overlay::Overlay;
+use strata_view::reader::StateReader;
+use strata_view::snapshot::Snapshot;
 
 /// Writes block `number`. Nothing of the block is visible to other readers
 /// before [`BlockWriter::commit`]; everything is after. Only one writer is
@@ -133,7 +133,7 @@ impl BlockWriter {
             .inner
             .reader(self.base.clone(), None, Regime::Exec)
             .untimed();
-        let branches = crate::sources::CachedBranches::for_warmers(
+        let branches = strata_view::sources::CachedBranches::for_warmers(
             self.inner
                 .reader(self.base.clone(), None, Regime::Commitment)
                 .untimed(),
@@ -232,7 +232,7 @@ impl BlockWriter {
     /// the commitment's own and cannot be written here.
     pub fn put_raw(&mut self, domain: Domain, key: &[u8], value: Option<Bytes>) -> Result<()> {
         if domain == Domain::Commitment {
-            return Err(crate::error::Error::CommitmentDomainWrite);
+            return Err(strata_view::error::Error::CommitmentDomainWrite);
         }
         self.overlay_mut().put(domain, key.to_vec(), value);
         Ok(())
@@ -364,7 +364,7 @@ fn read_account(
 ) -> Result<Option<Account>> {
     match overlay.get(Domain::Account, address.as_slice()) {
         Some(None) => Ok(None),
-        Some(Some(raw)) => crate::reader::decode_account(address.as_slice(), raw).map(Some),
+        Some(Some(raw)) => strata_view::reader::decode_account(address.as_slice(), raw).map(Some),
         None => base.account(address),
     }
 }

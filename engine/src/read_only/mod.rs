@@ -26,14 +26,7 @@ use redb::{ReadOnlyDatabase, ReadTransaction, ReadableDatabase, ReadableTable, T
 use strata_cache::CacheStats;
 use strata_db::cow::CopyOnWriteBackend;
 
-use crate::error::guarded;
-use crate::error::{Error, Result, db_err};
-use crate::fileset::FileSet;
-use crate::history::{BlockUndo, History};
 use crate::options::Options;
-use crate::reader::StateReader;
-use crate::snapshot::Snapshot;
-use crate::stats::DbStats;
 use strata_db::meta::{self, FORMAT_VERSION, Meta};
 use strata_db::tables::{META, ROOTS};
 use strata_files::{FileError, FileSystem, OsFileSystem};
@@ -42,6 +35,13 @@ use strata_telemetry::ReadMetrics;
 use strata_types::Head;
 use strata_types::datadir::{DB_FILE, FILES_DIR, JOURNAL_DIR};
 use strata_types::domain::Regime;
+use strata_view::error::guarded;
+use strata_view::error::{Error, Result, db_err};
+use strata_view::fileset::FileSet;
+use strata_view::history::{BlockUndo, History};
+use strata_view::reader::StateReader;
+use strata_view::snapshot::Snapshot;
+use strata_view::stats::DbStats;
 
 mod followed;
 
@@ -74,7 +74,7 @@ pub struct ReadOnlyStateDb {
     /// The blocks [`ReadOnlyStateDb::reader_at`] reads back (`Options::unwind_depth`).
     unwind_depth: u64,
     /// Older states `reader_at` rebuilt and checked against their roots.
-    checked: crate::history::CheckedStates,
+    checked: strata_view::history::CheckedStates,
 }
 
 /// What the handle and its follower thread share.
@@ -222,7 +222,7 @@ impl ReadOnlyStateDb {
         let head_root = snapshot.root();
         let reader = StateReader::at(snapshot, undo, at, regime, metrics);
         self.checked.check_once(block, head_root, || {
-            reader.check_rebuilt(crate::sources::ReaderBranches::new, usize::MAX)
+            reader.check_rebuilt(strata_view::sources::ReaderBranches::new, usize::MAX)
         })?;
         Ok(reader)
     }
@@ -240,7 +240,7 @@ impl ReadOnlyStateDb {
         self.reader_at(block, Regime::Exec)?.proof_recomputed(
             address,
             slots,
-            crate::sources::ReaderBranches::new,
+            strata_view::sources::ReaderBranches::new,
             usize::MAX,
         )
     }
@@ -324,7 +324,7 @@ impl ReadOnlyStateDb {
     /// Sizes of the tiers of the block [`ReadOnlyStateDb::reader`] shows
     /// (the branch-cache counters are zero: this handle has no cache).
     pub fn stats(&self) -> Result<DbStats> {
-        crate::stats::collect(
+        strata_view::stats::collect(
             self.follower.snapshot()?.as_ref(),
             self.follower.step_size,
             CacheStats::default(),
@@ -334,7 +334,7 @@ impl ReadOnlyStateDb {
 
     /// The journal's segments on disk: their bytes, and the blocks from the
     /// oldest segment's first to the head readers see.
-    fn journal_stats(&self) -> crate::stats::JournalStats {
+    fn journal_stats(&self) -> strata_view::stats::JournalStats {
         let dir = self.follower.datadir.join(JOURNAL_DIR);
         let (mut first, mut bytes) = (None::<u64>, 0);
         for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
@@ -346,7 +346,7 @@ impl ReadOnlyStateDb {
             bytes += entry.metadata().map_or(0, |m| m.len());
         }
         let head = self.follower.latest.load().block();
-        crate::stats::JournalStats {
+        strata_view::stats::JournalStats {
             blocks: first.zip(head).filter(|(f, h)| f <= h),
             bytes,
         }
@@ -354,8 +354,8 @@ impl ReadOnlyStateDb {
 
     /// The live keys and their raw bytes per domain at the block
     /// [`ReadOnlyStateDb::reader`] shows: a full scan of every tier.
-    pub fn live_sizes(&self) -> Result<Vec<crate::stats::LiveSize>> {
-        crate::stats::live_sizes(self.follower.snapshot()?.as_ref())
+    pub fn live_sizes(&self) -> Result<Vec<strata_view::stats::LiveSize>> {
+        strata_view::stats::live_sizes(self.follower.snapshot()?.as_ref())
     }
 
     /// The snapshot readers get now (for crate-internal checks such as

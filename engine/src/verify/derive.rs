@@ -28,8 +28,6 @@ use alloy_primitives::{Address, B256, U256, keccak256};
 use rayon::prelude::*;
 use strata_commitment::{AccountLeaf, EMPTY_ROOT, StorageTrieBuilder};
 
-use crate::error::{Error, Result};
-use crate::snapshot::Snapshot;
 use alloy_primitives::hex::encode as hex;
 use strata_bulk::account_trie::{
     BuiltStorage, LeafEntry, RepeatedSlot, SlotSort, SlotSortError, build_account_trie,
@@ -39,6 +37,8 @@ use strata_bulk::sort::{ExternalSorter, RunError, SortedPairs};
 use strata_types::account::{Account, decode_slot_value};
 use strata_types::domain::Domain;
 use strata_types::keys::{address_key, split_storage_key};
+use strata_view::error::{Error, Result};
+use strata_view::snapshot::Snapshot;
 
 use super::VerifyReport;
 use super::code::{CodeDigest, check_account_code, orphan_code};

@@ -2,8 +2,8 @@
 //! damaged page ends the verification: either becomes a problem naming what
 //! was being read.
 
-use crate::error::guarded as guarded_read;
-use crate::error::{Error, Result};
+use strata_view::error::guarded as guarded_read;
+use strata_view::error::{Error, Result};
 
 pub(super) use strata_db::panic_message;
 
@@ -27,7 +27,7 @@ pub(super) fn guarded<T>(what: &str, stage: impl FnOnce() -> Result<T>) -> Resul
 #[cfg(test)]
 mod tests {
     use super::guarded;
-    use crate::error::Error;
+    use strata_view::error::Error;
 
     #[test]
     fn a_panic_becomes_a_problem_naming_what_was_read() {

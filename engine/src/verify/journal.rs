@@ -18,15 +18,15 @@ use redb::ReadableDatabase;
 use strata_db::meta;
 use strata_db::tables::META;
 
-use crate::error::{Error, Result, db_err};
 use crate::inner::Inner;
 use crate::ledger::{check_recovered, ends_before_head};
 use crate::options::Options;
 use crate::read_only::{JournalContext, journal_context};
-use crate::snapshot::Snapshot;
 use strata_files::{FileSystem, OsFileSystem};
 use strata_journal::{self as journal, BlockRecord, Expect, Scan, Tip};
 use strata_types::datadir::JOURNAL_DIR;
+use strata_view::error::{Error, Result, db_err};
+use strata_view::snapshot::Snapshot;
 
 /// Checks the journal of `datadir`, adding what it finds to `report`, and
 /// returns the scan (for the unwind-data check) unless it could not be

@@ -23,16 +23,16 @@ use std::sync::Arc;
 
 use alloy_primitives::B256;
 
-use crate::error::{Error, Result};
 use crate::inner::Inner;
 use crate::options::Options;
-use crate::snapshot::Snapshot;
 use alloy_primitives::hex::encode as hex;
 use strata_bulk::sort::ScratchDir;
 use strata_files::{FileSystem, SortedFile};
 use strata_types::datadir::DB_FILE;
 use strata_types::domain::Domain;
 use strata_types::keys::ROOT_RECORD_KEY;
+use strata_view::error::{Error, Result};
+use strata_view::snapshot::Snapshot;
 
 use self::guard::guarded;
 pub use self::integrity::IntegrityTiming;

@@ -20,17 +20,17 @@ use std::sync::Arc;
 use strata_commitment::record_key;
 
 use super::VerifyReport;
-use crate::error::{Error, Result};
-use crate::history::BlockUndo;
-use crate::overlay::Overlay;
-use crate::reader::StateReader;
-use crate::snapshot::Snapshot;
-use crate::sources::ReaderBranches;
-use crate::trie_update::records_at;
 use strata_journal::{BlockRecord, Scan, ScannedFrame};
 use strata_telemetry::ReadMetrics;
 use strata_types::Head;
 use strata_types::domain::{Domain, Regime};
+use strata_view::error::{Error, Result};
+use strata_view::history::BlockUndo;
+use strata_view::overlay::Overlay;
+use strata_view::reader::StateReader;
+use strata_view::snapshot::Snapshot;
+use strata_view::sources::ReaderBranches;
+use strata_view::trie_update::records_at;
 
 /// How the walk runs: the window's depth and the handle's settings.
 pub(super) struct Walk {

@@ -21,11 +21,11 @@ use strata_types::domain::Domain;
 
 /// What undoing one block restores.
 #[derive(Debug)]
-pub(crate) struct BlockUndo {
+pub struct BlockUndo {
     /// The block undone.
-    pub(crate) block: u64,
+    pub block: u64,
     /// Its state root.
-    pub(crate) root: B256,
+    pub root: B256,
     /// Each account, storage and code key it wrote, with the value before
     /// it (`None`: the key did not exist).
     restores: Vec<(Domain, Bytes, Option<Bytes>)>,
@@ -36,7 +36,7 @@ pub(crate) struct BlockUndo {
 impl BlockUndo {
     /// The undo data of `record`, whose write `i` held `previous(i)` before
     /// the block; `None` when the record keeps none (block 0).
-    pub(crate) fn from_record<'p>(
+    pub fn from_record<'p>(
         record: &BlockRecord,
         previous: impl Fn(usize) -> &'p Previous,
     ) -> Option<BlockUndo> {
@@ -64,7 +64,7 @@ impl BlockUndo {
 
     /// Puts each key this block wrote, with its value before the block,
     /// into `overlay`.
-    pub(crate) fn apply_to(&self, overlay: &mut Overlay) {
+    pub fn apply_to(&self, overlay: &mut Overlay) {
         for (domain, key, before) in &self.restores {
             overlay.put(*domain, key.to_vec(), before.clone());
         }
@@ -74,7 +74,7 @@ impl BlockUndo {
 /// The undo data of the last blocks, oldest first, consecutive. Cloning
 /// shares it.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct History {
+pub struct History {
     blocks: Arc<VecDeque<Arc<BlockUndo>>>,
 }
 
@@ -82,7 +82,7 @@ impl History {
     /// This history with `undo` (the block after its newest) added, keeping
     /// the newest `keep` blocks. A block that does not follow the newest
     /// starts the history anew.
-    pub(crate) fn pushed(&self, undo: Arc<BlockUndo>, keep: usize) -> History {
+    pub fn pushed(&self, undo: Arc<BlockUndo>, keep: usize) -> History {
         let mut blocks = (*self.blocks).clone();
         if blocks
             .back()
@@ -100,7 +100,7 @@ impl History {
     }
 
     /// This history without the blocks after `block` (an unwind to it).
-    pub(crate) fn through(&self, block: u64) -> History {
+    pub fn through(&self, block: u64) -> History {
         let mut blocks = (*self.blocks).clone();
         blocks.retain(|undo| undo.block <= block);
         History {
@@ -110,12 +110,12 @@ impl History {
 
     /// The oldest block whose state can be rebuilt (the one before the
     /// oldest undone), or `None` when nothing is kept.
-    pub(crate) fn oldest_reachable(&self) -> Option<u64> {
+    pub fn oldest_reachable(&self) -> Option<u64> {
         self.blocks.front().map(|undo| undo.block.saturating_sub(1))
     }
 
     /// The root of `block` when it is kept here.
-    pub(crate) fn root_of(&self, block: u64) -> Option<B256> {
+    pub fn root_of(&self, block: u64) -> Option<B256> {
         let first = self.blocks.front()?.block;
         let index = usize::try_from(block.checked_sub(first)?).ok()?;
         self.blocks.get(index).map(|undo| undo.root)
@@ -125,7 +125,7 @@ impl History {
     /// `target`: for every key written in `target + 1..=head`, the value
     /// before the first block that wrote it. `None` when those blocks are
     /// not all kept.
-    pub(crate) fn undo_to(&self, target: u64, head: u64) -> Option<Overlay> {
+    pub fn undo_to(&self, target: u64, head: u64) -> Option<Overlay> {
         let newest = self.blocks.back()?;
         if newest.block != head || self.oldest_reachable()? > target {
             return None;
@@ -139,13 +139,18 @@ impl History {
     }
 
     /// Bytes of keys and values held.
-    pub(crate) fn bytes(&self) -> usize {
+    pub fn bytes(&self) -> usize {
         self.blocks.iter().map(|undo| undo.bytes).sum()
     }
 
     /// Blocks kept.
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.blocks.len()
+    }
+
+    /// Whether no block is kept.
+    pub fn is_empty(&self) -> bool {
+        self.blocks.is_empty()
     }
 }
 
@@ -221,7 +226,7 @@ mod tests {
 /// (block, and the root of the head they were rebuilt from), so a reader at
 /// a recent block pays the commitment walk of its check once per state.
 #[derive(Debug, Default)]
-pub(crate) struct CheckedStates {
+pub struct CheckedStates {
     checked: parking_lot::Mutex<std::collections::HashSet<(u64, alloy_primitives::B256)>>,
 }
 
@@ -230,12 +235,12 @@ impl CheckedStates {
     const LIMIT: usize = 4096;
 
     /// Runs `check` unless `(block, head_root)` passed it before.
-    pub(crate) fn check_once(
+    pub fn check_once(
         &self,
         block: u64,
         head_root: alloy_primitives::B256,
-        check: impl FnOnce() -> crate::Result<()>,
-    ) -> crate::Result<()> {
+        check: impl FnOnce() -> crate::error::Result<()>,
+    ) -> crate::error::Result<()> {
         if self.checked.lock().contains(&(block, head_root)) {
             return Ok(());
         }

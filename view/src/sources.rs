@@ -21,7 +21,7 @@ use strata_types::domain::Domain;
 /// commitment does not: on a miss it loads the record itself rather than
 /// wait for a warmer's load in flight, since a preempted warmer would stall
 /// the root calculation for a scheduler quantum.
-pub(crate) struct CachedBranches {
+pub struct CachedBranches {
     reader: StateReader,
     cache: Arc<dyn PrefixCache>,
     coalesce: bool,
@@ -29,7 +29,7 @@ pub(crate) struct CachedBranches {
 
 impl CachedBranches {
     /// The commitment's view: never waits on another thread's load.
-    pub(crate) fn for_commitment(reader: StateReader, cache: Arc<dyn PrefixCache>) -> Self {
+    pub fn for_commitment(reader: StateReader, cache: Arc<dyn PrefixCache>) -> Self {
         CachedBranches {
             reader,
             cache,
@@ -38,7 +38,7 @@ impl CachedBranches {
     }
 
     /// The warmers' view: concurrent misses of a prefix load it once.
-    pub(crate) fn for_warmers(reader: StateReader, cache: Arc<dyn PrefixCache>) -> Self {
+    pub fn for_warmers(reader: StateReader, cache: Arc<dyn PrefixCache>) -> Self {
         CachedBranches {
             reader,
             cache,
@@ -79,12 +79,13 @@ impl BranchSource for CachedBranches {
 
 /// The commitment records of a committed snapshot, read through a reader
 /// (no cache: what proofs read).
-pub(crate) struct ReaderBranches {
+pub struct ReaderBranches {
     reader: StateReader,
 }
 
 impl ReaderBranches {
-    pub(crate) fn new(reader: StateReader) -> Self {
+    /// The records `reader` sees, uncached.
+    pub fn new(reader: StateReader) -> Self {
         ReaderBranches { reader }
     }
 }
@@ -98,13 +99,14 @@ impl BranchSource for ReaderBranches {
 
 /// Records computed for an older block (`at`: path → record, `None` where
 /// the block has none) over the records of the snapshot `below`.
-pub(crate) struct RecordsOver {
+pub struct RecordsOver {
     at: std::collections::HashMap<Vec<u8>, Option<Bytes>>,
     below: ReaderBranches,
 }
 
 impl RecordsOver {
-    pub(crate) fn new(writes: Vec<(Vec<u8>, Option<Bytes>)>, below: StateReader) -> Self {
+    /// `writes` (path → record, `None` for none) over what `below` holds.
+    pub fn new(writes: Vec<(Vec<u8>, Option<Bytes>)>, below: StateReader) -> Self {
         RecordsOver {
             at: writes.into_iter().collect(),
             below: ReaderBranches::new(below),
@@ -122,12 +124,13 @@ impl BranchSource for RecordsOver {
 }
 
 /// Account and storage leaves as the block being committed leaves them.
-pub(crate) struct OverlayState {
+pub struct OverlayState {
     reader: StateReader,
 }
 
 impl OverlayState {
-    pub(crate) fn new(reader: StateReader) -> Self {
+    /// The leaves `reader` (a writer's, with its overlay) sees.
+    pub fn new(reader: StateReader) -> Self {
         OverlayState { reader }
     }
 }
@@ -148,7 +151,7 @@ impl StateSource for OverlayState {
 }
 
 /// The hashed trie paths (one nibble per byte) of every touched key, for the warmers.
-pub(crate) fn hashed_paths(update: &TrieUpdate) -> Vec<Vec<u8>> {
+pub fn hashed_paths(update: &TrieUpdate) -> Vec<Vec<u8>> {
     let mut paths = Vec::with_capacity(update.accounts.len() + update.storage.len());
     for address in &update.accounts {
         paths.push(account_path(address));
@@ -160,12 +163,12 @@ pub(crate) fn hashed_paths(update: &TrieUpdate) -> Vec<Vec<u8>> {
 }
 
 /// The hashed trie path of an account: `keccak(address)`, one nibble per byte.
-pub(crate) fn account_path(address: &Address) -> Vec<u8> {
+pub fn account_path(address: &Address) -> Vec<u8> {
     unpack_nibbles(keccak256(address).as_slice())
 }
 
 /// The path of `slot` in the storage of the account at `account_path`.
-pub(crate) fn storage_path(account_path: &[u8], slot: &B256) -> Vec<u8> {
+pub fn storage_path(account_path: &[u8], slot: &B256) -> Vec<u8> {
     let mut path = Vec::with_capacity(account_path.len() + 64);
     path.extend_from_slice(account_path);
     path.extend(unpack_nibbles(keccak256(slot).as_slice()));

@@ -11,19 +11,19 @@ use strata_types::keys::{STORAGE_KEY_LEN, storage_key};
 
 /// The uncommitted writes of one block. `None` values are deletions.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Overlay {
+pub struct Overlay {
     maps: [BTreeMap<Vec<u8>, Option<Bytes>>; 4],
     /// Accounts whose whole storage was deleted in this block, before any
     /// storage write of the block that follows the deletion.
     wiped: BTreeSet<Address>,
     /// The block's hash, when the client gives it.
-    pub(crate) block_hash: Option<alloy_primitives::B256>,
+    pub block_hash: Option<alloy_primitives::B256>,
 }
 
 impl Overlay {
     /// What this block says about `key`: `Some(None)` when it deleted it,
     /// `None` when the block did not touch it.
-    pub(crate) fn get(&self, domain: Domain, key: &[u8]) -> Option<Option<&Bytes>> {
+    pub fn get(&self, domain: Domain, key: &[u8]) -> Option<Option<&Bytes>> {
         if let Some(value) = self.maps[domain.index()].get(key) {
             return Some(value.as_ref());
         }
@@ -37,7 +37,7 @@ impl Overlay {
     }
 
     /// Code this block stored, by its hash.
-    pub(crate) fn code_by_hash(&self, hash: &alloy_primitives::B256) -> Option<&Bytes> {
+    pub fn code_by_hash(&self, hash: &alloy_primitives::B256) -> Option<&Bytes> {
         self.maps[Domain::Code.index()]
             .values()
             .flatten()
@@ -45,12 +45,12 @@ impl Overlay {
     }
 
     /// Records a write (`None` deletes).
-    pub(crate) fn put(&mut self, domain: Domain, key: Vec<u8>, value: Option<Bytes>) {
+    pub fn put(&mut self, domain: Domain, key: Vec<u8>, value: Option<Bytes>) {
         self.maps[domain.index()].insert(key, value);
     }
 
     /// Sets an account's nonce, balance and code hash.
-    pub(crate) fn put_account(&mut self, address: Address, account: &Account) {
+    pub fn put_account(&mut self, address: Address, account: &Account) {
         self.put(
             Domain::Account,
             address.to_vec(),
@@ -59,27 +59,27 @@ impl Overlay {
     }
 
     /// Deletes an account with its code and all of its storage.
-    pub(crate) fn delete_account(&mut self, address: Address) {
+    pub fn delete_account(&mut self, address: Address) {
         self.put(Domain::Account, address.to_vec(), None);
         self.put(Domain::Code, address.to_vec(), None);
         self.wipe_storage(address);
     }
 
     /// Sets a storage slot; zero deletes it.
-    pub(crate) fn put_storage(&mut self, address: Address, slot: B256, value: U256) {
+    pub fn put_storage(&mut self, address: Address, slot: B256, value: U256) {
         let key = storage_key(&address, &slot).to_vec();
         let value = (!value.is_zero()).then(|| Bytes::from(encode_slot_value(value)));
         self.put(Domain::Storage, key, value);
     }
 
     /// Sets an account's bytecode; empty code deletes it.
-    pub(crate) fn put_code(&mut self, address: Address, code: Bytes) {
+    pub fn put_code(&mut self, address: Address, code: Bytes) {
         let value = (!code.is_empty()).then_some(code);
         self.put(Domain::Code, address.to_vec(), value);
     }
 
     /// Deletes all of `address`'s storage, including what this block wrote.
-    pub(crate) fn wipe_storage(&mut self, address: Address) {
+    pub fn wipe_storage(&mut self, address: Address) {
         let map = &mut self.maps[Domain::Storage.index()];
         let mut lo = [0u8; STORAGE_KEY_LEN];
         lo[..20].copy_from_slice(address.as_slice());
@@ -96,17 +96,22 @@ impl Overlay {
     }
 
     /// The writes of one domain, in key order.
-    pub(crate) fn entries(&self, domain: Domain) -> &BTreeMap<Vec<u8>, Option<Bytes>> {
+    pub fn entries(&self, domain: Domain) -> &BTreeMap<Vec<u8>, Option<Bytes>> {
         &self.maps[domain.index()]
     }
 
     /// Accounts whose storage the block wiped.
-    pub(crate) fn wiped(&self) -> &BTreeSet<Address> {
+    pub fn wiped(&self) -> &BTreeSet<Address> {
         &self.wiped
     }
 
     /// Total number of keys written.
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.maps.iter().map(BTreeMap::len).sum()
+    }
+
+    /// Whether the block wrote no key.
+    pub fn is_empty(&self) -> bool {
+        self.maps.iter().all(BTreeMap::is_empty)
     }
 }

@@ -10,31 +10,28 @@ use strata_types::domain::Domain;
 
 /// The live files of every domain, newest first, with the manifest that lists them.
 #[derive(Default)]
-pub(crate) struct FileSet {
+pub struct FileSet {
     domains: [Vec<Arc<SortedFile>>; 4],
-    pub(crate) manifest: Manifest,
+    /// The manifest (redb's list of live files) these files were opened from.
+    pub manifest: Manifest,
 }
 
 impl FileSet {
     /// A set of already opened files (newest first per domain) and the
     /// manifest that lists them.
-    pub(crate) fn new(domains: [Vec<Arc<SortedFile>>; 4], manifest: Manifest) -> FileSet {
+    pub fn new(domains: [Vec<Arc<SortedFile>>; 4], manifest: Manifest) -> FileSet {
         FileSet { domains, manifest }
     }
 
     /// Opens (and verifies) every file the manifest lists.
-    pub(crate) fn open(
-        fs: &Arc<dyn FileSystem>,
-        dir: &Path,
-        manifest: Manifest,
-    ) -> Result<FileSet> {
+    pub fn open(fs: &Arc<dyn FileSystem>, dir: &Path, manifest: Manifest) -> Result<FileSet> {
         FileSet::open_reusing(fs, dir, manifest, &FileSet::default())
     }
 
     /// Like [`FileSet::open`], but takes the files `previous` already holds
     /// (same name and checksum) from it instead of opening them again: a
     /// reader following another process's commits verifies each file once.
-    pub(crate) fn open_reusing(
+    pub fn open_reusing(
         fs: &Arc<dyn FileSystem>,
         dir: &Path,
         manifest: Manifest,
@@ -77,12 +74,12 @@ impl FileSet {
     }
 
     /// The files of `domain`, newest first.
-    pub(crate) fn files(&self, domain: Domain) -> &[Arc<SortedFile>] {
+    pub fn files(&self, domain: Domain) -> &[Arc<SortedFile>] {
         &self.domains[domain.index()]
     }
 
     /// A copy of this set with `domain`'s files replaced (newest first).
-    pub(crate) fn with_files(
+    pub fn with_files(
         &self,
         domain: Domain,
         files: Vec<Arc<SortedFile>>,
@@ -95,11 +92,7 @@ impl FileSet {
 
     /// Looks `key` up newest to oldest; returns the level (0 = newest) and the
     /// value (`None` for a tombstone) of the first file that holds it.
-    pub(crate) fn get(
-        &self,
-        domain: Domain,
-        key: &[u8],
-    ) -> Result<Option<(usize, Option<bytes::Bytes>)>> {
+    pub fn get(&self, domain: Domain, key: &[u8]) -> Result<Option<(usize, Option<bytes::Bytes>)>> {
         Ok(lookup_newest_first(self.files(domain), key)?.map(|hit| {
             let value = match hit.value {
                 FileValue::Value(value) => Some(value),

@@ -80,7 +80,7 @@ pub struct FileStats {
 }
 
 /// The sizes of the tiers `snapshot` shows.
-pub(crate) fn collect(
+pub fn collect(
     snapshot: &Snapshot,
     step_size: u64,
     cache: CacheStats,
@@ -143,7 +143,7 @@ pub struct LiveSize {
 /// The live size of every domain `snapshot` shows: a merged scan of each
 /// domain's tiers in key order, the newest version of a key winning. Holds
 /// one entry per tier at a time, whatever the state's size.
-pub(crate) fn live_sizes(snapshot: &Snapshot) -> Result<Vec<LiveSize>> {
+pub fn live_sizes(snapshot: &Snapshot) -> Result<Vec<LiveSize>> {
     let mut out = Vec::with_capacity(Domain::ALL.len());
     for domain in Domain::ALL {
         let mut size = LiveSize {

@@ -17,8 +17,15 @@ const INLINE: usize = 63;
 
 /// A value-cache key: inline for every key strata writes itself, on the
 /// heap for longer raw keys.
-pub(crate) enum CacheKey {
-    Inline { len: u8, bytes: [u8; INLINE] },
+pub enum CacheKey {
+    /// Tag and key on the stack.
+    Inline {
+        /// Bytes used of `bytes`.
+        len: u8,
+        /// Tag then key.
+        bytes: [u8; INLINE],
+    },
+    /// Tag and key on the heap (a raw key longer than strata writes).
     Heap(Vec<u8>),
 }
 
@@ -59,19 +66,19 @@ impl AsRef<[u8]> for CacheKey {
 }
 
 /// The cache key of `key` in `domain`.
-pub(crate) fn value_key(domain: Domain, key: &[u8]) -> CacheKey {
+pub fn value_key(domain: Domain, key: &[u8]) -> CacheKey {
     CacheKey::tagged(domain.index() as u8, key)
 }
 
 /// The cache key of the bytecode whose keccak256 is `hash`.
-pub(crate) fn code_hash_key(hash: &B256) -> CacheKey {
+pub fn code_hash_key(hash: &B256) -> CacheKey {
     CacheKey::tagged(CODE_BY_HASH_TAG, hash.as_slice())
 }
 
 /// What a block's writes put in the value cache: every account, storage and
 /// code write (deletions as known absences), and each new bytecode under
 /// its hash (a lookup by hash may have cached its absence).
-pub(crate) fn value_writes(overlay: &Overlay) -> Vec<(CacheKey, Option<Bytes>)> {
+pub fn value_writes(overlay: &Overlay) -> Vec<(CacheKey, Option<Bytes>)> {
     let mut writes = Vec::with_capacity(overlay.len());
     for domain in [Domain::Account, Domain::Storage, Domain::Code] {
         for (key, value) in overlay.entries(domain) {

@@ -14,7 +14,7 @@ use crate::reader::StateReader;
 use crate::sources::OverlayState;
 
 /// The keys the commitment must revisit.
-pub(crate) fn trie_update(overlay: &Overlay) -> TrieUpdate {
+pub fn trie_update(overlay: &Overlay) -> TrieUpdate {
     let mut accounts: Vec<Address> = overlay
         .entries(Domain::Account)
         .keys()
@@ -37,7 +37,7 @@ pub(crate) fn trie_update(overlay: &Overlay) -> TrieUpdate {
 /// `state` reads (the snapshot with `undo` over it, at block `head`) along
 /// the paths `undo` touches, computed over `branches` (the snapshot's
 /// records); fails unless the root is `head`'s. Nothing is written.
-pub(crate) fn records_at(
+pub fn records_at(
     branches: &dyn strata_commitment::BranchSource,
     state: StateReader,
     undo: &Overlay,

@@ -93,7 +93,7 @@ impl BlockAccessList {
 /// account as `current` reads it (the block's state so far): destruction
 /// first, then balance, nonce and code (keeping the code hash in step),
 /// then the slots. Returns the number of account and slot writes.
-pub(crate) fn stage(
+pub fn stage(
     list: &BlockAccessList,
     overlay: &mut Overlay,
     current: impl Fn(&Overlay, &Address) -> Result<Option<Account>>,
@@ -135,7 +135,7 @@ pub(crate) fn stage(
 
 /// The first key where `found` (the block's writes) differs from
 /// `expected` (the access list's), as an [`Error::AccessListMismatch`].
-pub(crate) fn check_writes(block: u64, expected: &Overlay, found: &Overlay) -> Result<()> {
+pub fn check_writes(block: u64, expected: &Overlay, found: &Overlay) -> Result<()> {
     for domain in [Domain::Account, Domain::Storage, Domain::Code] {
         let (listed, written) = (expected.entries(domain), found.entries(domain));
         let mut listed_iter = listed.iter().peekable();
@@ -214,7 +214,7 @@ fn describe(write: Option<&Option<Bytes>>) -> String {
 
 /// One thing a prefetch loads.
 #[derive(Clone, Debug)]
-pub(crate) enum PrefetchItem {
+pub enum PrefetchItem {
     /// An account, and its bytecode (by hash) when it has any.
     Account(Address),
     /// A storage slot.
@@ -225,7 +225,7 @@ pub(crate) enum PrefetchItem {
 
 /// Loads one prefetch item through `values` (the value cache) or
 /// `branches` (the branch cache).
-pub(crate) fn prefetch_one(
+pub fn prefetch_one(
     values: &crate::reader::StateReader,
     branches: &crate::sources::CachedBranches,
     item: &PrefetchItem,
@@ -251,7 +251,7 @@ pub(crate) fn prefetch_one(
 /// Every account and slot of `list`, accounts first (their slots follow
 /// them closely in the same warmers' queue), then the commitment paths of
 /// the written keys.
-pub(crate) fn prefetch_items(list: &BlockAccessList) -> Vec<PrefetchItem> {
+pub fn prefetch_items(list: &BlockAccessList) -> Vec<PrefetchItem> {
     let mut items = Vec::with_capacity(list.len() * 2);
     for access in &list.accounts {
         items.push(PrefetchItem::Account(access.address));

@@ -25,7 +25,7 @@ use strata_types::keys::STORAGE_KEY_LEN;
 
 /// Where a value was found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Found {
+pub enum Found {
     /// In the memory tier (a committed block not yet flushed).
     Memory,
     /// In the redb tier.
@@ -38,7 +38,7 @@ pub(crate) enum Found {
 
 /// A value as a tier holds it: borrowed from a redb page, or a shared slice
 /// of a file's map (or of the memory tier).
-pub(crate) enum ValueRef<'a> {
+pub enum ValueRef<'a> {
     /// Borrowed from the db tier for the duration of the read.
     Borrowed(&'a [u8]),
     /// Reference-counted: cloning it copies nothing.
@@ -47,7 +47,7 @@ pub(crate) enum ValueRef<'a> {
 
 impl ValueRef<'_> {
     /// The bytes.
-    pub(crate) fn as_slice(&self) -> &[u8] {
+    pub fn as_slice(&self) -> &[u8] {
         match self {
             ValueRef::Borrowed(bytes) => bytes,
             ValueRef::Shared(bytes) => bytes,
@@ -55,7 +55,7 @@ impl ValueRef<'_> {
     }
 
     /// An owned value: a copy of borrowed bytes, a clone of shared ones.
-    pub(crate) fn to_bytes(&self) -> Bytes {
+    pub fn to_bytes(&self) -> Bytes {
         match self {
             ValueRef::Borrowed(bytes) => Bytes::copy_from_slice(bytes),
             ValueRef::Shared(bytes) => (*bytes).clone(),
@@ -65,26 +65,28 @@ impl ValueRef<'_> {
 
 /// A db-tier entry as a collation reads it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct DbEntry {
-    pub(crate) key: Vec<u8>,
+pub struct DbEntry {
+    /// The domain key.
+    pub key: Vec<u8>,
     /// `None` for a tombstone.
-    pub(crate) value: Option<Vec<u8>>,
+    pub value: Option<Vec<u8>>,
     /// The step the entry is tagged with.
-    pub(crate) step: u64,
+    pub step: u64,
 }
 
 /// One committed state: what every read handle of that block shares.
 #[derive(Clone)]
-pub(crate) struct Snapshot {
+pub struct Snapshot {
     /// The newest committed block (in memory or flushed).
-    pub(crate) head: Option<Head>,
+    pub head: Option<Head>,
     /// The committed blocks newer than what redb holds.
-    pub(crate) memory: MemoryTier,
+    pub memory: MemoryTier,
     db: Arc<DbView>,
-    pub(crate) files: Arc<FileSet>,
+    /// The files of the same moment.
+    pub files: Arc<FileSet>,
     /// The undo data of the last blocks up to `head` (the writer's; empty
     /// in a read-only handle).
-    pub(crate) history: History,
+    pub history: History,
 }
 
 /// One redb read transaction with the tables reads use, opened once.
@@ -99,7 +101,7 @@ struct DbView {
 impl Snapshot {
     /// Opens a snapshot of what redb holds now, paired with `files` and
     /// the unflushed blocks in `memory`; `head` is the newest block.
-    pub(crate) fn open(
+    pub fn open(
         db: &Database,
         head: Option<Head>,
         files: Arc<FileSet>,
@@ -113,7 +115,7 @@ impl Snapshot {
 
     /// The same redb view and files with another head and memory tier (a
     /// block committed to memory).
-    pub(crate) fn with_memory(&self, head: Option<Head>, memory: MemoryTier) -> Snapshot {
+    pub fn with_memory(&self, head: Option<Head>, memory: MemoryTier) -> Snapshot {
         Snapshot {
             head,
             memory,
@@ -126,7 +128,7 @@ impl Snapshot {
     /// A snapshot over an open read transaction, paired with `files` (which
     /// must be the files the transaction's manifest lists) and `memory`
     /// (the blocks after the one the transaction holds).
-    pub(crate) fn from_txn(
+    pub fn from_txn(
         txn: ReadTransaction,
         head: Option<Head>,
         files: Arc<FileSet>,
@@ -165,25 +167,25 @@ impl Snapshot {
     }
 
     /// The block this snapshot shows, if any was committed.
-    pub(crate) fn block(&self) -> Option<u64> {
+    pub fn block(&self) -> Option<u64> {
         self.head.map(|h| h.block)
     }
 
     /// The state root of this snapshot.
-    pub(crate) fn root(&self) -> B256 {
+    pub fn root(&self) -> B256 {
         self.head
             .map(|h| h.root)
             .unwrap_or(strata_commitment::EMPTY_ROOT)
     }
 
     /// The value of `key` through memory, db then files, and where it was found.
-    pub(crate) fn get(&self, domain: Domain, key: &[u8]) -> Result<(Option<Bytes>, Found)> {
+    pub fn get(&self, domain: Domain, key: &[u8]) -> Result<(Option<Bytes>, Found)> {
         self.get_with(domain, key, |value| value.map(|v| v.to_bytes()))
     }
 
     /// Hands the value of `key` (memory, db, then files) to `read` without
     /// copying it, and says where it was found.
-    pub(crate) fn get_with<T>(
+    pub fn get_with<T>(
         &self,
         domain: Domain,
         key: &[u8],
@@ -217,10 +219,7 @@ impl Snapshot {
     }
 
     /// The storage keys of `address` that hold a value, across the tiers.
-    pub(crate) fn live_storage_keys(
-        &self,
-        address: &Address,
-    ) -> Result<Vec<[u8; STORAGE_KEY_LEN]>> {
+    pub fn live_storage_keys(&self, address: &Address) -> Result<Vec<[u8; STORAGE_KEY_LEN]>> {
         // Newest tier first: the first version of a key seen decides.
         let mut seen: BTreeMap<[u8; STORAGE_KEY_LEN], bool> = BTreeMap::new();
         for (key, found) in self.memory.storage_of(address) {
@@ -266,7 +265,7 @@ impl Snapshot {
     /// are rare but real: a value flushed while a collation of its step was
     /// running, which that collation left in the db (it was newer than what
     /// it collated) for the next one to take.
-    pub(crate) fn db_entries_before(&self, domain: Domain, to: u64) -> Result<Vec<DbEntry>> {
+    pub fn db_entries_before(&self, domain: Domain, to: u64) -> Result<Vec<DbEntry>> {
         let table = &self.db.tables[domain.index()];
         guarded(domain.name(), || {
             let mut out = Vec::new();
@@ -286,7 +285,7 @@ impl Snapshot {
     }
 
     /// Bytecode by its keccak256 hash.
-    pub(crate) fn code_by_hash(&self, hash: &B256) -> Result<Option<Bytes>> {
+    pub fn code_by_hash(&self, hash: &B256) -> Result<Option<Bytes>> {
         if let Some(code) = self.memory.code_by_hash(hash) {
             return Ok(Some(code.clone()));
         }
@@ -301,7 +300,7 @@ impl Snapshot {
     }
 
     /// The hash of block `number`, if it is among the last 256 committed.
-    pub(crate) fn block_hash(&self, number: u64) -> Result<Option<B256>> {
+    pub fn block_hash(&self, number: u64) -> Result<Option<B256>> {
         if self
             .block()
             .is_some_and(|head| number.saturating_add(BLOCK_HASH_WINDOW) <= head)
@@ -323,7 +322,7 @@ impl Snapshot {
 
     /// Calls `visit` with every db-tier key of `domain` and the step that
     /// wrote it, in key order; stops at its first error.
-    pub(crate) fn visit_db_keys_and_steps(
+    pub fn visit_db_keys_and_steps(
         &self,
         domain: Domain,
         mut visit: impl FnMut(&[u8], u64) -> Result<()>,
@@ -341,12 +340,12 @@ impl Snapshot {
 
     /// The db tier's table of `domain`, for whole-domain walks elsewhere
     /// in the crate (key sampling); reads through it belong in [`guarded`].
-    pub(crate) fn db_table(&self, domain: Domain) -> &ReadOnlyTable<&'static [u8], &'static [u8]> {
+    pub fn db_table(&self, domain: Domain) -> &ReadOnlyTable<&'static [u8], &'static [u8]> {
         &self.db.tables[domain.index()]
     }
 
     /// Number of entries the db tier holds for `domain`.
-    pub(crate) fn db_len(&self, domain: Domain) -> Result<u64> {
+    pub fn db_len(&self, domain: Domain) -> Result<u64> {
         guarded(domain.name(), || {
             self.db.tables[domain.index()]
                 .len()

@@ -24,18 +24,20 @@ use strata_types::keys::STORAGE_KEY_LEN;
 
 /// A key's newest value in the memory tier and the block that wrote it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct MemValue {
+pub struct MemValue {
     /// The block that wrote this value.
-    pub(crate) block: u64,
+    pub block: u64,
     /// The value; `None` is a deletion (it hides older tiers).
-    pub(crate) value: Option<Bytes>,
+    pub value: Option<Bytes>,
 }
 
 /// Root and hash of a block held in memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct MemBlock {
-    pub(crate) root: B256,
-    pub(crate) hash: Option<B256>,
+pub struct MemBlock {
+    /// The state root after the block.
+    pub root: B256,
+    /// The block's hash, where the writer gave one.
+    pub hash: Option<B256>,
 }
 
 /// The commitment records one block wrote.
@@ -47,7 +49,7 @@ struct RecordLayer {
 
 /// The committed, unflushed blocks as one view.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct MemoryTier {
+pub struct MemoryTier {
     /// Account, storage and code (the commitment's slot stays empty).
     maps: [OrdMap<Bytes, MemValue>; 4],
     /// Commitment records per block, oldest first.
@@ -67,7 +69,7 @@ fn entry_bytes(key: &[u8], value: &Option<Bytes>) -> u64 {
 impl MemoryTier {
     /// What the tier says about `key`: `Some(None)` for a deletion, `None`
     /// when no unflushed block wrote it.
-    pub(crate) fn get(&self, domain: Domain, key: &[u8]) -> Option<Option<&Bytes>> {
+    pub fn get(&self, domain: Domain, key: &[u8]) -> Option<Option<&Bytes>> {
         if domain == Domain::Commitment {
             return self
                 .records
@@ -84,7 +86,7 @@ impl MemoryTier {
     }
 
     /// Adds a committed block on top.
-    pub(crate) fn apply(&mut self, record: &BlockRecord) {
+    pub fn apply(&mut self, record: &BlockRecord) {
         let mut records = HashMap::new();
         for write in &record.writes {
             if write.domain == Domain::Commitment {
@@ -122,10 +124,7 @@ impl MemoryTier {
 
     /// Drops what `flushed` (blocks now in redb, oldest first) wrote,
     /// except keys a newer block wrote again.
-    pub(crate) fn remove_flushed<'a>(
-        &mut self,
-        flushed: impl IntoIterator<Item = &'a BlockRecord>,
-    ) {
+    pub fn remove_flushed<'a>(&mut self, flushed: impl IntoIterator<Item = &'a BlockRecord>) {
         let mut through = None;
         for record in flushed {
             through = Some(record.block);
@@ -167,17 +166,17 @@ impl MemoryTier {
     }
 
     /// Code stored by an unflushed block, by its hash.
-    pub(crate) fn code_by_hash(&self, hash: &B256) -> Option<&Bytes> {
+    pub fn code_by_hash(&self, hash: &B256) -> Option<&Bytes> {
         self.code_by_hash.get(hash).map(|(_, code)| code)
     }
 
     /// Root and hash of an unflushed block.
-    pub(crate) fn block(&self, number: u64) -> Option<&MemBlock> {
+    pub fn block(&self, number: u64) -> Option<&MemBlock> {
         self.blocks.get(&number)
     }
 
     /// The oldest and newest unflushed blocks.
-    pub(crate) fn blocks(&self) -> Option<(u64, u64)> {
+    pub fn blocks(&self) -> Option<(u64, u64)> {
         let (first, _) = self.blocks.get_min()?;
         let (last, _) = self.blocks.get_max()?;
         Some((*first, *last))
@@ -185,12 +184,12 @@ impl MemoryTier {
 
     /// Raw bytes of the keys and values held (every block's commitment
     /// records counted: each block's version is kept).
-    pub(crate) fn bytes(&self) -> u64 {
+    pub fn bytes(&self) -> u64 {
         self.bytes
     }
 
     /// Keys held per domain.
-    pub(crate) fn len(&self, domain: Domain) -> usize {
+    pub fn len(&self, domain: Domain) -> usize {
         match domain {
             Domain::Commitment => self.entries(domain).len(),
             _ => self.maps[domain.index()].len(),
@@ -199,7 +198,7 @@ impl MemoryTier {
 
     /// Every entry of `domain` in key order, newest write per key
     /// (deletions as `None`). A full scan, for verify and stats.
-    pub(crate) fn entries(&self, domain: Domain) -> Vec<(Bytes, Option<Bytes>)> {
+    pub fn entries(&self, domain: Domain) -> Vec<(Bytes, Option<Bytes>)> {
         if domain != Domain::Commitment {
             return self.maps[domain.index()]
                 .iter()
@@ -218,7 +217,7 @@ impl MemoryTier {
     /// The storage entries of `address` in key order.
     /// The tier's entries of `domain` with keys ≥ `from`, in key order
     /// (newest write per key; `None` for a deletion).
-    pub(crate) fn entries_from(
+    pub fn entries_from(
         &self,
         domain: Domain,
         from: &[u8],
@@ -238,10 +237,9 @@ impl MemoryTier {
         )
     }
 
-    pub(crate) fn storage_of(
-        &self,
-        address: &Address,
-    ) -> impl Iterator<Item = (&Bytes, &MemValue)> {
+    /// The slots of `address` the memory tier holds, in key order (the
+    /// newest write of each, deletions included).
+    pub fn storage_of(&self, address: &Address) -> impl Iterator<Item = (&Bytes, &MemValue)> {
         let mut lo = [0u8; STORAGE_KEY_LEN];
         lo[..20].copy_from_slice(address.as_slice());
         let mut hi = [0xffu8; STORAGE_KEY_LEN];

@@ -39,7 +39,9 @@ pub struct StateReader {
 }
 
 impl StateReader {
-    pub(crate) fn new(
+    /// A reader of `snapshot` (seen through `overlay`, a writer's block in
+    /// progress, when given) in `regime`, timing its reads into `metrics`.
+    pub fn new(
         snapshot: Arc<Snapshot>,
         overlay: Option<Arc<Overlay>>,
         regime: Regime,
@@ -57,7 +59,7 @@ impl StateReader {
     }
 
     /// The same handle without timing its reads (a prefetch's loads).
-    pub(crate) fn untimed(self) -> StateReader {
+    pub fn untimed(self) -> StateReader {
         StateReader {
             timed: false,
             ..self
@@ -66,7 +68,7 @@ impl StateReader {
 
     /// Starts timing a read unless this handle is untimed.
     #[inline]
-    pub(crate) fn start(&self) -> Option<std::time::Instant> {
+    pub fn start(&self) -> Option<std::time::Instant> {
         if self.timed {
             self.metrics.start()
         } else {
@@ -76,7 +78,7 @@ impl StateReader {
 
     /// The same handle reading through `values` for the account, storage
     /// and code domains (when it serves this handle's snapshot).
-    pub(crate) fn with_values(self, values: Arc<ValueCache<Head>>) -> StateReader {
+    pub fn with_values(self, values: Arc<ValueCache<Head>>) -> StateReader {
         StateReader {
             values: Some(values),
             ..self
@@ -93,7 +95,7 @@ impl StateReader {
 
     /// A reader of the state after `at`, an older block than `snapshot`'s
     /// head: `undo` holds, for every key written after it, its value then.
-    pub(crate) fn at(
+    pub fn at(
         snapshot: Arc<Snapshot>,
         undo: Overlay,
         at: Head,
@@ -242,20 +244,20 @@ impl StateReader {
     }
 
     /// The snapshot this handle reads.
-    pub(crate) fn snapshot(&self) -> &Snapshot {
+    pub fn snapshot(&self) -> &Snapshot {
         &self.snapshot
     }
 
     /// The writes read before the snapshot: a block writer's own, or for
     /// a reader at an older block the undo of the later blocks.
     /// For a reader at an older block: that block and its root.
-    pub(crate) fn older_block(&self) -> Option<Head> {
+    pub fn older_block(&self) -> Option<Head> {
         self.at
     }
 
     /// A reader of this snapshot's head (no overlay, not at an older block)
     /// in the commitment regime.
-    pub(crate) fn head_commitment_reader(&self) -> StateReader {
+    pub fn head_commitment_reader(&self) -> StateReader {
         StateReader {
             overlay: None,
             at: None,
@@ -264,11 +266,13 @@ impl StateReader {
         }
     }
 
-    pub(crate) fn overlay(&self) -> Option<&Overlay> {
+    /// The writer's overlay this reader sees through, if any.
+    pub fn overlay(&self) -> Option<&Overlay> {
         self.overlay.as_deref()
     }
 
-    pub(crate) fn metrics(&self) -> &Arc<ReadMetrics> {
+    /// Where this reader's read latencies go.
+    pub fn metrics(&self) -> &Arc<ReadMetrics> {
         &self.metrics
     }
 }
@@ -295,7 +299,7 @@ fn tier_of(found: Found) -> Tier {
 
 /// An account record as stored under `key`, or [`Error::CorruptRecord`]
 /// naming the key.
-pub(crate) fn decode_account(key: &[u8], raw: &[u8]) -> Result<Account> {
+pub fn decode_account(key: &[u8], raw: &[u8]) -> Result<Account> {
     Account::decode(raw).map_err(|what| Error::CorruptRecord {
         domain: Domain::Account,
         key: hex(key),
@@ -305,7 +309,7 @@ pub(crate) fn decode_account(key: &[u8], raw: &[u8]) -> Result<Account> {
 
 /// A storage slot's value as stored under `key`, or
 /// [`Error::CorruptRecord`] naming the key.
-pub(crate) fn decode_slot(key: &[u8], raw: &[u8]) -> Result<U256> {
+pub fn decode_slot(key: &[u8], raw: &[u8]) -> Result<U256> {
     decode_slot_value(raw).map_err(|what| Error::CorruptRecord {
         domain: Domain::Storage,
         key: hex(key),

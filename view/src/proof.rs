@@ -48,7 +48,7 @@ impl StateReader {
     /// serves from a reader of the head.
     ///
     /// [`proof`]: StateReader::proof
-    pub(crate) fn proof_recomputed<B: BranchSource>(
+    pub fn proof_recomputed<B: BranchSource>(
         &self,
         address: &Address,
         slots: &[B256],
@@ -82,7 +82,7 @@ impl StateReader {
     /// [`Error::RootMismatch`] unless that is the root the block had.
     /// What the undo data rebuilds is then the state of that root, whatever
     /// the journal it came from held. Nothing for a reader of the head.
-    pub(crate) fn check_rebuilt<B: BranchSource>(
+    pub fn check_rebuilt<B: BranchSource>(
         &self,
         head_branches: impl FnOnce(StateReader) -> B,
         parallel_threshold: usize,

@@ -19,14 +19,14 @@ use strata_types::keys::{STORAGE_KEY_LEN, next_key, storage_key};
 
 /// One tier's entries of a domain in key order: each key and its version
 /// there (`None`: a tombstone).
-pub(crate) type Source<'a> = Box<dyn Iterator<Item = Result<(Bytes, Option<Bytes>)>> + 'a>;
+pub type Source<'a> = Box<dyn Iterator<Item = Result<(Bytes, Option<Bytes>)>> + 'a>;
 
 /// Calls `visit` with every key of the union of `sources` whose newest
 /// version is a value, and that value, in key order, until `visit` returns
 /// `false`. Each source must be in strictly increasing key order; among
 /// sources holding a key, the earliest is the newest. Holds one entry per
 /// source.
-pub(crate) fn merge_newest(
+pub fn merge_newest(
     mut sources: Vec<Source<'_>>,
     mut visit: impl FnMut(Bytes, Bytes) -> bool,
 ) -> Result<()> {
@@ -62,7 +62,7 @@ impl Snapshot {
     /// `[from, to)` (`to` = `None`: to the end), newest version first among
     /// `newer` (a block's own writes, searched before the snapshot) and
     /// the tiers, until `visit` returns `false`.
-    pub(crate) fn visit_live_range(
+    pub fn visit_live_range(
         &self,
         domain: Domain,
         newer: Option<Source<'_>>,
@@ -291,7 +291,7 @@ mod tests {
         let failing: Source<'static> = Box::new(
             [
                 Ok((Bytes::from_static(b"a"), Some(Bytes::new()))),
-                Err(crate::Error::InvalidOptions("bad tier".into())),
+                Err(crate::error::Error::InvalidOptions("bad tier".into())),
             ]
             .into_iter(),
         );
@@ -301,7 +301,7 @@ mod tests {
             true
         });
         assert!(
-            matches!(result, Err(crate::Error::InvalidOptions(_))),
+            matches!(result, Err(crate::error::Error::InvalidOptions(_))),
             "{result:?}"
         );
     }

@@ -420,7 +420,7 @@ impl Error {
 
     /// Whether this is redb's "Previous I/O error occurred": a refusal after
     /// an earlier I/O failure, which it does not name.
-    pub(crate) fn is_previous_io(&self) -> bool {
+    pub fn is_previous_io(&self) -> bool {
         match self {
             Error::Db { source, .. } => source.is_previous_io(),
             Error::BlockNotCommitted { source, .. } => source.is_previous_io(),
@@ -430,7 +430,7 @@ impl Error {
 
     /// This error as a failure of block `block`: unchanged when it already
     /// names the block, else wrapped in [`Error::BlockNotCommitted`].
-    pub(crate) fn in_block(self, block: u64) -> Error {
+    pub fn in_block(self, block: u64) -> Error {
         match self {
             Error::BlockOutOfOrder { .. }
             | Error::WriterBusy { .. }
@@ -450,7 +450,7 @@ impl Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Wraps a redb error with the operation that raised it.
-pub(crate) fn db_err<E: Into<redb::Error>>(op: &'static str) -> impl FnOnce(E) -> Error {
+pub fn db_err<E: Into<redb::Error>>(op: &'static str) -> impl FnOnce(E) -> Error {
     move |e| Error::Db {
         op,
         source: DbError::new(e),
@@ -517,6 +517,6 @@ impl From<SchemaError> for Error {
 /// Runs `read` (redb calls on `table`), turning a redb panic on a damaged
 /// page into [`Error::Corrupt`] ([`strata_db::guarded`] with the engine's
 /// error).
-pub(crate) fn guarded<T>(table: &'static str, read: impl FnOnce() -> Result<T>) -> Result<T> {
+pub fn guarded<T>(table: &'static str, read: impl FnOnce() -> Result<T>) -> Result<T> {
     strata_db::guarded(table, read)
 }
