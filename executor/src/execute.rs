@@ -6,30 +6,20 @@
 
 use std::time::{Duration, Instant};
 
+use alloy_consensus::TxEnvelope;
 use alloy_consensus::transaction::{Recovered, SignerRecoverable};
-use alloy_consensus::{Header, TxEnvelope, TxReceipt, proofs::calculate_receipt_root};
-use alloy_evm::block::{
-    BlockExecutionError, BlockExecutor, BlockExecutorFactory, BlockValidationError,
-};
-use alloy_evm::eth::dao_fork::{DAO_HARDFORK_ACCOUNTS, DAO_HARDFORK_BENEFICIARY};
-use alloy_evm::eth::receipt_builder::AlloyReceiptBuilder;
-use alloy_evm::eth::{EthBlockExecutionCtx, EthBlockExecutorFactory, EthEvmFactory};
-use alloy_evm::{EvmEnv, EvmFactory};
-use alloy_hardforks::{EthereumHardfork, EthereumHardforks, ForkCondition};
-use alloy_primitives::{B256, Bloom, KECCAK256_EMPTY};
-use alloy_trie::EMPTY_ROOT_HASH;
-use revm::database::states::bundle_state::BundleRetention;
-use revm::database::{BundleState, State};
-use strata_storage::revm::{WrapDatabaseRef, apply_bundle_state};
-use strata_storage::{Regime, StateDb};
+use alloy_hardforks::EthereumHardforks;
+use alloy_primitives::B256;
+use strata_storage::StateDb;
 
-use crate::access::{BlockAccess, RecordingReader, bundle_writes};
+use crate::access::BlockAccess;
 use crate::block::DecodedBlock;
 use crate::chain_spec::ChainSpec;
 use crate::consensus::{
     Ancestor, check_against_parent, check_body_roots, check_header, check_ommers,
 };
 use crate::error::{ExecError, InvalidBlock};
+use crate::evm_run::PathRun;
 
 /// What executing and committing a block took and gave.
 #[derive(Clone, Debug)]
@@ -119,9 +109,11 @@ pub fn execute_block_with(
     let checks = started.elapsed();
 
     let run = match options.state {
-        StatePath::Bundle => via_bundle(db, spec, block, &transactions, options.record_access)?,
+        StatePath::Bundle => {
+            crate::via_bundle::execute(db, spec, block, &transactions, options.record_access)?
+        }
         StatePath::Writer if options.record_access => {
-            via_bundle(db, spec, block, &transactions, true)?
+            crate::via_bundle::execute(db, spec, block, &transactions, true)?
         }
         StatePath::Writer => crate::via_writer::execute(db, spec, block, &transactions)?,
     };
@@ -185,89 +177,6 @@ pub enum StatePath {
     Bundle,
 }
 
-/// What either state path leaves: the block staged in its writer, the
-/// EVM's outcome (checked against the header) and the times.
-pub(crate) struct PathRun {
-    pub(crate) writer: strata_storage::BlockWriter,
-    pub(crate) outcome: Outcome,
-    pub(crate) execution: std::time::Duration,
-    pub(crate) apply: std::time::Duration,
-    pub(crate) access: Option<BlockAccess>,
-}
-
-/// The block over a revm `State` reading strata, then its bundle applied.
-fn via_bundle(
-    db: &StateDb,
-    spec: &ChainSpec,
-    block: &DecodedBlock,
-    transactions: &[Recovered<TxEnvelope>],
-    record_access: bool,
-) -> Result<PathRun, ExecError> {
-    let (number, header) = (block.number(), block.header());
-    let invalid = |reason: InvalidBlock| ExecError::Invalid {
-        number,
-        hash: block.hash,
-        reason: Box::new(reason),
-    };
-    let started = Instant::now();
-    let mut state = State::builder()
-        .with_database(WrapDatabaseRef(RecordingReader::new(
-            db.reader(Regime::Exec),
-            record_access,
-        )))
-        .with_bundle_update()
-        .build();
-    if spec.is_dao_block(number) {
-        apply_dao_change(&mut state).map_err(|error| run_error(number, block.hash, error))?;
-    }
-    let outcome = run_evm(spec, block, transactions, &mut state)
-        .map_err(|error| run_error(number, block.hash, error))?;
-    state.merge_transitions(BundleRetention::PlainState);
-    let bundle = state.take_bundle();
-    let execution = started.elapsed();
-    let reads = state.database.0.into_reads();
-    check_no_storage_collision(db, &bundle)
-        .map_err(|reason| ExecError::Unsupported { number, reason })?;
-    let access = if record_access {
-        let writes = bundle_writes(&bundle, &db.reader(Regime::Exec))
-            .map_err(|message| ExecError::Database { number, message })?;
-        Some(BlockAccess { reads, writes })
-    } else {
-        None
-    };
-
-    let started = Instant::now();
-    check_outcome(spec, header, &outcome).map_err(invalid)?;
-    let mut writer = db.begin_block(number).map_err(|source| ExecError::Store {
-        number,
-        source: Box::new(source),
-    })?;
-    apply_bundle_state(&mut writer, &bundle).map_err(|error| ExecError::Database {
-        number,
-        message: error.to_string(),
-    })?;
-    writer.set_block_hash(block.hash);
-    Ok(PathRun {
-        writer,
-        outcome,
-        execution,
-        apply: started.elapsed(),
-        access,
-    })
-}
-
-/// A failure of [`run_evm`] as the executor's error for block `number`.
-pub(crate) fn run_error(number: u64, hash: B256, error: RunError) -> ExecError {
-    match error {
-        RunError::Invalid(reason) => ExecError::Invalid {
-            number,
-            hash,
-            reason: Box::new(reason),
-        },
-        RunError::Database(message) => ExecError::Database { number, message },
-    }
-}
-
 /// The store must stand at the parent: its last block is the parent's
 /// number and its root the parent's state root.
 fn check_store_at(db: &StateDb, parent: &Ancestor<'_>, number: u64) -> Result<(), ExecError> {
@@ -315,222 +224,4 @@ pub(crate) fn recover_senders(
         })
         .collect();
     recovered.into_iter().collect()
-}
-
-/// EIP-7610: no contract may be created where an account already has
-/// storage. revm 43 looks at the address's nonce and code only, so over an
-/// account with storage and neither (a state mainnet does not hold; a few
-/// consensus tests do) it creates the contract as if the address were
-/// empty. Such a block is refused as one the EVM cannot execute, never
-/// committed on a wrong state: every account without nonce and code that
-/// the block gives a nonce or code is checked for storage before the block.
-fn check_no_storage_collision(db: &StateDb, bundle: &BundleState) -> Result<(), String> {
-    let reader = db.reader(Regime::Exec);
-    for (address, account) in &bundle.state {
-        let blank =
-            |info: &revm::state::AccountInfo| info.nonce == 0 && info.code_hash == KECCAK256_EMPTY;
-        let (Some(before), Some(after)) = (&account.original_info, &account.info) else {
-            continue;
-        };
-        if !blank(before) || blank(after) {
-            continue;
-        }
-        let proof = reader.proof(address, &[]).map_err(|e| e.to_string())?;
-        if proof.storage_root != EMPTY_ROOT_HASH {
-            return Err(format!(
-                "{address} has storage but no code and nonce 0, and the block creates a contract \
-                 there: EIP-7610 makes that a collision, which revm 43 does not detect"
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// What the EVM gave for a block, before it is written.
-pub(crate) struct Outcome {
-    pub(crate) gas_used: u64,
-    blob_gas_used: u64,
-    receipts: Vec<alloy_consensus::ReceiptEnvelope>,
-    requests_hash: B256,
-}
-
-pub(crate) enum RunError {
-    Invalid(InvalidBlock),
-    Database(String),
-}
-
-/// Runs the block's system calls, transactions, rewards and withdrawals
-/// through alloy-evm's Ethereum block executor over `db`. At the DAO
-/// block, the caller has made the irregular change already
-/// ([`apply_dao_change`]): alloy-evm would make it after the transactions.
-pub(crate) fn run_evm<DB>(
-    spec: &ChainSpec,
-    block: &DecodedBlock,
-    transactions: &[Recovered<TxEnvelope>],
-    db: DB,
-) -> Result<Outcome, RunError>
-where
-    DB: alloy_evm::block::StateDB + std::fmt::Debug,
-{
-    let header = block.header();
-    let env = EvmEnv::for_eth_block(
-        header,
-        spec,
-        spec.chain_id,
-        spec.blob_params_at(header.timestamp),
-    );
-    let executor_spec = if spec.is_dao_block(header.number) {
-        spec.with_fork(EthereumHardfork::Dao, ForkCondition::Never)
-    } else {
-        spec.clone()
-    };
-    let factory = EthBlockExecutorFactory::new(
-        AlloyReceiptBuilder::default(),
-        executor_spec,
-        EthEvmFactory::default(),
-    );
-    let evm = factory.evm_factory().create_evm(db, env);
-    let ctx = EthBlockExecutionCtx {
-        parent_hash: header.parent_hash,
-        parent_beacon_block_root: header.parent_beacon_block_root,
-        ommers: &block.block.body.ommers,
-        withdrawals: block
-            .block
-            .body
-            .withdrawals
-            .as_ref()
-            .map(|w| std::borrow::Cow::Borrowed(w.as_slice())),
-        extra_data: header.extra_data.clone(),
-        tx_count_hint: Some(transactions.len()),
-        slot_number: None,
-    };
-    let mut executor = factory.create_executor(evm, ctx);
-    executor
-        .apply_pre_execution_changes()
-        .map_err(|error| block_error(None, error))?;
-    for (index, tx) in transactions.iter().enumerate() {
-        executor
-            .execute_transaction(tx)
-            .map_err(|error| block_error(Some(index), error))?;
-    }
-    let (_, result) = executor
-        .finish()
-        .map_err(|error| block_error(None, error))?;
-    Ok(Outcome {
-        gas_used: result.gas_used,
-        blob_gas_used: result.blob_gas_used,
-        receipts: result.receipts,
-        requests_hash: result.requests.requests_hash(),
-    })
-}
-
-/// Moves the balances of the DAO's accounts to its refund contract, before
-/// the block's transactions (as geth and the consensus tests have it). The
-/// drained accounts stay in the state, empty (before Spurious Dragon an
-/// empty account is not removed), so the change goes through revm's cache
-/// accounts rather than a commit, which would clear them as EIP-161 does.
-pub(crate) fn apply_dao_change<DB>(state: &mut State<DB>) -> Result<(), RunError>
-where
-    DB: revm::Database,
-{
-    let failed = |_| RunError::Database("the DAO change could not read its accounts".to_string());
-    let mut drained: u128 = 0;
-    let mut transitions = Vec::with_capacity(DAO_HARDFORK_ACCOUNTS.len() + 1);
-    for address in DAO_HARDFORK_ACCOUNTS {
-        let (balance, transition) = state
-            .load_cache_account(address)
-            .map_err(failed)?
-            .drain_balance();
-        drained = drained.saturating_add(balance);
-        transitions.push((address, transition.map_storage(|_| None)));
-    }
-    if let Some(transition) = state
-        .load_cache_account(DAO_HARDFORK_BENEFICIARY)
-        .map_err(failed)?
-        .increment_balance(drained)
-    {
-        transitions.push((DAO_HARDFORK_BENEFICIARY, transition.map_storage(|_| None)));
-    }
-    state.apply_transition(transitions);
-    Ok(())
-}
-
-/// Sorts alloy-evm's error into a refused block (a transaction or a
-/// block-level rule) or a failure of the database under the EVM.
-fn block_error(index: Option<usize>, error: BlockExecutionError) -> RunError {
-    match (&error, index) {
-        (
-            BlockExecutionError::Validation(BlockValidationError::InvalidTx { error, .. }),
-            Some(index),
-        ) => RunError::Invalid(InvalidBlock::Transaction {
-            index,
-            reason: error.to_string(),
-        }),
-        (
-            BlockExecutionError::Validation(
-                BlockValidationError::TransactionGasLimitMoreThanAvailableBlockGas { .. },
-            ),
-            Some(index),
-        ) => RunError::Invalid(InvalidBlock::Transaction {
-            index,
-            reason: error.to_string(),
-        }),
-        (BlockExecutionError::Validation(BlockValidationError::EVM { .. }), _)
-        | (BlockExecutionError::Internal(_), _) => RunError::Database(error.to_string()),
-        (BlockExecutionError::Validation(_), _) => {
-            RunError::Invalid(InvalidBlock::Execution(error.to_string()))
-        }
-    }
-}
-
-/// Gas used, blob gas used, receipts root (from Byzantium, whose receipts
-/// carry a status instead of an intermediate state root), logs bloom and
-/// requests hash against the header.
-pub(crate) fn check_outcome(
-    spec: &ChainSpec,
-    header: &Header,
-    outcome: &Outcome,
-) -> Result<(), InvalidBlock> {
-    if outcome.gas_used != header.gas_used {
-        return Err(InvalidBlock::GasUsed {
-            header: header.gas_used,
-            executed: outcome.gas_used,
-        });
-    }
-    if let Some(used) = header.blob_gas_used
-        && used != outcome.blob_gas_used
-    {
-        return Err(InvalidBlock::BlobGasUsed {
-            expected: outcome.blob_gas_used,
-            got: used,
-        });
-    }
-    if spec.is_byzantium_active_at_block(header.number) {
-        let executed = calculate_receipt_root(&outcome.receipts);
-        if executed != header.receipts_root {
-            return Err(InvalidBlock::ReceiptsRoot {
-                header: header.receipts_root,
-                executed,
-            });
-        }
-    }
-    let bloom = outcome
-        .receipts
-        .iter()
-        .fold(Bloom::ZERO, |bloom, receipt| bloom | receipt.bloom());
-    if bloom != header.logs_bloom {
-        return Err(InvalidBlock::LogsBloom {
-            header: Box::new(header.logs_bloom),
-            executed: Box::new(bloom),
-        });
-    }
-    if spec.is_prague_active_at_timestamp(header.timestamp)
-        && header.requests_hash != Some(outcome.requests_hash)
-    {
-        return Err(InvalidBlock::RequestsHash {
-            header: header.requests_hash,
-            executed: outcome.requests_hash,
-        });
-    }
-    Ok(())
 }

@@ -23,9 +23,11 @@ mod chain_spec;
 pub mod consensus;
 pub mod ef_tests;
 mod error;
+mod evm_run;
 mod execute;
 mod genesis;
 mod memory;
+mod via_bundle;
 mod via_writer;
 
 pub use access::{AccountRead, AccountWrite, BlockAccess};

@@ -16,7 +16,8 @@ use revm::state::AccountInfo;
 use crate::block::DecodedBlock;
 use crate::chain_spec::ChainSpec;
 use crate::error::{ExecError, InvalidBlock};
-use crate::execute::{apply_dao_change, check_outcome, recover_senders, run_error, run_evm};
+use crate::evm_run::{apply_dao_change, check_outcome, run_error, run_evm};
+use crate::execute::recover_senders;
 use crate::genesis::GenesisBlock;
 
 /// A chain's state held in revm's in-memory database.

@@ -22,7 +22,7 @@ use strata_storage::{BlockWriter, Regime, StateDb, StateReader};
 use crate::block::DecodedBlock;
 use crate::chain_spec::ChainSpec;
 use crate::error::{ExecError, InvalidBlock};
-use crate::execute::{PathRun, check_outcome, run_error, run_evm};
+use crate::evm_run::{PathRun, check_outcome, run_error, run_evm};
 
 /// Runs `block` with the EVM over its own writer.
 pub(crate) fn execute(

@@ -6,7 +6,14 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::run::ImportRun;
+/// Blocks and gas done so far: what a progress line reports.
+#[derive(Clone, Copy)]
+pub(super) struct Done {
+    /// Blocks executed and committed.
+    pub(super) blocks: u64,
+    /// Their gas.
+    pub(super) gas: u64,
+}
 
 /// Progress of one import.
 pub(super) struct Progress {
@@ -35,7 +42,7 @@ impl Progress {
         }
     }
 
-    fn line(number: u64, run: &ImportRun, started: Instant) -> String {
+    fn line(number: u64, run: Done, started: Instant) -> String {
         let secs = started.elapsed().as_secs_f64().max(1e-9);
         format!(
             "block {number}: {} blocks, {:.1} blocks/s, {:.1} Mgas/s",
@@ -46,13 +53,7 @@ impl Progress {
     }
 
     /// After block `number`, with `position` bytes of the file read.
-    pub(super) fn update(
-        &mut self,
-        number: u64,
-        position: usize,
-        run: &ImportRun,
-        started: Instant,
-    ) {
+    pub(super) fn update(&mut self, number: u64, position: usize, run: Done, started: Instant) {
         if let Some(bar) = &self.bar {
             bar.set_position(position as u64);
             bar.set_message(Self::line(number, run, started));
@@ -62,13 +63,13 @@ impl Progress {
         }
     }
 
-    /// Clears the bar and says what was done.
-    pub(super) fn finish(&mut self, run: &ImportRun) {
+    /// Clears the bar and says what was done in `wall`.
+    pub(super) fn finish(&mut self, run: Done, wall: Duration) {
         if let Some(bar) = self.bar.take() {
             bar.finish_and_clear();
         }
         if self.log || run.blocks > 0 {
-            let secs = run.wall.as_secs_f64().max(1e-9);
+            let secs = wall.as_secs_f64().max(1e-9);
             eprintln!(
                 "import-chain: done: {} blocks in {secs:.2} s, {:.1} Mgas/s",
                 run.blocks,

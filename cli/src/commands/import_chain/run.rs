@@ -15,7 +15,7 @@ use strata_storage::telemetry::MetricsSnapshot;
 use strata_storage::{CacheStats, Options, Regime, StateDb};
 
 use super::chain_file::{ChainFile, FileBlock};
-use super::progress::Progress;
+use super::progress::{Done, Progress};
 use super::trace_out::TraceOut;
 use crate::CliError;
 
@@ -183,14 +183,14 @@ impl Import<'_> {
                     out.block(&executed, access)?;
                 }
                 run.add(&executed);
-                bar.update(number, file.position(), &run, started);
+                bar.update(number, file.position(), run.done(), started);
             }
             parent = (number, block.hash, difficulty);
             ancestors.push_front((block, difficulty));
             ancestors.truncate(ANCESTORS);
         }
         run.wall = started.elapsed();
-        bar.finish(&run);
+        bar.finish(run.done(), run.wall);
         if let Some(out) = trace_out {
             out.flush()?;
         }
@@ -205,6 +205,14 @@ impl Import<'_> {
 }
 
 impl ImportRun {
+    /// Blocks and gas so far, for the progress line.
+    fn done(&self) -> Done {
+        Done {
+            blocks: self.blocks,
+            gas: self.gas,
+        }
+    }
+
     fn add(&mut self, executed: &strata_executor::ExecutedBlock) {
         let t = &executed.timings;
         let ms = |d: Duration| d.as_secs_f64() * 1e3;

@@ -1,0 +1,110 @@
+//! The bundle path: the block over a revm `State` that reads strata's
+//! snapshot, then the bundle it leaves applied to a `BlockWriter`. It sees
+//! each value before the block, which recording the block's access needs.
+
+use std::time::Instant;
+
+use alloy_consensus::TxEnvelope;
+use alloy_consensus::transaction::Recovered;
+use alloy_primitives::KECCAK256_EMPTY;
+use alloy_trie::EMPTY_ROOT_HASH;
+use revm::database::states::bundle_state::BundleRetention;
+use revm::database::{BundleState, State};
+use strata_storage::revm::{WrapDatabaseRef, apply_bundle_state};
+use strata_storage::{Regime, StateDb};
+
+use crate::access::{BlockAccess, RecordingReader, bundle_writes};
+use crate::block::DecodedBlock;
+use crate::chain_spec::ChainSpec;
+use crate::error::{ExecError, InvalidBlock};
+use crate::evm_run::{PathRun, apply_dao_change, check_outcome, run_error, run_evm};
+
+/// The block over a revm `State` reading strata, then its bundle applied.
+pub(crate) fn execute(
+    db: &StateDb,
+    spec: &ChainSpec,
+    block: &DecodedBlock,
+    transactions: &[Recovered<TxEnvelope>],
+    record_access: bool,
+) -> Result<PathRun, ExecError> {
+    let (number, header) = (block.number(), block.header());
+    let invalid = |reason: InvalidBlock| ExecError::Invalid {
+        number,
+        hash: block.hash,
+        reason: Box::new(reason),
+    };
+    let started = Instant::now();
+    let mut state = State::builder()
+        .with_database(WrapDatabaseRef(RecordingReader::new(
+            db.reader(Regime::Exec),
+            record_access,
+        )))
+        .with_bundle_update()
+        .build();
+    if spec.is_dao_block(number) {
+        apply_dao_change(&mut state).map_err(|error| run_error(number, block.hash, error))?;
+    }
+    let outcome = run_evm(spec, block, transactions, &mut state)
+        .map_err(|error| run_error(number, block.hash, error))?;
+    state.merge_transitions(BundleRetention::PlainState);
+    let bundle = state.take_bundle();
+    let execution = started.elapsed();
+    let reads = state.database.0.into_reads();
+    check_no_storage_collision(db, &bundle)
+        .map_err(|reason| ExecError::Unsupported { number, reason })?;
+    let access = if record_access {
+        let writes = bundle_writes(&bundle, &db.reader(Regime::Exec))
+            .map_err(|message| ExecError::Database { number, message })?;
+        Some(BlockAccess { reads, writes })
+    } else {
+        None
+    };
+
+    let started = Instant::now();
+    check_outcome(spec, header, &outcome).map_err(invalid)?;
+    let mut writer = db.begin_block(number).map_err(|source| ExecError::Store {
+        number,
+        source: Box::new(source),
+    })?;
+    apply_bundle_state(&mut writer, &bundle).map_err(|error| ExecError::Database {
+        number,
+        message: error.to_string(),
+    })?;
+    writer.set_block_hash(block.hash);
+    Ok(PathRun {
+        writer,
+        outcome,
+        execution,
+        apply: started.elapsed(),
+        access,
+    })
+}
+
+/// EIP-7610: no contract may be created where an account already has
+/// storage. revm 43 looks at the address's nonce and code only, so over an
+/// account with storage and neither (a state mainnet does not hold; a few
+/// consensus tests do) it creates the contract as if the address were
+/// empty. Such a block is refused as one the EVM cannot execute, never
+/// committed on a wrong state: every account without nonce and code that
+/// the block gives a nonce or code is checked for storage before the block.
+fn check_no_storage_collision(db: &StateDb, bundle: &BundleState) -> Result<(), String> {
+    let reader = db.reader(Regime::Exec);
+    for (address, account) in &bundle.state {
+        let blank =
+            |info: &revm::state::AccountInfo| info.nonce == 0 && info.code_hash == KECCAK256_EMPTY;
+        let (Some(before), Some(after)) = (&account.original_info, &account.info) else {
+            continue;
+        };
+        if !blank(before) || blank(after) {
+            continue;
+        }
+        let proof = reader.proof(address, &[]).map_err(|e| e.to_string())?;
+        if proof.storage_root != EMPTY_ROOT_HASH {
+            return Err(format!(
+                "{address} has storage but no code and nonce 0, and the block creates a contract \
+                 there: EIP-7610 makes that a collision, which revm 43 does not detect"
+            ));
+        }
+    }
+    Ok(())
+}
