@@ -1,6 +1,6 @@
 //! The tables a change of the store's head writes together, in one write
 //! transaction: code by hash, the roots of the unwind window, the block
-//! hashes of the BLOCKHASH window and the metadata's head. A flush, a
+//! hashes and headers of the BLOCKHASH window and the metadata's head. A flush, a
 //! genesis, an import and an unwind each move the head; they all go through
 //! [`HeadTables`], and every domain table of a write through
 //! [`DomainTables`].
@@ -11,7 +11,9 @@ use strata_types::{Domain, Head};
 
 use crate::error::{Result, db_err};
 use crate::meta::{self, MetaTable};
-use crate::tables::{BLOCK_HASH_WINDOW, BLOCK_HASHES, CODE_BY_HASH, META, ROOTS, domain_table};
+use crate::tables::{
+    BLOCK_HASH_WINDOW, BLOCK_HASHES, BLOCK_HEADERS, CODE_BY_HASH, META, ROOTS, domain_table,
+};
 
 /// The four domain tables, opened for writing in one transaction.
 pub struct DomainTables<'txn> {
@@ -37,12 +39,13 @@ impl<'txn> DomainTables<'txn> {
     }
 }
 
-/// Code by hash, roots, block hashes and the metadata, opened for writing
-/// in one transaction.
+/// Code by hash, roots, block hashes and headers and the metadata, opened
+/// for writing in one transaction.
 pub struct HeadTables<'txn> {
     code_by_hash: Table<'txn, &'static [u8], &'static [u8]>,
     roots: Table<'txn, u64, &'static [u8]>,
     hashes: Table<'txn, u64, &'static [u8]>,
+    headers: Table<'txn, u64, &'static [u8]>,
     meta: MetaTable<'txn>,
 }
 
@@ -57,6 +60,9 @@ impl<'txn> HeadTables<'txn> {
             hashes: txn
                 .open_table(BLOCK_HASHES)
                 .map_err(db_err("open block hashes"))?,
+            headers: txn
+                .open_table(BLOCK_HEADERS)
+                .map_err(db_err("open block headers"))?,
             meta: txn.open_table(META).map_err(db_err("open meta"))?,
         })
     }
@@ -83,23 +89,38 @@ impl<'txn> HeadTables<'txn> {
         Ok(())
     }
 
+    /// Records `block`'s header (as the client encoded it).
+    pub fn put_header(&mut self, block: u64, header: &[u8]) -> Result<()> {
+        self.headers
+            .insert(block, header)
+            .map_err(db_err("write block header"))?;
+        Ok(())
+    }
+
     /// Drops the roots older than the unwind window of `head` (`unwind_depth`
-    /// blocks below it) and the block hashes outside the BLOCKHASH window.
+    /// blocks below it) and the block hashes and headers outside the
+    /// BLOCKHASH window of the oldest block an unwind can return to (so
+    /// that after an unwind of `unwind_depth` blocks, the next block still
+    /// finds the 256 hashes before it).
     pub fn trim_windows(&mut self, head: u64, unwind_depth: u64) -> Result<()> {
         if let Some(oldest) = head.checked_sub(unwind_depth) {
             self.roots
                 .retain_in(..oldest, |_, _| false)
                 .map_err(db_err("drop old roots"))?;
         }
-        if let Some(oldest) = head.checked_sub(BLOCK_HASH_WINDOW) {
+        if let Some(oldest) = head.checked_sub(BLOCK_HASH_WINDOW.saturating_add(unwind_depth)) {
             self.hashes
                 .retain_in(..=oldest, |_, _| false)
                 .map_err(db_err("drop old block hashes"))?;
+            self.headers
+                .retain_in(..=oldest, |_, _| false)
+                .map_err(db_err("drop old block headers"))?;
         }
         Ok(())
     }
 
-    /// Drops the roots and hashes of the blocks after `block` (an unwind).
+    /// Drops the roots, hashes and headers of the blocks after `block` (an
+    /// unwind).
     pub fn drop_after(&mut self, block: u64) -> Result<()> {
         self.roots
             .retain_in(block + 1.., |_, _| false)
@@ -107,6 +128,9 @@ impl<'txn> HeadTables<'txn> {
         self.hashes
             .retain_in(block + 1.., |_, _| false)
             .map_err(db_err("drop unwound block hashes"))?;
+        self.headers
+            .retain_in(block + 1.., |_, _| false)
+            .map_err(db_err("drop unwound block headers"))?;
         Ok(())
     }
 

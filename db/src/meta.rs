@@ -20,6 +20,7 @@ const KEY_MANIFEST: &str = "manifest";
 const KEY_UNWINDS: &str = "unwinds";
 const KEY_JOURNAL_VOID_AFTER: &str = "journal_void_after";
 const KEY_DATADIR_ID: &str = "datadir_id";
+const KEY_CHAIN_CONFIG: &str = "chain_config";
 
 /// One live immutable file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -247,6 +248,22 @@ pub fn void_journal_after(table: &mut MetaTable<'_>, block: Option<u64>) -> Resu
         None => table.remove(KEY_JOURNAL_VOID_AFTER).map(drop),
     }
     .map_err(db_err("mark the unwound journal records"))
+}
+
+/// Records the chain's configuration as the client encodes it (opaque to
+/// the store: `strata` keeps a geth genesis `config` object as JSON).
+pub fn write_chain_config(table: &mut MetaTable<'_>, config: &[u8]) -> Result<()> {
+    table
+        .insert(KEY_CHAIN_CONFIG, config)
+        .map_err(db_err("write chain configuration"))?;
+    Ok(())
+}
+
+/// The chain's configuration [`write_chain_config`] recorded, if any.
+pub fn read_chain_config<T: ReadableTable<&'static str, &'static [u8]>>(
+    table: &T,
+) -> Result<Option<Vec<u8>>> {
+    read(table, KEY_CHAIN_CONFIG)
 }
 
 /// Records the manifest of live files.

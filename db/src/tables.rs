@@ -28,7 +28,14 @@ pub const CODE_BY_HASH: TableDefinition<'static, &'static [u8], &'static [u8]> =
 pub const BLOCK_HASHES: TableDefinition<'static, u64, &'static [u8]> =
     TableDefinition::new("block_hashes");
 
-/// How many block hashes are kept (the EVM's BLOCKHASH window).
+/// Block number → the block's header as the client gave it (RLP for
+/// Ethereum), for the same window as [`BLOCK_HASHES`]. Created by the first
+/// write that keeps a header: a datadir written before headers were kept
+/// has no such table, and its blocks have no header.
+pub const BLOCK_HEADERS: TableDefinition<'static, u64, &'static [u8]> =
+    TableDefinition::new("block_headers");
+
+/// How many block hashes (and headers) are kept (the EVM's BLOCKHASH window).
 pub const BLOCK_HASH_WINDOW: u64 = 256;
 
 /// The table of a domain.

@@ -354,6 +354,7 @@ fn block_record(
         block: head.block,
         root: head.root,
         hash: overlay.block_hash,
+        header: overlay.block_header.clone(),
         writes,
     }
 }

@@ -22,13 +22,20 @@ use strata_view::error::{Error, Result, db_err};
 /// States at least this large are bulk-built on rayon, 16 sub-tries at once.
 const PARALLEL_GENESIS: usize = 4096;
 
-/// Writes `alloc` as block 0 of an empty store; `hash_of` gives block 0's hash from its state
-/// root (`None`: no hash stored) before anything is written. Returns the
-/// root and that hash.
+/// Block 0's hash and, when the client has one, its header (as the client
+/// encodes it).
+pub(crate) struct BlockZero {
+    pub(crate) hash: B256,
+    pub(crate) header: Option<Bytes>,
+}
+
+/// Writes `alloc` as block 0 of an empty store; `block_of` gives block 0's
+/// hash and header from its state root (`None`: neither stored) before
+/// anything is written. Returns the root and that hash.
 pub(crate) fn init_genesis(
     inner: &Arc<Inner>,
     alloc: &GenesisAlloc,
-    hash_of: impl FnOnce(B256) -> Result<Option<B256>>,
+    block_of: impl FnOnce(B256) -> Result<Option<BlockZero>>,
 ) -> Result<(B256, Option<B256>)> {
     if let Some(last) = inner.current.load().block() {
         return Err(Error::GenesisExists { last });
@@ -63,7 +70,7 @@ pub(crate) fn init_genesis(
         records.push((path, record))
     })
     .map_err(|source| Error::Commitment { block: 0, source })?;
-    let hash = hash_of(root)?;
+    let block_zero = block_of(root)?;
 
     let head = Head { block: 0, root };
     let commit = inner.lock_commit();
@@ -107,7 +114,10 @@ pub(crate) fn init_genesis(
             )?;
         }
         put(Domain::Commitment, ROOT_RECORD_KEY, &head.encode())?;
-        heads.put_block(0, root, hash)?;
+        heads.put_block(0, root, block_zero.as_ref().map(|block| block.hash))?;
+        if let Some(header) = block_zero.as_ref().and_then(|block| block.header.as_ref()) {
+            heads.put_header(0, header)?;
+        }
         heads.set_head(head)?;
     }
     txn.commit().map_err(db_err("commit genesis"))?;
@@ -117,5 +127,5 @@ pub(crate) fn init_genesis(
     inner.values.reset(Some(head));
     inner.ledger.publish(inner, &commit, Change::Reset(head))?;
     inner.maintenance.request();
-    Ok((root, hash))
+    Ok((root, block_zero.map(|block| block.hash)))
 }

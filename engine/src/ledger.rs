@@ -704,6 +704,9 @@ fn write_block_tables(
     }
     for record in batch {
         heads.put_block(record.block, record.root, record.hash)?;
+        if let Some(header) = &record.header {
+            heads.put_header(record.block, header)?;
+        }
     }
     heads.trim_windows(head.block, inner.options.unwind_depth)?;
     Ok(heads.set_head(head)?)

@@ -5,9 +5,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use alloy_primitives::B256;
-use redb::TableHandle;
+use bytes::Bytes;
+use redb::{ReadableDatabase, TableHandle};
 use strata_cache::{CacheStats, WarmupPool, build_cache};
 
+use crate::genesis_init::BlockZero;
 use crate::inner::Inner;
 use crate::ledger::{FlushStats, FlushWorker, Ledger};
 use crate::maintenance::{self, MaintenanceReport, MaintenanceWorker};
@@ -322,7 +324,24 @@ impl StateDb {
         alloc: &strata_genesis::GenesisAlloc,
         hash: B256,
     ) -> Result<B256> {
-        Ok(self.write_genesis(alloc, |_| Ok(Some(hash)))?.0)
+        let block_zero = BlockZero { hash, header: None };
+        Ok(self.write_genesis(alloc, |_| Ok(Some(block_zero)))?.0)
+    }
+
+    /// Like [`StateDb::init_genesis_with_hash`], and stores block 0's
+    /// `header` as the client encodes it (RLP for Ethereum), served by
+    /// `StateReader::block_header(0)` while block 0 is among the last 256.
+    pub fn init_genesis_with_header(
+        &self,
+        alloc: &strata_genesis::GenesisAlloc,
+        hash: B256,
+        header: Bytes,
+    ) -> Result<B256> {
+        let block_zero = BlockZero {
+            hash,
+            header: Some(header),
+        };
+        Ok(self.write_genesis(alloc, |_| Ok(Some(block_zero)))?.0)
     }
 
     /// Writes `genesis` — a genesis as clients hold it, e.g. from reth's
@@ -336,7 +355,10 @@ impl StateDb {
         let (root, hash) = self.write_genesis(&alloc, |root| {
             let header = chain::genesis_header(genesis, root)
                 .map_err(|error| Error::GenesisHeader(error.to_string()))?;
-            Ok(Some(header.hash_slow()))
+            Ok(Some(BlockZero {
+                hash: header.hash_slow(),
+                header: Some(Bytes::from(alloy_rlp::encode(&header))),
+            }))
         })?;
         Ok((root, hash.expect("a hash was given")))
     }
@@ -362,11 +384,11 @@ impl StateDb {
     fn write_genesis(
         &self,
         alloc: &strata_genesis::GenesisAlloc,
-        hash_of: impl FnOnce(B256) -> Result<Option<B256>>,
+        block_of: impl FnOnce(B256) -> Result<Option<BlockZero>>,
     ) -> Result<(B256, Option<B256>)> {
         self.inner.check_poisoned()?;
         let _write_side = WriterTicket::take(&self.inner.writer_slot, Wait::Yes)?;
-        let result = crate::genesis_init::init_genesis(&self.inner, alloc, hash_of);
+        let result = crate::genesis_init::init_genesis(&self.inner, alloc, block_of);
         self.inner.poison_on_error(result)
     }
 
@@ -390,6 +412,34 @@ impl StateDb {
         self.flush()?;
         let result = maintenance::run(&self.inner);
         self.inner.poison_on_error(result)
+    }
+
+    /// Records the chain's configuration as the client encodes it (opaque
+    /// to the store; `strata import-chain` and `init --chain` keep the geth
+    /// genesis `config` object as JSON), in one durable redb transaction,
+    /// replacing any earlier one. It tells a later process over the datadir
+    /// — a resumed import, `strata serve` running calls — the chain's fork
+    /// rules.
+    pub fn set_chain_config(&self, config: &[u8]) -> Result<()> {
+        self.inner.check_poisoned()?;
+        let txn = self.inner.db.begin_write().map_err(db_err("begin write"))?;
+        {
+            let mut table = txn.open_table(META).map_err(db_err("open meta"))?;
+            meta::write_chain_config(&mut table, config)?;
+        }
+        txn.commit().map_err(db_err("commit chain configuration"))
+    }
+
+    /// The chain's configuration [`StateDb::set_chain_config`] recorded, if
+    /// any.
+    pub fn chain_config(&self) -> Result<Option<Bytes>> {
+        let txn = guarded("(database header)", || {
+            self.inner.db.begin_read().map_err(db_err("begin read"))
+        })?;
+        guarded(META.name(), || {
+            let table = txn.open_table(META).map_err(db_err("open meta"))?;
+            Ok(meta::read_chain_config(&table)?.map(Bytes::from))
+        })
     }
 
     /// Moves every committed block from the memory tier (and journal) into

@@ -244,6 +244,15 @@ impl BlockWriter {
         self.overlay_mut().block_hash = Some(hash);
     }
 
+    /// Records the block's header as the client encodes it (RLP for
+    /// Ethereum; the store keeps the bytes as given), served by
+    /// `block_header` lookups for the same 256 blocks as the hashes: what
+    /// an RPC server needs to run a call at a recent block. It travels in
+    /// the block's journal record, so it is as durable as the block.
+    pub fn set_block_header(&mut self, header: Bytes) {
+        self.overlay_mut().block_header = Some(header);
+    }
+
     /// A read handle over the last committed block plus this block's writes
     /// so far; later writes of the block are not visible through it.
     pub fn reader(&self, regime: Regime) -> StateReader {

@@ -53,4 +53,10 @@ impl DecodedBlock {
     pub fn number(&self) -> u64 {
         self.block.header.number
     }
+
+    /// The header's RLP, what the store keeps beside the block's hash
+    /// (`BlockWriter::set_block_header`) for calls at this block.
+    pub fn header_rlp(&self) -> bytes::Bytes {
+        bytes::Bytes::from(alloy_rlp::encode(&self.block.header))
+    }
 }

@@ -85,6 +85,14 @@ impl ChainSpec {
         Ok(schedule.into_spec(MAINNET_CHAIN_ID))
     }
 
+    /// The chain a datadir's recorded configuration describes (the JSON
+    /// [`crate::GenesisBlock::recorded_config`] writes).
+    pub fn from_recorded(config: &[u8]) -> Result<Self, ChainSpecError> {
+        let config: ChainConfig = serde_json::from_slice(config)
+            .map_err(|error| ChainSpecError::Recorded(error.to_string()))?;
+        Ok(Self::from_chain_config(&config))
+    }
+
     /// The chain a geth genesis `config` describes: each `*Block` and
     /// `*Time` field, `terminalTotalDifficulty` for the merge, `daoForkBlock`
     /// with `daoForkSupport`.

@@ -12,6 +12,10 @@ pub enum ChainSpecError {
         "unknown network {0:?} (expected a fork such as Cancun, or a transition such as BerlinToLondonAt5)"
     )]
     UnknownNetwork(String),
+    /// A datadir's recorded chain configuration that is not a geth genesis
+    /// `config` object.
+    #[error("the datadir's recorded chain configuration is not a geth genesis config: {0}")]
+    Recorded(String),
     /// A network whose rules the EVM cannot run.
     #[error("network {network}: {reason}")]
     Unsupported {

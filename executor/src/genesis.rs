@@ -17,6 +17,9 @@ use crate::error::GenesisError;
 /// allocation in strata's form.
 #[derive(Clone, Debug)]
 pub struct GenesisBlock {
+    /// The genesis `config` as given (chain id, fork blocks and times):
+    /// what a datadir records ([`ChainSpec::from_recorded`]).
+    pub config: alloy_genesis::ChainConfig,
     /// The chain's fork schedule, from the genesis `config`.
     pub spec: ChainSpec,
     /// The header, whose state root alloy-trie computed from the allocation.
@@ -28,6 +31,17 @@ pub struct GenesisBlock {
 }
 
 impl GenesisBlock {
+    /// The `config` as a datadir records it (`StateDb::set_chain_config`):
+    /// JSON, read back by [`ChainSpec::from_recorded`].
+    pub fn recorded_config(&self) -> Vec<u8> {
+        serde_json::to_vec(&self.config).expect("a chain config serialises")
+    }
+
+    /// The header's RLP, what the store keeps as block 0's header.
+    pub fn header_rlp(&self) -> bytes::Bytes {
+        bytes::Bytes::from(alloy_rlp::encode(&self.header))
+    }
+
     /// The genesis block `genesis` describes.
     pub fn new(genesis: &Genesis) -> Result<Self, GenesisError> {
         let alloc = alloc_of(genesis);
@@ -36,6 +50,7 @@ impl GenesisBlock {
             .map_err(|error| GenesisError::Header(error.to_string()))?;
         let hash = header.hash_slow();
         Ok(Self {
+            config: genesis.config.clone(),
             spec: ChainSpec::from_chain_config(&genesis.config),
             header,
             hash,

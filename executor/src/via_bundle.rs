@@ -71,6 +71,7 @@ pub(crate) fn execute(
         message: error.to_string(),
     })?;
     writer.set_block_hash(block.hash);
+    writer.set_block_header(block.header_rlp());
     Ok(PathRun {
         writer,
         outcome,

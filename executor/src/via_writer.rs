@@ -67,6 +67,7 @@ pub(crate) fn execute(
         }
     })?;
     writer.set_block_hash(block.hash);
+    writer.set_block_header(block.header_rlp());
     Ok(PathRun {
         writer,
         outcome,

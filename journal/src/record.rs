@@ -1,9 +1,11 @@
 //! What one block's journal record holds and how it is encoded: the block,
-//! its root and hash, and every key it wrote in every domain (commitment
-//! records included) with the new value and, for unwind, the previous one.
+//! its root, hash and header, and every key it wrote in every domain
+//! (commitment records included) with the new value and, for unwind, the
+//! previous one.
 //!
 //! ```text
-//! version u8 (1) | block u64 | root [32] | has_hash u8 | hash [32]?
+//! version u8 (1 or 2) | block u64 | root [32] | has_hash u8 | hash [32]?
+//! | (version 2 only) header_len u32 | header
 //! | entries u32 | entry*
 //! entry: domain u8 | key_len u16 | key | value | prev
 //! value: 0 (deleted) | 1 len u32 bytes
@@ -17,8 +19,12 @@ use bytes::Bytes;
 
 use strata_types::domain::Domain;
 
-/// The encoding version written first in every record.
-const VERSION: u8 = 1;
+/// The encoding version of a record without a header (and of every record
+/// before headers were kept).
+const VERSION_NO_HEADER: u8 = 1;
+
+/// The encoding version of a record that carries the block's header.
+const VERSION_WITH_HEADER: u8 = 2;
 
 /// A key's value before the block, as unwind needs it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -53,6 +59,9 @@ pub struct BlockRecord {
     pub root: B256,
     /// The block's hash, when the caller gave one.
     pub hash: Option<B256>,
+    /// The block's header as the client encodes it (RLP for Ethereum), when
+    /// the caller gave one: opaque to the store, kept with the block's hash.
+    pub header: Option<Bytes>,
     /// Every key written, commitment records included.
     pub writes: Vec<RecordWrite>,
 }
@@ -88,7 +97,10 @@ impl BlockRecord {
 
     fn encode_with<'p>(&self, previous: impl Fn(usize) -> &'p Previous, out: &mut Vec<u8>) {
         out.clear();
-        out.push(VERSION);
+        out.push(match self.header {
+            Some(_) => VERSION_WITH_HEADER,
+            None => VERSION_NO_HEADER,
+        });
         out.extend_from_slice(&self.block.to_le_bytes());
         out.extend_from_slice(self.root.as_slice());
         match self.hash {
@@ -97,6 +109,9 @@ impl BlockRecord {
                 out.extend_from_slice(hash.as_slice());
             }
             None => out.push(0),
+        }
+        if let Some(header) = &self.header {
+            put_bytes(out, header);
         }
         out.extend_from_slice(&(self.writes.len() as u32).to_le_bytes());
         for (index, write) in self.writes.iter().enumerate() {
@@ -130,7 +145,8 @@ impl BlockRecord {
     pub fn decode(payload: &Bytes) -> Result<BlockRecord, RecordError> {
         let bytes: &[u8] = payload;
         let mut reader = Reader { bytes, offset: 0 };
-        if reader.u8("version")? != VERSION {
+        let version = reader.u8("version")?;
+        if version != VERSION_NO_HEADER && version != VERSION_WITH_HEADER {
             return Err(reader.error(1, "unknown record version"));
         }
         let block = reader.u64("block")?;
@@ -139,6 +155,11 @@ impl BlockRecord {
             0 => None,
             1 => Some(B256::from_slice(reader.take(32, "hash")?)),
             _ => return Err(reader.error(1, "bad hash flag")),
+        };
+        let header = if version == VERSION_WITH_HEADER {
+            Some(payload.slice_ref(reader.bytes("header")?))
+        } else {
+            None
         };
         let count = reader.u32("entry count")? as usize;
         // Each entry takes at least 5 bytes: a count beyond that is damage.
@@ -178,6 +199,7 @@ impl BlockRecord {
             block,
             root,
             hash,
+            header,
             writes,
         })
     }
@@ -281,12 +303,14 @@ mod tests {
             any::<u64>(),
             any::<[u8; 32]>(),
             proptest::option::of(any::<[u8; 32]>()),
+            proptest::option::of(proptest::collection::vec(any::<u8>(), 0..600)),
             proptest::collection::vec(write(), 0..20),
         )
-            .prop_map(|(block, root, hash, writes)| BlockRecord {
+            .prop_map(|(block, root, hash, header, writes)| BlockRecord {
                 block,
                 root: B256::from(root),
                 hash: hash.map(B256::from),
+                header: header.map(Bytes::from),
                 writes,
             })
     }
@@ -311,11 +335,33 @@ mod tests {
     }
 
     #[test]
+    fn a_record_without_a_header_keeps_the_first_encoding() {
+        let mut record = BlockRecord {
+            block: 3,
+            root: B256::repeat_byte(2),
+            hash: Some(B256::repeat_byte(3)),
+            header: None,
+            writes: Vec::new(),
+        };
+        let mut bytes = Vec::new();
+        record.encode_into(&mut bytes);
+        // version 1 | block | root | hash flag | hash | entry count
+        assert_eq!(bytes.len(), 1 + 8 + 32 + 1 + 32 + 4);
+        assert_eq!(bytes[0], 1);
+
+        record.header = Some(Bytes::from_static(b"an rlp header"));
+        record.encode_into(&mut bytes);
+        assert_eq!(bytes[0], 2);
+        assert_eq!(BlockRecord::decode(&Bytes::from(bytes)), Ok(record));
+    }
+
+    #[test]
     fn damage_is_named_with_its_offset() {
         let record = BlockRecord {
             block: 9,
             root: B256::repeat_byte(1),
             hash: None,
+            header: None,
             writes: vec![RecordWrite {
                 domain: Domain::Storage,
                 key: Bytes::from_static(&[1, 2, 3]),

@@ -164,6 +164,7 @@ mod tests {
             block,
             root: B256::with_last_byte(block as u8),
             hash: None,
+            header: None,
             writes: writes
                 .iter()
                 .map(|(key, value, previous)| RecordWrite {

@@ -32,12 +32,14 @@ pub struct MemValue {
 }
 
 /// Root and hash of a block held in memory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MemBlock {
     /// The state root after the block.
     pub root: B256,
     /// The block's hash, where the writer gave one.
     pub hash: Option<B256>,
+    /// The block's header, where the writer gave one.
+    pub header: Option<Bytes>,
 }
 
 /// The commitment records one block wrote.
@@ -118,6 +120,7 @@ impl MemoryTier {
             MemBlock {
                 root: record.root,
                 hash: record.hash,
+                header: record.header.clone(),
             },
         );
     }
@@ -262,6 +265,7 @@ mod tests {
             block,
             root: B256::repeat_byte(block as u8),
             hash: None,
+            header: None,
             writes: writes
                 .iter()
                 .map(|(domain, key, value)| RecordWrite {

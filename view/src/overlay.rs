@@ -18,6 +18,9 @@ pub struct Overlay {
     wiped: BTreeSet<Address>,
     /// The block's hash, when the client gives it.
     pub block_hash: Option<alloy_primitives::B256>,
+    /// The block's header (opaque bytes: RLP for Ethereum), when the client
+    /// gives it.
+    pub block_header: Option<Bytes>,
 }
 
 impl Overlay {

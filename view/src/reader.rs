@@ -228,7 +228,7 @@ impl StateReader {
 
     /// The hash of block `number`, when it is one of the 256 blocks up to
     /// this handle's block committed with a hash
-    /// ([`crate::BlockWriter::set_block_hash`]).
+    /// (`BlockWriter::set_block_hash`).
     pub fn block_hash(&self, number: u64) -> Result<Option<B256>> {
         if let Some(at) = self.at
             && (number > at.block || number.saturating_add(BLOCK_HASH_WINDOW) <= at.block)
@@ -236,6 +236,18 @@ impl StateReader {
             return Ok(None);
         }
         self.snapshot.block_hash(number)
+    }
+
+    /// The header of block `number` as its writer gave it
+    /// (`BlockWriter::set_block_header`), when it is one of the 256 blocks
+    /// up to this handle's block and was given one.
+    pub fn block_header(&self, number: u64) -> Result<Option<Bytes>> {
+        if let Some(at) = self.at
+            && (number > at.block || number.saturating_add(BLOCK_HASH_WINDOW) <= at.block)
+        {
+            return Ok(None);
+        }
+        self.snapshot.block_header(number)
     }
 
     /// The bytecode of `address`, or `None` when it has none.

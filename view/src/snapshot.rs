@@ -17,7 +17,9 @@ use crate::error::{Result, db_err};
 use crate::fileset::FileSet;
 use crate::history::History;
 use crate::memory::MemoryTier;
-use strata_db::tables::{BLOCK_HASH_WINDOW, BLOCK_HASHES, CODE_BY_HASH, domain_table};
+use strata_db::tables::{
+    BLOCK_HASH_WINDOW, BLOCK_HASHES, BLOCK_HEADERS, CODE_BY_HASH, domain_table,
+};
 use strata_db::value;
 use strata_types::Head;
 use strata_types::domain::Domain;
@@ -94,6 +96,8 @@ struct DbView {
     tables: [ReadOnlyTable<&'static [u8], &'static [u8]>; 4],
     code_by_hash: ReadOnlyTable<&'static [u8], &'static [u8]>,
     block_hashes: ReadOnlyTable<u64, &'static [u8]>,
+    /// `None` in a datadir no header was written to yet.
+    block_headers: Option<ReadOnlyTable<u64, &'static [u8]>>,
     // Keeps the snapshot's pages alive; dropped after the tables.
     _txn: ReadTransaction,
 }
@@ -152,6 +156,13 @@ impl Snapshot {
         let block_hashes = guarded(BLOCK_HASHES.name(), || {
             txn.open_table(BLOCK_HASHES).map_err(db_err("open table"))
         })?;
+        let block_headers = guarded(BLOCK_HEADERS.name(), || {
+            match txn.open_table(BLOCK_HEADERS) {
+                Ok(table) => Ok(Some(table)),
+                Err(redb::TableError::TableDoesNotExist(_)) => Ok(None),
+                Err(error) => Err(db_err("open table")(error)),
+            }
+        })?;
         Ok(Snapshot {
             head,
             memory,
@@ -159,6 +170,7 @@ impl Snapshot {
                 tables,
                 code_by_hash,
                 block_hashes,
+                block_headers,
                 _txn: txn,
             }),
             files,
@@ -317,6 +329,27 @@ impl Snapshot {
                 .get(number)
                 .map_err(db_err("get block hash"))?;
             Ok(found.map(|guard| B256::from_slice(guard.value())))
+        })
+    }
+
+    /// The header of block `number` as its writer gave it, if it is among
+    /// the last 256 committed and was given one.
+    pub fn block_header(&self, number: u64) -> Result<Option<Bytes>> {
+        if self
+            .block()
+            .is_some_and(|head| number.saturating_add(BLOCK_HASH_WINDOW) <= head)
+        {
+            return Ok(None);
+        }
+        if let Some(block) = self.memory.block(number) {
+            return Ok(block.header.clone());
+        }
+        let Some(headers) = &self.db.block_headers else {
+            return Ok(None);
+        };
+        guarded(BLOCK_HEADERS.name(), || {
+            let found = headers.get(number).map_err(db_err("get block header"))?;
+            Ok(found.map(|guard| Bytes::copy_from_slice(guard.value())))
         })
     }
 

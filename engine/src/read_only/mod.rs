@@ -245,6 +245,18 @@ impl ReadOnlyStateDb {
         )
     }
 
+    /// The chain's configuration the writer recorded
+    /// ([`crate::StateDb::set_chain_config`]), if any.
+    pub fn chain_config(&self) -> Result<Option<bytes::Bytes>> {
+        let txn = guarded("(database header)", || {
+            self.follower.db.begin_read().map_err(db_err("begin read"))
+        })?;
+        guarded(META.name(), || {
+            let table = txn.open_table(META).map_err(db_err("open meta"))?;
+            Ok(meta::read_chain_config(&table)?.map(bytes::Bytes::from))
+        })
+    }
+
     /// The root redb keeps for `block` (the unwind window's flushed blocks).
     fn stored_root(&self, block: u64) -> Result<Option<B256>> {
         let txn = guarded("(database header)", || {

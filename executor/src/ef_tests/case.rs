@@ -118,7 +118,11 @@ fn run(case: &Case, scratch: &Path, state: StatePath) -> Result<CaseOutcome, Fai
     let db = StateDb::open(dir.path(), case_options())
         .map_err(|e| Failure::case(format!("open: {e}")))?;
     let root = db
-        .init_genesis_with_hash(&alloc, genesis_hash)
+        .init_genesis_with_header(
+            &alloc,
+            genesis_hash,
+            bytes::Bytes::from(alloy_rlp::encode(&genesis)),
+        )
         .map_err(|e| Failure::case(format!("genesis: {e}")))?;
     if root != genesis.state_root {
         return Err(Failure::case(format!(

@@ -56,6 +56,111 @@ fn code_is_found_by_hash_and_block_hashes_keep_a_window() {
 }
 
 #[test]
+fn block_headers_travel_with_their_blocks_through_flush_reopen_followers_and_unwind() {
+    let dir = tempfile::tempdir().unwrap();
+    let shared = Options {
+        share_with_readers: true,
+        ..small_options()
+    };
+    let header = |number: u64| bytes::Bytes::from(format!("rlp header of block {number}"));
+    let who = Address::with_last_byte(11);
+    let db = StateDb::open(dir.path(), shared.clone()).unwrap();
+    let follower = ReadOnlyStateDb::open(dir.path(), Options::default()).unwrap();
+    for number in 0..300u64 {
+        let mut writer = db.begin_block(number).unwrap();
+        writer.set_block_hash(keccak256(number.to_be_bytes()));
+        if number != 280 {
+            writer.set_block_header(header(number));
+        }
+        writer.put_account(
+            who,
+            &Account {
+                nonce: number,
+                ..Account::default()
+            },
+        );
+        writer.commit().unwrap();
+        if number == 150 {
+            db.flush().unwrap();
+        }
+    }
+    let check = |reader: &strata_storage::StateReader, newest: u64| {
+        assert_eq!(reader.block_header(newest).unwrap(), Some(header(newest)));
+        assert_eq!(
+            reader.block_header(newest - 255).unwrap(),
+            Some(header(newest - 255))
+        );
+        assert_eq!(
+            reader.block_header(newest - 256).unwrap(),
+            None,
+            "outside the window"
+        );
+        assert_eq!(reader.block_header(newest + 1).unwrap(), None, "not yet");
+    };
+    // Flushed (block 150) and in the memory tier (299).
+    check(&db.reader(Regime::Exec), 299);
+    assert_eq!(
+        db.reader(Regime::Exec).block_header(150).unwrap(),
+        Some(header(150))
+    );
+    // A block committed without a header has none.
+    assert_eq!(db.reader(Regime::Exec).block_header(280).unwrap(), None);
+    // At an older block: its own header, none of the blocks after it (the
+    // window's far end stays the head's, as for block hashes).
+    let early = db.reader_at(295, Regime::Exec).unwrap();
+    assert_eq!(early.block_header(295).unwrap(), Some(header(295)));
+    assert_eq!(early.block_header(296).unwrap(), None);
+    // Another process's handle reads them from the journal and from redb.
+    check(&wait_for_block(&follower, 299), 299);
+    drop(follower);
+
+    // An unwind takes the headers of the blocks it undoes with it, and
+    // keeps the whole window below the block it returns to (hashes too:
+    // the next block's BLOCKHASH reaches 256 blocks back).
+    db.unwind_to(295).unwrap();
+    let reader = db.reader(Regime::Exec);
+    check(&reader, 295);
+    assert_eq!(reader.block_header(296).unwrap(), None);
+    assert_eq!(
+        reader.block_hash(295 - 255).unwrap(),
+        Some(keccak256((295u64 - 255).to_be_bytes()))
+    );
+    db.close().unwrap();
+
+    // Reopened: the journal's records and redb give them back.
+    let db = StateDb::open(dir.path(), shared).unwrap();
+    check(&db.reader(Regime::Exec), 295);
+    let mut writer = db.begin_block(296).unwrap();
+    writer.set_block_header(header(296));
+    writer.commit().unwrap();
+    check(&db.reader(Regime::Exec), 296);
+}
+
+#[test]
+fn the_chain_configuration_is_recorded_for_later_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let shared = Options {
+        share_with_readers: true,
+        ..small_options()
+    };
+    let db = StateDb::open(dir.path(), shared.clone()).unwrap();
+    assert_eq!(db.chain_config().unwrap(), None);
+    db.set_chain_config(br#"{"chainId":1}"#).unwrap();
+    db.set_chain_config(br#"{"chainId":7}"#).unwrap();
+    let follower = ReadOnlyStateDb::open(dir.path(), Options::default()).unwrap();
+    assert_eq!(
+        follower.chain_config().unwrap().as_deref(),
+        Some(&br#"{"chainId":7}"#[..])
+    );
+    db.close().unwrap();
+    let db = StateDb::open(dir.path(), shared).unwrap();
+    assert_eq!(
+        db.chain_config().unwrap().as_deref(),
+        Some(&br#"{"chainId":7}"#[..])
+    );
+}
+
+#[test]
 fn refused_requests_name_the_problem_and_leave_the_store_usable() {
     let dir = tempfile::tempdir().unwrap();
     let db = StateDb::open(dir.path(), small_options()).unwrap();

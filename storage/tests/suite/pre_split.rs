@@ -101,4 +101,19 @@ fn a_datadir_of_the_pre_split_build_opens_as_a_writer_replays_its_journal_and_ve
     // The state at block 23, undone from the journal's unwind data.
     assert_eq!(db.unwind_to(23).unwrap(), ROOT_23);
     assert_eq!(db.reader(Regime::Exec).account(&who(123)).unwrap(), None);
+
+    // Headers were not kept then: none is served, and the first block
+    // given one writes its journal record in the second encoding and, at
+    // the flush, creates the headers' table.
+    assert_eq!(db.reader(Regime::Exec).block_header(23).unwrap(), None);
+    let mut writer = db.begin_block(24).unwrap();
+    writer.set_block_header(bytes::Bytes::from_static(b"header 24"));
+    writer.commit().unwrap();
+    db.flush().unwrap();
+    let reader = db.reader(Regime::Exec);
+    assert_eq!(reader.block_header(23).unwrap(), None);
+    assert_eq!(
+        reader.block_header(24).unwrap().as_deref(),
+        Some(&b"header 24"[..])
+    );
 }

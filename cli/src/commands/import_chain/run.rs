@@ -249,7 +249,7 @@ fn start(
     let genesis_number = genesis.header.number;
     let Some(last) = db.last_block() else {
         let root = db
-            .init_genesis_with_hash(&genesis.alloc, genesis.hash)
+            .init_genesis_with_header(&genesis.alloc, genesis.hash, genesis.header_rlp())
             .map_err(CliError::storage(datadir))?;
         if root != genesis.header.state_root {
             return Err(CliError::ImportChain(format!(
@@ -257,6 +257,8 @@ fn start(
                 genesis.header.state_root
             )));
         }
+        db.set_chain_config(&genesis.recorded_config())
+            .map_err(CliError::storage(datadir))?;
         if let Some(out) = trace_out {
             out.genesis(genesis)?;
         }
