@@ -19,8 +19,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use strata_storage::genesis::GenesisAlloc;
 use strata_storage::{Regime, StateReader};
-
-use crate::trace::TraceBlock;
+use strata_trace::TraceBlock;
 
 pub use figures::Window;
 pub use figures::{ObserverFigures, ObserverReport, Percentiles, SLOW_NS, format_ns};
