@@ -4,7 +4,10 @@
 //!
 //! The block-trace format, the in-memory state model (the root oracle), the
 //! synthetic trace generator and the geth prestateTracer importer live in
-//! strata-trace (`strata_trace`, `strata_trace::{model, generator, geth}`).
+//! strata-trace (`strata_trace`, `strata_trace::{model, generator, geth}`);
+//! the observer's reads and figures in strata-observer (`strata_observer`).
+//! The observer's second process (`strata observe --samples`, started by
+//! `strata replay --observer-process`) is `commands::observe`.
 #![deny(missing_docs)]
 
 pub mod cold;
@@ -12,7 +15,6 @@ pub mod commands;
 pub mod error;
 pub mod logging;
 pub mod metrics_server;
-pub mod observer;
 pub mod output;
 mod scratch;
 
