@@ -39,9 +39,9 @@ use std::time::{Duration, Instant};
 use rand::Rng;
 use strata_benches::{env_u64, machine_load};
 use strata_cli::cold::evict_page_cache;
-use strata_cli::generator::{GenConfig, generate};
-use strata_cli::trace::{TraceBlock, TraceLine, TraceReader, TraceWriter};
 use strata_storage::{BlockAccessList, Durability, Options, StateDb};
+use strata_trace::generator::{GenConfig, generate};
+use strata_trace::{TraceBlock, TraceLine, TraceReader, TraceWriter};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {

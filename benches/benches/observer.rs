@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use alloy_primitives::{Address, B256};
 use strata_benches::{block_writes, env_u64, genesis_with_contracts, machine_load, seeded, stage};
-use strata_cli::observer::{
+use strata_observer::{
     KeyPool, OBSERVER_REGIME, ObserverFigures, Sample, Window, format_ns, monotonic_ns, observe,
 };
 use strata_storage::{Options, ReadOnlyStateDb, StateDb, StateReader};
@@ -167,9 +167,9 @@ fn main() {
         ("read-only handle", &follower_samples),
     ] {
         let figures = ObserverFigures::new(name, samples, idle, load, committed_before, &commits);
-        let mut table = strata_cli::output::Lines::default();
-        figures.print(&mut table, sizes.rate);
-        print!("{}", table.as_str());
+        for line in figures.table(sizes.rate) {
+            println!("{line}");
+        }
         for (kind, idle, load) in &figures.rows {
             let ratio = load.p99_ns as f64 / idle.p99_ns.max(1) as f64;
             println!(

@@ -4,10 +4,9 @@
 use std::path::PathBuf;
 
 use strata_storage::genesis::GenesisError;
-
-use crate::geth::GethError;
-use crate::model::VerifyError;
-use crate::trace::TraceError;
+use strata_trace::TraceError;
+use strata_trace::geth::GethError;
+use strata_trace::model::VerifyError;
 
 /// Why a `strata` command failed.
 #[derive(Debug, thiserror::Error)]
@@ -254,17 +253,23 @@ impl CliError {
         let path = path.into();
         move |source| Self::File { path, source }
     }
+
+    /// A [`CliError::Json`] for `path`, with the parser's line and column.
+    pub fn json(path: impl Into<PathBuf>) -> impl FnOnce(serde_json::Error) -> Self {
+        let path = path.into();
+        move |e| Self::Json {
+            path,
+            line: e.line(),
+            column: e.column(),
+            message: e.to_string(),
+        }
+    }
 }
 
 /// Read and parse a JSON file, with the line/column of a syntax error.
 pub fn read_json(path: &std::path::Path) -> Result<serde_json::Value, CliError> {
     let text = std::fs::read_to_string(path).map_err(CliError::file(path))?;
-    serde_json::from_str(&text).map_err(|e| CliError::Json {
-        path: path.to_owned(),
-        line: e.line(),
-        column: e.column(),
-        message: e.to_string(),
-    })
+    serde_json::from_str(&text).map_err(CliError::json(path))
 }
 
 /// A replayed block read a value the store does not hold.

@@ -1,20 +1,21 @@
-//! strata-cli: the library behind the `strata` binary — the block-trace
-//! format, an independent in-memory state model (the root oracle), the
-//! synthetic trace generator, the geth prestateTracer importer and the
-//! command implementations.
+//! strata-cli: the library behind the `strata` binary — the command
+//! implementations, their errors and output, logs and the `--metrics`
+//! endpoint.
+//!
+//! The block-trace format, the in-memory state model (the root oracle), the
+//! synthetic trace generator and the geth prestateTracer importer live in
+//! strata-trace (`strata_trace`, `strata_trace::{model, generator, geth}`);
+//! the observer's reads and figures in strata-observer (`strata_observer`).
+//! The observer's second process (`strata observe --samples`, started by
+//! `strata replay --observer-process`) is `commands::observe`.
 #![deny(missing_docs)]
 
 pub mod cold;
 pub mod commands;
 pub mod error;
-pub mod generator;
-pub mod geth;
 pub mod logging;
 pub mod metrics_server;
-pub mod model;
-pub mod observer;
 pub mod output;
 mod scratch;
-pub mod trace;
 
 pub use error::{CliError, ReplayReadMismatch, ReplayRootMismatch, ResumeMismatch};

@@ -1,4 +1,4 @@
-//! Fuzz target for the trace reader (`strata_cli::trace`).
+//! Fuzz target for the trace reader (`strata_trace`).
 //!
 //! Input: the bytes of a whole trace file, read with `TraceReader` line by
 //! line. Every item is `Ok` or a `TraceError` whose line is the reader's
@@ -12,7 +12,7 @@
 use std::io::Cursor;
 
 use libfuzzer_sys::fuzz_target;
-use strata_cli::trace::{TraceLine, TraceReader, line_to_string, parse_line};
+use strata_trace::{TraceLine, TraceReader, line_to_string, parse_line};
 
 fuzz_target!(|data: &[u8]| {
     let lines_in_input = data.split(|&b| b == b'\n').count();

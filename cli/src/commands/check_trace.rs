@@ -8,9 +8,9 @@ use std::time::Instant;
 
 use clap::Args;
 use strata_storage::genesis::parse_alloc_json;
+use strata_trace::model::verify_trace;
 
 use crate::CliError;
-use crate::model::verify_trace;
 use crate::output::print_text;
 
 /// Arguments of `strata check-trace`.

@@ -5,13 +5,13 @@ use std::path::PathBuf;
 
 use clap::Args;
 use clap::builder::RangedU64ValueParser;
-
-use crate::CliError;
-use crate::generator::{
+use strata_trace::TraceWriter;
+use strata_trace::generator::{
     GenConfig, GenOutputError, GenSummary, MAX_BLOCKS, MAX_GENESIS_ACCOUNTS, MAX_PER_BLOCK,
     MAX_SLOTS_PER_ACCOUNT, SlotDensity, generate_with,
 };
-use crate::trace::TraceWriter;
+
+use crate::CliError;
 
 /// Arguments of `strata gen-trace`.
 #[derive(Debug, Clone, Args)]

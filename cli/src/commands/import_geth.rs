@@ -1,6 +1,6 @@
 //! `strata import-geth --prestate FILE --diff FILE [--block-header FILE]
 //! [--number N]`: print one trace block line built from geth prestateTracer
-//! output (see `geth`).
+//! output (see `strata_trace::geth`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -9,10 +9,10 @@ use alloy_primitives::B256;
 use clap::{ArgGroup, Args};
 use serde_json::Value;
 use strata_storage::genesis::{ValueError, parse_hash, parse_u64, short};
+use strata_trace::geth::{diff_frames, merge_block, parse_document, prestate_frames};
+use strata_trace::{TraceLine, line_to_string};
 
 use crate::CliError;
-use crate::geth::{diff_frames, merge_block, prestate_frames, read_document};
-use crate::trace::{TraceLine, line_to_string};
 
 /// Arguments of `strata import-geth`: `--prestate`, `--diff` or both are
 /// required (the usage line shows the pair as `<--prestate <FILE>|--diff
@@ -47,6 +47,13 @@ struct Header {
     number: Option<u64>,
     gas_used: Option<u64>,
     state_root: Option<B256>,
+}
+
+/// Read `path` as a geth JSON document, refusing any object with a repeated
+/// key ([`parse_document`]).
+fn read_document(path: &Path) -> Result<Value, CliError> {
+    let text = std::fs::read_to_string(path).map_err(CliError::file(path))?;
+    parse_document(&text).map_err(CliError::json(path))
 }
 
 fn header_field<T>(path: &Path, field: &str, result: Result<T, ValueError>) -> Result<T, CliError> {

@@ -133,7 +133,7 @@ fn init_get_root_stats_compact_verify_on_a_small_datadir() {
     let alloc =
         strata_storage::genesis::parse_alloc_json(&std::fs::read_to_string(&genesis).unwrap())
             .unwrap();
-    let mut model = strata_cli::model::WorldState::from_alloc(&alloc);
+    let mut model = strata_trace::model::WorldState::from_alloc(&alloc);
     assert_eq!(root, model.state_root().to_string());
 
     assert_eq!(
@@ -380,7 +380,7 @@ fn a_datadir_of_another_format_version_is_refused() {
 /// the blocks that can be read.
 #[test]
 fn get_at_a_recent_block_reads_what_the_next_block_found() {
-    use strata_cli::trace::{TraceLine, TraceReader};
+    use strata_trace::{TraceLine, TraceReader};
     let dir = tempfile::tempdir().unwrap();
     let datadir = dir.path().join("db");
     let db = datadir.to_str().unwrap();
@@ -513,7 +513,7 @@ fn proof_prints_eth_get_proof_json_that_verifies() {
 /// trace's prestate).
 #[test]
 fn proof_at_a_recent_block_verifies_against_that_blocks_root() {
-    use strata_cli::trace::{TraceLine, TraceReader};
+    use strata_trace::{TraceLine, TraceReader};
     let dir = tempfile::tempdir().unwrap();
     let datadir = dir.path().join("db");
     let db = datadir.to_str().unwrap();

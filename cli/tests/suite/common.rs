@@ -113,7 +113,7 @@ pub(crate) fn trace_roots(
     Option<alloy_primitives::B256>,
     std::collections::BTreeMap<u64, alloy_primitives::B256>,
 ) {
-    use strata_cli::trace::{TraceLine, TraceReader};
+    use strata_trace::{TraceLine, TraceReader};
     let file = std::io::BufReader::new(std::fs::File::open(path).unwrap());
     let mut genesis = None;
     let mut roots = std::collections::BTreeMap::new();

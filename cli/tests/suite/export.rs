@@ -1,8 +1,8 @@
 //! `strata export`: the last block's state as a line-by-line dump, whose
 //! accounts rebuild the datadir's root through the independent model.
 
-use strata_cli::model::WorldState;
 use strata_storage::genesis::parse_alloc_json;
+use strata_trace::model::WorldState;
 
 use crate::common::{strata, strata_err, strata_ok, testdata};
 

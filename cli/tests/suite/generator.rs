@@ -4,9 +4,9 @@
 
 use std::path::Path;
 
-use strata_cli::generator::{GenConfig, generate};
-use strata_cli::model::WorldState;
-use strata_cli::trace::{TraceLine, TraceReader, TraceWriter};
+use strata_trace::generator::{GenConfig, generate};
+use strata_trace::model::WorldState;
+use strata_trace::{TraceLine, TraceReader, TraceWriter};
 
 use crate::common::{strata, testdata};
 

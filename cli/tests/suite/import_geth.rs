@@ -5,12 +5,12 @@
 
 use alloy_primitives::{B256, U256, keccak256};
 use serde_json::{Value, json};
-use strata_cli::geth::{diff_frames, merge_block, prestate_frames};
-use strata_cli::model::WorldState;
-use strata_cli::trace::{TraceBlock, TraceLine, parse_line};
 use strata_storage::genesis::{
     alloc_from_value, parse_address, parse_u64, parse_u256, parse_word, parse_word_value,
 };
+use strata_trace::geth::{diff_frames, merge_block, prestate_frames};
+use strata_trace::model::WorldState;
+use strata_trace::{TraceBlock, TraceLine, parse_line};
 
 use crate::common::{json_files, read_json, strata, vectors};
 

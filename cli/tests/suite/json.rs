@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use alloy_primitives::Address;
 use serde_json::Value;
-use strata_cli::trace::{TraceLine, TraceReader};
+use strata_trace::{TraceLine, TraceReader};
 
 use crate::common::{replay_small_steps, strata, strata_ok, testdata, trace_roots};
 

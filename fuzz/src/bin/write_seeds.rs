@@ -13,8 +13,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use alloy_primitives::{Address, B256, KECCAK256_EMPTY, U256};
-use strata_cli::generator::{GenConfig, generate};
-use strata_cli::trace::TraceWriter;
 use strata_commitment::{
     AccountLeaf, ComputeOptions, MemoryBranchStore, MemoryState, TrieUpdate, compute_root,
     record_key,
@@ -22,6 +20,8 @@ use strata_commitment::{
 use strata_fuzz::entries_to_bytes;
 use strata_storage::Domain;
 use strata_storage::files::{FileMeta, FileSystem, MemFileSystem, SortedFileWriter};
+use strata_trace::TraceWriter;
+use strata_trace::generator::{GenConfig, generate};
 
 type Entries = Vec<(Vec<u8>, Option<Vec<u8>>)>;
 

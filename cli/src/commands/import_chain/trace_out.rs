@@ -1,5 +1,5 @@
 //! `--trace-out`: what each executed block read and wrote, written in
-//! strata's block-trace format (cli/TRACE_FORMAT.md), so that `strata
+//! strata's block-trace format (trace/TRACE_FORMAT.md), so that `strata
 //! replay` replays an executed chain without the EVM.
 
 use std::fs::File;
@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 
 use alloy_primitives::KECCAK256_EMPTY;
 use strata_executor::{BlockAccess, ExecutedBlock, GenesisBlock};
+use strata_trace::{AccountRead, AccountWrite, TraceBlock, TraceLine, TraceWriter};
 
 use crate::CliError;
-use crate::trace::{AccountRead, AccountWrite, TraceBlock, TraceLine, TraceWriter};
 
 /// The trace being written.
 #[derive(Debug)]

@@ -6,9 +6,9 @@ use std::path::Path;
 
 use alloy_primitives::{B256, KECCAK256_EMPTY, hex, keccak256};
 use strata_storage::StateReader;
+use strata_trace::TraceBlock;
 
 use crate::CliError;
-use crate::trace::TraceBlock;
 
 /// Check every value of `block.reads` against `reader` (the last committed
 /// block); the first difference is an error naming block, key and field.

@@ -8,6 +8,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
+use strata_observer::ObserverReport;
 
 use crate::commands::cache_json::CacheJson;
 use strata_storage::telemetry::CellSummary;
@@ -17,7 +18,6 @@ use super::ReplayArgs;
 use super::host::Host;
 use super::run::{BlockTiming, MaintenanceTotals, RunResult};
 use crate::CliError;
-use crate::observer::ObserverReport;
 
 /// The version of the report's layout (`schema_version`).
 pub(super) const SCHEMA_VERSION: u32 = 1;

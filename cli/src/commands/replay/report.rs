@@ -2,11 +2,11 @@
 //! regime, throughput, the observer table and the sweep comparison table.
 
 use std::collections::BTreeSet;
+use strata_observer::format_ns as ns;
 use strata_storage::Regime;
 use strata_storage::telemetry::{MetricsSnapshot, Tier};
 
 use super::run::RunResult;
-use crate::observer::format_ns as ns;
 use crate::output::Lines;
 
 /// Blocks per second of a run.
@@ -61,7 +61,9 @@ pub(super) fn print_run(out: &mut Lines, run: &RunResult) {
     print_alongside(out, run);
     if let Some(observer) = &run.observer {
         for figures in &observer.observers {
-            figures.print(out, observer.rate);
+            for line in figures.table(observer.rate) {
+                out.line(line);
+            }
         }
     }
 }

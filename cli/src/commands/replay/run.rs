@@ -9,6 +9,9 @@ use std::time::{Duration, Instant};
 
 use alloy_primitives::B256;
 use indicatif::{ProgressBar, ProgressStyle};
+use strata_observer::{
+    KeyPool, OBSERVER_REGIME, ObserverFigures, ObserverReport, Window, monotonic_ns, observe,
+};
 use strata_storage::telemetry::MetricsSnapshot;
 use strata_storage::{CacheKind, CacheStats, Durability, FlushStats, Options, Regime, StateDb};
 
@@ -18,10 +21,7 @@ use super::precheck;
 use super::source::{Start, TraceSource};
 use super::{Combo, ReplayArgs};
 use crate::CliError;
-use crate::observer::{
-    KeyPool, OBSERVER_REGIME, ObserverFigures, ObserverProcess, ObserverReport, Window,
-    monotonic_ns, observe,
-};
+use crate::commands::observe::ObserverProcess;
 use crate::scratch::{LockedDir, SWEEP_PREFIX, remove_stale};
 
 /// How long the observer measures the idle store before the blocks.

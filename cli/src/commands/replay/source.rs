@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 
 use alloy_primitives::B256;
 use strata_storage::genesis::{GenesisAlloc, parse_alloc_json};
+use strata_trace::{TraceBlock, TraceLine, TraceReader};
 
 use crate::CliError;
-use crate::trace::{TraceBlock, TraceLine, TraceReader};
 
 /// Where a trace starts.
 pub(crate) struct Start {

@@ -16,7 +16,7 @@ use alloy_trie::KECCAK_EMPTY;
 use rayon::prelude::*;
 use strata_storage::genesis::{GenesisAccount, GenesisAlloc};
 
-use crate::trace::{AccountRead, AccountWrite, TraceBlock};
+use crate::{AccountRead, AccountWrite, TraceBlock};
 use shards::ShardCache;
 use storage::Storage;
 

@@ -1,4 +1,4 @@
-//! Reading a geth JSON document: every object of it is checked for a
+//! Parsing a geth JSON document: every object of it is checked for a
 //! repeated key before the document becomes a `serde_json::Value` (which
 //! would keep the last of two equal keys). Hex keys are compared by value,
 //! so an address in two letter cases or a slot as `0x1` and `0x01` is a
@@ -6,28 +6,19 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::path::Path;
 
 use serde::Deserializer as _;
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-use crate::CliError;
-
-/// Read `path` as JSON, refusing any object with a repeated key (the error
-/// names the key, both spellings, and the line and column).
-pub fn read_document(path: &Path) -> Result<Value, CliError> {
-    let text = std::fs::read_to_string(path).map_err(CliError::file(path))?;
-    let json_error = |e: serde_json::Error| CliError::Json {
-        path: path.to_owned(),
-        line: e.line(),
-        column: e.column(),
-        message: e.to_string(),
-    };
-    let mut checker = serde_json::Deserializer::from_str(&text);
-    checker.deserialize_any(UniqueKeys).map_err(json_error)?;
-    checker.end().map_err(json_error)?;
-    serde_json::from_str(&text).map_err(json_error)
+/// Parse `text` as JSON, refusing any object with a repeated key (the error
+/// names the key and both spellings, and carries the line and column).
+/// Reading the file is the caller's.
+pub fn parse_document(text: &str) -> Result<Value, serde_json::Error> {
+    let mut checker = serde_json::Deserializer::from_str(text);
+    checker.deserialize_any(UniqueKeys)?;
+    checker.end()?;
+    serde_json::from_str(text)
 }
 
 /// The identity of a key: hex keys (with or without `0x`) by their value,

@@ -23,7 +23,7 @@ use rand::rngs::StdRng;
 use strata_storage::dump::DumpWriter;
 
 use crate::model::WorldState;
-use crate::trace::{TraceLine, TraceWriter};
+use crate::{TraceLine, TraceWriter};
 
 pub use zipf::{Exponent, Zipf};
 
@@ -271,8 +271,8 @@ fn write_dump(state: &WorldState, root: B256, out: &mut dyn Write) -> std::io::R
 #[cfg(test)]
 mod tests {
     use super::{GenConfig, SlotDensity, generate, generate_with};
+    use crate::TraceWriter;
     use crate::model::verify_trace;
-    use crate::trace::TraceWriter;
 
     fn config(accounts: usize, contracts: usize, blocks: u64) -> GenConfig {
         GenConfig {

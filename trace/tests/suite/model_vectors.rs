@@ -5,9 +5,9 @@
 use std::collections::BTreeMap;
 
 use alloy_primitives::{B256, U256};
-use strata_cli::model::WorldState;
-use strata_cli::trace::{AccountWrite, TraceBlock};
 use strata_storage::genesis::{GenesisAlloc, alloc_from_value, parse_hash};
+use strata_trace::model::WorldState;
+use strata_trace::{AccountWrite, TraceBlock};
 
 use crate::common::{json_files, read_json, vectors};
 

@@ -9,7 +9,7 @@ use alloy_primitives::{B256, hex};
 use strata_storage::genesis::GenesisAlloc;
 
 use super::{ReadMismatch, WorldState};
-use crate::trace::{TraceError, TraceLine, TraceReader};
+use crate::{TraceError, TraceLine, TraceReader};
 
 /// Why a trace does not check out.
 #[derive(Debug, thiserror::Error)]

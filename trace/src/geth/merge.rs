@@ -7,7 +7,7 @@ use alloy_trie::KECCAK_EMPTY;
 
 use super::frames::{DiffFrame, TxFrames};
 use super::{GethAccount, GethError};
-use crate::trace::{AccountRead, AccountWrite, TraceBlock};
+use crate::{AccountRead, AccountWrite, TraceBlock};
 
 /// The pre-block value of everything a transaction modified, taken from the
 /// diff of the first transaction that modified it.

@@ -7,7 +7,7 @@ use std::io::{self, Write};
 
 use alloy_primitives::{B256, U256, hex};
 
-use super::{AccountRead, AccountWrite, TraceBlock, TraceLine};
+use crate::{AccountRead, AccountWrite, TraceBlock, TraceLine};
 
 /// Writes trace lines, each followed by `\n`.
 #[derive(Debug)]

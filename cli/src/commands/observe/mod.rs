@@ -5,7 +5,9 @@
 //! or without `--trace` from the datadir itself (a seeded sample of its live
 //! accounts and slots). Prints percentiles at the end,
 //! or with `--samples` one line per observation (what `strata replay
-//! --observer-process` reads).
+//! --observer-process` reads; `process` is that parent's side).
+
+mod process;
 
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
@@ -14,13 +16,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Args;
+use strata_observer::{KeyPool, OBSERVER_REGIME, Percentiles, READS, Sample, format_ns, observe};
 use strata_storage::keys::{address_key, split_storage_key};
 use strata_storage::{Domain, Options, ReadOnlyStateDb};
 
 use super::replay::TraceSource;
 use crate::CliError;
-use crate::observer::{KeyPool, OBSERVER_REGIME, Percentiles, READS, Sample, format_ns, observe};
 use crate::output::Lines;
+
+pub(super) use process::ObserverProcess;
 
 /// Arguments of `strata observe`.
 #[derive(Debug, Clone, Args)]
@@ -108,7 +112,7 @@ pub(super) fn run(args: ObserveArgs) -> Result<(), CliError> {
         });
         let stdout = std::io::stdout();
         let mut out = std::io::BufWriter::new(stdout.lock());
-        writeln!(out, "{}", crate::observer::READY_LINE).map_err(CliError::Output)?;
+        writeln!(out, "{}", process::READY_LINE).map_err(CliError::Output)?;
         out.flush().map_err(CliError::Output)?;
         let mut failed = None;
         observe(&open, &keys, args.rate, &stop, deadline, 2, &mut |sample| {

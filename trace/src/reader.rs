@@ -3,7 +3,7 @@
 
 use std::io::BufRead;
 
-use super::{TraceError, TraceLine, parse_line};
+use crate::{TraceError, TraceLine, parse_line};
 
 /// Reads a trace line by line from any [`BufRead`]. Blank lines are skipped.
 /// After the first error the iterator ends.

@@ -10,7 +10,7 @@ use rand::seq::SliceRandom;
 use super::world::{Contract, Meta, mapping_slot, new_address, token_amount};
 use super::{BlockShape, Exponent, Zipf};
 use crate::model::WorldState;
-use crate::trace::{AccountWrite, TraceBlock};
+use crate::{AccountWrite, TraceBlock};
 
 /// Gas price used for fee accounting (20 gwei).
 const GAS_PRICE: u64 = 20_000_000_000;

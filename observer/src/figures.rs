@@ -4,8 +4,7 @@
 
 pub use strata_storage::telemetry::format_ns;
 
-use super::{READS, Sample};
-use crate::output::Lines;
+use crate::{READS, Sample};
 
 /// A span of the monotonic clock, `[start_ns, end_ns)`.
 #[derive(Debug, Clone, Copy)]
@@ -136,28 +135,30 @@ impl ObserverFigures {
 }
 
 impl ObserverFigures {
-    /// Prints the idle-vs-load table of this observer.
-    pub fn print(&self, out: &mut Lines, rate: f64) {
-        out.line(format_args!(
-            "observer ({}) at {rate} reads/s: idle vs under load",
-            self.observer
-        ));
-        out.line(format_args!(
-            "{:<8} {:>7} {:>9} {:>9} {:>9} {:>9} | {:>7} {:>9} {:>9} {:>9} {:>9}",
-            "read",
-            "idle n",
-            "p50",
-            "p99",
-            "p99.9",
-            "worst",
-            "load n",
-            "p50",
-            "p99",
-            "p99.9",
-            "worst"
-        ));
+    /// The idle-vs-load table of this observer, line by line.
+    pub fn table(&self, rate: f64) -> Vec<String> {
+        let mut lines = vec![
+            format!(
+                "observer ({}) at {rate} reads/s: idle vs under load",
+                self.observer
+            ),
+            format!(
+                "{:<8} {:>7} {:>9} {:>9} {:>9} {:>9} | {:>7} {:>9} {:>9} {:>9} {:>9}",
+                "read",
+                "idle n",
+                "p50",
+                "p99",
+                "p99.9",
+                "worst",
+                "load n",
+                "p50",
+                "p99",
+                "p99.9",
+                "worst"
+            ),
+        ];
         for (kind, idle, load) in &self.rows {
-            out.line(format_args!(
+            lines.push(format!(
                 "{:<8} {:>7} {:>9} {:>9} {:>9} {:>9} | {:>7} {:>9} {:>9} {:>9} {:>9}",
                 kind,
                 idle.count,
@@ -172,17 +173,18 @@ impl ObserverFigures {
                 format_ns(load.max_ns)
             ));
         }
-        out.line(format_args!(
+        lines.push(format!(
             "observer ({}): {} of {} observations under load saw a block more than one behind the last commit; {} read errors",
             self.observer, self.stale_under_load, self.observations_under_load, self.errors
         ));
-        out.line(format_args!(
+        lines.push(format!(
             "observer ({}): {} observations under load took over {} in all; {} of them waited at least half that time for a CPU",
             self.observer,
             self.slow_under_load,
             format_ns(SLOW_NS),
             self.slow_preempted
         ));
+        lines
     }
 }
 

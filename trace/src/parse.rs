@@ -18,7 +18,7 @@ use strata_storage::genesis::{
     shorten, storage_map, unique,
 };
 
-use super::{AccountRead, AccountWrite, TraceBlock, TraceError, TraceLine};
+use crate::{AccountRead, AccountWrite, TraceBlock, TraceError, TraceLine};
 
 /// A trace line as written (both kinds; the kind decides which fields may appear).
 #[derive(Debug, Deserialize)]

@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 
 use alloy_primitives::{Address, B256, Bytes, U256, keccak256};
-use strata_cli::model::WorldState;
-use strata_cli::trace::{
+use strata_trace::model::WorldState;
+use strata_trace::{
     AccountRead, AccountWrite, TraceBlock, TraceError, TraceLine, TraceReader, TraceWriter,
 };
 
@@ -578,7 +578,7 @@ fn mutated_lines_never_panic() {
         let Ok(mutated) = String::from_utf8(mutated) else {
             continue;
         };
-        match strata_cli::trace::parse_line(&mutated, 2) {
+        match strata_trace::parse_line(&mutated, 2) {
             Ok(_) => ok += 1,
             Err(e) => {
                 assert_eq!(e.line(), 2);

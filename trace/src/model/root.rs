@@ -245,8 +245,8 @@ mod tests {
     fn cached_sharded_roots_follow_random_updates() {
         use alloy_primitives::{Address, Bytes};
 
+        use crate::AccountWrite;
         use crate::model::{NewAccount, WorldState};
-        use crate::trace::AccountWrite;
 
         let n = super::SHARD_MIN_LEAVES + 1_000;
         let mut rng = StdRng::seed_from_u64(11);

@@ -5,7 +5,7 @@ use alloy_primitives::{Address, B256, hex, keccak256};
 use alloy_trie::KECCAK_EMPTY;
 
 use super::WorldState;
-use crate::trace::TraceBlock;
+use crate::TraceBlock;
 
 /// A read in a trace that disagrees with the state before the block.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -1,8 +1,28 @@
-//! The block-trace format replayed by `strata replay`: JSON Lines, an
-//! optional genesis line followed by one line per block with the values the
-//! block read (before it ran) and the values it wrote (after it ran).
-//! `cli/TRACE_FORMAT.md` is the specification; this module is its typed form,
-//! a streaming [`TraceReader`] and a [`TraceWriter`].
+//! strata-trace: the block-trace format replayed by `strata replay` and
+//! what is built on it, none of it touching a datadir.
+//!
+//! The format is JSON Lines: an optional genesis line followed by one line
+//! per block with the values the block read (before it ran) and the values
+//! it wrote (after it ran). `trace/TRACE_FORMAT.md` is the specification; the
+//! crate root is its typed form ([`TraceLine`], [`TraceBlock`]), a streaming
+//! [`TraceReader`] and a [`TraceWriter`], and a block's EIP-7928-style
+//! access list ([`TraceBlock::access_list`]).
+//!
+//! - [`model`]: an independent in-memory world state that applies trace
+//!   blocks and computes the state root with `alloy_trie::HashBuilder` — the
+//!   root oracle for generated and replayed traces;
+//! - [`generator`]: the deterministic, mainnet-shaped synthetic trace
+//!   generator (`strata gen-trace`);
+//! - [`geth`]: the importer of geth `prestateTracer` output (`strata
+//!   import-geth`).
+//!
+//! The `strata` binary (strata-cli) adds the commands, their files and their
+//! errors on top.
+#![deny(missing_docs)]
+
+pub mod generator;
+pub mod geth;
+pub mod model;
 
 mod access_list;
 mod error;

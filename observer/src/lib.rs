@@ -1,15 +1,20 @@
-//! The observer (issue 8): every 1/RATE s it opens a read handle, reads the
-//! head (last committed block and root), a random account and a random slot
-//! from the trace's keys, and times each read. It runs as a thread of the
-//! replaying process (its own handles on the `StateDb`) or as a second
-//! process (`strata observe`) following the datadir read-only.
+//! strata-observer: the observer (issue 8). Every 1/RATE s it opens a read
+//! handle, reads the head (last committed block and root), a random account
+//! and a random slot from the trace's keys, and times each read. It runs as
+//! a thread of the replaying process (its own handles on the `StateDb`) or
+//! as a second process (`strata observe`) following the datadir read-only;
+//! the second process hands its samples over as lines ([`Sample::to_line`],
+//! [`Sample::parse`]).
 //!
 //! Observations carry a time on the machine's monotonic clock, shared by
 //! every process, so the replay can split them into an idle and a loaded
-//! window and compare each with its own commit log.
+//! window and compare each with its own commit log ([`ObserverFigures`]).
+//!
+//! The `strata` binary (strata-cli) starts the second process and prints
+//! the figures; this crate knows neither the commands nor their errors.
+#![deny(missing_docs)]
 
 mod figures;
-mod process;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -19,12 +24,10 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use strata_storage::genesis::GenesisAlloc;
 use strata_storage::{Regime, StateReader};
-
-use crate::trace::TraceBlock;
+use strata_trace::TraceBlock;
 
 pub use figures::Window;
 pub use figures::{ObserverFigures, ObserverReport, Percentiles, SLOW_NS, format_ns};
-pub(crate) use process::{ObserverProcess, READY_LINE};
 
 /// At most this many accounts and slots are sampled from.
 const POOL_LIMIT: usize = 1 << 16;
@@ -107,7 +110,7 @@ impl Sample {
     /// The sample as one line of `strata observe --samples` output:
     /// `at_ns block head_ns account_ns storage_ns errors waited_ns`, `-`
     /// for none.
-    pub(crate) fn to_line(self) -> String {
+    pub fn to_line(self) -> String {
         let opt = |v: Option<u64>| v.map_or_else(|| "-".to_owned(), |v| v.to_string());
         format!(
             "{} {} {} {} {} {} {}",
@@ -122,7 +125,7 @@ impl Sample {
     }
 
     /// Parses a line written by [`Sample::to_line`].
-    pub(crate) fn parse(line: &str) -> Result<Sample, String> {
+    pub fn parse(line: &str) -> Result<Sample, String> {
         let fields: Vec<&str> = line.split_ascii_whitespace().collect();
         if fields.len() != 7 {
             return Err(format!(
@@ -223,10 +226,10 @@ fn runqueue_wait_ns() -> Option<u64> {
 }
 
 /// The time of one kind of read in a sample.
-pub(crate) type ReadTime = fn(&Sample) -> Option<u64>;
+pub type ReadTime = fn(&Sample) -> Option<u64>;
 
 /// The kinds of read an observation times, and how to get each from a sample.
-pub(crate) const READS: [(&str, ReadTime); 3] = [
+pub const READS: [(&str, ReadTime); 3] = [
     ("head", |s| Some(s.head_ns)),
     ("account", |s| s.account_ns),
     ("storage", |s| s.storage_ns),

@@ -8,7 +8,8 @@ use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::thread::JoinHandle;
 
-use super::Sample;
+use strata_observer::Sample;
+
 use crate::CliError;
 
 /// The first line a `strata observe --samples` prints once it is reading.

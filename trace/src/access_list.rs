@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use alloy_primitives::{Address, B256};
 use strata_storage::{AccountAccess, BlockAccessList};
 
-use super::TraceBlock;
+use crate::TraceBlock;
 
 impl TraceBlock {
     /// The block's access list: every account it reads or writes, in
@@ -54,7 +54,7 @@ mod tests {
     use alloy_primitives::{Bytes, U256};
 
     use super::*;
-    use crate::trace::{AccountRead, AccountWrite};
+    use crate::{AccountRead, AccountWrite};
 
     #[test]
     fn reads_and_writes_become_one_entry_per_account() {

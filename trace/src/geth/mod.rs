@@ -19,7 +19,7 @@ mod frames;
 mod merge;
 
 pub use account::GethAccount;
-pub use document::read_document;
+pub use document::parse_document;
 pub use error::GethError;
 pub use frames::{DiffFrame, TxFrames, diff_frames, prestate_frames};
 pub use merge::merge_block;
