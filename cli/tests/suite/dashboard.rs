@@ -1,7 +1,8 @@
 //! The Grafana dashboard (`dashboards/strata-grafana.json`): a typed view of
 //! its JSON model, the metric names its PromQL uses, and the check that
-//! each of them is served by the `--metrics` endpoint (called by the
-//! metrics test on a live scrape).
+//! each of them is served by the `--metrics` endpoint that exports it: the
+//! store's by `replay --metrics` (called by the metrics test on a live
+//! scrape), the JSON-RPC row's (`strata_rpc_*`) by `serve --metrics`.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -276,11 +277,44 @@ fn missing(queries: &[(String, String)], served: &BTreeSet<String>) -> Vec<(Stri
     out
 }
 
-/// Asserts that every metric name of the dashboard's queries is served in
-/// `scrape` (a live scrape of `strata replay --metrics`).
-pub(crate) fn assert_dashboard_metrics_served(scrape: &Scrape) {
-    let dashboard = load();
-    let queries = queries(&dashboard);
+/// The prefix of the metrics `strata serve --metrics` exports (the
+/// dashboard's JSON-RPC row); every other metric is the store's.
+const RPC_PREFIX: &str = "strata_rpc_";
+
+/// The dashboard's queries whose metrics `exporter` serves: the JSON-RPC
+/// row's (`serve`) or the store's (`replay`). A query never mixes them.
+fn queries_of(exporter: Exporter) -> Vec<(String, String)> {
+    queries(&load())
+        .into_iter()
+        .filter(|(place, expr)| {
+            let names = metric_names(expr);
+            let rpc = names.iter().filter(|n| n.starts_with(RPC_PREFIX)).count();
+            assert!(
+                rpc == 0 || rpc == names.len(),
+                "{place}: {expr:?} mixes serve's and the store's metrics"
+            );
+            (rpc > 0) == (exporter == Exporter::Serve)
+        })
+        .collect()
+}
+
+/// Which `--metrics` endpoint a metric comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Exporter {
+    /// A store's (`strata replay --metrics`).
+    Store,
+    /// `strata serve --metrics`.
+    Serve,
+}
+
+/// Asserts that every metric name of the dashboard's queries that
+/// `exporter` serves is in `scrape` (a live scrape of that endpoint).
+pub(crate) fn assert_dashboard_metrics_served(exporter: Exporter, scrape: &Scrape) {
+    let queries = queries_of(exporter);
+    assert!(
+        !queries.is_empty(),
+        "no query of the dashboard reads {exporter:?}"
+    );
     let missing = missing(&queries, &served_names(scrape));
     assert!(
         missing.is_empty(),
@@ -414,6 +448,8 @@ fn the_dashboard_asks_for_prometheus_and_covers_the_store() {
         "strata_maintenance_duration_seconds_bucket",
         "strata_head_block",
         "strata_poisoned",
+        "strata_rpc_requests_total",
+        "strata_rpc_request_seconds_bucket",
     ] {
         assert!(used.contains(name), "the dashboard does not show {name}");
     }

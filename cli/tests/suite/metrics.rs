@@ -213,7 +213,7 @@ fn metrics_endpoint_serves_every_family_while_blocks_commit() {
         assert_eq!(value(scrape, "strata_warmers"), Some(2.0));
     }
     // Every metric the Grafana dashboard queries is served.
-    crate::dashboard::assert_dashboard_metrics_served(&second);
+    crate::dashboard::assert_dashboard_metrics_served(crate::dashboard::Exporter::Store, &second);
     let exec_account_reads = second.samples.iter().find(|s| {
         s.metric == "strata_read_duration_seconds"
             && s.labels.get("domain") == Some("account")
@@ -325,4 +325,48 @@ fn logs_go_to_stderr_as_text_or_json() {
         stderr.contains("RUST_LOG=\"strata=loudly\" is not a valid filter"),
         "{stderr}"
     );
+}
+
+/// `strata serve --metrics` exports what the dashboard's JSON-RPC row
+/// queries, once a call has been answered.
+#[test]
+fn serve_exports_the_metrics_of_the_dashboards_json_rpc_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = crate::common::gen_trace(dir.path(), "trace.jsonl", 100, 3, 2);
+    let datadir = dir.path().join("data");
+    crate::common::replay_small_steps(&trace, &datadir);
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args([
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--metrics",
+            "127.0.0.1:0",
+            "--datadir",
+        ])
+        .arg(&datadir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start strata serve");
+    let mut lines = BufReader::new(serve.stderr.take().unwrap()).lines();
+    let (mut metrics, mut rpc) = (None, None);
+    while metrics.is_none() || rpc.is_none() {
+        let line = lines.next().expect("serve prints its addresses").unwrap();
+        if let Some(rest) = line.strip_prefix("serve: metrics at http://") {
+            metrics = Some(rest.trim_end_matches("/metrics").to_owned());
+        } else if let Some(rest) = line.split(" at http://").nth(1) {
+            rpc = Some(rest.split_whitespace().next().unwrap().to_owned());
+        }
+    }
+    std::thread::spawn(move || for _ in lines {});
+    let rpc: std::net::SocketAddr = rpc.unwrap().parse().unwrap();
+    let answer = crate::serve::call(rpc, "eth_blockNumber", "[]");
+    assert_eq!(answer["result"], "0x3", "{answer}");
+    let unknown = crate::serve::call(rpc, "eth_noSuchMethod", "[]");
+    assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
+    let scraped = scrape(metrics.as_deref().unwrap());
+    crate::dashboard::assert_dashboard_metrics_served(crate::dashboard::Exporter::Serve, &scraped);
+    let _ = serve.kill();
+    let _ = serve.wait();
 }

@@ -32,7 +32,7 @@ fn start(datadir: &std::path::Path) -> (Child, SocketAddr) {
     (child, addr)
 }
 
-fn call(addr: SocketAddr, method: &str, params: &str) -> Value {
+pub(crate) fn call(addr: SocketAddr, method: &str, params: &str) -> Value {
     let body = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":{params}}}"#);
     let mut stream = TcpStream::connect(addr).unwrap();
     write!(
