@@ -35,6 +35,8 @@ pub use error::GenError;
 pub use generator::{GeneratedBlock, Generator, chain_config, coinbase};
 pub use keys::AccountKey;
 pub use mix::TxShape;
-pub use output::{CHAIN_FILE, ChainSummary, GENESIS_FILE, write_chain};
+pub use output::{
+    CHAIN_CONFIG_FILE, CHAIN_FILE, ChainSummary, GENESIS_FILE, STATE_FILE, write_chain,
+};
 pub use root::{state_root, storage_root};
 pub use world::World;

@@ -1,6 +1,10 @@
 //! The files of a generated chain: `genesis.json` (a geth genesis: config,
-//! header fields, allocation) and `chain.rlp` (the blocks after the
-//! genesis, each `Block<TxEnvelope>`'s RLP, concatenated). Each file is
+//! header fields, allocation), the same genesis split in two for a state
+//! too large for one JSON document — `state.jsonl` (the allocation as the
+//! state dump `strata init --state` reads) and `chain.json` (the genesis
+//! without its allocation: chain id, fork rules, header fields) — and
+//! `chain.rlp` (the blocks after the genesis, each `Block<TxEnvelope>`'s
+//! RLP, concatenated). Each file is
 //! written beside its final name and renamed over it once whole, so a
 //! failed or stopped run leaves no truncated file under a final name.
 
@@ -10,8 +14,10 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use alloy_primitives::B256;
+use alloy_genesis::Genesis;
+use alloy_primitives::{B256, U256};
 use alloy_rlp::Encodable;
+use strata_storage::dump::DumpWriter;
 
 use crate::config::GenConfig;
 use crate::error::GenError;
@@ -22,6 +28,12 @@ use crate::mix::TxShape;
 pub const GENESIS_FILE: &str = "genesis.json";
 /// The chain file's name in the output folder.
 pub const CHAIN_FILE: &str = "chain.rlp";
+
+/// The genesis state's dump (`strata init --state`).
+pub const STATE_FILE: &str = "state.jsonl";
+
+/// The genesis without its allocation (`strata init --chain`).
+pub const CHAIN_CONFIG_FILE: &str = "chain.json";
 
 /// What a generation wrote and took.
 #[derive(Clone, Debug, Default)]
@@ -46,6 +58,8 @@ pub struct ChainSummary {
     pub head: (u64, B256, B256),
     /// Bytes of `genesis.json`.
     pub genesis_bytes: u64,
+    /// Bytes of `state.jsonl`.
+    pub state_bytes: u64,
     /// Bytes of `chain.rlp`.
     pub chain_bytes: u64,
     /// Drawing the population and building the genesis state and file.
@@ -83,7 +97,7 @@ impl PendingFile {
         })
     }
 
-    fn write(&mut self, bytes: &[u8]) -> Result<(), GenError> {
+    fn put(&mut self, bytes: &[u8]) -> Result<(), GenError> {
         self.bytes += bytes.len() as u64;
         self.writer
             .write_all(bytes)
@@ -108,6 +122,19 @@ impl PendingFile {
     }
 }
 
+/// A dump written through the pending file counts its bytes too.
+impl Write for PendingFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let written = self.writer.write(buf)?;
+        self.bytes += written as u64;
+        Ok(written)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.writer.flush()
+    }
+}
+
 /// Generates the chain `config` describes into `dir` (created if absent):
 /// `genesis.json` first, then `chain.rlp`. `progress` sees each block.
 pub fn write_chain(
@@ -124,12 +151,15 @@ pub fn write_chain(
     let mut generator = Generator::new(config)?;
     let mut genesis_file = PendingFile::create(dir.join(GENESIS_FILE))?;
     let json = serde_json::to_vec(generator.genesis()).map_err(GenError::GenesisJson)?;
-    genesis_file.write(&json)?;
+    genesis_file.put(&json)?;
     drop(json);
+    let genesis_bytes = genesis_file.finish()?;
+    let state_bytes = write_split_genesis(generator.genesis(), generator.head().0.state_root, dir)?;
     let mut summary = ChainSummary {
         genesis_accounts: generator.world().accounts(),
         genesis_hash: generator.head().1,
-        genesis_bytes: genesis_file.finish()?,
+        genesis_bytes,
+        state_bytes,
         setup: started.elapsed(),
         ..Default::default()
     };
@@ -140,7 +170,7 @@ pub fn write_chain(
         let generated = generator.next_block()?;
         rlp.clear();
         generated.block.encode(&mut rlp);
-        chain_file.write(&rlp)?;
+        chain_file.put(&rlp)?;
         summary.blocks += 1;
         summary.transactions += generated.block.body.transactions.len();
         summary.gas_used += generated.block.header.gas_used;
@@ -158,4 +188,48 @@ pub fn write_chain(
     summary.final_accounts = generator.world().accounts();
     summary.total = started.elapsed();
     Ok(summary)
+}
+
+/// Writes `genesis` split in two into `dir`: its allocation as a state dump
+/// whose root line is `state_root` (`state.jsonl`, accounts in address
+/// order, zero slots left out), and the rest (`chain.json`). Returns the
+/// dump's bytes.
+fn write_split_genesis(genesis: &Genesis, state_root: B256, dir: &Path) -> Result<u64, GenError> {
+    let mut state_file = PendingFile::create(dir.join(STATE_FILE))?;
+    let failed = |path: &Path| {
+        let path = path.to_owned();
+        move |source| GenError::Write { path, source }
+    };
+    let temp = state_file.temp.clone();
+    let mut dump = DumpWriter::new(&mut state_file, state_root).map_err(failed(&temp))?;
+    for (address, account) in &genesis.alloc {
+        let storage = account
+            .storage
+            .iter()
+            .flatten()
+            .filter_map(|(slot, value)| {
+                let value = U256::from_be_bytes(value.0);
+                (!value.is_zero()).then_some((*slot, value))
+            });
+        dump.account(
+            *address,
+            account.nonce.unwrap_or(0),
+            account.balance,
+            &account.code.clone().unwrap_or_default(),
+            storage,
+        )
+        .map_err(failed(&temp))?;
+    }
+    dump.into_inner();
+    let state_bytes = state_file.finish()?;
+
+    let mut config_file = PendingFile::create(dir.join(CHAIN_CONFIG_FILE))?;
+    let without_alloc = Genesis {
+        alloc: Default::default(),
+        ..genesis.clone()
+    };
+    let json = serde_json::to_vec_pretty(&without_alloc).map_err(GenError::GenesisJson)?;
+    config_file.put(&json)?;
+    config_file.finish()?;
+    Ok(state_bytes)
 }

@@ -55,7 +55,10 @@ pub(crate) fn import(
     let committed = commit(
         inner,
         head,
-        options.block_hash,
+        BlockId {
+            hash: options.block_hash,
+            header: options.block_header.as_deref(),
+        },
         &files,
         target.to_step,
         codes,
@@ -66,11 +69,17 @@ pub(crate) fn import(
     Ok(report)
 }
 
+/// What identifies the imported block, where the caller gave it.
+struct BlockId<'a> {
+    hash: Option<B256>,
+    header: Option<&'a [u8]>,
+}
+
 /// Lists the files, records the head and publishes the imported state.
 fn commit(
     inner: &Arc<Inner>,
     head: Head,
-    block_hash: Option<B256>,
+    block: BlockId<'_>,
     written: &[BuiltFile],
     to_step: u64,
     codes: SortedPairs,
@@ -108,7 +117,10 @@ fn commit(
                 value::encode(step, Some(&head.encode())).as_slice(),
             )
             .map_err(db_err("write root record"))?;
-        heads.put_block(head.block, head.root, block_hash)?;
+        heads.put_block(head.block, head.root, block.hash)?;
+        if let Some(header) = block.header {
+            heads.put_header(head.block, header)?;
+        }
         meta::write_manifest(heads.meta(), &manifest)?;
         heads.set_head(head)?;
     }

@@ -86,7 +86,7 @@ impl ChainSpec {
     }
 
     /// The chain a datadir's recorded configuration describes (the JSON
-    /// [`crate::GenesisBlock::recorded_config`] writes).
+    /// [`recorded_chain_config`] writes).
     pub fn from_recorded(config: &[u8]) -> Result<Self, ChainSpecError> {
         let config: ChainConfig = serde_json::from_slice(config)
             .map_err(|error| ChainSpecError::Recorded(error.to_string()))?;
@@ -348,6 +348,13 @@ fn parse_count(text: &str) -> Option<u64> {
         Some(thousands) => thousands.parse::<u64>().ok()?.checked_mul(1000),
         None => text.parse().ok(),
     }
+}
+
+/// A geth genesis `config` as a datadir records it
+/// (`StateDb::set_chain_config`): JSON, read back by
+/// [`ChainSpec::from_recorded`].
+pub fn recorded_chain_config(config: &ChainConfig) -> Vec<u8> {
+    serde_json::to_vec(config).expect("a chain config serialises")
 }
 
 #[cfg(test)]

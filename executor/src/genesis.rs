@@ -34,7 +34,7 @@ impl GenesisBlock {
     /// The `config` as a datadir records it (`StateDb::set_chain_config`):
     /// JSON, read back by [`ChainSpec::from_recorded`].
     pub fn recorded_config(&self) -> Vec<u8> {
-        serde_json::to_vec(&self.config).expect("a chain config serialises")
+        crate::chain_spec::recorded_chain_config(&self.config)
     }
 
     /// The header's RLP, what the store keeps as block 0's header.

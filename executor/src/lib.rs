@@ -32,7 +32,7 @@ mod via_writer;
 
 pub use access::{AccountRead, AccountWrite, BlockAccess};
 pub use block::DecodedBlock;
-pub use chain_spec::{ChainSpec, MAINNET_CHAIN_ID};
+pub use chain_spec::{ChainSpec, MAINNET_CHAIN_ID, recorded_chain_config};
 pub use error::{ChainSpecError, ExecError, GenesisError, InvalidBlock};
 pub use execute::{
     BlockTimings, ExecuteOptions, ExecutedBlock, StatePath, execute_block, execute_block_with,

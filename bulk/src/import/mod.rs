@@ -78,6 +78,9 @@ pub struct ImportOptions {
     pub block: u64,
     /// The block's hash, served to BLOCKHASH by the blocks after it.
     pub block_hash: Option<B256>,
+    /// The block's header as the client encodes it (RLP for Ethereum),
+    /// kept beside the hash: a chain import continues from it.
+    pub block_header: Option<bytes::Bytes>,
     /// The state root the accounts must produce; with `Some`, a different
     /// root fails the import before anything is written.
     pub expected_root: Option<B256>,
@@ -94,6 +97,7 @@ impl Default for ImportOptions {
         Self {
             block: 0,
             block_hash: None,
+            block_header: None,
             expected_root: None,
             sort_memory_bytes: 256 << 20,
             temp_dir: None,

@@ -5,8 +5,9 @@ use std::path::PathBuf;
 
 use clap::Args;
 use strata_chain_gen::{
-    CHAIN_FILE, ChainSummary, DEFAULT_GAS_PER_BLOCK, GENESIS_FILE, GenConfig, GenError,
-    MAX_ACCOUNTS, MAX_BLOCKS, MAX_CONTRACTS, MAX_GAS_PER_BLOCK, MIN_GAS_PER_BLOCK, write_chain,
+    CHAIN_CONFIG_FILE, CHAIN_FILE, ChainSummary, DEFAULT_GAS_PER_BLOCK, GENESIS_FILE, GenConfig,
+    GenError, MAX_ACCOUNTS, MAX_BLOCKS, MAX_CONTRACTS, MAX_GAS_PER_BLOCK, MIN_GAS_PER_BLOCK,
+    STATE_FILE, write_chain,
 };
 
 use crate::CliError;
@@ -31,7 +32,9 @@ pub struct GenChainArgs {
     /// Seed of the keys and of every choice (same arguments → same bytes).
     #[arg(long, value_name = "S", default_value_t = 1)]
     pub seed: u64,
-    /// Output folder (created if absent): genesis.json and chain.rlp.
+    /// Output folder (created if absent): genesis.json, its allocation as
+    /// state.jsonl and the rest as chain.json (for `init --state --chain`),
+    /// and chain.rlp.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
 }
@@ -74,13 +77,17 @@ fn sentence(summary: &ChainSummary, out: &std::path::Path) -> String {
         .join(", ");
     let (number, hash, root) = summary.head;
     format!(
-        "gen-chain: wrote {genesis} ({genesis_mb:.1} MB, {accounts} accounts, hash {genesis_hash}) \
+        "gen-chain: wrote {genesis} ({genesis_mb:.1} MB, {accounts} accounts, hash {genesis_hash}), \
+         the same as {state} ({state_mb:.1} MB) and {chain_config}, \
          and {chain} ({blocks} blocks, {chain_mb:.1} MB) in {out} in {total:.2} s \
          (setup {setup:.2} s, execution {execution:.2} s, roots {roots:.2} s): \
          {transactions} transactions ({shapes}; {reverted} reverted), {mgas:.1} Mgas; head block {number} {hash}, \
          state root {root}, {final_accounts} accounts",
         genesis = GENESIS_FILE,
         genesis_mb = summary.genesis_bytes as f64 / 1e6,
+        state = STATE_FILE,
+        state_mb = summary.state_bytes as f64 / 1e6,
+        chain_config = CHAIN_CONFIG_FILE,
         accounts = summary.genesis_accounts,
         genesis_hash = summary.genesis_hash,
         chain = CHAIN_FILE,

@@ -14,6 +14,7 @@ use std::time::Instant;
 use alloy_primitives::B256;
 use clap::{ArgGroup, Args};
 use strata_storage::dump::DumpReader;
+use strata_storage::genesis::chain::genesis_header;
 use strata_storage::genesis::{GenesisAlloc, parse_alloc_json};
 use strata_storage::import::{ImportOptions, ImportReport};
 use strata_storage::{DB_FILE, ReadOnlyStateDb, StateDb};
@@ -50,6 +51,14 @@ pub struct InitArgs {
     /// The hash of that block (served to BLOCKHASH by the blocks after it).
     #[arg(long, value_name = "HASH", requires = "state")]
     pub block_hash: Option<B256>,
+    /// The chain the dump's state starts: a geth genesis JSON without
+    /// "alloc" (chain id, fork rules, header fields; `gen-chain` writes
+    /// chain.json). Block 0's header is built from it with the dump's root
+    /// (its hash checked against --block-hash when given), and the datadir
+    /// records the chain's configuration, so `import-chain` needs no
+    /// --genesis afterwards.
+    #[arg(long, value_name = "FILE", requires = "state")]
+    pub chain: Option<PathBuf>,
     /// The data directory to create.
     #[arg(long, value_name = "DIR")]
     pub datadir: PathBuf,
@@ -63,6 +72,19 @@ pub(super) fn run(args: InitArgs) -> Result<(), CliError> {
         (None, Some(state)) => Input::Dump(open_dump(state)?),
         (None, None) => unreachable!("clap requires --genesis or --state"),
     };
+    let chain = match (&args.chain, &input) {
+        (Some(path), Input::Dump(dump)) => Some(ChainStart::read(path, dump.root(), args.block)?),
+        _ => None,
+    };
+    if let (Some(chain), Some(given)) = (&chain, args.block_hash)
+        && chain.hash != given
+    {
+        return Err(CliError::Usage(format!(
+            "--block-hash {given} is not the hash of the block {} describes with the dump's root ({})",
+            args.chain.as_deref().unwrap_or(Path::new("")).display(),
+            chain.hash
+        )));
+    }
     // Refused before the writer's open, which would rewrite bytes of the
     // database: a datadir holding blocks is left exactly as it was.
     refuse_initialized(&args.datadir)?;
@@ -90,7 +112,16 @@ pub(super) fn run(args: InitArgs) -> Result<(), CliError> {
         Input::Dump(dump) => {
             let started = Instant::now();
             let path = args.state.as_deref().expect("a dump comes from --state");
-            let report = import(&db, dump, path, args.block, args.block_hash, &args.datadir)?;
+            let block = BlockToImport {
+                number: args.block,
+                hash: chain.as_ref().map(|c| c.hash).or(args.block_hash),
+                header: chain.as_ref().map(|c| c.header_rlp.clone()),
+            };
+            let report = import(&db, dump, path, block, &args.datadir)?;
+            if let Some(chain) = &chain {
+                db.set_chain_config(&chain.recorded_config)
+                    .map_err(CliError::storage(&args.datadir))?;
+            }
             print_report(&report, &args.datadir, started.elapsed().as_secs_f64())
         }
     };
@@ -144,19 +175,69 @@ pub(crate) fn open_dump(path: &Path) -> Result<Dump, CliError> {
     })
 }
 
+/// The block a dump's state belongs to, as the datadir records it.
+pub(crate) struct BlockToImport {
+    /// Its number.
+    pub(crate) number: u64,
+    /// Its hash, served to BLOCKHASH by the blocks after it.
+    pub(crate) hash: Option<B256>,
+    /// Its header's RLP, which a chain import continues from.
+    pub(crate) header: Option<bytes::Bytes>,
+}
+
+/// The chain a dump's state starts (`init --chain`): block 0's header,
+/// built from a geth genesis without allocation and the dump's root.
+struct ChainStart {
+    hash: B256,
+    header_rlp: bytes::Bytes,
+    recorded_config: Vec<u8>,
+}
+
+impl ChainStart {
+    /// Reads `path` and builds the header of `block` (which must be the
+    /// genesis' number) with `root`.
+    fn read(path: &Path, root: B256, block: u64) -> Result<Self, CliError> {
+        let text = std::fs::read_to_string(path).map_err(CliError::file(path))?;
+        let genesis: alloy_genesis::Genesis = serde_json::from_str(&text).map_err(|error| {
+            CliError::Usage(format!("{}: not a geth genesis: {error}", path.display()))
+        })?;
+        if !genesis.alloc.is_empty() {
+            return Err(CliError::Usage(format!(
+                "{}: --chain takes a genesis without \"alloc\" (the state comes from --state);                  this one allocates {} accounts",
+                path.display(),
+                genesis.alloc.len()
+            )));
+        }
+        let number = genesis.number.unwrap_or(0);
+        if number != block {
+            return Err(CliError::Usage(format!(
+                "{} describes block {number}, but the dump is imported as block {block} (--block)",
+                path.display()
+            )));
+        }
+        let header = genesis_header(&genesis, root)
+            .map_err(|error| CliError::Usage(format!("{}: no header: {error}", path.display())))?;
+        Ok(Self {
+            hash: header.hash_slow(),
+            header_rlp: bytes::Bytes::from(alloy_rlp::encode(&header)),
+            recorded_config: strata_executor::recorded_chain_config(&genesis.config),
+        })
+    }
+}
+
 /// Imports `dump` (read from `path`) as `block` of the empty `db`, its root
 /// checked (the sort budget is the default's).
 pub(crate) fn import(
     db: &StateDb,
     dump: Dump,
     path: &Path,
-    block: u64,
-    block_hash: Option<B256>,
+    block: BlockToImport,
     datadir: &Path,
 ) -> Result<ImportReport, CliError> {
     let options = ImportOptions {
-        block,
-        block_hash,
+        block: block.number,
+        block_hash: block.hash,
+        block_header: block.header,
         expected_root: Some(dump.root()),
         ..ImportOptions::default()
     };

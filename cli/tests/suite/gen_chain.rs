@@ -1,7 +1,9 @@
 //! `strata gen-chain`: a small generated chain of real transactions
 //! imported by `strata import-chain` over strata, ending at the root the
-//! generator's own execution gave; the same seed gives the same files;
-//! settings out of range are refused.
+//! generator's own execution gave — from its genesis, or from its state
+//! dump and chain file through `init --state --chain` and then with no
+//! genesis at all; the same seed gives the same files; settings out of
+//! range are refused.
 
 use crate::common::{strata, strata_err, strata_ok};
 
@@ -64,12 +66,103 @@ fn a_generated_chain_imports_over_strata_to_the_generators_root() {
 
     let again = dir.path().join("again");
     gen_chain(&again, "3");
-    for file in ["genesis.json", "chain.rlp"] {
+    for file in ["genesis.json", "state.jsonl", "chain.json", "chain.rlp"] {
         assert!(
             std::fs::read(out.join(file)).unwrap() == std::fs::read(again.join(file)).unwrap(),
             "{file} differs between two runs of one seed"
         );
     }
+}
+
+#[test]
+fn a_datadir_made_by_init_from_the_state_dump_imports_the_chain_without_a_genesis() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("chain");
+    let told = gen_chain(&out, "5");
+    let root = hex_after(&told, "state root ");
+    let genesis_hash = hex_after(&told, "hash ").trim_end_matches(')');
+    let path = |name: &str| out.join(name).to_str().unwrap().to_owned();
+
+    let datadir = dir.path().join("datadir");
+    let datadir = datadir.to_str().unwrap();
+    // A hash other than the chain's genesis is refused before anything is written.
+    let wrong = strata_err(&[
+        "init",
+        "--state",
+        &path("state.jsonl"),
+        "--chain",
+        &path("chain.json"),
+        "--block-hash",
+        &format!("0x{}", "11".repeat(32)),
+        "--datadir",
+        datadir,
+    ]);
+    assert!(wrong.contains("is not the hash of the block"), "{wrong}");
+    strata_ok(&[
+        "init",
+        "--state",
+        &path("state.jsonl"),
+        "--chain",
+        &path("chain.json"),
+        "--block-hash",
+        genesis_hash,
+        "--datadir",
+        datadir,
+    ]);
+    // The first half, then the rest: the second run resumes after block 2
+    // (the file's first blocks checked against the datadir's hashes).
+    let (first, rest) = split_chain(&std::fs::read(path("chain.rlp")).unwrap(), 2);
+    let first_file = dir.path().join("first.rlp");
+    std::fs::write(&first_file, first).unwrap();
+    let imported = strata_ok(&[
+        "import-chain",
+        first_file.to_str().unwrap(),
+        "--datadir",
+        datadir,
+    ]);
+    assert!(imported.contains("at block 2"), "{imported}");
+    let rest_file = dir.path().join("rest.rlp");
+    std::fs::write(&rest_file, rest).unwrap();
+    let imported = strata_ok(&[
+        "import-chain",
+        rest_file.to_str().unwrap(),
+        "--datadir",
+        datadir,
+    ]);
+    assert!(
+        imported.contains(&format!("final root {root} at block 4")),
+        "{imported}"
+    );
+
+    // A datadir that records no chain asks for the genesis.
+    let bare = dir.path().join("bare");
+    strata_ok(&[
+        "init",
+        "--state",
+        &path("state.jsonl"),
+        "--datadir",
+        bare.to_str().unwrap(),
+    ]);
+    let refused = strata_err(&[
+        "import-chain",
+        &path("chain.rlp"),
+        "--datadir",
+        bare.to_str().unwrap(),
+    ]);
+    assert!(
+        refused.contains("records no chain configuration"),
+        "{refused}"
+    );
+}
+
+/// `rlp` (blocks one after the other) cut after its first `blocks` blocks.
+fn split_chain(rlp: &[u8], blocks: usize) -> (Vec<u8>, Vec<u8>) {
+    let mut offset = 0;
+    for _ in 0..blocks {
+        let header = alloy_rlp::Header::decode(&mut &rlp[offset..]).unwrap();
+        offset += header.length_with_payload();
+    }
+    (rlp[..offset].to_vec(), rlp[offset..].to_vec())
 }
 
 #[test]

@@ -11,6 +11,7 @@ mod chain_file;
 mod progress;
 mod report;
 mod run;
+mod start;
 mod trace_out;
 
 use std::path::PathBuf;
@@ -24,13 +25,15 @@ use super::replay::{MAX_CACHE_MIB, WarmerList, copy_datadir, format_bytes, warme
 use crate::CliError;
 use crate::output::Lines;
 use run::{Import, ImportRun};
+use start::ChainStart;
 use trace_out::TraceOut;
 
 /// Arguments of `strata import-chain`.
 #[derive(Debug, Clone, Args)]
 pub struct ImportChainArgs {
     /// The blocks: RLP, one after the other, from the block after the
-    /// genesis (`geth export` writes this).
+    /// genesis — or, without --genesis, from any block after one the
+    /// datadir holds (`geth export` writes this).
     #[arg(value_name = "FILE.rlp")]
     pub chain: PathBuf,
     /// Data directory: created from the genesis when new; an existing one
@@ -39,9 +42,12 @@ pub struct ImportChainArgs {
     #[arg(long, value_name = "DIR")]
     pub datadir: PathBuf,
     /// The chain's geth genesis JSON: `config` (chain id, fork blocks and
-    /// times), header fields and `alloc`.
+    /// times), header fields and `alloc`. Without it the datadir must exist
+    /// and record the chain (`init --state … --chain …`, or an earlier
+    /// import): its configuration gives the fork rules, and the header of
+    /// the block the file's first block builds on, the parent.
     #[arg(long, value_name = "FILE")]
-    pub genesis: PathBuf,
+    pub genesis: Option<PathBuf>,
     /// Numbers of warmers to sweep, comma-separated (e.g. "0,16"). With
     /// more than one, every run imports into a copy of the datadir, which
     /// is left as it was.
@@ -84,7 +90,15 @@ pub enum Baseline {
 }
 
 pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
-    let genesis = GenesisBlock::read(&args.genesis)?;
+    let start = match &args.genesis {
+        Some(path) => ChainStart::genesis(GenesisBlock::read(path)?),
+        None => ChainStart::from_datadir(&args.datadir, &args.chain)?,
+    };
+    if start.genesis.is_none() && (args.trace_out.is_some() || args.baseline.is_some()) {
+        return Err(CliError::Usage(
+            "--trace-out and --baseline start from the genesis allocation: give --genesis".into(),
+        ));
+    }
     let combos: Vec<(usize, StatePath)> = args
         .warmers
         .0
@@ -105,7 +119,9 @@ pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
     if sweep {
         // Every run starts from the same store: the datadir, brought to
         // the genesis when new, then copied per run.
-        prepare_datadir(&args, &genesis)?;
+        if let Some(genesis) = &start.genesis {
+            prepare_datadir(&args, genesis)?;
+        }
     }
     let mut runs: Vec<ImportRun> = Vec::new();
     for (index, &(warmers, state)) in combos.iter().enumerate() {
@@ -122,7 +138,7 @@ pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
         let run = Import {
             chain: &args.chain,
             datadir,
-            genesis: &genesis,
+            start: &start,
             options: options(&args, warmers),
             trace_out: trace_out.as_mut(),
             state,
@@ -146,9 +162,11 @@ pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
             other.final_root
         )));
     }
-    let baseline = match args.baseline {
-        Some(Baseline::Memory) => Some(baseline::run(&args.chain, &genesis, first.resumed_after)?),
-        None => None,
+    let baseline = match (args.baseline, &start.genesis) {
+        (Some(Baseline::Memory), Some(genesis)) => {
+            Some(baseline::run(&args.chain, genesis, first.resumed_after)?)
+        }
+        _ => None,
     };
     let mut out = Lines::default();
     if let Some(baseline) = &baseline {
@@ -158,7 +176,7 @@ pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
         report::print_sweep(&mut out, &runs);
     }
     if let Some(path) = &args.json {
-        report::write_json(path, &args.chain, genesis.hash, &runs, baseline.as_ref())?;
+        report::write_json(path, &args.chain, start.hash, &runs, baseline.as_ref())?;
     }
     out.line(format_args!(
         "peak RSS {}",

@@ -16,6 +16,7 @@ use strata_storage::{CacheStats, Options, Regime, StateDb};
 
 use super::chain_file::{ChainFile, FileBlock};
 use super::progress::{Done, Progress};
+use super::start::ChainStart;
 use super::trace_out::TraceOut;
 use crate::CliError;
 
@@ -82,8 +83,8 @@ pub(crate) struct Import<'a> {
     pub(crate) chain: &'a Path,
     /// The datadir imported into.
     pub(crate) datadir: &'a Path,
-    /// Its genesis.
-    pub(crate) genesis: &'a GenesisBlock,
+    /// The block the file continues from (and the genesis of a new datadir).
+    pub(crate) start: &'a ChainStart,
     /// Store options (warmers, caches, durability).
     pub(crate) options: Options,
     /// Where to write what the execution read and wrote, if anywhere.
@@ -100,7 +101,7 @@ impl Import<'_> {
         let Import {
             chain,
             datadir,
-            genesis,
+            start: chain_start,
             options,
             mut trace_out,
             state,
@@ -108,14 +109,17 @@ impl Import<'_> {
         } = self;
         let warmers = options.warmers;
         let db = StateDb::open(datadir, options).map_err(CliError::storage(datadir))?;
-        let resumed_after = start(&db, datadir, genesis, trace_out.as_deref_mut())?;
+        let resumed_after = match &chain_start.genesis {
+            Some(genesis) => start(&db, datadir, genesis, trace_out.as_deref_mut())?,
+            None => db.last_block().unwrap_or(chain_start.header.number),
+        };
         let mut file = ChainFile::open(chain)?;
-        let mut spec = genesis.spec.clone();
+        let mut spec = chain_start.spec.clone();
         let mut ancestors: VecDeque<(DecodedBlock, U256)> = VecDeque::new();
         let mut parent = (
-            genesis.header.number,
-            genesis.hash,
-            genesis.header.difficulty,
+            chain_start.header.number,
+            chain_start.hash,
+            chain_start.header.difficulty,
         );
         let mut run = ImportRun {
             warmers,
@@ -144,7 +148,7 @@ impl Import<'_> {
                     "{}: the block at byte offset {offset} is block {number}, but block {} was expected (the file's blocks must follow each other from block {})",
                     chain.display(),
                     parent_number + 1,
-                    genesis.header.number + 1
+                    chain_start.header.number + 1
                 )));
             }
             let difficulty = parent_difficulty + block.header().difficulty;
@@ -165,7 +169,7 @@ impl Import<'_> {
                     spec = spec.with_merge_at(number);
                 }
                 let executed = {
-                    let chain_ancestors = ancestor_list(&ancestors, genesis);
+                    let chain_ancestors = ancestor_list(&ancestors, chain_start);
                     let options = ExecuteOptions {
                         record_access: trace_out.is_some(),
                         state,
@@ -330,10 +334,11 @@ fn check_known(
     Ok(())
 }
 
-/// The parent first, then older blocks, down to the genesis.
+/// The parent first, then older blocks, down to the block the file
+/// continues from.
 fn ancestor_list<'a>(
     recent: &'a VecDeque<(DecodedBlock, U256)>,
-    genesis: &'a GenesisBlock,
+    start: &'a ChainStart,
 ) -> Vec<Ancestor<'a>> {
     let mut list: Vec<Ancestor<'a>> = recent
         .iter()
@@ -345,8 +350,8 @@ fn ancestor_list<'a>(
         .collect();
     if list.len() < ANCESTORS {
         list.push(Ancestor {
-            hash: genesis.hash,
-            header: &genesis.header,
+            hash: start.hash,
+            header: &start.header,
             ommers: &[],
         });
     }

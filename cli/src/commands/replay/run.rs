@@ -398,7 +398,12 @@ fn prepare(
     }
     if let Some(dump) = &start.state_dump {
         let reader = crate::commands::init::open_dump(dump)?;
-        crate::commands::init::import(db, reader, dump, dump_block, None, datadir)?;
+        let block = crate::commands::init::BlockToImport {
+            number: dump_block,
+            hash: None,
+            header: None,
+        };
+        crate::commands::init::import(db, reader, dump, block, datadir)?;
         return Ok(Some(dump_block));
     }
     if start.genesis.is_none() && first_block == Some(0) {

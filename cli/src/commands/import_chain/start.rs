@@ -1,0 +1,134 @@
+//! The block a chain file continues from: the genesis given with
+//! `--genesis` (written into a new datadir), or, without it, a block the
+//! datadir holds — its recorded chain configuration (`init --chain`, or an
+//! earlier import) and the header of the block the file's first block
+//! builds on.
+
+use std::path::Path;
+
+use alloy_consensus::Header;
+use alloy_primitives::B256;
+use alloy_rlp::Decodable;
+use strata_executor::{ChainSpec, GenesisBlock};
+use strata_storage::{Options, ReadOnlyStateDb, Regime};
+
+use super::chain_file::ChainFile;
+use crate::CliError;
+
+/// Where the file's chain starts.
+pub(crate) struct ChainStart {
+    /// The chain's fork rules.
+    pub(crate) spec: ChainSpec,
+    /// The header of the block the file continues from.
+    pub(crate) header: Header,
+    /// Its hash.
+    pub(crate) hash: B256,
+    /// The genesis a new datadir is created from (`--genesis`); `None`
+    /// when the start was read from the datadir.
+    pub(crate) genesis: Option<GenesisBlock>,
+}
+
+impl ChainStart {
+    /// The chain starts at `genesis`.
+    pub(crate) fn genesis(genesis: GenesisBlock) -> Self {
+        Self {
+            spec: genesis.spec.clone(),
+            header: genesis.header.clone(),
+            hash: genesis.hash,
+            genesis: Some(genesis),
+        }
+    }
+
+    /// The chain continues from the block of `datadir` that the first
+    /// block of `chain` builds on: its header must be among those the
+    /// datadir keeps (the last 256), and the datadir must record the
+    /// chain's configuration.
+    pub(crate) fn from_datadir(datadir: &Path, chain: &Path) -> Result<Self, CliError> {
+        let need_genesis = |why: String| {
+            CliError::Usage(format!(
+                "{why}: give the chain's genesis with --genesis (or create the datadir with `strata init --state … --chain …`)"
+            ))
+        };
+        let Some(first) = ChainFile::open(chain)?.next_block()? else {
+            return Err(CliError::ImportChain(format!(
+                "{} holds no block",
+                chain.display()
+            )));
+        };
+        let first = first.block;
+        let db = ReadOnlyStateDb::open(datadir, Options::default())
+            .map_err(CliError::storage(datadir))?;
+        let config = db
+            .chain_config()
+            .map_err(CliError::storage(datadir))?
+            .ok_or_else(|| {
+                need_genesis(format!(
+                    "{} records no chain configuration",
+                    datadir.display()
+                ))
+            })?;
+        let spec = ChainSpec::from_recorded(&config)
+            .map_err(|error| CliError::ImportChain(format!("{}: {error}", datadir.display())))?;
+        if spec
+            .pending_terminal_total_difficulty()
+            .is_some_and(|ttd| !ttd.is_zero())
+        {
+            return Err(need_genesis(format!(
+                "the chain of {} merges at a total difficulty, which the datadir does not keep",
+                datadir.display()
+            )));
+        }
+        let head = db
+            .last_block()
+            .map_err(CliError::storage(datadir))?
+            .ok_or_else(|| need_genesis(format!("{} holds no block", datadir.display())))?;
+        let parent = first.number().checked_sub(1).ok_or_else(|| {
+            CliError::ImportChain(format!(
+                "{} starts at block 0: import it with --genesis",
+                chain.display()
+            ))
+        })?;
+        if parent > head {
+            return Err(CliError::ImportChain(format!(
+                "{} starts at block {}, but {} ends at block {head}: the blocks between are missing",
+                chain.display(),
+                first.number(),
+                datadir.display()
+            )));
+        }
+        let reader = db
+            .reader(Regime::Exec)
+            .map_err(CliError::storage(datadir))?;
+        let rlp = reader
+            .block_header(parent)
+            .map_err(CliError::storage(datadir))?
+            .ok_or_else(|| {
+                need_genesis(format!(
+                    "{} keeps no header of block {parent}, the parent of the file's first block (headers of the last 256 blocks are kept)",
+                    datadir.display()
+                ))
+            })?;
+        let header = Header::decode(&mut rlp.as_ref()).map_err(|error| {
+            CliError::ImportChain(format!(
+                "{}: the stored header of block {parent} does not decode: {error}",
+                datadir.display()
+            ))
+        })?;
+        let hash = header.hash_slow();
+        if hash != first.header().parent_hash {
+            return Err(CliError::ImportChain(format!(
+                "{}'s first block (number {}) builds on {}, but {} holds block {parent} with hash {hash}: the datadir is on another chain",
+                chain.display(),
+                first.number(),
+                first.header().parent_hash,
+                datadir.display()
+            )));
+        }
+        Ok(Self {
+            spec,
+            header,
+            hash,
+            genesis: None,
+        })
+    }
+}
