@@ -31,6 +31,14 @@ pub(crate) struct PathRun {
     pub(crate) access: Option<BlockAccess>,
 }
 
+/// Gives `writer` what the store keeps beside the block's state: its hash
+/// (BLOCKHASH and EIP-2935 read it back) and its header (what a call at
+/// this block runs with).
+pub(crate) fn label_block(writer: &mut strata_storage::BlockWriter, block: &DecodedBlock) {
+    writer.set_block_hash(block.hash);
+    writer.set_block_header(block.header_rlp());
+}
+
 /// A failure of [`run_evm`] as the executor's error for block `number`.
 pub(crate) fn run_error(number: u64, hash: B256, error: RunError) -> ExecError {
     match error {

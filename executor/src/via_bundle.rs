@@ -17,7 +17,7 @@ use crate::access::{BlockAccess, RecordingReader, bundle_writes};
 use crate::block::DecodedBlock;
 use crate::chain_spec::ChainSpec;
 use crate::error::{ExecError, InvalidBlock};
-use crate::evm_run::{PathRun, apply_dao_change, check_outcome, run_error, run_evm};
+use crate::evm_run::{PathRun, apply_dao_change, check_outcome, label_block, run_error, run_evm};
 
 /// The block over a revm `State` reading strata, then its bundle applied.
 pub(crate) fn execute(
@@ -70,8 +70,7 @@ pub(crate) fn execute(
         number,
         message: error.to_string(),
     })?;
-    writer.set_block_hash(block.hash);
-    writer.set_block_header(block.header_rlp());
+    label_block(&mut writer, block);
     Ok(PathRun {
         writer,
         outcome,

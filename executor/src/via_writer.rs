@@ -22,7 +22,7 @@ use strata_storage::{BlockWriter, Regime, StateDb, StateReader};
 use crate::block::DecodedBlock;
 use crate::chain_spec::ChainSpec;
 use crate::error::{ExecError, InvalidBlock};
-use crate::evm_run::{PathRun, check_outcome, run_error, run_evm};
+use crate::evm_run::{PathRun, check_outcome, label_block, run_error, run_evm};
 
 /// Runs `block` with the EVM over its own writer.
 pub(crate) fn execute(
@@ -66,8 +66,7 @@ pub(crate) fn execute(
             reason: Box::new(reason),
         }
     })?;
-    writer.set_block_hash(block.hash);
-    writer.set_block_header(block.header_rlp());
+    label_block(&mut writer, block);
     Ok(PathRun {
         writer,
         outcome,

@@ -1,8 +1,9 @@
 //! What strata's test suites share (a dev-dependency only): the path of
 //! Ethereum's published test vectors, `../shared/vectors` beside the
 //! checkout, and the rule for when they are absent — a test says so and
-//! skips, except under `CI=true`, where absence is a failure; and
-//! [`tree_contents`], what "changed no byte of the datadir" is checked with.
+//! skips, except under `CI=true`, where absence is a failure; [`json_files`],
+//! the vector files of a folder; and [`tree_contents`], what "changed no
+//! byte of the datadir" is checked with.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -27,6 +28,24 @@ pub fn vectors(sub: &str) -> Option<PathBuf> {
     }
     eprintln!("skipping: no test vectors at {}", dir.display());
     None
+}
+
+/// Every `.json` file under `dir` and its subfolders, sorted.
+pub fn json_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "json") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
 }
 
 /// Every file and folder under `dir` with the bytes of each file (a folder

@@ -12,7 +12,8 @@ use strata_trace::geth::{diff_frames, merge_block, prestate_frames};
 use strata_trace::model::WorldState;
 use strata_trace::{TraceBlock, TraceLine, parse_line};
 
-use crate::common::{json_files, read_json, strata, vectors};
+use crate::common::{read_json, strata, vectors};
+use strata_test_support::json_files;
 
 fn import(args: &[&str]) -> TraceBlock {
     let out = strata(&[&["import-geth"][..], args].concat());

@@ -9,7 +9,8 @@ use strata_storage::genesis::{GenesisAlloc, alloc_from_value, parse_hash};
 use strata_trace::model::WorldState;
 use strata_trace::{AccountWrite, TraceBlock};
 
-use crate::common::{json_files, read_json, vectors};
+use crate::common::{read_json, vectors};
+use strata_test_support::json_files;
 
 /// The writes that turn `pre` into `post` (deleted accounts, changed
 /// fields, new and cleared slots).
