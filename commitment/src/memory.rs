@@ -8,7 +8,7 @@ use alloy_primitives::{Address, B256, U256};
 use bytes::Bytes;
 
 use crate::compute::RecordWrite;
-use crate::nibbles::{MAX_PATH_NIBBLES, packed_nibble};
+use crate::nibbles::MAX_PATH_NIBBLES;
 use crate::source::{AccountLeaf, BranchSource, SourceError, StateSource};
 
 /// A nibble path packed two nibbles a byte, held inline: a map key whose
@@ -40,7 +40,10 @@ impl PathKey {
     /// The path again, one nibble per byte.
     fn path(&self) -> Vec<u8> {
         (0..self.len as usize)
-            .map(|i| packed_nibble(&self.packed, i))
+            .map(|i| {
+                let b = self.packed[i / 2];
+                if i % 2 == 0 { b >> 4 } else { b & 0x0f }
+            })
             .collect()
     }
 }

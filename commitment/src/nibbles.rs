@@ -12,13 +12,7 @@ pub const MAX_PATH_NIBBLES: usize = 128;
 /// Nibble `i` (0 = high half of byte 0) of a 32-byte hashed key.
 #[inline(always)]
 pub(crate) fn nibble(key: &B256, i: usize) -> u8 {
-    packed_nibble(&key.0, i)
-}
-
-/// Nibble `i` of nibbles stored two per byte, high half first.
-#[inline(always)]
-pub(crate) fn packed_nibble(packed: &[u8], i: usize) -> u8 {
-    let b = packed[i >> 1];
+    let b = key.0[i >> 1];
     if i & 1 == 0 { b >> 4 } else { b & 0x0f }
 }
 

@@ -6,7 +6,6 @@ use bytes::Bytes;
 
 use crate::children::{Children, Span};
 use crate::error::{CommitmentError, corrupted};
-use crate::nibbles::packed_nibble;
 use crate::node::NodeRef;
 
 /// Record tag: a branch node below a sub-trie root.
@@ -111,9 +110,9 @@ impl Ext {
     #[inline]
     fn from_packed(packed: &[u8], len: usize) -> Option<Self> {
         let mut e = Self::EMPTY;
-        let packed = packed.get(..len.div_ceil(2))?;
         for (i, slot) in e.nibbles.get_mut(..len)?.iter_mut().enumerate() {
-            *slot = packed_nibble(packed, i);
+            let b = *packed.get(i / 2)?;
+            *slot = if i % 2 == 0 { b >> 4 } else { b & 0x0f };
         }
         e.len = len as u8;
         Some(e)
