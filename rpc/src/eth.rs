@@ -8,9 +8,9 @@ use jsonrpsee::types::Params;
 use strata_storage::{AccountProof, ReadOnlyStateDb};
 
 use crate::block::{Resolved, not_retained, reader_at, resolve};
+use crate::context::Context;
 use crate::error::RpcError;
 use crate::params::Positional;
-use crate::server::Context;
 
 /// Slots one `eth_getProof` call may ask for.
 pub(crate) const MAX_PROOF_SLOTS: usize = 1024;

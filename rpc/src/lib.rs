@@ -16,14 +16,18 @@
 #![deny(missing_docs)]
 
 mod block;
+mod context;
 mod debug;
 mod error;
 mod eth;
+mod limits;
 mod metrics;
 mod params;
 mod server;
 
 pub use block::{Resolved, resolve};
+pub use context::Context;
 pub use error::{RpcError, SERVER_ERROR_CODE};
+pub use limits::Limits;
 pub use metrics::RpcMetrics;
-pub use server::{Context, Limits, RpcServer};
+pub use server::RpcServer;
