@@ -2,11 +2,11 @@
 //! HTTP while another `serve` process serves the same datadir, and
 //! stopped by SIGTERM.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 
-use serde_json::Value;
+use strata_test_support::json_rpc as call;
 
 use crate::common::{gen_trace, replay_small_steps};
 
@@ -30,20 +30,6 @@ fn start(datadir: &std::path::Path) -> (Child, SocketAddr) {
     // Keep draining stderr so the child never blocks on a full pipe.
     std::thread::spawn(move || for _ in lines {});
     (child, addr)
-}
-
-fn call(addr: SocketAddr, method: &str, params: &str) -> Value {
-    let body = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":{params}}}"#);
-    let mut stream = TcpStream::connect(addr).unwrap();
-    write!(
-        stream,
-        "POST / HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    serde_json::from_str(response.split("\r\n\r\n").nth(1).unwrap()).unwrap()
 }
 
 #[test]
