@@ -1,4 +1,4 @@
-//! What every call reads: the datadir, the chain id, the bounds, and the
+//! What every call reads: the datadir, the chain, the bounds, and the
 //! server's own accounting (metrics, calls in flight). Below the method
 //! modules and the server, which builds it.
 
@@ -7,6 +7,7 @@ use std::sync::Arc;
 use strata_storage::ReadOnlyStateDb;
 use tokio::sync::Semaphore;
 
+use crate::chain::{Chain, ChainRules};
 use crate::limits::Limits;
 use crate::metrics::RpcMetrics;
 
@@ -14,10 +15,9 @@ use crate::metrics::RpcMetrics;
 pub struct Context {
     /// The datadir, read-only, following its writer.
     pub db: Arc<ReadOnlyStateDb>,
-    /// `eth_chainId`.
-    pub chain_id: u64,
     /// The bounds.
     pub limits: Limits,
+    pub(crate) chain: ChainRules,
     pub(crate) metrics: RpcMetrics,
     pub(crate) in_flight: Semaphore,
 }
@@ -26,13 +26,13 @@ impl Context {
     /// The context of a server over `db`.
     pub(crate) fn new(
         db: Arc<ReadOnlyStateDb>,
-        chain_id: u64,
+        chain: Chain,
         limits: Limits,
         metrics: RpcMetrics,
     ) -> Self {
         Self {
             db,
-            chain_id,
+            chain: ChainRules::new(chain),
             in_flight: Semaphore::new(limits.max_in_flight),
             limits,
             metrics,

@@ -15,9 +15,10 @@ use crate::params::Positional;
 /// Slots one `eth_getProof` call may ask for.
 pub(crate) const MAX_PROOF_SLOTS: usize = 1024;
 
-/// `eth_chainId`.
+/// `eth_chainId`: `--chain-id`, else the `--genesis` file's, else the
+/// datadir's recorded configuration's, else 1.
 pub(crate) fn chain_id(ctx: &Context, _: Params<'_>) -> Result<U64, RpcError> {
-    Ok(U64::from(ctx.chain_id))
+    Ok(U64::from(ctx.chain.chain_id(&ctx.db)?))
 }
 
 /// `eth_blockNumber`: the newest block the server reads.

@@ -1,6 +1,10 @@
-//! What bounds the server (defaults sized like reth's).
+//! What bounds the server and each call (defaults sized like reth's).
 
 use std::time::Duration;
+
+/// The gas a call runs with when it names none, and the most it may name
+/// (reth's `--rpc.gascap` default).
+pub const DEFAULT_GAS_CAP: u64 = 50_000_000;
 
 /// What bounds the server (defaults sized like reth's).
 #[derive(Clone, Debug)]
@@ -21,6 +25,9 @@ pub struct Limits {
     pub max_page: usize,
     /// Slots `debug_storageRangeAt` sorts by hashed key at most.
     pub max_storage_scan: usize,
+    /// Gas of an `eth_call`, `eth_estimateGas` or `eth_createAccessList`
+    /// that names none, and the most one may name (`--rpc-gas-cap`).
+    pub gas_cap: u64,
 }
 
 impl Default for Limits {
@@ -34,6 +41,7 @@ impl Default for Limits {
             call_timeout: Duration::from_secs(30),
             max_page: 1024,
             max_storage_scan: 1_000_000,
+            gas_cap: DEFAULT_GAS_CAP,
         }
     }
 }

@@ -13,6 +13,8 @@ use jsonrpsee::types::{ErrorObjectOwned, Params};
 use serde::Serialize;
 use strata_storage::ReadOnlyStateDb;
 
+use crate::call;
+use crate::chain::Chain;
 use crate::context::Context;
 use crate::error::RpcError;
 use crate::limits::Limits;
@@ -31,13 +33,13 @@ impl RpcServer {
     /// Port 0 picks a free port ([`RpcServer::http_addr`]).
     pub async fn start(
         db: Arc<ReadOnlyStateDb>,
-        chain_id: u64,
+        chain: Chain,
         limits: Limits,
         metrics: RpcMetrics,
         http: SocketAddr,
         ws: Option<SocketAddr>,
     ) -> std::io::Result<RpcServer> {
-        let module = module(Context::new(db, chain_id, limits.clone(), metrics));
+        let module = module(Context::new(db, chain, limits.clone(), metrics));
         let config = || {
             ServerConfig::builder()
                 .max_request_body_size(limits.max_request_bytes)
@@ -104,6 +106,13 @@ fn module(context: Context) -> RpcModule<Context> {
     register(&mut module, "eth_getProof", eth::proof);
     register(&mut module, "debug_storageRangeAt", debug::storage_range_at);
     register(&mut module, "debug_accountRange", debug::account_range);
+    register(&mut module, "eth_call", call::call);
+    register(&mut module, "eth_estimateGas", call::estimate_gas);
+    register(
+        &mut module,
+        "eth_createAccessList",
+        call::create_access_list,
+    );
     module
 }
 

@@ -13,7 +13,7 @@ use alloy_rpc_types_eth::EIP1186AccountProofResponse;
 use alloy_trie::proof::verify_proof;
 use alloy_trie::{Nibbles, TrieAccount};
 use serde_json::{Value, json};
-use strata_rpc::{Limits, RpcMetrics, RpcServer};
+use strata_rpc::{Chain, Limits, RpcMetrics, RpcServer};
 use strata_storage::genesis::GenesisAlloc;
 use strata_storage::{Account, Options, ReadOnlyStateDb, Regime, StateDb};
 use strata_test_support::http_post as post;
@@ -91,7 +91,10 @@ fn serve(limits: Limits) -> Served {
     let server = runtime
         .block_on(RpcServer::start(
             db.clone(),
-            CHAIN_ID,
+            Chain {
+                chain_id: Some(CHAIN_ID),
+                spec: None,
+            },
             limits,
             RpcMetrics::default(),
             "127.0.0.1:0".parse().unwrap(),
