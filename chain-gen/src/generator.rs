@@ -17,7 +17,7 @@ use alloy_eips::eip7840::BlobParams;
 use alloy_evm::block::{BlockExecutor, BlockExecutorFactory};
 use alloy_evm::eth::receipt_builder::AlloyReceiptBuilder;
 use alloy_evm::eth::{EthBlockExecutionCtx, EthBlockExecutorFactory, EthEvmFactory};
-use alloy_evm::{Evm, EvmEnv, EvmFactory};
+use alloy_evm::{Evm, EvmFactory};
 use alloy_genesis::{ChainConfig, Genesis};
 use alloy_primitives::{Address, B256, Bloom, Bytes, U256, keccak256};
 use alloy_trie::EMPTY_ROOT_HASH;
@@ -250,12 +250,7 @@ impl Generator {
             .with_database(WrapDatabaseRef(self.world.db()))
             .with_bundle_update()
             .build();
-        let env = EvmEnv::for_eth_block(
-            header,
-            &self.spec,
-            self.spec.chain_id,
-            self.spec.blob_params_at(header.timestamp),
-        );
+        let env = strata_executor::evm_env(&self.spec, header);
         let factory = EthBlockExecutorFactory::new(
             AlloyReceiptBuilder::default(),
             self.spec.clone(),

@@ -5,13 +5,13 @@
 
 use alloy_consensus::transaction::Recovered;
 use alloy_consensus::{Header, TxEnvelope, TxReceipt, proofs::calculate_receipt_root};
+use alloy_evm::EvmFactory;
 use alloy_evm::block::{
     BlockExecutionError, BlockExecutor, BlockExecutorFactory, BlockValidationError,
 };
 use alloy_evm::eth::dao_fork::{DAO_HARDFORK_ACCOUNTS, DAO_HARDFORK_BENEFICIARY};
 use alloy_evm::eth::receipt_builder::AlloyReceiptBuilder;
 use alloy_evm::eth::{EthBlockExecutionCtx, EthBlockExecutorFactory, EthEvmFactory};
-use alloy_evm::{EvmEnv, EvmFactory};
 use alloy_hardforks::{EthereumHardfork, EthereumHardforks, ForkCondition};
 use alloy_primitives::{B256, Bloom};
 use revm::database::State;
@@ -78,12 +78,7 @@ where
     DB: alloy_evm::block::StateDB + std::fmt::Debug,
 {
     let header = block.header();
-    let env = EvmEnv::for_eth_block(
-        header,
-        spec,
-        spec.chain_id,
-        spec.blob_params_at(header.timestamp),
-    );
+    let env = crate::evm_env::evm_env(spec, header);
     let executor_spec = if spec.is_dao_block(header.number) {
         spec.with_fork(EthereumHardfork::Dao, ForkCondition::Never)
     } else {

@@ -9,6 +9,8 @@
 //! - [`GenesisBlock`]: block 0 from a geth genesis file, its root computed
 //!   by alloy-trie.
 //! - [`DecodedBlock`]: a block from its RLP, with its hash.
+//! - [`evm_env`]: the EVM environment of a block (its header under the
+//!   chain's fork rules), for blocks executed here and calls served elsewhere.
 //! - [`execute_block`]: one block on top of the store's head; a block that
 //!   fails any check is refused with [`InvalidBlock`] naming the check, and
 //!   nothing of it is written.
@@ -23,6 +25,7 @@ mod chain_spec;
 pub mod consensus;
 pub mod ef_tests;
 mod error;
+mod evm_env;
 mod evm_run;
 mod execute;
 mod genesis;
@@ -34,6 +37,7 @@ pub use access::{AccountRead, AccountWrite, BlockAccess};
 pub use block::DecodedBlock;
 pub use chain_spec::{ChainSpec, MAINNET_CHAIN_ID, recorded_chain_config};
 pub use error::{ChainSpecError, ExecError, GenesisError, InvalidBlock};
+pub use evm_env::evm_env;
 pub use execute::{
     BlockTimings, ExecuteOptions, ExecutedBlock, StatePath, execute_block, execute_block_with,
 };

@@ -3,21 +3,31 @@
 //! every client sends calls back to back for a fixed time over its own
 //! connection pool, and the report gives requests/s, p50 and p99 latency
 //! and errors. The keys come from the server itself (`debug_accountRange`
-//! with storage), so any datadir works.
+//! with storage), so any datadir works. `eth_call` and `eth_estimateGas`
+//! ask `balanceOf(account)` of the contracts that answer it with a word
+//! (probed once at the start: a generated chain's tokens; the server must
+//! know the chain's fork rules, recorded by `import-chain` or given by
+//! `--genesis`).
 //!
 //! ```text
 //! cargo run --release -p strata-rpc --example rpc_load -- \
 //!     --url http://127.0.0.1:8545 --clients 1,16,64 --seconds 10 \
-//!     --methods eth_getBalance,eth_getStorageAt,eth_getProof
+//!     --methods eth_getBalance,eth_getStorageAt,eth_getProof,eth_call
 //! ```
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use alloy_primitives::{Address, B256, U256};
+use alloy_primitives::{Address, B256, Bytes, TxKind, U256};
 use alloy_provider::{Provider, ProviderBuilder};
+use alloy_rpc_types_eth::{TransactionInput, TransactionRequest};
 use serde_json::{Value, json};
+
+/// `balanceOf(address)`.
+const BALANCE_OF: [u8; 4] = [0x70, 0xa0, 0x82, 0x31];
+/// Contracts probed for `balanceOf`.
+const PROBED: usize = 64;
 
 struct Settings {
     url: String,
@@ -58,10 +68,23 @@ fn settings() -> Result<Settings, String> {
     Ok(settings)
 }
 
-/// Accounts and (account, slot) pairs to ask for.
+/// Accounts and (account, slot) pairs to ask for, and contracts that
+/// answer `balanceOf`.
 struct Keys {
     accounts: Vec<Address>,
     slots: Vec<(Address, B256)>,
+    tokens: Vec<Address>,
+}
+
+/// A `balanceOf(holder)` call to `token`.
+fn balance_of(token: Address, holder: Address) -> TransactionRequest {
+    let mut data = BALANCE_OF.to_vec();
+    data.extend_from_slice(B256::left_padding_from(holder.as_slice()).as_slice());
+    TransactionRequest {
+        to: Some(TxKind::Call(token)),
+        input: TransactionInput::new(Bytes::from(data)),
+        ..Default::default()
+    }
 }
 
 async fn keys(url: &str) -> Result<Keys, String> {
@@ -76,10 +99,18 @@ async fn keys(url: &str) -> Result<Keys, String> {
     let mut keys = Keys {
         accounts: Vec::new(),
         slots: Vec::new(),
+        tokens: Vec::new(),
     };
+    let mut contracts = Vec::new();
     for (address, account) in page["accounts"].as_object().into_iter().flatten() {
         let address: Address = address.parse().map_err(|e| format!("{e}"))?;
         keys.accounts.push(address);
+        if account["storage"]
+            .as_object()
+            .is_some_and(|map| !map.is_empty())
+        {
+            contracts.push(address);
+        }
         for slot in account["storage"]
             .as_object()
             .into_iter()
@@ -94,6 +125,17 @@ async fn keys(url: &str) -> Result<Keys, String> {
     }
     if keys.slots.is_empty() {
         keys.slots.push((keys.accounts[0], B256::ZERO));
+    }
+    for contract in contracts.into_iter().take(PROBED) {
+        let mut probe = balance_of(contract, keys.accounts[0]);
+        probe.gas = Some(100_000);
+        if provider
+            .call(probe)
+            .await
+            .is_ok_and(|word| word.len() == 32)
+        {
+            keys.tokens.push(contract);
+        }
     }
     Ok(keys)
 }
@@ -123,6 +165,20 @@ async fn client(
                 .is_ok(),
             "eth_getProof" => provider.get_proof(holder, vec![slot]).await.is_ok(),
             "eth_blockNumber" => provider.get_block_number().await.is_ok(),
+            "eth_call" | "eth_estimateGas" if keys.tokens.is_empty() => {
+                panic!("no contract answers balanceOf: no {method} load")
+            }
+            "eth_call" => {
+                let token = keys.tokens[index % keys.tokens.len()];
+                provider.call(balance_of(token, account)).await.is_ok()
+            }
+            "eth_estimateGas" => {
+                let token = keys.tokens[index % keys.tokens.len()];
+                provider
+                    .estimate_gas(balance_of(token, account))
+                    .await
+                    .is_ok()
+            }
             other => panic!("no load for {other}"),
         };
         latencies.push(started.elapsed().as_micros() as u64);
@@ -146,9 +202,10 @@ async fn main() -> Result<(), String> {
     let settings = settings()?;
     let keys = Arc::new(keys(&settings.url).await?);
     println!(
-        "{} accounts, {} slots from {}; {} s per run",
+        "{} accounts, {} slots, {} contracts answering balanceOf from {}; {} s per run",
         keys.accounts.len(),
         keys.slots.len(),
+        keys.tokens.len(),
         settings.url,
         settings.seconds
     );

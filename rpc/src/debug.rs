@@ -10,9 +10,9 @@ use jsonrpsee::types::Params;
 use serde::Serialize;
 
 use crate::block::{Resolved, reader_at, resolve};
+use crate::context::Context;
 use crate::error::RpcError;
 use crate::params::Positional;
-use crate::server::Context;
 
 /// Slots read from the store per scan step.
 const SCAN_STEP: usize = 4096;

@@ -8,16 +8,17 @@ use jsonrpsee::types::Params;
 use strata_storage::{AccountProof, ReadOnlyStateDb};
 
 use crate::block::{Resolved, not_retained, reader_at, resolve};
+use crate::context::Context;
 use crate::error::RpcError;
 use crate::params::Positional;
-use crate::server::Context;
 
 /// Slots one `eth_getProof` call may ask for.
 pub(crate) const MAX_PROOF_SLOTS: usize = 1024;
 
-/// `eth_chainId`.
+/// `eth_chainId`: `--chain-id`, else the `--genesis` file's, else the
+/// datadir's recorded configuration's, else 1.
 pub(crate) fn chain_id(ctx: &Context, _: Params<'_>) -> Result<U64, RpcError> {
-    Ok(U64::from(ctx.chain_id))
+    Ok(U64::from(ctx.chain.chain_id(&ctx.db)?))
 }
 
 /// `eth_blockNumber`: the newest block the server reads.

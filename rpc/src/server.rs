@@ -5,66 +5,21 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use jsonrpsee::RpcModule;
 use jsonrpsee::server::{BatchRequestConfig, Server, ServerConfig, ServerHandle};
 use jsonrpsee::types::{ErrorObjectOwned, Params};
 use serde::Serialize;
 use strata_storage::ReadOnlyStateDb;
-use tokio::sync::Semaphore;
 
+use crate::call;
+use crate::chain::Chain;
+use crate::context::Context;
 use crate::error::RpcError;
+use crate::limits::Limits;
 use crate::metrics::RpcMetrics;
 use crate::{debug, eth};
-
-/// What bounds the server (defaults sized like reth's).
-#[derive(Clone, Debug)]
-pub struct Limits {
-    /// Calls in one batch request.
-    pub max_batch: u32,
-    /// Bytes of a request body.
-    pub max_request_bytes: u32,
-    /// Bytes of a response body.
-    pub max_response_bytes: u32,
-    /// Open connections.
-    pub max_connections: u32,
-    /// Calls running at once; later ones wait their turn.
-    pub max_in_flight: usize,
-    /// Time one call may take before it is answered with an error.
-    pub call_timeout: Duration,
-    /// Entries one range call returns at most.
-    pub max_page: usize,
-    /// Slots `debug_storageRangeAt` sorts by hashed key at most.
-    pub max_storage_scan: usize,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Self {
-            max_batch: 100,
-            max_request_bytes: 15 << 20,
-            max_response_bytes: 160 << 20,
-            max_connections: 500,
-            max_in_flight: 256,
-            call_timeout: Duration::from_secs(30),
-            max_page: 1024,
-            max_storage_scan: 1_000_000,
-        }
-    }
-}
-
-/// What every call reads.
-pub struct Context {
-    /// The datadir, read-only, following its writer.
-    pub db: Arc<ReadOnlyStateDb>,
-    /// `eth_chainId`.
-    pub chain_id: u64,
-    /// The bounds.
-    pub limits: Limits,
-    metrics: RpcMetrics,
-    in_flight: Semaphore,
-}
 
 /// A running server: its bound addresses; stops when dropped or stopped.
 pub struct RpcServer {
@@ -78,20 +33,13 @@ impl RpcServer {
     /// Port 0 picks a free port ([`RpcServer::http_addr`]).
     pub async fn start(
         db: Arc<ReadOnlyStateDb>,
-        chain_id: u64,
+        chain: Chain,
         limits: Limits,
         metrics: RpcMetrics,
         http: SocketAddr,
         ws: Option<SocketAddr>,
     ) -> std::io::Result<RpcServer> {
-        let context = Context {
-            db,
-            chain_id,
-            in_flight: Semaphore::new(limits.max_in_flight),
-            limits: limits.clone(),
-            metrics,
-        };
-        let module = module(context);
+        let module = module(Context::new(db, chain, limits.clone(), metrics));
         let config = || {
             ServerConfig::builder()
                 .max_request_body_size(limits.max_request_bytes)
@@ -158,6 +106,13 @@ fn module(context: Context) -> RpcModule<Context> {
     register(&mut module, "eth_getProof", eth::proof);
     register(&mut module, "debug_storageRangeAt", debug::storage_range_at);
     register(&mut module, "debug_accountRange", debug::account_range);
+    register(&mut module, "eth_call", call::call);
+    register(&mut module, "eth_estimateGas", call::estimate_gas);
+    register(
+        &mut module,
+        "eth_createAccessList",
+        call::create_access_list,
+    );
     module
 }
 

@@ -3,8 +3,7 @@
 //! head and at an older block; proofs verified with alloy-trie against the
 //! block's root; the range methods; and the errors clients expect.
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use alloy_eips::BlockId;
@@ -14,9 +13,10 @@ use alloy_rpc_types_eth::EIP1186AccountProofResponse;
 use alloy_trie::proof::verify_proof;
 use alloy_trie::{Nibbles, TrieAccount};
 use serde_json::{Value, json};
-use strata_rpc::{Limits, RpcMetrics, RpcServer};
+use strata_rpc::{Chain, Limits, RpcMetrics, RpcServer};
 use strata_storage::genesis::GenesisAlloc;
 use strata_storage::{Account, Options, ReadOnlyStateDb, Regime, StateDb};
+use strata_test_support::http_post as post;
 
 const CHAIN_ID: u64 = 1337;
 
@@ -91,7 +91,10 @@ fn serve(limits: Limits) -> Served {
     let server = runtime
         .block_on(RpcServer::start(
             db.clone(),
-            CHAIN_ID,
+            Chain {
+                chain_id: Some(CHAIN_ID),
+                spec: None,
+            },
             limits,
             RpcMetrics::default(),
             "127.0.0.1:0".parse().unwrap(),
@@ -245,21 +248,6 @@ fn range_methods_page_through_accounts_and_hashed_slots() {
         let account = &page["accounts"][address(1).to_string().to_lowercase()];
         assert_eq!(account["nonce"], json!(5));
     });
-}
-
-/// One raw HTTP POST; the response body as JSON.
-fn post(addr: SocketAddr, body: &str) -> Value {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    write!(
-        stream,
-        "POST / HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    let body = response.split("\r\n\r\n").nth(1).unwrap_or_default();
-    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {response}"))
 }
 
 #[test]

@@ -2,11 +2,17 @@
 //! Ethereum's published test vectors, `../shared/vectors` beside the
 //! checkout, and the rule for when they are absent — a test says so and
 //! skips, except under `CI=true`, where absence is a failure; [`json_files`],
-//! the vector files of a folder; and [`tree_contents`], what "changed no
-//! byte of the datadir" is checked with.
+//! the vector files of a folder; [`tree_contents`], what "changed no byte
+//! of the datadir" is checked with; and [`http_post`] / [`json_rpc`], a
+//! JSON-RPC server asked over a bare HTTP/1.1 connection, byte for byte what
+//! the test wrote (malformed bodies included), for the servers' tests.
 
 use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
+
+use serde_json::Value;
 
 /// `sub` inside the shared vectors folder (`""` for the folder itself), or
 /// `None` after printing why the calling test skips. Panics when the folder
@@ -70,4 +76,31 @@ pub fn tree_contents(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
         }
     }
     out
+}
+
+/// POSTs `body` to `addr` as JSON over one HTTP/1.1 connection and returns
+/// the response body as JSON. Panics when the response is not JSON.
+pub fn http_post(addr: SocketAddr, body: &str) -> Value {
+    let mut stream = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
+    write!(
+        stream,
+        "POST / HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("write the request");
+    let mut response = String::new();
+    stream
+        .read_to_string(&mut response)
+        .expect("read the response");
+    let body = response.split("\r\n\r\n").nth(1).unwrap_or_default();
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {response}"))
+}
+
+/// Calls `method` with `params` (a JSON list, as text) at `addr`; the
+/// whole response object (`result` or `error`).
+pub fn json_rpc(addr: SocketAddr, method: &str, params: &str) -> Value {
+    http_post(
+        addr,
+        &format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":{params}}}"#),
+    )
 }

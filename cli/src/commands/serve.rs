@@ -1,9 +1,11 @@
 //! `strata serve --datadir D [--http ADDR] [--ws ADDR]`: Ethereum JSON-RPC
 //! over a datadir, read-only beside its writer (strata-rpc on jsonrpsee):
-//! the state methods at any retained block, proofs, the range methods;
-//! bounded requests, batches, connections and call time; requests and
-//! latency per method on `--metrics ADDR`. Several `serve` processes can
-//! follow one datadir. Stops on SIGINT or SIGTERM.
+//! the state methods at any retained block, proofs, the range methods,
+//! `eth_call`, `eth_estimateGas` and `eth_createAccessList` (under the
+//! fork rules of `--genesis`, else the datadir's recorded configuration);
+//! bounded requests, batches, connections, call time and call gas;
+//! requests and latency per method on `--metrics ADDR`. Several `serve`
+//! processes can follow one datadir. Stops on SIGINT or SIGTERM.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -12,7 +14,7 @@ use std::time::Duration;
 
 use clap::Args;
 use prometheus_client::registry::Registry;
-use strata_rpc::{Limits, RpcMetrics, RpcServer};
+use strata_rpc::{Chain, Limits, RpcMetrics, RpcServer};
 use strata_storage::{Options, ReadOnlyStateDb};
 
 use crate::CliError;
@@ -32,11 +34,13 @@ pub struct ServeArgs {
     /// Also serve WebSocket alone at this address.
     #[arg(long, value_name = "ADDR")]
     pub ws: Option<SocketAddr>,
-    /// The chain id `eth_chainId` answers (default: the --genesis file's,
-    /// else 1).
+    /// The chain id `eth_chainId` answers and calls run with (default: the
+    /// --genesis file's, else the datadir's recorded configuration's, else 1).
     #[arg(long, value_name = "ID")]
     pub chain_id: Option<u64>,
-    /// A geth genesis file to take the chain id from.
+    /// A geth genesis file: its chain id, and the fork rules eth_call,
+    /// eth_estimateGas and eth_createAccessList run under (instead of the
+    /// configuration `import-chain` recorded in the datadir).
     #[arg(long, value_name = "FILE")]
     pub genesis: Option<PathBuf>,
     /// Serve Prometheus metrics (requests and latency per method) at
@@ -69,10 +73,15 @@ pub struct ServeArgs {
     /// returns at most.
     #[arg(long, value_name = "N", default_value_t = Limits::default().max_page)]
     pub max_page: usize,
+    /// Gas of an eth_call, eth_estimateGas or eth_createAccessList that
+    /// names none, and the most one may name.
+    #[arg(long, value_name = "GAS", default_value_t = Limits::default().gas_cap,
+          value_parser = clap::value_parser!(u64).range(21_000..))]
+    pub rpc_gas_cap: u64,
 }
 
 pub(super) fn run(args: ServeArgs) -> Result<(), CliError> {
-    let chain_id = chain_id(&args)?;
+    let chain = chain(&args)?;
     let options = Options {
         read_metrics: true,
         ..Options::default()
@@ -99,6 +108,7 @@ pub(super) fn run(args: ServeArgs) -> Result<(), CliError> {
         max_in_flight: args.max_in_flight,
         call_timeout: Duration::from_millis(args.call_timeout_ms),
         max_page: args.max_page,
+        gas_cap: args.rpc_gas_cap,
         ..Limits::default()
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -107,7 +117,7 @@ pub(super) fn run(args: ServeArgs) -> Result<(), CliError> {
         .build()
         .map_err(|e| CliError::Serve(format!("cannot start the runtime: {e}")))?;
     runtime.block_on(async {
-        let server = RpcServer::start(db, chain_id, limits, metrics, args.http, args.ws)
+        let server = RpcServer::start(db, chain, limits, metrics, args.http, args.ws)
             .await
             .map_err(|e| CliError::Serve(format!("cannot listen on {}: {e}", args.http)))?;
         eprintln!(
@@ -125,15 +135,18 @@ pub(super) fn run(args: ServeArgs) -> Result<(), CliError> {
     })
 }
 
-/// The chain id: given, else the genesis file's, else 1.
-fn chain_id(args: &ServeArgs) -> Result<u64, CliError> {
-    if let Some(id) = args.chain_id {
-        return Ok(id);
-    }
-    match &args.genesis {
-        Some(path) => Ok(strata_executor::GenesisBlock::read(path)?.spec.chain_id),
-        None => Ok(1),
-    }
+/// What the server is told of the chain: the chain id given, and the
+/// genesis file's fork rules (the server falls back on the datadir's
+/// recorded configuration for what is not given).
+fn chain(args: &ServeArgs) -> Result<Chain, CliError> {
+    let spec = match &args.genesis {
+        Some(path) => Some(strata_executor::GenesisBlock::read(path)?.spec),
+        None => None,
+    };
+    Ok(Chain {
+        chain_id: args.chain_id,
+        spec,
+    })
 }
 
 /// SIGINT (ctrl-c) or SIGTERM.

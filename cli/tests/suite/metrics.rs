@@ -361,9 +361,9 @@ fn serve_exports_the_metrics_of_the_dashboards_json_rpc_row() {
     }
     std::thread::spawn(move || for _ in lines {});
     let rpc: std::net::SocketAddr = rpc.unwrap().parse().unwrap();
-    let answer = crate::serve::call(rpc, "eth_blockNumber", "[]");
+    let answer = strata_test_support::json_rpc(rpc, "eth_blockNumber", "[]");
     assert_eq!(answer["result"], "0x3", "{answer}");
-    let unknown = crate::serve::call(rpc, "eth_noSuchMethod", "[]");
+    let unknown = strata_test_support::json_rpc(rpc, "eth_noSuchMethod", "[]");
     assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
     let scraped = scrape(metrics.as_deref().unwrap());
     crate::dashboard::assert_dashboard_metrics_served(crate::dashboard::Exporter::Serve, &scraped);

@@ -1,14 +1,18 @@
 //! `strata serve`: a datadir served over JSON-RPC by the binary, asked over
 //! HTTP while another `serve` process serves the same datadir, and
-//! stopped by SIGTERM.
+//! stopped by SIGTERM; `eth_call` over a chain `gen-chain` wrote and
+//! `import-chain` imported (which records the chain's configuration), and
+//! refused over a replayed datadir, which records none.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 
-use serde_json::Value;
+use alloy_primitives::{Address, B256};
+use strata_chain_gen::contracts::{BALANCE_OF_SELECTOR, ContractKind, balance_slot, runtime_code};
+use strata_test_support::json_rpc as call;
 
-use crate::common::{gen_trace, replay_small_steps};
+use crate::common::{gen_trace, read_json, replay_small_steps, strata_ok};
 
 /// Starts `strata serve` on a free port; returns the child and its address.
 fn start(datadir: &std::path::Path) -> (Child, SocketAddr) {
@@ -30,20 +34,6 @@ fn start(datadir: &std::path::Path) -> (Child, SocketAddr) {
     // Keep draining stderr so the child never blocks on a full pipe.
     std::thread::spawn(move || for _ in lines {});
     (child, addr)
-}
-
-pub(crate) fn call(addr: SocketAddr, method: &str, params: &str) -> Value {
-    let body = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":{params}}}"#);
-    let mut stream = TcpStream::connect(addr).unwrap();
-    write!(
-        stream,
-        "POST / HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    serde_json::from_str(response.split("\r\n\r\n").nth(1).unwrap()).unwrap()
 }
 
 #[test]
@@ -72,14 +62,127 @@ fn two_serve_processes_answer_over_one_datadir_and_stop_on_sigterm() {
             r#"["0x0000000000000000000000000000000000000001", "0x2"]"#,
         );
         assert!(old.get("result").is_some(), "{old}");
+        // No chain configuration recorded, no --genesis: eth_call is
+        // refused, saying what is missing.
+        let refused = call(
+            addr,
+            "eth_call",
+            r#"[{"to": "0x0000000000000000000000000000000000000001"}, "latest"]"#,
+        );
+        assert_eq!(refused["error"]["code"], -32000, "{refused}");
+        let message = refused["error"]["message"].as_str().unwrap();
+        assert!(message.contains("chain configuration"), "{message}");
+        assert!(message.contains("--genesis"), "{message}");
     }
-    for child in [&mut first, &mut second] {
-        let killed = Command::new("kill")
-            .args(["-TERM", &child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(killed.success());
-        let status = child.wait().unwrap();
-        assert!(status.success(), "{status}");
+    stop(&mut first);
+    stop(&mut second);
+}
+
+/// SIGTERM, then a clean exit.
+fn stop(child: &mut Child) {
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status}");
+}
+
+#[test]
+fn eth_call_reads_a_token_balance_of_an_imported_generated_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("chain");
+    let datadir = dir.path().join("data");
+    strata_ok(&[
+        "gen-chain",
+        "--accounts",
+        "60",
+        "--contracts",
+        "10",
+        "--blocks",
+        "3",
+        "--gas-per-block",
+        "1000000",
+        "--seed",
+        "5",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let genesis = out.join("genesis.json");
+    strata_ok(&[
+        "import-chain",
+        out.join("chain.rlp").to_str().unwrap(),
+        "--genesis",
+        genesis.to_str().unwrap(),
+        "--datadir",
+        datadir.to_str().unwrap(),
+    ]);
+    // A token of the genesis and a holder of it.
+    let alloc = read_json(&genesis)["alloc"].clone();
+    let alloc = alloc.as_object().unwrap();
+    let token_code = runtime_code(ContractKind::Token).unwrap().to_string();
+    let (token, storage) = alloc
+        .iter()
+        .find(|(_, account)| account["code"].as_str() == Some(token_code.as_str()))
+        .map(|(address, account)| (address.parse::<Address>().unwrap(), &account["storage"]))
+        .expect("a token in the genesis");
+    let holder = alloc
+        .keys()
+        .map(|address| address.parse::<Address>().unwrap())
+        .find(|address| {
+            let slot = B256::from(balance_slot(*address));
+            storage
+                .as_object()
+                .unwrap()
+                .keys()
+                .any(|key| key.parse::<B256>().unwrap() == slot)
+        })
+        .expect("a holder of the token");
+    let slot = B256::from(balance_slot(holder));
+    let mut data = BALANCE_OF_SELECTOR.to_vec();
+    data.extend_from_slice(B256::left_padding_from(holder.as_slice()).as_slice());
+    let data = alloy_primitives::hex::encode_prefixed(data);
+
+    let (mut server, addr) = start(&datadir);
+    assert_eq!(call(addr, "eth_chainId", "[]")["result"], "0x539");
+    for block in ["0x0", "0x1", "latest"] {
+        let answer = call(
+            addr,
+            "eth_call",
+            &format!(r#"[{{"to": "{token}", "data": "{data}"}}, "{block}"]"#),
+        );
+        let stored = call(
+            addr,
+            "eth_getStorageAt",
+            &format!(r#"["{token}", "{slot}", "{block}"]"#),
+        );
+        assert!(answer.get("result").is_some(), "{answer}");
+        assert_eq!(answer["result"], stored["result"], "block {block}");
     }
+    let estimate = call(
+        addr,
+        "eth_estimateGas",
+        &format!(r#"[{{"to": "{token}", "data": "{data}"}}, "latest"]"#),
+    );
+    let gas = u64::from_str_radix(
+        estimate["result"]
+            .as_str()
+            .unwrap()
+            .trim_start_matches("0x"),
+        16,
+    )
+    .unwrap();
+    assert!(gas > 21_000, "{estimate}");
+    let list = call(
+        addr,
+        "eth_createAccessList",
+        &format!(r#"[{{"to": "{token}", "data": "{data}"}}, "latest"]"#),
+    );
+    assert_eq!(
+        list["result"]["accessList"][0]["storageKeys"][0],
+        slot.to_string(),
+        "{list}"
+    );
+    stop(&mut server);
 }

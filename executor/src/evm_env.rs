@@ -1,0 +1,38 @@
+//! The EVM environment of a block: the one place a block's header and its
+//! chain's fork rules become alloy-evm's `EvmEnv` (the spec id by number
+//! and timestamp, the chain id, the blob parameters and blob fee, the
+//! Osaka transaction gas cap, prevrandao after the merge). Blocks executed
+//! for import ([`crate::execute_block`]), the in-memory baseline and the
+//! calls `strata serve` answers all take their environment from here.
+
+use alloy_consensus::Header;
+use alloy_evm::EvmEnv;
+
+use crate::chain_spec::ChainSpec;
+
+/// The environment block `header` executes in on the chain `spec`.
+///
+/// On a chain that merges by total difficulty and whose merge block `spec`
+/// does not fix yet ([`ChainSpec::pending_terminal_total_difficulty`]), a
+/// header after block 0 with difficulty zero is taken to be past the merge
+/// (every proof-of-work block has a difficulty): a reader that has the
+/// header alone, not the chain's total difficulty, gets the same
+/// environment the importer had.
+pub fn evm_env(spec: &ChainSpec, header: &Header) -> EvmEnv {
+    let merged;
+    let spec = if spec.pending_terminal_total_difficulty().is_some()
+        && header.number > 0
+        && header.difficulty.is_zero()
+    {
+        merged = spec.with_merge_at(header.number);
+        &merged
+    } else {
+        spec
+    };
+    EvmEnv::for_eth_block(
+        header,
+        spec,
+        spec.chain_id,
+        spec.blob_params_at(header.timestamp),
+    )
+}
