@@ -7,7 +7,7 @@
 //! or with `--samples` one line per observation (what `strata replay
 //! --observer-process` reads; `process` is that parent's side).
 
-mod process;
+pub(crate) mod process;
 
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
@@ -23,8 +23,6 @@ use strata_storage::{Domain, Options, ReadOnlyStateDb};
 use super::replay::TraceSource;
 use crate::CliError;
 use crate::output::Lines;
-
-pub(super) use process::ObserverProcess;
 
 /// Arguments of `strata observe`.
 #[derive(Debug, Clone, Args)]

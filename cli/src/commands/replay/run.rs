@@ -21,7 +21,7 @@ use super::precheck;
 use super::source::{Start, TraceSource};
 use super::{Combo, ReplayArgs};
 use crate::CliError;
-use crate::commands::observe::ObserverProcess;
+use crate::commands::observe::process::ObserverProcess;
 use crate::scratch::{LockedDir, SWEEP_PREFIX, remove_stale};
 
 /// How long the observer measures the idle store before the blocks.
