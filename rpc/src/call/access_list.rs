@@ -19,8 +19,9 @@ use revm::interpreter::Interpreter;
 use revm::interpreter::interpreter_types::{InputsTr, Jumps};
 use revm::precompile::{PrecompileSpecId, Precompiles};
 
+use crate::call::db::revm_error;
 use crate::call::env::Setup;
-use crate::call::run::{evm_error, revm_error, traced};
+use crate::call::run::{evm_error, traced};
 use crate::error::RpcError;
 
 /// Runs at most; each run before the last grows the list, so this bounds

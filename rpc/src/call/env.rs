@@ -18,15 +18,10 @@ use strata_storage::StateReader;
 use strata_storage::revm::ReaderDatabase;
 
 use crate::block::{reader_at, resolve};
+use crate::call::db::{CallDb, revm_error};
 use crate::call::overrides;
-use crate::call::run::revm_error;
 use crate::context::Context;
 use crate::error::RpcError;
-
-/// The state a call runs over: the block's reader behind revm's cache,
-/// which holds the overrides and whatever the runs loaded. The runs never
-/// commit into it.
-pub(crate) type CallDb = CacheDB<ReaderDatabase>;
 
 /// A call ready to run.
 pub(crate) struct Setup {

@@ -17,8 +17,9 @@ use alloy_primitives::TxKind;
 use revm::Database;
 use revm::context::result::{ExecutionResult, HaltReason};
 
+use crate::call::db::revm_error;
 use crate::call::env::{Setup, allowance};
-use crate::call::run::{evm_error, is_too_little_gas, reverted, revm_error, try_transact};
+use crate::call::run::{evm_error, is_too_little_gas, reverted, try_transact};
 use crate::error::RpcError;
 
 /// The gas of a plain ether transfer.

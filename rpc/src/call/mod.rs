@@ -14,6 +14,7 @@
 //! - [`access_list`]: geth's access-list loop.
 
 mod access_list;
+mod db;
 mod env;
 mod estimate;
 mod overrides;

@@ -9,8 +9,7 @@ use alloy_evm::overrides::{StateOverrideError, apply_block_overrides, apply_stat
 use alloy_rpc_types_eth::BlockOverrides;
 use alloy_rpc_types_eth::state::StateOverride;
 
-use crate::call::env::CallDb;
-use crate::call::run::revm_error;
+use crate::call::db::{CallDb, revm_error};
 use crate::error::RpcError;
 
 /// Writes the account overrides into `db`. `movePrecompileToAddress` is

@@ -14,7 +14,7 @@ use revm::context::result::{EVMError, ExecutionResult, InvalidTransaction};
 use revm::inspector::{Inspector, NoOpInspector};
 use strata_storage::revm::RevmError;
 
-use crate::call::env::CallDb;
+use crate::call::db::{CallDb, revm_error};
 use crate::error::RpcError;
 
 /// Why a run did not run: the transaction was refused, or the EVM failed
@@ -90,14 +90,6 @@ pub(crate) fn evm_error(error: EVMError<RevmError>) -> RpcError {
         EVMError::Transaction(error) => RpcError::Transaction(error.to_string()),
         EVMError::Header(error) => RpcError::Transaction(error.to_string()),
         EVMError::Database(error) => revm_error(error),
-        other => RpcError::Evm(other.to_string()),
-    }
-}
-
-/// A failure of the store under the EVM.
-pub(crate) fn revm_error(error: RevmError) -> RpcError {
-    match error {
-        RevmError::Storage(error) => RpcError::Store(error),
         other => RpcError::Evm(other.to_string()),
     }
 }
