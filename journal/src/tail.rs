@@ -145,6 +145,37 @@ impl JournalTail {
         Ok(records)
     }
 
+    /// Whether the journal holds nothing this tail has not read, judged
+    /// without reading any frame: the newest segment read is as long as
+    /// what was read and still ends in the checksum of the last frame read,
+    /// and no segment starts at the block after it. An append grows the
+    /// segment, a new segment has that name, and an unwind's cut changes
+    /// the segment's length or its last frame. `false` when unsure (nothing
+    /// read yet, a frame not yet whole).
+    pub fn caught_up(&self) -> bool {
+        let Some((first, cursor)) = self.cursors.last_key_value() else {
+            return false;
+        };
+        let Some(expected) = cursor.last_checksum else {
+            return false;
+        };
+        let read_back = || -> io::Result<bool> {
+            let mut file = File::open(self.dir.join(super::segment_name(*first)))?;
+            if file.metadata()?.len() != cursor.offset {
+                return Ok(false);
+            }
+            file.seek(SeekFrom::Start(cursor.offset - frame::TRAILER as u64))?;
+            let mut stored = [0u8; frame::TRAILER];
+            file.read_exact(&mut stored)?;
+            Ok(stored == expected)
+        };
+        read_back().unwrap_or(false)
+            && !self
+                .dir
+                .join(super::segment_name(cursor.next_block))
+                .exists()
+    }
+
     /// The segments in the folder, by first block.
     fn list(&self) -> JournalResult<Vec<(u64, PathBuf)>> {
         let entries = match std::fs::read_dir(&self.dir) {

@@ -26,8 +26,12 @@ pub enum Resolved {
 /// builds no pending block, and answers as a node without one does);
 /// `safe` and `finalized` are refused (no consensus client tells strata);
 /// `earliest` is block 0.
+///
+/// First catches up with the writer ([`ReadOnlyStateDb::catch_up`]): the
+/// head, and so `latest`, is never older than the newest block published
+/// before the request arrived.
 pub fn resolve(db: &ReadOnlyStateDb, id: Option<BlockId>) -> Result<Resolved, RpcError> {
-    let head = db.last_block()?.ok_or(RpcError::Empty)?;
+    let head = db.catch_up()?.ok_or(RpcError::Empty)?;
     let number = match id.unwrap_or(BlockId::Number(BlockNumberOrTag::Latest)) {
         BlockId::Number(tag) => match tag {
             BlockNumberOrTag::Latest | BlockNumberOrTag::Pending => return Ok(Resolved::Latest),

@@ -21,9 +21,10 @@ pub(crate) fn chain_id(ctx: &Context, _: Params<'_>) -> Result<U64, RpcError> {
     Ok(U64::from(ctx.chain.chain_id(&ctx.db)?))
 }
 
-/// `eth_blockNumber`: the newest block the server reads.
+/// `eth_blockNumber`: the newest block the writer had published when the
+/// request arrived (or a newer one).
 pub(crate) fn block_number(ctx: &Context, _: Params<'_>) -> Result<U64, RpcError> {
-    Ok(U64::from(ctx.db.last_block()?.ok_or(RpcError::Empty)?))
+    Ok(U64::from(ctx.db.catch_up()?.ok_or(RpcError::Empty)?))
 }
 
 /// `eth_getBalance(address, block?)`.

@@ -111,6 +111,12 @@ impl Followed {
         Ok(Advance::Continues)
     }
 
+    /// Whether the journal holds no block this has not read (file
+    /// metadata only: [`JournalTail::caught_up`]).
+    pub(super) fn caught_up(&self) -> bool {
+        self.tail.caught_up()
+    }
+
     /// The newest block followed: the last journaled one, else redb's head.
     pub(super) fn head(&self) -> Option<Head> {
         self.records

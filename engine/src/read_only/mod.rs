@@ -323,6 +323,23 @@ impl ReadOnlyStateDb {
         Ok(self.follower.latest.load().block())
     }
 
+    /// Makes sure readers see every block the writer had committed when
+    /// this call began, and returns the block they see: when the journal
+    /// shows nothing new (a `stat` of its newest segment, no read) the
+    /// published snapshot already is that block; otherwise it refreshes
+    /// now, without waiting for the follower thread. What a server calls
+    /// before answering for the head, so that no answer is older than the
+    /// head published before the request arrived.
+    ///
+    /// Blocks are published through the journal, which this checks; an
+    /// unwind committed in redb whose journal cut is still to come, and a
+    /// bulk import, are seen within one
+    /// [`crate::Options::follow_interval`], as before.
+    pub fn catch_up(&self) -> Result<Option<u64>> {
+        self.follower.catch_up()?;
+        Ok(self.follower.latest.load().block())
+    }
+
     /// The block [`ReadOnlyStateDb::reader`] shows now, or `None` before genesis.
     pub fn last_block(&self) -> Result<Option<u64>> {
         Ok(self.follower.snapshot()?.block())
@@ -447,6 +464,29 @@ impl Follower {
                     self.follow_failed.store(true, Ordering::Release);
                     wait = (wait * 2).clamp(interval, Duration::from_secs(1));
                 }
+            }
+        }
+    }
+
+    /// Refreshes unless the published snapshot holds every journaled block
+    /// (see [`ReadOnlyStateDb::catch_up`]).
+    fn catch_up(&self) -> Result<()> {
+        let mut followed = self.refreshing.lock();
+        if !self.follow_failed.load(Ordering::Acquire) && followed.caught_up() {
+            return Ok(());
+        }
+        match self.refreshed(&mut followed, Refresh::IfChanged) {
+            Ok(fresh) => {
+                if let Some(fresh) = fresh {
+                    self.latest.store(Arc::new(fresh));
+                }
+                Ok(())
+            }
+            Err(error) => {
+                // The journal may have been read past the published
+                // snapshot: the next reader refreshes in full.
+                self.follow_failed.store(true, Ordering::Release);
+                Err(error)
             }
         }
     }

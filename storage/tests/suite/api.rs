@@ -532,3 +532,73 @@ fn a_reader_at_a_recent_block_sees_that_block_whole() {
     assert!(err.to_string().contains("blocks 3..=6"), "{err}");
     assert!(matches!(err, Error::StateNotRetained { .. }), "{err}");
 }
+
+/// `catch_up` shows every block the writer committed before the call,
+/// without the follower thread: across journal segments, and after an
+/// unwind that rewrote the newest segment to the same length.
+#[test]
+fn a_read_only_handle_catches_up_with_every_committed_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let shared = Options {
+        share_with_readers: true,
+        ..small_options()
+    };
+    let db = StateDb::open(dir.path(), shared).unwrap();
+    let who = Address::with_last_byte(9);
+    commit_nonce(&db, 0, who);
+    let manual = Options {
+        follow_interval: std::time::Duration::from_secs(3600),
+        ..Options::default()
+    };
+    let follower = ReadOnlyStateDb::open(dir.path(), manual).unwrap();
+    assert_eq!(follower.catch_up().unwrap(), Some(0));
+    let segments = || {
+        std::fs::read_dir(dir.path().join("journal"))
+            .unwrap()
+            .count()
+    };
+    let first_segments = segments();
+    for number in 1..40u64 {
+        commit_nonce(&db, number, Address::with_last_byte(number as u8));
+        assert_eq!(
+            follower.last_block().unwrap(),
+            Some(number - 1),
+            "not followed yet"
+        );
+        assert_eq!(follower.catch_up().unwrap(), Some(number));
+        assert_eq!(follower.root().unwrap(), db.root());
+        // Nothing new: the snapshot stays.
+        assert_eq!(follower.catch_up().unwrap(), Some(number));
+    }
+    assert!(segments() > first_segments, "the journal rolled over");
+
+    // An unwind and a sibling block with the same writes: a frame of the
+    // same length in the rewritten segment.
+    let sibling = |hash: B256| {
+        let mut writer = db.begin_block(39).unwrap();
+        writer.put_account(
+            Address::with_last_byte(39),
+            &Account {
+                nonce: 39,
+                ..Account::default()
+            },
+        );
+        writer.set_block_hash(hash);
+        writer.commit().unwrap();
+    };
+    db.unwind_to(38).unwrap();
+    sibling(B256::repeat_byte(0xa1));
+    assert_eq!(follower.catch_up().unwrap(), Some(39));
+    let hash_seen = || {
+        follower
+            .reader(Regime::Exec)
+            .unwrap()
+            .block_hash(39)
+            .unwrap()
+    };
+    assert_eq!(hash_seen(), Some(B256::repeat_byte(0xa1)));
+    db.unwind_to(38).unwrap();
+    sibling(B256::repeat_byte(0xb2));
+    assert_eq!(follower.catch_up().unwrap(), Some(39));
+    assert_eq!(hash_seen(), Some(B256::repeat_byte(0xb2)));
+}
