@@ -54,7 +54,7 @@ pub struct CommitStats {
 
 impl CommitStats {
     /// Adds another walk's counters to these.
-    pub(crate) fn add(&mut self, o: &CommitStats) {
+    pub fn add(&mut self, o: &CommitStats) {
         self.keccak_calls += o.keccak_calls;
         self.keccak_blocks += o.keccak_blocks;
         self.key_hashes += o.key_hashes;

@@ -10,6 +10,7 @@ use bytes::Bytes;
 use strata_commitment::{CommitOutput, CommitStats, ComputeOptions, compute_root};
 
 use crate::inner::Inner;
+use crate::root_stream::{self, RootStream};
 use strata_journal::{BlockRecord, Previous, RecordWrite};
 use strata_telemetry::CommitFigures;
 use strata_types::Head;
@@ -58,6 +59,11 @@ pub struct CommitInfo {
     /// the commit waited for it (`commitment_time` minus this ran while
     /// the caller executed). `None` when the commit computed the root.
     pub root_wait: Option<Duration>,
+    /// For a root streamed while the block executed
+    /// ([`stream_root`](crate::BlockWriter::stream_root)): the folds the
+    /// root thread ran (each over the writes handed over since the last).
+    /// 0 otherwise.
+    pub root_folds: u64,
 }
 
 /// A block whose root is computed and whose unwind data is gathered, not
@@ -76,6 +82,11 @@ pub(crate) struct PreparedBlock {
     /// How long preparing it took (a commit's time excludes the caller's
     /// between `state_root` and `commit`).
     prepare_time: Duration,
+    /// For a root computed beside the block's execution: how long its
+    /// preparation waited for it ([`CommitInfo::root_wait`]).
+    pub(crate) root_wait: Option<Duration>,
+    /// Folds of a streamed root ([`CommitInfo::root_folds`]).
+    root_folds: u64,
 }
 
 impl PreparedBlock {
@@ -94,13 +105,7 @@ pub(crate) fn prepare_block(
     overlay: Arc<Overlay>,
 ) -> Result<PreparedBlock> {
     let started = Instant::now();
-    let expected = base.block().map_or(0, |b| b + 1);
-    if number != expected {
-        return Err(Error::BlockOutOfOrder {
-            expected,
-            found: number,
-        });
-    }
+    check_number(base, number)?;
     let mut overlay = Arc::unwrap_or_clone(overlay);
     expand_storage_wipes(base, &mut overlay)?;
     let overlay = Arc::new(overlay);
@@ -171,6 +176,63 @@ pub(crate) fn prepare_block(
         commitment_time,
         warmed: warmed as u64,
         prepare_time: started.elapsed(),
+        root_wait: None,
+        root_folds: 0,
+    })
+}
+
+/// Refuses a block that does not follow `base`.
+fn check_number(base: &Snapshot, number: u64) -> Result<()> {
+    let expected = base.block().map_or(0, |b| b + 1);
+    if number != expected {
+        return Err(Error::BlockOutOfOrder {
+            expected,
+            found: number,
+        });
+    }
+    Ok(())
+}
+
+/// Prepares block `number` whose root `stream` computed while it executed:
+/// hands over the last writes, gathers the unwind data while the root
+/// thread folds them, and takes its root and records. The root's wait is
+/// from the last handover to the last fold's end.
+pub(crate) fn prepare_streamed(
+    inner: &Arc<Inner>,
+    number: u64,
+    base: &Arc<Snapshot>,
+    overlay: Arc<Overlay>,
+    stream: RootStream,
+) -> Result<PreparedBlock> {
+    let started = Instant::now();
+    if let Err(error) = check_number(base, number) {
+        stream.abandon();
+        return Err(error);
+    }
+    let (ended, end) = stream.end(&overlay);
+    let mut expanded = Overlay::clone(&overlay);
+    let previous = expand_storage_wipes(base, &mut expanded).and_then(|()| {
+        let before = inner
+            .reader(base.clone(), None, Regime::Commitment)
+            .untimed();
+        previous_values(&before, &expanded, number)
+    });
+    let streamed = end.wait()?;
+    let previous = previous?;
+    debug_assert!(
+        root_stream::same_state_writes(&streamed.overlay, &overlay),
+        "the root thread folded the writer's writes"
+    );
+    Ok(PreparedBlock {
+        number,
+        overlay: Arc::new(expanded),
+        output: streamed.output,
+        previous,
+        commitment_time: streamed.busy,
+        warmed: 0,
+        prepare_time: started.elapsed(),
+        root_wait: Some(streamed.done_at.saturating_duration_since(ended)),
+        root_folds: streamed.folds,
     })
 }
 
@@ -193,6 +255,8 @@ pub(crate) fn persist_block(
         commitment_time,
         warmed,
         prepare_time,
+        root_wait,
+        root_folds,
     } = prepared;
     if let Some(expected) = expected_root
         && expected != output.root
@@ -252,7 +316,8 @@ pub(crate) fn persist_block(
         warmed,
         durable,
         prefetched: 0,
-        root_wait: None,
+        root_wait,
+        root_folds,
     };
     record_commit(inner, &info, prepare_time + started.elapsed());
     Ok(info)

@@ -2,14 +2,15 @@
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use alloy_primitives::{Address, B256, U256};
 use bytes::Bytes;
 use strata_cache::WarmupTicket;
 
-use crate::commit::{CommitInfo, PreparedBlock, persist_block, prepare_block};
+use crate::commit::{CommitInfo, PreparedBlock, persist_block, prepare_block, prepare_streamed};
 use crate::inner::Inner;
+use crate::root_stream::{RootStream, Touched};
 use crate::writer_slot::WriterTicket;
 use strata_types::account::Account;
 use strata_types::domain::{Domain, Regime};
@@ -47,6 +48,9 @@ pub struct BlockWriter {
     /// block's writes are checked against them until it is committed,
     /// whichever root the commit then uses.
     listed: Option<Arc<Overlay>>,
+    /// The root thread of [`BlockWriter::stream_root`], and the keys written
+    /// since the last [`BlockWriter::end_transaction`].
+    stream: Option<RootStream>,
 }
 
 /// What a root computed alongside execution left for the commit.
@@ -70,6 +74,7 @@ impl BlockWriter {
             prefetch: None,
             alongside: None,
             listed: None,
+            stream: None,
         }
     }
 
@@ -79,6 +84,13 @@ impl BlockWriter {
         Arc::make_mut(&mut self.overlay)
     }
 
+    /// Records a write for the root thread, when the root is streamed.
+    fn touch(&mut self, record: impl FnOnce(&mut Touched)) {
+        if let Some(stream) = &mut self.stream {
+            record(stream.touched());
+        }
+    }
+
     /// The block being written.
     pub fn number(&self) -> u64 {
         self.number
@@ -86,17 +98,20 @@ impl BlockWriter {
 
     /// Sets an account's nonce, balance and code hash.
     pub fn put_account(&mut self, address: Address, account: &Account) {
+        self.touch(|t| t.account(address));
         self.overlay_mut().put_account(address, account);
     }
 
     /// Deletes an account together with its code and all of its storage, as
     /// selfdestruct does. Writes after this in the same block re-create it.
     pub fn delete_account(&mut self, address: Address) {
+        self.touch(|t| t.wipe(address));
         self.overlay_mut().delete_account(address);
     }
 
     /// Sets a storage slot; zero deletes it.
     pub fn put_storage(&mut self, address: Address, slot: B256, value: U256) {
+        self.touch(|t| t.slot(address, slot));
         self.overlay_mut().put_storage(address, slot, value);
     }
 
@@ -112,6 +127,17 @@ impl BlockWriter {
     /// Returns the number of account and slot writes.
     pub fn apply_access_list(&mut self, list: &BlockAccessList) -> Result<usize> {
         let base = self.inner.reader(self.base.clone(), None, Regime::Exec);
+        self.touch(|t| {
+            for account in &list.accounts {
+                if account.destroyed {
+                    t.wipe(account.address);
+                }
+                t.account(account.address);
+                for (slot, _) in &account.storage_changes {
+                    t.slot(account.address, *slot);
+                }
+            }
+        });
         access_list::stage(list, self.overlay_mut(), |overlay, address| {
             read_account(overlay, &base, address)
         })
@@ -160,6 +186,8 @@ impl BlockWriter {
     /// refuses the block with [`Error::AccessListMismatch`], naming the
     /// first differing key, writing nothing and leaving the store usable.
     ///
+    /// Replaces a [`BlockWriter::stream_root`].
+    ///
     /// [`prefetch`]: BlockWriter::prefetch
     pub fn root_alongside(&mut self, list: Arc<BlockAccessList>) -> Result<()> {
         self.inner.check_poisoned()?;
@@ -173,13 +201,18 @@ impl BlockWriter {
                     read_account(overlay, &reader, address)
                 })?;
                 let listed = Arc::new(listed);
-                let prepared = prepare_block(&inner, number, &base, listed.clone())?;
+                let prepared = crate::root_stream::on_root_pool(|| {
+                    prepare_block(&inner, number, &base, listed.clone())
+                })?;
                 Ok(Alongside { listed, prepared })
             })
             .map_err(|source| Error::Thread {
                 what: "start the root thread",
                 source,
             })?;
+        if let Some(stream) = self.stream.take() {
+            stream.abandon();
+        }
         if let Some(previous) = self.alongside.replace(handle) {
             // A second list replaces the first; its root is of no use.
             let _ = previous.join();
@@ -188,10 +221,71 @@ impl BlockWriter {
         Ok(())
     }
 
+    /// Computes the block's state root while the block is written (reth's
+    /// state root task): from now on, each [`BlockWriter::end_transaction`]
+    /// hands the writes since the last one to a root thread, which folds
+    /// them into the trie while the caller goes on (the writes made before
+    /// this call go with the first). [`BlockWriter::commit`] (or
+    /// [`BlockWriter::state_root`]) hands over the rest and waits only for
+    /// their fold; the root and the commitment records are the ones the
+    /// commit computes after the block ([`CommitInfo::root_wait`] says how
+    /// long it waited, [`CommitInfo::root_folds`] how many folds ran).
+    /// Replaces a [`BlockWriter::root_alongside`].
+    pub fn stream_root(&mut self) -> Result<()> {
+        self.inner.check_poisoned()?;
+        if let Some(handle) = self.alongside.take() {
+            let _ = handle.join();
+        }
+        if self.stream.is_none() {
+            self.stream = Some(RootStream::start(
+                &self.inner,
+                self.number,
+                &self.base,
+                &self.overlay,
+            )?);
+        }
+        self.prepared = None;
+        Ok(())
+    }
+
+    /// Ends a transaction (or any group of writes): with
+    /// [`BlockWriter::stream_root`], hands the writes since the last call to
+    /// the root thread. Cheap, and does nothing without a stream.
+    pub fn end_transaction(&mut self) {
+        if let Some(stream) = &mut self.stream {
+            stream.hand_over(&self.overlay);
+        }
+    }
+
+    /// With [`BlockWriter::stream_root`]: hands over the writes since the
+    /// last handover and waits until the root thread has folded them, so
+    /// that each call is a fold of its own (tests). Feature `test-utils`.
+    #[cfg(feature = "test-utils")]
+    pub fn fold_now(&mut self) {
+        if let Some(stream) = &mut self.stream {
+            stream.fold_now(&self.overlay);
+        }
+    }
+
+    /// Waits for the root of a [`BlockWriter::stream_root`].
+    fn join_stream(&mut self) -> Result<Option<PreparedBlock>> {
+        let Some(stream) = self.stream.take() else {
+            return Ok(None);
+        };
+        prepare_streamed(
+            &self.inner,
+            self.number,
+            &self.base,
+            self.overlay.clone(),
+            stream,
+        )
+        .map(Some)
+    }
+
     /// Waits for a root computed alongside and keeps its list's writes for
     /// [`BlockWriter::check_listed`]: the prepared block, with the time
     /// waited.
-    fn join_alongside(&mut self) -> Result<Option<(PreparedBlock, Duration)>> {
+    fn join_alongside(&mut self) -> Result<Option<PreparedBlock>> {
         let Some(handle) = self.alongside.take() else {
             return Ok(None);
         };
@@ -200,9 +294,10 @@ impl BlockWriter {
             what: "computing a root alongside execution",
             message: strata_db::panic_message(&panic),
         })??;
-        let waited = waited.elapsed();
+        let mut prepared = alongside.prepared;
+        prepared.root_wait = Some(waited.elapsed());
         self.listed = Some(alongside.listed);
-        Ok(Some((alongside.prepared, waited)))
+        Ok(Some(prepared))
     }
 
     /// Refuses the block if an access list's root was joined and the
@@ -234,6 +329,7 @@ impl BlockWriter {
         if domain == Domain::Commitment {
             return Err(strata_view::error::Error::CommitmentDomainWrite);
         }
+        self.touch(|t| t.raw(domain, key));
         self.overlay_mut().put(domain, key.to_vec(), value);
         Ok(())
     }
@@ -299,9 +395,12 @@ impl BlockWriter {
         }
         let number = self.number;
         let result = self.inner.check_poisoned().and_then(|()| {
-            let prepared = match self.join_alongside()? {
-                Some((prepared, _)) => prepared,
-                None => prepare_block(&self.inner, number, &self.base, self.overlay.clone())?,
+            let prepared = match self.join_stream()? {
+                Some(prepared) => prepared,
+                None => match self.join_alongside()? {
+                    Some(prepared) => prepared,
+                    None => prepare_block(&self.inner, number, &self.base, self.overlay.clone())?,
+                },
             };
             self.check_listed()?;
             Ok(prepared)
@@ -327,14 +426,16 @@ impl BlockWriter {
         let number = self.number;
         let inner = self.inner.clone();
         let result = inner.check_poisoned().and_then(|()| {
-            let (prepared, root_wait) = match self.prepared.take() {
-                Some(prepared) => (prepared, None),
-                None => match self.join_alongside()? {
-                    Some((prepared, waited)) => (prepared, Some(waited)),
-                    None => (
-                        prepare_block(&self.inner, number, &self.base, self.overlay.clone())?,
-                        None,
-                    ),
+            let prepared = match self.prepared.take() {
+                Some(prepared) => prepared,
+                None => match self.join_stream()? {
+                    Some(prepared) => prepared,
+                    None => match self.join_alongside()? {
+                        Some(prepared) => prepared,
+                        None => {
+                            prepare_block(&self.inner, number, &self.base, self.overlay.clone())?
+                        }
+                    },
                 },
             };
             // Also when `state_root` joined the list's root and the block was
@@ -343,7 +444,6 @@ impl BlockWriter {
             let prefetched = self.stop_prefetch();
             let mut info = persist_block(&self.inner, prepared, self.expected_root)?;
             info.prefetched = prefetched;
-            info.root_wait = root_wait;
             Ok(info)
         });
         inner
@@ -360,6 +460,9 @@ impl Drop for BlockWriter {
         self.stop_prefetch();
         if let Some(handle) = self.alongside.take() {
             let _ = handle.join();
+        }
+        if let Some(stream) = self.stream.take() {
+            stream.abandon();
         }
     }
 }

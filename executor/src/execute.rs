@@ -34,7 +34,10 @@ pub struct ExecutedBlock {
     pub gas_used: u64,
     /// How many transactions it holds.
     pub transactions: usize,
-    /// Time per phase.
+    /// The folds of a root streamed while it executed
+    /// ([`RootTiming::Streamed`]); 0 for a root computed after it.
+    pub root_folds: u64,
+    /// Time per phase (`root`: the wait for the root after the EVM).
     pub timings: BlockTimings,
     /// What the execution read and wrote, when recorded
     /// ([`ExecuteOptions::record_access`]).
@@ -50,6 +53,22 @@ pub struct ExecuteOptions {
     pub record_access: bool,
     /// How the EVM reaches the state.
     pub state: StatePath,
+    /// When the state root is computed.
+    pub root: RootTiming,
+}
+
+/// When the state root is computed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RootTiming {
+    /// While the block executes (the writer path only): each
+    /// transaction's writes go to a root thread as it ends
+    /// (`BlockWriter::stream_root`), so the block waits only for the last
+    /// transaction's fold. The default.
+    #[default]
+    Streamed,
+    /// After the block's last transaction, over all its writes at once
+    /// (the bundle path always does this).
+    AfterBlock,
 }
 
 /// Where a block's time went.
@@ -61,7 +80,9 @@ pub struct BlockTimings {
     pub execution: Duration,
     /// Receipts root, bloom and the state changes written into the block.
     pub apply: Duration,
-    /// strata's state root over the block's writes.
+    /// strata's state root over the block's writes: after the EVM, the
+    /// time the block waited for it (for a streamed root, only the last
+    /// transactions' fold was left).
     pub root: Duration,
     /// The journal append that makes the block durable.
     pub commit: Duration,
@@ -115,7 +136,13 @@ pub fn execute_block_with(
         StatePath::Writer if options.record_access => {
             crate::via_bundle::execute(db, spec, block, &transactions, true)?
         }
-        StatePath::Writer => crate::via_writer::execute(db, spec, block, &transactions)?,
+        StatePath::Writer => crate::via_writer::execute(
+            db,
+            spec,
+            block,
+            &transactions,
+            options.root == RootTiming::Streamed,
+        )?,
     };
     let PathRun {
         mut writer,
@@ -138,7 +165,7 @@ pub fn execute_block_with(
     }
     writer.expect_root(header.state_root);
     let started = Instant::now();
-    writer.commit().map_err(|source| ExecError::Store {
+    let committed = writer.commit().map_err(|source| ExecError::Store {
         number,
         source: Box::new(source),
     })?;
@@ -150,6 +177,7 @@ pub fn execute_block_with(
         root: computed,
         gas_used: outcome.gas_used,
         transactions: transactions.len(),
+        root_folds: committed.root_folds,
         timings: BlockTimings {
             checks,
             execution,

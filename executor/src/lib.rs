@@ -39,7 +39,8 @@ pub use chain_spec::{ChainSpec, MAINNET_CHAIN_ID, recorded_chain_config};
 pub use error::{ChainSpecError, ExecError, GenesisError, InvalidBlock};
 pub use evm_env::evm_env;
 pub use execute::{
-    BlockTimings, ExecuteOptions, ExecutedBlock, StatePath, execute_block, execute_block_with,
+    BlockTimings, ExecuteOptions, ExecutedBlock, RootTiming, StatePath, execute_block,
+    execute_block_with,
 };
 pub use genesis::{GenesisBlock, alloc_state_root};
 pub use memory::{MemoryBlock, MemoryChain};

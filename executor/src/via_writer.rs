@@ -24,12 +24,14 @@ use crate::chain_spec::ChainSpec;
 use crate::error::{ExecError, InvalidBlock};
 use crate::evm_run::{PathRun, check_outcome, label_block, run_error, run_evm};
 
-/// Runs `block` with the EVM over its own writer.
+/// Runs `block` with the EVM over its own writer; with `stream_root`, the
+/// root is folded as each transaction ends (`BlockWriter::stream_root`).
 pub(crate) fn execute(
     db: &StateDb,
     spec: &ChainSpec,
     block: &DecodedBlock,
     transactions: &[Recovered<TxEnvelope>],
+    stream_root: bool,
 ) -> Result<PathRun, ExecError> {
     let number = block.number();
     let store = |source| ExecError::Store {
@@ -38,6 +40,9 @@ pub(crate) fn execute(
     };
     let mut writer = db.begin_block(number).map_err(store)?;
     let started = Instant::now();
+    if stream_root {
+        writer.stream_root().map_err(store)?;
+    }
     if spec.is_dao_block(number) {
         dao_change(&mut writer).map_err(store)?;
     }

@@ -77,5 +77,8 @@ impl DatabaseCommit for WriterDatabase<'_> {
         if let Err(error) = apply_evm_state(self.writer, &changes) {
             self.failed = Some(error.to_string());
         }
+        // One commit is one transaction (or system call): a streamed root
+        // folds it while the next one runs.
+        self.writer.end_transaction();
     }
 }

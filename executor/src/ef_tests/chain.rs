@@ -153,8 +153,8 @@ impl<'a> Chain<'a> {
                 &block,
                 &ancestors,
                 ExecuteOptions {
-                    record_access: false,
                     state: self.state,
+                    ..ExecuteOptions::default()
                 },
             )?
         };

@@ -15,6 +15,7 @@ mod pre_split;
 mod range;
 mod readme;
 mod refusal;
+mod root_stream;
 mod sample;
 mod stress;
 mod vectors;

@@ -48,7 +48,7 @@ enum Step {
     ReadAt(u64),
 }
 
-fn write() -> impl Strategy<Value = Write> {
+pub(crate) fn write() -> impl Strategy<Value = Write> {
     prop_oneof![
         3 => (0..ADDRESSES, 0..4u64, 0..1000u64).prop_map(|(who, nonce, balance)| Write::Account { who, nonce, balance }),
         5 => (0..ADDRESSES, 0..SLOTS, prop_oneof![Just(0u64), 1..5u64, Just(u64::MAX)]).prop_map(|(who, slot, value)| Write::Slot { who, slot, value }),
