@@ -24,19 +24,19 @@ use crate::chain_spec::ChainSpec;
 use crate::error::{ExecError, InvalidBlock};
 use crate::evm_run::{PathRun, check_outcome, label_block, run_error, run_evm};
 
-/// Runs `block` with the EVM over its own writer.
+/// Runs `block` with the EVM over its writer (just opened).
 pub(crate) fn execute(
     db: &StateDb,
     spec: &ChainSpec,
     block: &DecodedBlock,
     transactions: &[Recovered<TxEnvelope>],
+    mut writer: BlockWriter,
 ) -> Result<PathRun, ExecError> {
     let number = block.number();
     let store = |source| ExecError::Store {
         number,
         source: Box::new(source),
     };
-    let mut writer = db.begin_block(number).map_err(store)?;
     let started = Instant::now();
     if spec.is_dao_block(number) {
         dao_change(&mut writer).map_err(store)?;

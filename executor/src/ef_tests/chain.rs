@@ -155,6 +155,7 @@ impl<'a> Chain<'a> {
                 ExecuteOptions {
                     record_access: false,
                     state: self.state,
+                    prefetch: None,
                 },
             )?
         };

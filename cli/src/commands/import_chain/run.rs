@@ -173,6 +173,7 @@ impl Import<'_> {
                     let options = ExecuteOptions {
                         record_access: trace_out.is_some(),
                         state,
+                        prefetch: None,
                     };
                     execute_block_with(&db, &spec, &block, &chain_ancestors, options)
                 }
