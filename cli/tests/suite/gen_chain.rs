@@ -8,7 +8,7 @@
 use crate::common::{strata, strata_err, strata_ok};
 
 /// `strata gen-chain` with a small state and 2 Mgas blocks; its stderr.
-fn gen_chain(out: &std::path::Path, seed: &str) -> String {
+pub(crate) fn gen_chain(out: &std::path::Path, seed: &str) -> String {
     let run = strata(&[
         "gen-chain",
         "--accounts",
@@ -33,7 +33,7 @@ fn gen_chain(out: &std::path::Path, seed: &str) -> String {
 }
 
 /// The 0x… word after `marker` in `text`.
-fn hex_after<'a>(text: &'a str, marker: &str) -> &'a str {
+pub(crate) fn hex_after<'a>(text: &'a str, marker: &str) -> &'a str {
     let start = text
         .find(marker)
         .unwrap_or_else(|| panic!("no `{marker}` in {text}"))

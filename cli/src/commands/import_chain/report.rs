@@ -1,5 +1,6 @@
-//! Printing an import: per run the read table, Mgas/s of the whole block
-//! and of the execution alone, the phases and per-block percentiles; the
+//! Printing an import: per run whether it started cold, the read table,
+//! Mgas/s of the whole block and of the execution alone, the phases and
+//! per-block percentiles, what was prefetched; the
 //! in-memory baseline beside it with the ratio; a table when warmers were
 //! swept; and the same as JSON.
 
@@ -37,9 +38,10 @@ fn p50_p99(rows: &[BlockRow], field: impl Fn(&BlockRow) -> f64) -> (f64, f64) {
 /// One strata run.
 pub(super) fn print_run(out: &mut Lines, run: &ImportRun) {
     out.line(format_args!(
-        "== import-chain: warmers {}, state path {}: {} blocks after block {}, {} transactions, {:.1} Mgas ==",
+        "== import-chain: warmers {}, state path {}, cold {}: {} blocks after block {}, {} transactions, {:.1} Mgas ==",
         run.warmers,
         super::path_name(run.state),
+        run.cold,
         run.blocks,
         run.resumed_after,
         run.transactions,
@@ -79,13 +81,25 @@ pub(super) fn print_run(out: &mut Lines, run: &ImportRun) {
             c.misses
         ));
     }
+    if let Some(trace) = &run.prefetch {
+        let idle = if run.warmers == 0 {
+            " (0 warmers: prefetch does nothing)"
+        } else {
+            ""
+        };
+        out.line(format_args!(
+            "prefetch: {} accounts, slots and trie paths loaded by the warmers from the access lists of {}{idle}",
+            run.prefetched,
+            trace.display()
+        ));
+    }
 }
 
 /// The in-memory baseline beside the first strata run.
 pub(super) fn print_baseline(out: &mut Lines, baseline: &BaselineRun, strata: &ImportRun) {
     out.line(format_args!(
-        "== baseline: the same {} blocks over revm's in-memory CacheDB (no root) ==",
-        baseline.blocks
+        "== baseline: the same {} blocks over revm's in-memory CacheDB (no root), preloaded from {} ==",
+        baseline.blocks, baseline.preloaded
     ));
     let memory = mgas_per_s(baseline.gas, baseline.execution);
     let ours = mgas_per_s(strata.gas, strata.totals.execution);
@@ -138,6 +152,15 @@ struct RunJson<'a> {
     database: &'static str,
     state_path: Option<&'static str>,
     warmers: Option<usize>,
+    /// Whether the run started cold (strata only).
+    cold: Option<bool>,
+    /// The trace the access lists were prefetched from (strata only).
+    prefetch: Option<String>,
+    /// Items the warmers loaded from them (strata only).
+    prefetched: Option<u64>,
+    /// `genesis` or the state dump the database was preloaded from
+    /// (memory only).
+    preloaded: Option<String>,
     blocks: u64,
     transactions: Option<u64>,
     gas: u64,
@@ -170,6 +193,10 @@ pub(super) fn write_json(
             database: "strata",
             state_path: Some(super::path_name(run.state)),
             warmers: Some(run.warmers),
+            cold: Some(run.cold),
+            prefetch: run.prefetch.as_ref().map(|p| p.display().to_string()),
+            prefetched: Some(run.prefetched),
+            preloaded: None,
             blocks: run.blocks,
             transactions: Some(run.transactions),
             gas: run.gas,
@@ -190,6 +217,10 @@ pub(super) fn write_json(
             database: "memory",
             state_path: None,
             warmers: None,
+            cold: None,
+            prefetch: None,
+            prefetched: None,
+            preloaded: Some(baseline.preloaded.clone()),
             blocks: baseline.blocks,
             transactions: None,
             gas: baseline.gas,
