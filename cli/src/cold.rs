@@ -67,6 +67,22 @@ pub fn evict_page_cache(dir: &Path) -> Result<Eviction, EvictError> {
     Ok(eviction)
 }
 
+/// [`evict_page_cache`] of `datadir` before a cold run, what was evicted
+/// told on stderr; a failure is the command's error, naming the file.
+pub(crate) fn cold_start(datadir: &Path) -> Result<Eviction, crate::CliError> {
+    let evicted = evict_page_cache(datadir).map_err(|e| {
+        let what = format!("evict from the page cache ({}): {}", e.what, e.source);
+        crate::CliError::file(e.path)(io::Error::new(e.source.kind(), what))
+    })?;
+    eprintln!(
+        "cold start: {} files ({:.1} MB) of {} evicted from the page cache",
+        evicted.files,
+        evicted.bytes as f64 / 1e6,
+        datadir.display()
+    );
+    Ok(evicted)
+}
+
 /// Syncs one file and advises its pages away; returns its size.
 fn evict_file(path: &Path) -> Result<u64, EvictError> {
     let fail = |what| {

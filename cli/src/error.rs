@@ -205,6 +205,12 @@ pub enum CliError {
     /// A chain file and a datadir (or genesis) that do not belong together.
     #[error("import-chain: {0}")]
     ImportChain(String),
+    /// An `import-chain --prefetch` trace that cannot serve the chain's blocks.
+    #[error(transparent)]
+    Prefetch(Box<crate::commands::PrefetchError>),
+    /// An `import-chain --baseline-state` dump that cannot start the baseline.
+    #[error(transparent)]
+    BaselineState(Box<crate::commands::BaselineStateError>),
     /// A genesis file the executor cannot start a chain from.
     #[error(transparent)]
     ChainGenesis(#[from] strata_executor::GenesisError),

@@ -10,7 +10,7 @@ use alloy_consensus::TxEnvelope;
 use alloy_consensus::transaction::{Recovered, SignerRecoverable};
 use alloy_hardforks::EthereumHardforks;
 use alloy_primitives::B256;
-use strata_storage::StateDb;
+use strata_storage::{BlockAccessList, StateDb};
 
 use crate::access::BlockAccess;
 use crate::block::DecodedBlock;
@@ -42,17 +42,30 @@ pub struct ExecutedBlock {
     /// What the execution read and wrote, when recorded
     /// ([`ExecuteOptions::record_access`]).
     pub access: Option<BlockAccess>,
+    /// Accounts, slots and trie paths the warmers loaded from
+    /// [`ExecuteOptions::prefetch`] before the commit stopped them (0
+    /// without a list, or without warmers).
+    pub prefetched: u64,
 }
 
 /// How [`execute_block_with`] runs a block.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct ExecuteOptions {
+pub struct ExecuteOptions<'a> {
     /// Record every value the EVM read from the store and every change the
     /// block made ([`ExecutedBlock::access`]); the block then runs the
     /// bundle path, which sees the values before the block.
     pub record_access: bool,
     /// How the EVM reaches the state.
     pub state: StatePath,
+    /// The block's access list (EIP-7928: what it reads, and writes with
+    /// the values after it), e.g. recorded by an earlier execution: the
+    /// store's warmers load what it names
+    /// ([`strata_storage::BlockWriter::prefetch`]) as soon as the block's
+    /// writer is open (its header checked), while its body is checked, its
+    /// senders recovered and it is executed. Does
+    /// nothing with 0 warmers. The list only warms caches: the block's
+    /// execution decides what is read and written.
+    pub prefetch: Option<&'a BlockAccessList>,
     /// When the state root is computed.
     pub root: RootTiming,
 }
@@ -106,7 +119,7 @@ pub fn execute_block_with(
     spec: &ChainSpec,
     block: &DecodedBlock,
     ancestors: &[Ancestor<'_>],
-    options: ExecuteOptions,
+    options: ExecuteOptions<'_>,
 ) -> Result<ExecutedBlock, ExecError> {
     let header = block.header();
     let number = header.number;
@@ -120,27 +133,44 @@ pub fn execute_block_with(
         .filter(|parent| parent.hash == header.parent_hash)
         .ok_or_else(|| invalid(InvalidBlock::UnknownParent(header.parent_hash)))?;
     check_store_at(db, parent, number)?;
+    let store = |source| ExecError::Store {
+        number,
+        source: Box::new(source),
+    };
 
     let started = Instant::now();
     check_header(spec, header).map_err(invalid)?;
     check_against_parent(spec, header, parent.header).map_err(invalid)?;
+    // Opened once the number is known to follow the store's head, before
+    // the body checks and the senders' recovery, which a prefetch then
+    // overlaps; dropped uncommitted when the block is refused.
+    let mut writer = db.begin_block(number).map_err(store)?;
+    if let Some(list) = options.prefetch {
+        writer.prefetch(list);
+    }
     check_body_roots(&block.block).map_err(invalid)?;
     check_ommers(spec, &block.block, ancestors).map_err(invalid)?;
     let transactions = recover_senders(spec, block).map_err(invalid)?;
     let checks = started.elapsed();
 
     let run = match options.state {
-        StatePath::Bundle => {
-            crate::via_bundle::execute(db, spec, block, &transactions, options.record_access)?
-        }
+        StatePath::Bundle => crate::via_bundle::execute(
+            db,
+            spec,
+            block,
+            &transactions,
+            writer,
+            options.record_access,
+        )?,
         StatePath::Writer if options.record_access => {
-            crate::via_bundle::execute(db, spec, block, &transactions, true)?
+            crate::via_bundle::execute(db, spec, block, &transactions, writer, true)?
         }
         StatePath::Writer => crate::via_writer::execute(
             db,
             spec,
             block,
             &transactions,
+            writer,
             options.root == RootTiming::Streamed,
         )?,
     };
@@ -152,10 +182,7 @@ pub fn execute_block_with(
         access,
     } = run;
     let started = Instant::now();
-    let computed = writer.state_root().map_err(|source| ExecError::Store {
-        number,
-        source: Box::new(source),
-    })?;
+    let computed = writer.state_root().map_err(store)?;
     let root = started.elapsed();
     if computed != header.state_root {
         return Err(invalid(InvalidBlock::StateRoot {
@@ -165,10 +192,7 @@ pub fn execute_block_with(
     }
     writer.expect_root(header.state_root);
     let started = Instant::now();
-    let committed = writer.commit().map_err(|source| ExecError::Store {
-        number,
-        source: Box::new(source),
-    })?;
+    let committed = writer.commit().map_err(store)?;
     let commit = started.elapsed();
 
     Ok(ExecutedBlock {
@@ -186,6 +210,7 @@ pub fn execute_block_with(
             commit,
         },
         access,
+        prefetched: committed.prefetched,
     })
 }
 

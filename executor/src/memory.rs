@@ -4,6 +4,7 @@
 //! No state root is computed; gas used, receipts and bloom are checked
 //! against each header, so the baseline runs the blocks strata runs.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use alloy_primitives::{B256, U256};
@@ -12,6 +13,7 @@ use revm::database::in_memory_db::DbAccount;
 use revm::database::states::bundle_state::BundleRetention;
 use revm::database::{BundleState, CacheDB, EmptyDB, OriginalValuesKnown, State};
 use revm::state::AccountInfo;
+use strata_storage::genesis::GenesisAlloc;
 
 use crate::block::DecodedBlock;
 use crate::chain_spec::ChainSpec;
@@ -43,8 +45,28 @@ pub struct MemoryBlock {
 impl MemoryChain {
     /// The genesis state in memory, with the genesis hash for BLOCKHASH.
     pub fn new(genesis: &GenesisBlock) -> Self {
+        let hashes = BTreeMap::from([(genesis.header.number, genesis.hash)]);
+        Self::with_state(
+            &genesis.alloc,
+            genesis.spec.clone(),
+            &hashes,
+            genesis.header.difficulty,
+        )
+    }
+
+    /// The state after some block of a chain with `spec`'s rules (e.g. a
+    /// state dump of it), in memory: `block_hashes` (number → hash) are the
+    /// hashes BLOCKHASH serves for the blocks up to it, `total_difficulty`
+    /// the chain's up to it (for a merge by difficulty). The next block
+    /// executed must be the child of that block.
+    pub fn with_state(
+        alloc: &GenesisAlloc,
+        spec: ChainSpec,
+        block_hashes: &BTreeMap<u64, B256>,
+        total_difficulty: U256,
+    ) -> Self {
         let mut db = CacheDB::new(EmptyDB::default());
-        for (address, account) in &genesis.alloc {
+        for (address, account) in alloc {
             let code = Bytecode::new_raw(account.code.clone());
             let info = AccountInfo::new(account.balance, account.nonce, code.hash_slow(), code);
             db.insert_account_info(*address, info);
@@ -53,13 +75,13 @@ impl MemoryChain {
                 stored.storage.insert((*slot).into(), *value);
             }
         }
-        db.cache
-            .block_hashes
-            .insert(U256::from(genesis.header.number), genesis.hash);
+        for (number, hash) in block_hashes {
+            db.cache.block_hashes.insert(U256::from(*number), *hash);
+        }
         Self {
             db,
-            spec: genesis.spec.clone(),
-            total_difficulty: genesis.header.difficulty,
+            spec,
+            total_difficulty,
         }
     }
 

@@ -11,7 +11,7 @@ use alloy_trie::EMPTY_ROOT_HASH;
 use revm::database::states::bundle_state::BundleRetention;
 use revm::database::{BundleState, State};
 use strata_storage::revm::{WrapDatabaseRef, apply_bundle_state};
-use strata_storage::{Regime, StateDb};
+use strata_storage::{BlockWriter, Regime, StateDb};
 
 use crate::access::{BlockAccess, RecordingReader, bundle_writes};
 use crate::block::DecodedBlock;
@@ -19,12 +19,14 @@ use crate::chain_spec::ChainSpec;
 use crate::error::{ExecError, InvalidBlock};
 use crate::evm_run::{PathRun, apply_dao_change, check_outcome, label_block, run_error, run_evm};
 
-/// The block over a revm `State` reading strata, then its bundle applied.
+/// The block over a revm `State` reading strata, then its bundle applied
+/// to `writer` (just opened).
 pub(crate) fn execute(
     db: &StateDb,
     spec: &ChainSpec,
     block: &DecodedBlock,
     transactions: &[Recovered<TxEnvelope>],
+    mut writer: BlockWriter,
     record_access: bool,
 ) -> Result<PathRun, ExecError> {
     let (number, header) = (block.number(), block.header());
@@ -62,10 +64,6 @@ pub(crate) fn execute(
 
     let started = Instant::now();
     check_outcome(spec, header, &outcome).map_err(invalid)?;
-    let mut writer = db.begin_block(number).map_err(|source| ExecError::Store {
-        number,
-        source: Box::new(source),
-    })?;
     apply_bundle_state(&mut writer, &bundle).map_err(|error| ExecError::Database {
         number,
         message: error.to_string(),

@@ -24,13 +24,15 @@ use crate::chain_spec::ChainSpec;
 use crate::error::{ExecError, InvalidBlock};
 use crate::evm_run::{PathRun, check_outcome, label_block, run_error, run_evm};
 
-/// Runs `block` with the EVM over its own writer; with `stream_root`, the
-/// root is folded as each transaction ends (`BlockWriter::stream_root`).
+/// Runs `block` with the EVM over its writer (just opened); with
+/// `stream_root`, the root is folded as each transaction ends
+/// (`BlockWriter::stream_root`).
 pub(crate) fn execute(
     db: &StateDb,
     spec: &ChainSpec,
     block: &DecodedBlock,
     transactions: &[Recovered<TxEnvelope>],
+    mut writer: BlockWriter,
     stream_root: bool,
 ) -> Result<PathRun, ExecError> {
     let number = block.number();
@@ -38,7 +40,6 @@ pub(crate) fn execute(
         number,
         source: Box::new(source),
     };
-    let mut writer = db.begin_block(number).map_err(store)?;
     let started = Instant::now();
     if stream_root {
         writer.stream_root().map_err(store)?;

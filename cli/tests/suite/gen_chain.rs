@@ -8,7 +8,7 @@
 use crate::common::{strata, strata_err, strata_ok};
 
 /// `strata gen-chain` with a small state and 2 Mgas blocks; its stderr.
-fn gen_chain(out: &std::path::Path, seed: &str) -> String {
+pub(crate) fn gen_chain(out: &std::path::Path, seed: &str) -> String {
     let run = strata(&[
         "gen-chain",
         "--accounts",
@@ -33,7 +33,7 @@ fn gen_chain(out: &std::path::Path, seed: &str) -> String {
 }
 
 /// The 0x… word after `marker` in `text`.
-fn hex_after<'a>(text: &'a str, marker: &str) -> &'a str {
+pub(crate) fn hex_after<'a>(text: &'a str, marker: &str) -> &'a str {
     let start = text
         .find(marker)
         .unwrap_or_else(|| panic!("no `{marker}` in {text}"))
@@ -58,11 +58,18 @@ fn a_generated_chain_imports_over_strata_to_the_generators_root() {
         datadir.to_str().unwrap(),
         "--genesis",
         out.join("genesis.json").to_str().unwrap(),
+        "--root",
+        "streamed,after",
     ]);
     assert!(
         imported.contains(&format!("final root {root} at block 4")),
         "{imported}"
     );
+    // The streamed root folded the blocks' transactions as they ended;
+    // both runs reached the generator's root (a sweep that disagrees fails).
+    assert!(imported.contains("root streamed,"), "{imported}");
+    assert!(imported.contains("root after,"), "{imported}");
+    assert!(imported.contains("folds per block"), "{imported}");
 
     let again = dir.path().join("again");
     gen_chain(&again, "3");

@@ -4,7 +4,10 @@
 //! executed over strata: every root, the resume after a partial file, the
 //! transitions of the geth config (block forks, a merge by total
 //! difficulty, ommers), the trace of the execution replayed without the
-//! EVM, the in-memory baseline, and refusals of broken input.
+//! EVM, the in-memory baseline, and refusals of broken input. Over
+//! generated chains: cold runs prefetching each block from the trace of an
+//! earlier import (and a trace of another chain refused), and the baseline
+//! preloaded from a state dump where the datadir was made by `init --state`.
 
 use std::path::{Path, PathBuf};
 
@@ -12,6 +15,7 @@ use alloy_primitives::{B256, hex};
 use serde_json::{Value, json};
 
 use crate::common::{read_json, strata_err, strata_ok};
+use crate::gen_chain::{gen_chain, hex_after};
 
 /// A BlockchainTests case written as `genesis.json` and `chain.rlp`.
 struct Chain {
@@ -243,6 +247,8 @@ fn geth_config_transitions_merge_by_difficulty_and_ommers_import() {
                 "0,2",
                 "--state-path",
                 "bundle,writer",
+                "--root",
+                "streamed,after",
                 "--baseline",
                 "memory",
             ],
@@ -424,5 +430,255 @@ fn a_killed_import_leaves_a_block_of_the_chain_and_resumes() {
     assert_eq!(
         final_root(&out),
         format!("{} at block {}", chain.last_root, chain.blocks.len())
+    );
+}
+
+/// The state root a block trace's line for `block` records.
+fn traced_root(trace: &Path, block: u64) -> String {
+    std::fs::read_to_string(trace)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .find(|line| line["kind"] == "block" && line["number"] == json!(block))
+        .unwrap_or_else(|| panic!("no block {block} in {}", trace.display()))["state_root"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn a_cold_import_prefetching_its_own_trace_reaches_the_same_root_and_another_chains_trace_is_refused()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("chain");
+    let root = hex_after(&gen_chain(&out, "7"), "state root ").to_owned();
+    let (rlp, genesis) = (out.join("chain.rlp"), out.join("genesis.json"));
+    let expected = format!("{root} at block 4");
+
+    let trace = dir.path().join("trace.jsonl");
+    let traced = import(
+        &rlp,
+        &genesis,
+        &dir.path().join("traced"),
+        &["--trace-out", trace.to_str().unwrap()],
+    );
+    assert_eq!(final_root(&traced), expected);
+    assert!(traced.contains("cold false"), "{traced}");
+
+    // Both runs of the sweep cold, both prefetching: the warmers load what
+    // the trace lists, and only they do.
+    let json = dir.path().join("import.json");
+    let prefetched = import(
+        &rlp,
+        &genesis,
+        &dir.path().join("prefetched"),
+        &[
+            "--prefetch",
+            trace.to_str().unwrap(),
+            "--cold",
+            "--warmers",
+            "0,2",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(final_root(&prefetched), expected);
+    assert!(prefetched.contains("cold true"), "{prefetched}");
+    assert!(
+        prefetched.contains("(0 warmers: prefetch does nothing)"),
+        "{prefetched}"
+    );
+    let report = read_json(&json);
+    let runs = report["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    for run in runs {
+        assert_eq!(run["cold"], json!(true), "{run}");
+        assert_eq!(run["prefetch"], json!(trace.to_str().unwrap()), "{run}");
+        assert_eq!(run["blocks"], json!(4), "{run}");
+        let per_block: u64 = run["per_block"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["prefetched"].as_u64().unwrap())
+            .sum();
+        assert_eq!(run["prefetched"].as_u64(), Some(per_block), "{run}");
+        // Each block's warmers start loading before its checks and
+        // execution; a commit stops them only after those.
+        let warmers = run["warmers"].as_u64().unwrap();
+        assert_eq!(per_block > 0, warmers > 0, "{warmers} warmers: {run}");
+    }
+
+    // Another chain (another seed: other accounts) is refused at its first
+    // block, naming the trace, the block and both roots; nothing of the
+    // block is written.
+    let other = dir.path().join("other");
+    gen_chain(&other, "8");
+    let datadir = dir.path().join("refused");
+    let error = strata_err(&[
+        "import-chain",
+        other.join("chain.rlp").to_str().unwrap(),
+        "--genesis",
+        other.join("genesis.json").to_str().unwrap(),
+        "--datadir",
+        datadir.to_str().unwrap(),
+        "--prefetch",
+        trace.to_str().unwrap(),
+    ]);
+    assert!(
+        error.contains(&format!("--prefetch {} is not a trace of", trace.display()))
+            && error.contains("block 1 has state root")
+            && error.contains(&traced_root(&trace, 1)),
+        "{error}"
+    );
+    let at = strata_ok(&["root", "--datadir", datadir.to_str().unwrap()]);
+    assert!(at.starts_with("0 "), "{at}");
+
+    // A trace that ends early: the blocks it lists are imported, the first
+    // it does not is refused by number.
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let short = dir.path().join("short.jsonl");
+    std::fs::write(&short, text.lines().take(3).collect::<Vec<_>>().join("\n")).unwrap();
+    let datadir = dir.path().join("short");
+    let error = strata_err(&[
+        "import-chain",
+        rlp.to_str().unwrap(),
+        "--genesis",
+        genesis.to_str().unwrap(),
+        "--datadir",
+        datadir.to_str().unwrap(),
+        "--prefetch",
+        short.to_str().unwrap(),
+    ]);
+    assert!(
+        error.contains("no access list for block 3 (its blocks end at block 2)"),
+        "{error}"
+    );
+    let at = strata_ok(&["root", "--datadir", datadir.to_str().unwrap()]);
+    assert!(at.starts_with("2 "), "{at}");
+}
+
+#[test]
+fn the_memory_baseline_starts_from_the_state_dump_of_a_datadir_made_by_init() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("chain");
+    let root = hex_after(&gen_chain(&out, "11"), "state root ").to_owned();
+    let path = |name: &str| out.join(name).to_str().unwrap().to_owned();
+    let datadir = dir.path().join("datadir");
+    let datadir = datadir.to_str().unwrap();
+    strata_ok(&[
+        "init",
+        "--state",
+        &path("state.jsonl"),
+        "--chain",
+        &path("chain.json"),
+        "--datadir",
+        datadir,
+    ]);
+    let rlp = path("chain.rlp");
+    let base = ["import-chain", rlp.as_str(), "--datadir", datadir];
+
+    // Neither a genesis nor a dump: a usage error before anything runs.
+    let error = strata_err(&[&base[..], &["--baseline", "memory"]].concat());
+    assert!(
+        error.contains("give --genesis, or --baseline-state"),
+        "{error}"
+    );
+    // The dump of another chain is not the state block 1 builds on.
+    let other = dir.path().join("other");
+    gen_chain(&other, "12");
+    let other_dump = other.join("state.jsonl");
+    let error = strata_err(
+        &[
+            &base[..],
+            &[
+                "--baseline",
+                "memory",
+                "--baseline-state",
+                other_dump.to_str().unwrap(),
+            ],
+        ]
+        .concat(),
+    );
+    assert!(
+        error.contains("is the state with root") && error.contains("builds on block 0"),
+        "{error}"
+    );
+    // A dump with a genesis is one start too many.
+    let error = strata_err(
+        &[
+            &base[..],
+            &[
+                "--genesis",
+                &path("genesis.json"),
+                "--baseline",
+                "memory",
+                "--baseline-state",
+                &path("state.jsonl"),
+            ],
+        ]
+        .concat(),
+    );
+    assert!(error.contains("--baseline-state"), "{error}");
+    let at = strata_ok(&["root", "--datadir", datadir]);
+    assert!(at.starts_with("0 "), "nothing was imported: {at}");
+
+    let json = dir.path().join("import.json");
+    let imported = strata_ok(
+        &[
+            &base[..],
+            &[
+                "--baseline",
+                "memory",
+                "--baseline-state",
+                &path("state.jsonl"),
+                "--json",
+                json.to_str().unwrap(),
+            ],
+        ]
+        .concat(),
+    );
+    assert_eq!(final_root(&imported), format!("{root} at block 4"));
+    assert!(
+        imported.contains(&format!("preloaded from {}", path("state.jsonl")))
+            && imported.contains("execution over strata / over memory"),
+        "{imported}"
+    );
+    let report = read_json(&json);
+    let databases: Vec<&str> = report["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|run| run["database"].as_str().unwrap())
+        .collect();
+    assert_eq!(databases, ["strata", "memory"]);
+    assert_eq!(report["runs"][0]["blocks"], json!(4));
+    assert_eq!(report["runs"][1]["blocks"], json!(4));
+    assert_eq!(report["runs"][1]["preloaded"], json!(path("state.jsonl")));
+    assert!(report["execution_ratio"].as_f64().unwrap() > 0.0);
+
+    // A dump whose accounts do not give its first line's root is refused
+    // (the datadir, at block 4 now, has nothing left to import).
+    let text = std::fs::read_to_string(path("state.jsonl")).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    let mut account: Value = serde_json::from_str(&lines[1]).unwrap();
+    account["balance"] = json!("0x1234567");
+    lines[1] = account.to_string();
+    let tampered = dir.path().join("tampered.jsonl");
+    std::fs::write(&tampered, lines.join("\n")).unwrap();
+    let error = strata_err(
+        &[
+            &base[..],
+            &[
+                "--baseline",
+                "memory",
+                "--baseline-state",
+                tampered.to_str().unwrap(),
+            ],
+        ]
+        .concat(),
+    );
+    assert!(
+        error.contains("but its accounts give") && error.contains("tampered.jsonl"),
+        "{error}"
     );
 }

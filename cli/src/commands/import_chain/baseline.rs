@@ -1,15 +1,22 @@
 //! `--baseline memory`: the same blocks executed over revm's in-memory
-//! database preloaded with the genesis (reads cost a hash-map lookup, no
-//! root), in the same process, so that strata's execution is shown beside
-//! the cost of a state layer that is free.
+//! database preloaded with the state they start from — the genesis
+//! allocation (`--genesis`) or a state dump (`--baseline-state`, read by
+//! `init --state`'s reader) — in the same process (reads cost a hash-map
+//! lookup, no root), so that strata's execution is shown beside the cost
+//! of a state layer that is free.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use strata_executor::{GenesisBlock, MemoryChain};
+use alloy_primitives::{Address, B256};
+use strata_executor::{MemoryChain, alloc_state_root};
+use strata_storage::dump::DumpError;
+use strata_storage::genesis::GenesisAlloc;
 
 use super::chain_file::{ChainFile, FileBlock};
+use super::start::ChainStart;
 use crate::CliError;
+use crate::commands::init::Dump;
 
 /// What the in-memory run measured over the blocks strata executed.
 #[derive(Debug, Clone)]
@@ -22,22 +29,129 @@ pub(crate) struct BaselineRun {
     pub(crate) execution: Duration,
     /// Writing the blocks' changes into it, summed.
     pub(crate) apply: Duration,
+    /// What the database was preloaded with: `genesis`, or the dump's path.
+    pub(crate) preloaded: String,
+}
+
+/// Why a `--baseline-state` dump cannot start the baseline.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BaselineStateError {
+    /// A line of the dump could not be read.
+    #[error("--baseline-state {path}: {source}")]
+    Read {
+        /// The dump.
+        path: PathBuf,
+        /// What is wrong, with the line.
+        #[source]
+        source: Box<DumpError>,
+    },
+    /// The dump is the state of another block than the one the chain
+    /// file continues from.
+    #[error(
+        "--baseline-state {path} is the state with root {dump_root} (its first line), but the chain file's first block builds on block {block}, whose state root is {block_root}"
+    )]
+    OtherBlock {
+        /// The dump.
+        path: PathBuf,
+        /// The root the dump's first line names.
+        dump_root: B256,
+        /// The block the chain file continues from.
+        block: u64,
+        /// Its header's state root.
+        block_root: B256,
+    },
+    /// The dump's accounts do not give the root its first line names.
+    #[error(
+        "--baseline-state {path}: its first line names root {stated}, but its accounts give {computed} (alloy-trie)"
+    )]
+    Root {
+        /// The dump.
+        path: PathBuf,
+        /// The root of the first line.
+        stated: B256,
+        /// alloy-trie's root of the accounts.
+        computed: B256,
+    },
+    /// An account is listed twice.
+    #[error("--baseline-state {path}: account {address} is listed twice")]
+    Repeated {
+        /// The dump.
+        path: PathBuf,
+        /// The account.
+        address: Address,
+    },
+}
+
+impl From<BaselineStateError> for CliError {
+    fn from(error: BaselineStateError) -> Self {
+        CliError::BaselineState(Box::new(error))
+    }
+}
+
+/// Where the baseline's state comes from.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum BaselineStart<'a> {
+    /// The genesis given with `--genesis` ([`ChainStart::genesis`]).
+    Genesis,
+    /// A state dump of the block the chain file continues from.
+    Dump(&'a Path),
+}
+
+/// Checks, from its first line only, that the dump at `path` is the state
+/// of the block `start` describes, before anything is imported.
+pub(crate) fn check_dump_root(path: &Path, start: &ChainStart) -> Result<(), CliError> {
+    let dump = crate::commands::init::open_dump(path)?;
+    of_start(&dump, path, start)
+}
+
+/// The dump's first line must name the state root of `start`'s block.
+fn of_start(dump: &Dump, path: &Path, start: &ChainStart) -> Result<(), CliError> {
+    if dump.root() != start.header.state_root {
+        return Err(BaselineStateError::OtherBlock {
+            path: path.to_owned(),
+            dump_root: dump.root(),
+            block: start.header.number,
+            block_root: start.header.state_root,
+        }
+        .into());
+    }
+    Ok(())
 }
 
 /// Executes the chain file's blocks over the in-memory database from the
-/// genesis; times the blocks after `timed_after` (the ones strata ran).
+/// block `start` describes; times the blocks after `timed_after` (the ones
+/// strata ran).
 pub(crate) fn run(
     chain: &Path,
-    genesis: &GenesisBlock,
+    start: &ChainStart,
+    state: BaselineStart<'_>,
     timed_after: u64,
 ) -> Result<BaselineRun, CliError> {
-    let mut memory = MemoryChain::new(genesis);
+    let mut memory = match (state, &start.genesis) {
+        (BaselineStart::Genesis, Some(genesis)) => MemoryChain::new(genesis),
+        (BaselineStart::Dump(path), _) => MemoryChain::with_state(
+            &read_dump(path, start)?,
+            start.spec.clone(),
+            &start.block_hashes,
+            start.header.difficulty,
+        ),
+        (BaselineStart::Genesis, None) => {
+            return Err(CliError::Usage(
+                "--baseline memory starts from the genesis allocation or a state dump: give --genesis or --baseline-state".into(),
+            ));
+        }
+    };
     let mut file = ChainFile::open(chain)?;
     let mut run = BaselineRun {
         blocks: 0,
         gas: 0,
         execution: Duration::ZERO,
         apply: Duration::ZERO,
+        preloaded: match state {
+            BaselineStart::Genesis => "genesis".to_owned(),
+            BaselineStart::Dump(path) => path.display().to_string(),
+        },
     };
     while let Some(FileBlock { block, offset }) = file.next_block()? {
         let executed = memory
@@ -57,4 +171,37 @@ pub(crate) fn run(
         }
     }
     Ok(run)
+}
+
+/// The accounts of the dump at `path`, read whole by `init --state`'s
+/// reader: the state of the block `start` describes (its first line names
+/// that block's state root), and its accounts give that root.
+fn read_dump(path: &Path, start: &ChainStart) -> Result<GenesisAlloc, CliError> {
+    let dump = crate::commands::init::open_dump(path)?;
+    of_start(&dump, path, start)?;
+    let stated = dump.root();
+    let mut alloc = GenesisAlloc::new();
+    for entry in dump.whole_accounts() {
+        let (address, account) = entry.map_err(|source| BaselineStateError::Read {
+            path: path.to_owned(),
+            source: Box::new(source),
+        })?;
+        if alloc.insert(address, account).is_some() {
+            return Err(BaselineStateError::Repeated {
+                path: path.to_owned(),
+                address,
+            }
+            .into());
+        }
+    }
+    let computed = alloc_state_root(&alloc);
+    if computed != stated {
+        return Err(BaselineStateError::Root {
+            path: path.to_owned(),
+            stated,
+            computed,
+        }
+        .into());
+    }
+    Ok(alloc)
 }

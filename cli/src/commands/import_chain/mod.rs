@@ -3,11 +3,14 @@
 //! `reth import` workflow), every block checked against its header and its
 //! state root, resuming after the datadir's last block; with replay's
 //! report (Mgas/s, per-block phases, read latency per regime and tier), a
-//! warmers sweep, the in-memory baseline (`--baseline memory`) and a block
-//! trace of what the execution read and wrote (`--trace-out`).
+//! warmers sweep, cold runs (`--cold`), each block prefetched from a block
+//! trace's access list (`--prefetch`), the in-memory baseline (`--baseline
+//! memory`, from the genesis or a state dump) and a block trace of what the
+//! execution read and wrote (`--trace-out`).
 
 mod baseline;
 mod chain_file;
+mod prefetch;
 mod progress;
 mod report;
 mod run;
@@ -17,13 +20,16 @@ mod trace_out;
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-use strata_executor::{GenesisBlock, StatePath};
+use strata_executor::{GenesisBlock, RootTiming, StatePath};
 use strata_storage::{Durability, Options};
 
 use super::ef_test::state_path;
 use super::replay::{MAX_CACHE_MIB, WarmerList, copy_datadir, format_bytes, warmer_list};
 use crate::CliError;
 use crate::output::Lines;
+use baseline::BaselineStart;
+pub use baseline::BaselineStateError;
+pub use prefetch::PrefetchError;
 use run::{Import, ImportRun};
 use start::ChainStart;
 use trace_out::TraceOut;
@@ -54,14 +60,42 @@ pub struct ImportChainArgs {
     #[arg(long, value_name = "LIST", default_value = "0", value_parser = warmer_list)]
     pub warmers: WarmerList,
     /// Also execute the same blocks over revm's in-memory database
-    /// preloaded with the genesis, and print both and their ratio.
+    /// preloaded with the genesis (or, without --genesis, the
+    /// --baseline-state dump), and print both and their ratio.
     #[arg(long, value_name = "DATABASE")]
     pub baseline: Option<Baseline>,
+    /// The state dump `--baseline memory` starts from when there is no
+    /// --genesis (the datadir made by `init --state FILE --chain …`): the
+    /// file `init --state` reads (first line {"root": …}, then an account
+    /// per line; gen-chain writes state.jsonl). It must be the state of the
+    /// block the file's first block builds on: its root is checked against
+    /// that block's header, and its accounts against its root.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "baseline",
+        conflicts_with = "genesis"
+    )]
+    pub baseline_state: Option<PathBuf>,
     /// Write what each block's execution read and wrote as a block trace
     /// (TRACE_FORMAT.md) that `strata replay` replays without the EVM.
     /// Needs a new datadir (the trace starts at the genesis).
     #[arg(long, value_name = "FILE.jsonl")]
     pub trace_out: Option<PathBuf>,
+    /// Prefetch each block from its access list in this block trace (what
+    /// `--trace-out` wrote for the same chain; TRACE_FORMAT.md): as soon
+    /// as the block's writer is open (its header checked), the warmers load
+    /// every account, slot and trie path the trace lists for it, while its
+    /// body is checked, its senders recovered and it is executed. The trace's block must carry the header's state root.
+    /// Does nothing with 0 warmers: give --warmers.
+    #[arg(long, value_name = "TRACE")]
+    pub prefetch: Option<PathBuf>,
+    /// Start every run cold: after the genesis (or the resume check) the
+    /// store is closed, the datadir's files are evicted from the page cache
+    /// (posix_fadvise) and the store is reopened with empty caches before
+    /// the first block.
+    #[arg(long)]
+    pub cold: bool,
     /// Write the measurements as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -76,6 +110,14 @@ pub struct ImportChainArgs {
     #[arg(long, value_name = "PATH", default_value = "writer", value_delimiter = ',',
           value_parser = state_path)]
     pub state_path: Vec<StatePath>,
+    /// When strata computes each block's state root: `streamed` (folded on
+    /// a root thread as each transaction ends, so the block waits only for
+    /// the last fold: the default) or `after` (over all the block's writes
+    /// after its last transaction); "streamed,after" sweeps both. The
+    /// bundle path computes it after the block.
+    #[arg(long, value_name = "WHEN", default_value = "streamed", value_delimiter = ',',
+          value_parser = root_timing)]
+    pub root: Vec<RootTiming>,
     /// Branch cache capacity in MiB.
     #[arg(long, value_name = "MIB", default_value_t = 256,
           value_parser = clap::value_parser!(u64).range(1..=MAX_CACHE_MIB))]
@@ -85,7 +127,8 @@ pub struct ImportChainArgs {
 /// The database the baseline executes over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Baseline {
-    /// revm's `CacheDB`, preloaded with the genesis allocation.
+    /// revm's `CacheDB`, preloaded with the genesis allocation (or the
+    /// `--baseline-state` dump).
     Memory,
 }
 
@@ -94,21 +137,45 @@ pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
         Some(path) => ChainStart::genesis(GenesisBlock::read(path)?),
         None => ChainStart::from_datadir(&args.datadir, &args.chain)?,
     };
-    if start.genesis.is_none() && (args.trace_out.is_some() || args.baseline.is_some()) {
+    if start.genesis.is_none() && args.trace_out.is_some() {
         return Err(CliError::Usage(
-            "--trace-out and --baseline start from the genesis allocation: give --genesis".into(),
+            "--trace-out starts from the genesis allocation: give --genesis".into(),
         ));
     }
-    let combos: Vec<(usize, StatePath)> = args
-        .warmers
-        .0
-        .iter()
-        .flat_map(|&warmers| args.state_path.iter().map(move |&state| (warmers, state)))
-        .collect();
+    let baseline_start = match (&args.baseline, &args.baseline_state, &start.genesis) {
+        (None, _, _) => None,
+        (Some(Baseline::Memory), Some(dump), _) => {
+            // Its first line, before anything is imported.
+            baseline::check_dump_root(dump, &start)?;
+            Some(BaselineStart::Dump(dump))
+        }
+        (Some(Baseline::Memory), None, Some(_)) => Some(BaselineStart::Genesis),
+        (Some(Baseline::Memory), None, None) => {
+            return Err(CliError::Usage(
+                "--baseline memory preloads the state the file's first block builds on: give --genesis, or --baseline-state with a state dump of that block (the file `init --state` read, e.g. gen-chain's state.jsonl)".into(),
+            ));
+        }
+    };
+    if let (Some(trace), Some(out)) = (&args.prefetch, &args.trace_out)
+        && same_file(trace, out)
+    {
+        return Err(CliError::Usage(format!(
+            "--prefetch {} is also --trace-out, which would be rewritten before it is read",
+            trace.display()
+        )));
+    }
+    let mut combos: Vec<(usize, StatePath, RootTiming)> = Vec::new();
+    for &warmers in &args.warmers.0 {
+        for &state in &args.state_path {
+            for &root in &args.root {
+                combos.push((warmers, state, root));
+            }
+        }
+    }
     let sweep = combos.len() > 1;
     if sweep && args.trace_out.is_some() {
         return Err(CliError::Usage(
-            "--trace-out with a sweep: give one warmer count and one state path".into(),
+            "--trace-out with a sweep: give one warmer count, state path and root timing".into(),
         ));
     }
     let mut trace_out = args
@@ -124,13 +191,14 @@ pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
         }
     }
     let mut runs: Vec<ImportRun> = Vec::new();
-    for (index, &(warmers, state)) in combos.iter().enumerate() {
+    for (index, &(warmers, state, root)) in combos.iter().enumerate() {
         if sweep {
             eprintln!(
-                "run {}/{}: warmers {warmers}, state path {}",
+                "run {}/{}: warmers {warmers}, state path {}, root {}",
                 index + 1,
                 combos.len(),
-                path_name(state)
+                path_name(state),
+                root_name(root)
             );
         }
         let copy = sweep.then(|| copy_datadir(&args.datadir)).transpose()?;
@@ -142,6 +210,9 @@ pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
             options: options(&args, warmers),
             trace_out: trace_out.as_mut(),
             state,
+            root,
+            cold: args.cold,
+            prefetch: args.prefetch.as_deref(),
             progress: true,
         }
         .run()?;
@@ -153,21 +224,20 @@ pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
     let first = &runs[0];
     if let Some(other) = runs.iter().find(|r| r.final_root != first.final_root) {
         return Err(CliError::SweepDisagrees(format!(
-            "warmers {} ({}) ended at {}, warmers {} ({}) at {}",
+            "warmers {} ({}, root {}) ended at {}, warmers {} ({}, root {}) at {}",
             first.warmers,
             path_name(first.state),
+            root_name(first.root),
             first.final_root,
             other.warmers,
             path_name(other.state),
+            root_name(other.root),
             other.final_root
         )));
     }
-    let baseline = match (args.baseline, &start.genesis) {
-        (Some(Baseline::Memory), Some(genesis)) => {
-            Some(baseline::run(&args.chain, genesis, first.resumed_after)?)
-        }
-        _ => None,
-    };
+    let baseline = baseline_start
+        .map(|state| baseline::run(&args.chain, &start, state, first.resumed_after))
+        .transpose()?;
     let mut out = Lines::default();
     if let Some(baseline) = &baseline {
         report::print_baseline(&mut out, baseline, first);
@@ -192,12 +262,41 @@ pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
     out.print()
 }
 
+/// `streamed` or `after`: [`RootTiming`] as `--root` names it.
+pub(crate) fn root_name(root: RootTiming) -> &'static str {
+    match root {
+        RootTiming::Streamed => "streamed",
+        RootTiming::AfterBlock => "after",
+    }
+}
+
+/// Parses a `--root` value.
+fn root_timing(text: &str) -> Result<RootTiming, String> {
+    match text {
+        "streamed" => Ok(RootTiming::Streamed),
+        "after" => Ok(RootTiming::AfterBlock),
+        other => Err(format!(
+            "unknown root timing {other:?} (expected streamed or after)"
+        )),
+    }
+}
+
 /// `bundle` or `writer`.
 pub(crate) fn path_name(state: StatePath) -> &'static str {
     match state {
         StatePath::Bundle => "bundle",
         StatePath::Writer => "writer",
     }
+}
+
+/// Whether `a` and `b` name one file (the same path, or, when both exist,
+/// the same canonical path).
+fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    a == b
+        || matches!(
+            (std::fs::canonicalize(a), std::fs::canonicalize(b)),
+            (Ok(a), Ok(b)) if a == b
+        )
 }
 
 /// A new datadir gets its genesis (a sweep copies it per run).

@@ -1,5 +1,6 @@
-//! Printing an import: per run the read table, Mgas/s of the whole block
-//! and of the execution alone, the phases and per-block percentiles; the
+//! Printing an import: per run whether it started cold, the read table,
+//! Mgas/s of the whole block and of the execution alone, the phases and
+//! per-block percentiles, what was prefetched; the
 //! in-memory baseline beside it with the ratio; a table when warmers were
 //! swept; and the same as JSON.
 
@@ -37,9 +38,11 @@ fn p50_p99(rows: &[BlockRow], field: impl Fn(&BlockRow) -> f64) -> (f64, f64) {
 /// One strata run.
 pub(super) fn print_run(out: &mut Lines, run: &ImportRun) {
     out.line(format_args!(
-        "== import-chain: warmers {}, state path {}: {} blocks after block {}, {} transactions, {:.1} Mgas ==",
+        "== import-chain: warmers {}, state path {}, root {}, cold {}: {} blocks after block {}, {} transactions, {:.1} Mgas ==",
         run.warmers,
         super::path_name(run.state),
+        super::root_name(run.root),
+        run.cold,
         run.blocks,
         run.resumed_after,
         run.transactions,
@@ -68,6 +71,13 @@ pub(super) fn print_run(out: &mut Lines, run: &ImportRun) {
     out.line(format_args!(
         "per block p50/p99 ms: execution {exec50:.2}/{exec99:.2}, root {root50:.2}/{root99:.2}, commit {commit50:.2}/{commit99:.2}"
     ));
+    let folds: u64 = run.per_block.iter().map(|b| b.root_folds).sum();
+    if folds > 0 {
+        out.line(format_args!(
+            "root streamed: {:.1} folds per block on the root thread; root above is the wait after the EVM",
+            folds as f64 / run.per_block.len().max(1) as f64
+        ));
+    }
     for (name, c) in [
         ("branch cache", &run.cache_stats),
         ("value cache", &run.value_cache_stats),
@@ -79,13 +89,25 @@ pub(super) fn print_run(out: &mut Lines, run: &ImportRun) {
             c.misses
         ));
     }
+    if let Some(trace) = &run.prefetch {
+        let idle = if run.warmers == 0 {
+            " (0 warmers: prefetch does nothing)"
+        } else {
+            ""
+        };
+        out.line(format_args!(
+            "prefetch: {} accounts, slots and trie paths loaded by the warmers from the access lists of {}{idle}",
+            run.prefetched,
+            trace.display()
+        ));
+    }
 }
 
 /// The in-memory baseline beside the first strata run.
 pub(super) fn print_baseline(out: &mut Lines, baseline: &BaselineRun, strata: &ImportRun) {
     out.line(format_args!(
-        "== baseline: the same {} blocks over revm's in-memory CacheDB (no root) ==",
-        baseline.blocks
+        "== baseline: the same {} blocks over revm's in-memory CacheDB (no root), preloaded from {} ==",
+        baseline.blocks, baseline.preloaded
     ));
     let memory = mgas_per_s(baseline.gas, baseline.execution);
     let ours = mgas_per_s(strata.gas, strata.totals.execution);
@@ -98,19 +120,25 @@ pub(super) fn print_baseline(out: &mut Lines, baseline: &BaselineRun, strata: &I
         "execution over strata / over memory: {:.2}x ({ours:.1} / {memory:.1} Mgas/s, root excluded)",
         ours / memory.max(1e-9)
     ));
+    let whole = mgas_per_s(strata.gas, strata.wall);
+    out.line(format_args!(
+        "whole blocks over strata (execution, root, commit) take {:.2}x the time of execution over memory ({whole:.1} / {memory:.1} Mgas/s)",
+        memory / whole.max(1e-9)
+    ));
 }
 
 /// The sweep's runs side by side.
 pub(super) fn print_sweep(out: &mut Lines, runs: &[ImportRun]) {
     out.line(format_args!(
-        "{:>8} {:>7} {:>14} {:>14} {:>9} {:>9} {:>9}",
-        "warmers", "state", "block Mgas/s", "exec Mgas/s", "apply s", "root s", "commit s"
+        "{:>8} {:>7} {:>9} {:>14} {:>14} {:>9} {:>9} {:>9}",
+        "warmers", "state", "root", "block Mgas/s", "exec Mgas/s", "apply s", "root s", "commit s"
     ));
     for run in runs {
         out.line(format_args!(
-            "{:>8} {:>7} {:>14.1} {:>14.1} {:>9.3} {:>9.3} {:>9.3}",
+            "{:>8} {:>7} {:>9} {:>14.1} {:>14.1} {:>9.3} {:>9.3} {:>9.3}",
             run.warmers,
             super::path_name(run.state),
+            super::root_name(run.root),
             mgas_per_s(run.gas, run.wall),
             mgas_per_s(run.gas, run.totals.execution),
             run.totals.apply.as_secs_f64(),
@@ -137,7 +165,18 @@ struct Report<'a> {
 struct RunJson<'a> {
     database: &'static str,
     state_path: Option<&'static str>,
+    /// `streamed` or `after` (strata only).
+    root: Option<&'static str>,
     warmers: Option<usize>,
+    /// Whether the run started cold (strata only).
+    cold: Option<bool>,
+    /// The trace the access lists were prefetched from (strata only).
+    prefetch: Option<String>,
+    /// Items the warmers loaded from them (strata only).
+    prefetched: Option<u64>,
+    /// `genesis` or the state dump the database was preloaded from
+    /// (memory only).
+    preloaded: Option<String>,
     blocks: u64,
     transactions: Option<u64>,
     gas: u64,
@@ -169,7 +208,12 @@ pub(super) fn write_json(
         .map(|run| RunJson {
             database: "strata",
             state_path: Some(super::path_name(run.state)),
+            root: Some(super::root_name(run.root)),
             warmers: Some(run.warmers),
+            cold: Some(run.cold),
+            prefetch: run.prefetch.as_ref().map(|p| p.display().to_string()),
+            prefetched: Some(run.prefetched),
+            preloaded: None,
             blocks: run.blocks,
             transactions: Some(run.transactions),
             gas: run.gas,
@@ -189,7 +233,12 @@ pub(super) fn write_json(
         json_runs.push(RunJson {
             database: "memory",
             state_path: None,
+            root: None,
             warmers: None,
+            cold: None,
+            prefetch: None,
+            prefetched: None,
+            preloaded: Some(baseline.preloaded.clone()),
             blocks: baseline.blocks,
             transactions: None,
             gas: baseline.gas,

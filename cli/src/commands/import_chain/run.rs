@@ -1,20 +1,24 @@
 //! One import: open (or resume) the datadir, write the genesis when it is
-//! new, skip the blocks it already holds (checking they are the file's),
-//! then execute and commit every further block, each root checked.
+//! new, for a cold run evict its files from the page cache and open it
+//! afresh, skip the blocks it already holds (checking they are the file's),
+//! then execute and commit every further block, each root checked (each
+//! prefetched first from its access list when a trace is given).
 
 use std::collections::VecDeque;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use alloy_primitives::{B256, U256};
 use strata_executor::consensus::Ancestor;
 use strata_executor::{
-    BlockTimings, DecodedBlock, ExecuteOptions, GenesisBlock, StatePath, execute_block_with,
+    BlockTimings, DecodedBlock, ExecuteOptions, GenesisBlock, RootTiming, StatePath,
+    execute_block_with,
 };
 use strata_storage::telemetry::MetricsSnapshot;
 use strata_storage::{CacheStats, Options, Regime, StateDb};
 
 use super::chain_file::{ChainFile, FileBlock};
+use super::prefetch::PrefetchTrace;
 use super::progress::{Done, Progress};
 use super::start::ChainStart;
 use super::trace_out::TraceOut;
@@ -30,6 +34,15 @@ pub(crate) struct ImportRun {
     pub(crate) warmers: usize,
     /// How the EVM reached the state.
     pub(crate) state: StatePath,
+    /// When the root was computed.
+    pub(crate) root: RootTiming,
+    /// Whether the run started cold (page cache evicted, store reopened).
+    pub(crate) cold: bool,
+    /// The trace each block's access list was prefetched from, if any.
+    pub(crate) prefetch: Option<PathBuf>,
+    /// Items (accounts, slots, trie paths) the warmers loaded from the
+    /// access lists, summed over the blocks.
+    pub(crate) prefetched: u64,
     /// The datadir's last block before the run (0: just created).
     pub(crate) resumed_after: u64,
     /// Blocks executed and committed.
@@ -71,10 +84,15 @@ pub(crate) struct BlockRow {
     pub(crate) execution_ms: f64,
     /// Receipts, bloom and the changes written into the block.
     pub(crate) apply_ms: f64,
-    /// strata's state root.
+    /// strata's state root: the block's wait for it after the EVM.
     pub(crate) root_ms: f64,
+    /// Folds of a streamed root (0: computed after the block).
+    pub(crate) root_folds: u64,
     /// The journal append that makes it durable.
     pub(crate) commit_ms: f64,
+    /// Items the warmers loaded from its access list (0 without
+    /// `--prefetch` or without warmers).
+    pub(crate) prefetched: u64,
 }
 
 /// The store and what the import needs besides the file.
@@ -91,6 +109,13 @@ pub(crate) struct Import<'a> {
     pub(crate) trace_out: Option<&'a mut TraceOut>,
     /// How the EVM reaches the state.
     pub(crate) state: StatePath,
+    /// When the root is computed.
+    pub(crate) root: RootTiming,
+    /// Evict the datadir from the page cache and reopen the store before
+    /// the first block.
+    pub(crate) cold: bool,
+    /// A block trace of the chain whose access lists are prefetched.
+    pub(crate) prefetch: Option<&'a Path>,
     /// Whether to draw a progress bar or log lines.
     pub(crate) progress: bool,
 }
@@ -105,14 +130,26 @@ impl Import<'_> {
             options,
             mut trace_out,
             state,
+            root,
+            cold,
+            prefetch,
             progress,
         } = self;
         let warmers = options.warmers;
-        let db = StateDb::open(datadir, options).map_err(CliError::storage(datadir))?;
+        let mut db = StateDb::open(datadir, options.clone()).map_err(CliError::storage(datadir))?;
         let resumed_after = match &chain_start.genesis {
             Some(genesis) => start(&db, datadir, genesis, trace_out.as_deref_mut())?,
             None => db.last_block().unwrap_or(chain_start.header.number),
         };
+        if cold {
+            // Closed first: the close flushes, and no cache survives it.
+            db.close().map_err(CliError::storage(datadir))?;
+            crate::cold::cold_start(datadir)?;
+            db = StateDb::open(datadir, options).map_err(CliError::storage(datadir))?;
+        }
+        let mut lists = prefetch
+            .map(|trace| PrefetchTrace::open(trace, chain))
+            .transpose()?;
         let mut file = ChainFile::open(chain)?;
         let mut spec = chain_start.spec.clone();
         let mut ancestors: VecDeque<(DecodedBlock, U256)> = VecDeque::new();
@@ -124,6 +161,10 @@ impl Import<'_> {
         let mut run = ImportRun {
             warmers,
             state,
+            root,
+            cold,
+            prefetch: prefetch.map(Path::to_owned),
+            prefetched: 0,
             resumed_after,
             blocks: 0,
             transactions: 0,
@@ -168,12 +209,17 @@ impl Import<'_> {
                 {
                     spec = spec.with_merge_at(number);
                 }
+                let list = lists
+                    .as_mut()
+                    .map(|lists| lists.list_for(&block))
+                    .transpose()?;
                 let executed = {
                     let chain_ancestors = ancestor_list(&ancestors, chain_start);
                     let options = ExecuteOptions {
                         record_access: trace_out.is_some(),
                         state,
-                        ..ExecuteOptions::default()
+                        prefetch: list.as_ref(),
+                        root,
                     };
                     execute_block_with(&db, &spec, &block, &chain_ancestors, options)
                 }
@@ -229,6 +275,7 @@ impl ImportRun {
         self.totals.apply += t.apply;
         self.totals.root += t.root;
         self.totals.commit += t.commit;
+        self.prefetched += executed.prefetched;
         self.per_block.push(BlockRow {
             block: executed.number,
             gas_used: executed.gas_used,
@@ -237,7 +284,9 @@ impl ImportRun {
             execution_ms: ms(t.execution),
             apply_ms: ms(t.apply),
             root_ms: ms(t.root),
+            root_folds: executed.root_folds,
             commit_ms: ms(t.commit),
+            prefetched: executed.prefetched,
         });
     }
 }

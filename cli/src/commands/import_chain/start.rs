@@ -4,6 +4,7 @@
 //! earlier import) and the header of the block the file's first block
 //! builds on.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use alloy_consensus::Header;
@@ -14,6 +15,9 @@ use strata_storage::{Options, ReadOnlyStateDb, Regime};
 
 use super::chain_file::ChainFile;
 use crate::CliError;
+
+/// Blocks whose hashes BLOCKHASH serves: the 256 before the current one.
+const BLOCKHASH_WINDOW: u64 = 256;
 
 /// Where the file's chain starts.
 pub(crate) struct ChainStart {
@@ -26,6 +30,10 @@ pub(crate) struct ChainStart {
     /// The genesis a new datadir is created from (`--genesis`); `None`
     /// when the start was read from the datadir.
     pub(crate) genesis: Option<GenesisBlock>,
+    /// Number → hash of the blocks up to the start (its own included)
+    /// that BLOCKHASH may ask for, as far as they are known (the datadir
+    /// keeps the last 256): what the in-memory baseline serves.
+    pub(crate) block_hashes: BTreeMap<u64, B256>,
 }
 
 impl ChainStart {
@@ -35,6 +43,7 @@ impl ChainStart {
             spec: genesis.spec.clone(),
             header: genesis.header.clone(),
             hash: genesis.hash,
+            block_hashes: BTreeMap::from([(genesis.header.number, genesis.hash)]),
             genesis: Some(genesis),
         }
     }
@@ -124,11 +133,21 @@ impl ChainStart {
                 datadir.display()
             )));
         }
+        let mut block_hashes = BTreeMap::from([(parent, hash)]);
+        for number in parent.saturating_sub(BLOCKHASH_WINDOW - 1)..parent {
+            if let Some(hash) = reader
+                .block_hash(number)
+                .map_err(CliError::storage(datadir))?
+            {
+                block_hashes.insert(number, hash);
+            }
+        }
         Ok(Self {
             spec,
             header,
             hash,
             genesis: None,
+            block_hashes,
         })
     }
 }

@@ -216,16 +216,7 @@ pub(super) fn replay_once(
         // Closed first: the close flushes, and no cache survives it.
         drop(published);
         db.close().map_err(final_flush(&datadir))?;
-        let evicted = crate::cold::evict_page_cache(&datadir).map_err(|e| {
-            let what = format!("evict from the page cache ({}): {}", e.what, e.source);
-            CliError::file(e.path)(std::io::Error::new(e.source.kind(), what))
-        })?;
-        eprintln!(
-            "cold start: {} files ({:.1} MB) of {} evicted from the page cache",
-            evicted.files,
-            evicted.bytes as f64 / 1e6,
-            datadir.display()
-        );
+        crate::cold::cold_start(&datadir)?;
         db = StateDb::open(&datadir, options).map_err(CliError::storage(&datadir))?;
         published = current.publish(&db);
     }
