@@ -37,6 +37,9 @@ pub struct ExecutedBlock {
     /// The folds of a root streamed while it executed
     /// ([`RootTiming::Streamed`]); 0 for a root computed after it.
     pub root_folds: u64,
+    /// For a streamed root: from the block's last writes handed to the
+    /// root thread to the end of its last fold (`CommitInfo::root_wait`).
+    pub root_wait: Option<Duration>,
     /// Time per phase (`root`: the wait for the root after the EVM).
     pub timings: BlockTimings,
     /// What the execution read and wrote, when recorded
@@ -202,6 +205,7 @@ pub fn execute_block_with(
         gas_used: outcome.gas_used,
         transactions: transactions.len(),
         root_folds: committed.root_folds,
+        root_wait: committed.root_wait,
         timings: BlockTimings {
             checks,
             execution,

@@ -73,8 +73,9 @@ pub(super) fn print_run(out: &mut Lines, run: &ImportRun) {
     ));
     let folds: u64 = run.per_block.iter().map(|b| b.root_folds).sum();
     if folds > 0 {
+        let (wait50, wait99) = p50_p99(&run.per_block, |b| b.root_wait_ms.unwrap_or(0.0));
         out.line(format_args!(
-            "root streamed: {:.1} folds per block on the root thread; root above is the wait after the EVM",
+            "root streamed: {:.1} folds per block on the root thread; last fold after the last writes p50/p99 ms {wait50:.2}/{wait99:.2} (root above: the block's whole wait after the EVM, unwind data included)",
             folds as f64 / run.per_block.len().max(1) as f64
         ));
     }

@@ -88,6 +88,8 @@ pub(crate) struct BlockRow {
     pub(crate) root_ms: f64,
     /// Folds of a streamed root (0: computed after the block).
     pub(crate) root_folds: u64,
+    /// A streamed root's last fold after the block's last writes.
+    pub(crate) root_wait_ms: Option<f64>,
     /// The journal append that makes it durable.
     pub(crate) commit_ms: f64,
     /// Items the warmers loaded from its access list (0 without
@@ -285,6 +287,7 @@ impl ImportRun {
             apply_ms: ms(t.apply),
             root_ms: ms(t.root),
             root_folds: executed.root_folds,
+            root_wait_ms: executed.root_wait.map(ms),
             commit_ms: ms(t.commit),
             prefetched: executed.prefetched,
         });
