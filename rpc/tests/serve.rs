@@ -301,3 +301,64 @@ fn bad_requests_get_the_errors_clients_expect() {
     let over = post(addr, &format!("[{call},{call},{call},{call}]"));
     assert!(over.to_string().contains("-32"), "{over}");
 }
+
+/// No answer older than the head the writer published before the request:
+/// with the follower thread out of the way (an hour between its looks),
+/// every block the writer commits is what the next request reads.
+#[test]
+fn every_answer_sees_the_block_committed_before_the_request() {
+    let dir = tempfile::tempdir().unwrap();
+    datadir(dir.path());
+    let shared = Options {
+        share_with_readers: true,
+        ..Options::default()
+    };
+    let writer = StateDb::open(dir.path(), shared).unwrap();
+    let manual = Options {
+        follow_interval: std::time::Duration::from_secs(3600),
+        ..Options::default()
+    };
+    let db = Arc::new(ReadOnlyStateDb::open(dir.path(), manual).unwrap());
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let server = runtime
+        .block_on(RpcServer::start(
+            db.clone(),
+            Chain {
+                chain_id: Some(CHAIN_ID),
+                spec: None,
+            },
+            Limits::default(),
+            RpcMetrics::default(),
+            "127.0.0.1:0".parse().unwrap(),
+            None,
+        ))
+        .unwrap();
+    let provider = ProviderBuilder::new().connect_http(url(server.http_addr()).parse().unwrap());
+    runtime.block_on(async {
+        for block in 6..=30u64 {
+            let mut next = writer.begin_block(block).unwrap();
+            next.put_account(
+                address(1),
+                &Account {
+                    nonce: block,
+                    balance: U256::from(1000 + block),
+                    ..Account::default()
+                },
+            );
+            next.commit().unwrap();
+            assert_eq!(provider.get_block_number().await.unwrap(), block);
+            assert_eq!(
+                provider.get_balance(address(1)).await.unwrap(),
+                U256::from(1000 + block)
+            );
+            assert_eq!(
+                provider
+                    .get_transaction_count(address(1))
+                    .block_id(BlockId::number(block))
+                    .await
+                    .unwrap(),
+                block
+            );
+        }
+    });
+}
