@@ -55,7 +55,7 @@ pub use frame::Link;
 pub use record::{BlockRecord, Previous, RecordError, RecordWrite};
 pub use scan::{Expect, Scan, ScannedFrame, Tip, TornTail, scan};
 pub use strata_types::datadir::DatadirId;
-pub use tail::JournalTail;
+pub use tail::{JournalTail, TailMark};
 
 /// Segment files are `journal-` + the first block, 20 digits, + `.log`.
 const SEGMENT_PREFIX: &str = "journal-";

@@ -145,35 +145,18 @@ impl JournalTail {
         Ok(records)
     }
 
-    /// Whether the journal holds nothing this tail has not read, judged
-    /// without reading any frame: the newest segment read is as long as
-    /// what was read and still ends in the checksum of the last frame read,
-    /// and no segment starts at the block after it. An append grows the
-    /// segment, a new segment has that name, and an unwind's cut changes
-    /// the segment's length or its last frame. `false` when unsure (nothing
-    /// read yet, a frame not yet whole).
-    pub fn caught_up(&self) -> bool {
-        let Some((first, cursor)) = self.cursors.last_key_value() else {
-            return false;
-        };
-        let Some(expected) = cursor.last_checksum else {
-            return false;
-        };
-        let read_back = || -> io::Result<bool> {
-            let mut file = File::open(self.dir.join(super::segment_name(*first)))?;
-            if file.metadata()?.len() != cursor.offset {
-                return Ok(false);
-            }
-            file.seek(SeekFrom::Start(cursor.offset - frame::TRAILER as u64))?;
-            let mut stored = [0u8; frame::TRAILER];
-            file.read_exact(&mut stored)?;
-            Ok(stored == expected)
-        };
-        read_back().unwrap_or(false)
-            && !self
-                .dir
-                .join(super::segment_name(cursor.next_block))
-                .exists()
+    /// Where this tail stands: the newest segment read, how far, and the
+    /// checksum it read last (`None` when unsure: nothing read yet, a frame
+    /// not yet whole). [`TailMark::caught_up`] then tells, without this
+    /// tail, whether the journal grew since.
+    pub fn mark(&self) -> Option<TailMark> {
+        let (first, cursor) = self.cursors.last_key_value()?;
+        Some(TailMark {
+            segment: self.dir.join(super::segment_name(*first)),
+            offset: cursor.offset,
+            checksum: cursor.last_checksum?,
+            next_segment: self.dir.join(super::segment_name(cursor.next_block)),
+        })
     }
 
     /// The segments in the folder, by first block.
@@ -350,3 +333,34 @@ impl SegmentRead<'_> {
 #[cfg(test)]
 #[path = "tail_tests.rs"]
 mod tests;
+
+/// Where a [`JournalTail`] stood after a read ([`JournalTail::mark`]).
+#[derive(Clone, Debug)]
+pub struct TailMark {
+    segment: PathBuf,
+    offset: u64,
+    checksum: [u8; frame::TRAILER],
+    next_segment: PathBuf,
+}
+
+impl TailMark {
+    /// Whether the journal holds nothing the tail had not read when it made
+    /// this mark, judged without reading any frame: its newest segment is
+    /// as long as what was read and still ends in the checksum read last,
+    /// and no segment starts at the block after it. An append grows the
+    /// segment, a new segment has that name, and an unwind's cut changes
+    /// the segment's length or its last frame. `false` on any error.
+    pub fn caught_up(&self) -> bool {
+        let read_back = || -> io::Result<bool> {
+            let mut file = File::open(&self.segment)?;
+            if file.metadata()?.len() != self.offset {
+                return Ok(false);
+            }
+            file.seek(SeekFrom::Start(self.offset - frame::TRAILER as u64))?;
+            let mut stored = [0u8; frame::TRAILER];
+            file.read_exact(&mut stored)?;
+            Ok(stored == self.checksum)
+        };
+        read_back().unwrap_or(false) && !self.next_segment.exists()
+    }
+}

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use crate::ledger::check_recovered;
 use strata_db::meta::Meta;
-use strata_journal::{BlockRecord, JournalTail};
+use strata_journal::{BlockRecord, JournalTail, TailMark};
 use strata_types::Head;
 use strata_view::error::{Error, Result};
 use strata_view::memory::MemoryTier;
@@ -111,10 +111,9 @@ impl Followed {
         Ok(Advance::Continues)
     }
 
-    /// Whether the journal holds no block this has not read (file
-    /// metadata only: [`JournalTail::caught_up`]).
-    pub(super) fn caught_up(&self) -> bool {
-        self.tail.caught_up()
+    /// Where the journal's read stands ([`JournalTail::mark`]).
+    pub(super) fn mark(&self) -> Option<TailMark> {
+        self.tail.mark()
     }
 
     /// The newest block followed: the last journaled one, else redb's head.

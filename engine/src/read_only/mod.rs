@@ -19,7 +19,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use alloy_primitives::B256;
-use arc_swap::ArcSwap;
+use arc_swap::{ArcSwap, ArcSwapOption};
 use parking_lot::{Condvar, Mutex};
 use redb::{ReadOnlyDatabase, ReadTransaction, ReadableDatabase, ReadableTable, TableHandle};
 
@@ -30,7 +30,7 @@ use crate::options::Options;
 use strata_db::meta::{self, FORMAT_VERSION, Meta};
 use strata_db::tables::{META, ROOTS};
 use strata_files::{FileError, FileSystem, OsFileSystem};
-use strata_journal::{BlockRecord, JournalError, JournalTail, segment_first_block};
+use strata_journal::{BlockRecord, JournalError, JournalTail, TailMark, segment_first_block};
 use strata_telemetry::ReadMetrics;
 use strata_types::Head;
 use strata_types::datadir::{DB_FILE, FILES_DIR, JOURNAL_DIR};
@@ -87,6 +87,9 @@ struct Follower {
     fs: Arc<dyn FileSystem>,
     /// The newest snapshot: what readers get.
     latest: ArcSwap<Snapshot>,
+    /// Where the journal's read stood when `latest` was published (`None`:
+    /// unsure), for [`ReadOnlyStateDb::catch_up`]'s check without the lock.
+    mark: ArcSwapOption<TailMark>,
     /// The follower thread could not open the newest commit: readers open
     /// it themselves (and get the error).
     follow_failed: AtomicBool,
@@ -137,6 +140,7 @@ impl ReadOnlyStateDb {
             db,
             fs,
             latest: ArcSwap::from_pointee(first),
+            mark: ArcSwapOption::from(followed.mark().map(Arc::new)),
             follow_failed: AtomicBool::new(false),
             refreshing: Mutex::new(followed),
             stop: Mutex::new(false),
@@ -425,12 +429,7 @@ impl Follower {
     fn snapshot(&self) -> Result<Arc<Snapshot>> {
         if self.follow_failed.swap(false, Ordering::AcqRel) {
             let mut followed = self.refreshing.lock();
-            let fresh = Arc::new(
-                self.refreshed(&mut followed, Refresh::Always)?
-                    .expect("forced"),
-            );
-            self.latest.store(fresh.clone());
-            return Ok(fresh);
+            self.publish_newest(&mut followed, Refresh::Always)?;
         }
         Ok(self.latest.load_full())
     }
@@ -469,40 +468,43 @@ impl Follower {
     }
 
     /// Refreshes unless the published snapshot holds every journaled block
-    /// (see [`ReadOnlyStateDb::catch_up`]).
+    /// (see [`ReadOnlyStateDb::catch_up`]). The check takes no lock: many
+    /// readers make it at once, and only when the journal moved on do they
+    /// queue for one refresh.
     fn catch_up(&self) -> Result<()> {
-        let mut followed = self.refreshing.lock();
-        if !self.follow_failed.load(Ordering::Acquire) && followed.caught_up() {
+        let caught_up = || {
+            !self.follow_failed.load(Ordering::Acquire)
+                && self
+                    .mark
+                    .load()
+                    .as_ref()
+                    .is_some_and(|mark| mark.caught_up())
+        };
+        if caught_up() {
             return Ok(());
         }
-        match self.refreshed(&mut followed, Refresh::IfChanged) {
-            Ok(fresh) => {
-                if let Some(fresh) = fresh {
-                    self.latest.store(Arc::new(fresh));
-                }
-                Ok(())
-            }
-            Err(error) => {
-                // The journal may have been read past the published
-                // snapshot: the next reader refreshes in full.
-                self.follow_failed.store(true, Ordering::Release);
-                Err(error)
-            }
+        let mut followed = self.refreshing.lock();
+        // Another reader may have refreshed while this one waited.
+        if caught_up() {
+            return Ok(());
         }
+        self.publish_newest(&mut followed, Refresh::IfChanged)
+            .inspect_err(|_| self.follow_failed.store(true, Ordering::Release))
     }
 
     /// Publishes the newest commit if it differs from the published one.
     fn refresh(&self) -> Result<()> {
         let mut followed = self.refreshing.lock();
-        if let Some(fresh) = self.refreshed(&mut followed, Refresh::IfChanged)? {
-            self.latest.store(Arc::new(fresh));
-        }
-        Ok(())
+        self.publish_newest(&mut followed, Refresh::IfChanged)
     }
 
-    fn refreshed(&self, followed: &mut Followed, refresh: Refresh) -> Result<Option<Snapshot>> {
+    /// Opens the newest commit and publishes it (with `IfChanged`, only
+    /// when it differs from the published one), then the journal's mark
+    /// for it; after a failure the mark is cleared, as the journal may have
+    /// been read past the published snapshot.
+    fn publish_newest(&self, followed: &mut Followed, refresh: Refresh) -> Result<()> {
         let current = self.latest.load_full();
-        newest(
+        let result = newest(
             &self.db,
             &self.datadir,
             &self.files_dir,
@@ -510,7 +512,21 @@ impl Follower {
             &current.files,
             followed,
             refresh,
-        )
+        );
+        match result {
+            Ok(fresh) => {
+                if let Some(fresh) = fresh {
+                    self.latest.store(Arc::new(fresh));
+                }
+                // After the snapshot: a mark never promises more than it holds.
+                self.mark.store(followed.mark().map(Arc::new));
+                Ok(())
+            }
+            Err(error) => {
+                self.mark.store(None);
+                Err(error)
+            }
+        }
     }
 }
 
