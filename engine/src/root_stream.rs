@@ -15,6 +15,7 @@
 //! same writes in the same order as the writer's overlay: the leaves it
 //! reads are the block's state as of the last handover.
 
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, OnceLock};
@@ -263,7 +264,7 @@ fn fold_loop(
         parallel_threshold: inner.options.parallel_commitment_threshold,
     };
     let mut overlay = Arc::new(Overlay::default());
-    let mut layer: BTreeMap<Vec<u8>, Option<Bytes>> = BTreeMap::new();
+    let mut layer: Layer = BTreeMap::new();
     let mut stats = CommitStats::default();
     let mut root = None;
     let (mut busy, mut folds) = (Duration::ZERO, 0);
@@ -315,7 +316,14 @@ fn fold_loop(
                 })?;
             // The reader shared the overlay: the next batch writes in place.
             drop(state);
-            layer.extend(output.writes);
+            for (path, value) in output.writes {
+                match layer.entry(path) {
+                    Entry::Vacant(entry) => {
+                        entry.insert((value, false));
+                    }
+                    Entry::Occupied(mut entry) => *entry.get_mut() = (value, true),
+                }
+            }
             stats.add(&output.stats);
             root = Some(output.root);
             busy += started.elapsed();
@@ -327,10 +335,13 @@ fn fold_loop(
         }
         if ended {
             // A record an earlier fold created and a later one deleted was
-            // never in the store: the block leaves it as it found it.
+            // never in the store: the block leaves it as it found it. (A
+            // record written back to the store's bytes stays: a write of
+            // what is there, as the walk after the block also makes.)
             let mut writes: Vec<RecordWrite> = Vec::with_capacity(layer.len());
-            for (path, value) in layer {
+            for (path, (value, rewritten)) in layer {
                 let stored = value.is_some()
+                    || !rewritten
                     || below
                         .branch(&path)
                         .map_err(|source| Error::Commitment {
@@ -385,16 +396,20 @@ pub(crate) fn on_root_pool<T: Send>(work: impl FnOnce() -> T + Send) -> T {
     }
 }
 
+/// The records the block's folds wrote, by path: the last value, and
+/// whether more than one fold wrote it.
+type Layer = BTreeMap<Vec<u8>, (Option<Bytes>, bool)>;
+
 /// The records the block's earlier folds wrote, over the store's.
 struct LayeredBranches<'a> {
-    layer: &'a BTreeMap<Vec<u8>, Option<Bytes>>,
+    layer: &'a Layer,
     below: &'a CachedBranches,
 }
 
 impl BranchSource for LayeredBranches<'_> {
     fn branch(&self, path: &[u8]) -> std::result::Result<Option<Bytes>, SourceError> {
         match self.layer.get(path) {
-            Some(value) => Ok(value.clone()),
+            Some((value, _)) => Ok(value.clone()),
             None => self.below.branch(path),
         }
     }

@@ -32,7 +32,7 @@ pub enum Error {
     /// killed (its in-memory recovery reads the file, so no writer may
     /// change it until that reader closes).
     #[error(
-        "datadir {path} is locked by another process or another open StateDb (a writer, or a reader such as `strata observe`/`root` that recovered a killed writer's database in memory and holds it until it ends)"
+        "datadir {path} is locked by another process or another open StateDb (a writer, or a reader such as `strata observe`/`root` that recovered a killed writer's database in memory and holds it until it ends; beside readers such as `strata serve`, a writer must share the datadir: Options::share_with_readers, the CLI's --share)"
     )]
     Locked {
         /// The database file.

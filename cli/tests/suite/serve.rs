@@ -186,3 +186,38 @@ fn eth_call_reads_a_token_balance_of_an_imported_generated_chain() {
     );
     stop(&mut server);
 }
+
+/// `import-chain --share` writes a datadir that `strata serve` is
+/// serving: the server follows each block the import commits.
+#[test]
+fn serve_follows_an_import_that_shares_the_datadir() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("chain");
+    let told = crate::gen_chain::gen_chain(&out, "7");
+    let genesis_hash = crate::gen_chain::hex_after(&told, "hash ").trim_end_matches(')');
+    let datadir = dir.path().join("data");
+    let path = |name: &str| out.join(name).to_str().unwrap().to_owned();
+    strata_ok(&[
+        "init",
+        "--state",
+        &path("state.jsonl"),
+        "--chain",
+        &path("chain.json"),
+        "--block-hash",
+        genesis_hash,
+        "--datadir",
+        datadir.to_str().unwrap(),
+    ]);
+    let (mut server, addr) = start(&datadir);
+    assert_eq!(call(addr, "eth_blockNumber", "[]")["result"], "0x0");
+    let chain = path("chain.rlp");
+    let data = datadir.to_str().unwrap();
+    let import = ["import-chain", chain.as_str(), "--datadir", data];
+    // Without --share the writer cannot open beside the server.
+    let refused = crate::common::strata_err(&import);
+    assert!(refused.contains("share"), "{refused}");
+    let imported = strata_ok(&[&import[..], &["--share"]].concat());
+    assert!(imported.contains("at block 4"), "{imported}");
+    assert_eq!(call(addr, "eth_blockNumber", "[]")["result"], "0x4");
+    stop(&mut server);
+}

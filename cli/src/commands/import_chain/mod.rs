@@ -96,6 +96,12 @@ pub struct ImportChainArgs {
     /// the first block.
     #[arg(long)]
     pub cold: bool,
+    /// Let other processes follow the datadir read-only while the import
+    /// writes it (`strata serve`, `strata observe`): needs every commit
+    /// durable (--sync-every 1), and one run (no sweep: a sweep imports
+    /// into copies).
+    #[arg(long)]
+    pub share: bool,
     /// Write the measurements as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -133,6 +139,12 @@ pub enum Baseline {
 }
 
 pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
+    if args.share && args.sync_every > 1 {
+        return Err(CliError::Usage(format!(
+            "--share needs every commit durable (--sync-every 1, not {}): a second process sees only durable commits",
+            args.sync_every
+        )));
+    }
     let start = match &args.genesis {
         Some(path) => ChainStart::genesis(GenesisBlock::read(path)?),
         None => ChainStart::from_datadir(&args.datadir, &args.chain)?,
@@ -173,9 +185,9 @@ pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
         }
     }
     let sweep = combos.len() > 1;
-    if sweep && args.trace_out.is_some() {
+    if sweep && (args.trace_out.is_some() || args.share) {
         return Err(CliError::Usage(
-            "--trace-out with a sweep: give one warmer count, state path and root timing".into(),
+            "--trace-out and --share with a sweep: give one warmer count, state path and root timing".into(),
         ));
     }
     let mut trace_out = args
@@ -319,6 +331,7 @@ fn options(args: &ImportChainArgs, warmers: usize) -> Options {
         cache_bytes: args.cache_mib << 20,
         read_metrics: true,
         background_maintenance: true,
+        share_with_readers: args.share,
         durability: match args.sync_every {
             1 => Durability::EveryBlock,
             n => Durability::EveryN(n),
