@@ -97,9 +97,10 @@ pub(super) fn print_run(out: &mut Lines, run: &ImportRun) {
             ""
         };
         out.line(format_args!(
-            "prefetch: {} accounts, slots and trie paths loaded by the warmers from the access lists of {}{idle}",
+            "prefetch: {} accounts, slots and trie paths loaded by the warmers from the access lists of {}{idle}; reading the lists took {:.3} s, outside the wall time",
             run.prefetched,
-            trace.display()
+            trace.display(),
+            run.list_reading.as_secs_f64()
         ));
     }
 }
@@ -175,6 +176,8 @@ struct RunJson<'a> {
     prefetch: Option<String>,
     /// Items the warmers loaded from them (strata only).
     prefetched: Option<u64>,
+    /// Reading the access lists from the trace, outside `wall_s` (strata only).
+    list_reading_s: Option<f64>,
     /// `genesis` or the state dump the database was preloaded from
     /// (memory only).
     preloaded: Option<String>,
@@ -214,6 +217,7 @@ pub(super) fn write_json(
             cold: Some(run.cold),
             prefetch: run.prefetch.as_ref().map(|p| p.display().to_string()),
             prefetched: Some(run.prefetched),
+            list_reading_s: Some(s(run.list_reading)),
             preloaded: None,
             blocks: run.blocks,
             transactions: Some(run.transactions),
@@ -239,6 +243,7 @@ pub(super) fn write_json(
             cold: None,
             prefetch: None,
             prefetched: None,
+            list_reading_s: None,
             preloaded: Some(baseline.preloaded.clone()),
             blocks: baseline.blocks,
             transactions: None,
