@@ -43,14 +43,7 @@ fn datadir(dir: &std::path::Path) -> Vec<B256> {
     let mut roots = vec![db.init_genesis(&alloc).unwrap()];
     for block in 1..=5u64 {
         let mut writer = db.begin_block(block).unwrap();
-        writer.put_account(
-            address(1),
-            &Account {
-                nonce: block,
-                balance: U256::from(1000 + block),
-                ..Account::default()
-            },
-        );
+        put_first_account(&mut writer, block);
         if block == 1 {
             let code = Bytes::from_static(&[0x60, 0x01, 0x60, 0x00, 0x55]);
             writer.put_account(
@@ -75,6 +68,39 @@ fn datadir(dir: &std::path::Path) -> Vec<B256> {
     roots
 }
 
+/// Block `block`'s write of account 1: nonce `block`, balance 1000 + `block`.
+fn put_first_account(writer: &mut strata_storage::BlockWriter, block: u64) {
+    writer.put_account(
+        address(1),
+        &Account {
+            nonce: block,
+            balance: U256::from(1000 + block),
+            ..Account::default()
+        },
+    );
+}
+
+/// A server over `db` on a free port.
+fn start_server(
+    runtime: &tokio::runtime::Runtime,
+    db: Arc<ReadOnlyStateDb>,
+    limits: Limits,
+) -> RpcServer {
+    runtime
+        .block_on(RpcServer::start(
+            db,
+            Chain {
+                chain_id: Some(CHAIN_ID),
+                spec: None,
+            },
+            limits,
+            RpcMetrics::default(),
+            "127.0.0.1:0".parse().unwrap(),
+            None,
+        ))
+        .unwrap()
+}
+
 struct Served {
     _dir: tempfile::TempDir,
     db: Arc<ReadOnlyStateDb>,
@@ -88,19 +114,7 @@ fn serve(limits: Limits) -> Served {
     let roots = datadir(dir.path());
     let db = Arc::new(ReadOnlyStateDb::open(dir.path(), Options::default()).unwrap());
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let server = runtime
-        .block_on(RpcServer::start(
-            db.clone(),
-            Chain {
-                chain_id: Some(CHAIN_ID),
-                spec: None,
-            },
-            limits,
-            RpcMetrics::default(),
-            "127.0.0.1:0".parse().unwrap(),
-            None,
-        ))
-        .unwrap();
+    let server = start_server(&runtime, db.clone(), limits);
     Served {
         _dir: dir,
         db,
@@ -320,31 +334,12 @@ fn every_answer_sees_the_block_committed_before_the_request() {
     };
     let db = Arc::new(ReadOnlyStateDb::open(dir.path(), manual).unwrap());
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let server = runtime
-        .block_on(RpcServer::start(
-            db.clone(),
-            Chain {
-                chain_id: Some(CHAIN_ID),
-                spec: None,
-            },
-            Limits::default(),
-            RpcMetrics::default(),
-            "127.0.0.1:0".parse().unwrap(),
-            None,
-        ))
-        .unwrap();
+    let server = start_server(&runtime, db, Limits::default());
     let provider = ProviderBuilder::new().connect_http(url(server.http_addr()).parse().unwrap());
     runtime.block_on(async {
         for block in 6..=30u64 {
             let mut next = writer.begin_block(block).unwrap();
-            next.put_account(
-                address(1),
-                &Account {
-                    nonce: block,
-                    balance: U256::from(1000 + block),
-                    ..Account::default()
-                },
-            );
+            put_first_account(&mut next, block);
             next.commit().unwrap();
             assert_eq!(provider.get_block_number().await.unwrap(), block);
             assert_eq!(

@@ -32,6 +32,27 @@ pub(crate) fn gen_chain(out: &std::path::Path, seed: &str) -> String {
     String::from_utf8(run.stderr).expect("utf-8 stderr")
 }
 
+/// `strata init` of `datadir` from the `state.jsonl` and `chain.json`
+/// that gen-chain wrote to `out`, with the genesis `hash` checked when
+/// given; its stdout.
+pub(crate) fn init_from(out: &std::path::Path, datadir: &str, hash: Option<&str>) -> String {
+    let path = |name: &str| out.join(name).to_str().unwrap().to_owned();
+    let (state, chain) = (path("state.jsonl"), path("chain.json"));
+    let mut args = vec![
+        "init",
+        "--state",
+        &state,
+        "--chain",
+        &chain,
+        "--datadir",
+        datadir,
+    ];
+    if let Some(hash) = hash {
+        args.extend(["--block-hash", hash]);
+    }
+    strata_ok(&args)
+}
+
 /// The 0x… word after `marker` in `text`.
 pub(crate) fn hex_after<'a>(text: &'a str, marker: &str) -> &'a str {
     let start = text
@@ -105,17 +126,7 @@ fn a_datadir_made_by_init_from_the_state_dump_imports_the_chain_without_a_genesi
         datadir,
     ]);
     assert!(wrong.contains("is not the hash of the block"), "{wrong}");
-    strata_ok(&[
-        "init",
-        "--state",
-        &path("state.jsonl"),
-        "--chain",
-        &path("chain.json"),
-        "--block-hash",
-        genesis_hash,
-        "--datadir",
-        datadir,
-    ]);
+    init_from(&out, datadir, Some(genesis_hash));
     // The first half, then the rest: the second run resumes after block 2
     // (the file's first blocks checked against the datadir's hashes).
     let (first, rest) = split_chain(&std::fs::read(path("chain.rlp")).unwrap(), 2);

@@ -565,15 +565,7 @@ fn the_memory_baseline_starts_from_the_state_dump_of_a_datadir_made_by_init() {
     let path = |name: &str| out.join(name).to_str().unwrap().to_owned();
     let datadir = dir.path().join("datadir");
     let datadir = datadir.to_str().unwrap();
-    strata_ok(&[
-        "init",
-        "--state",
-        &path("state.jsonl"),
-        "--chain",
-        &path("chain.json"),
-        "--datadir",
-        datadir,
-    ]);
+    crate::gen_chain::init_from(&out, datadir, None);
     let rlp = path("chain.rlp");
     let base = ["import-chain", rlp.as_str(), "--datadir", datadir];
 

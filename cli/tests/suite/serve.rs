@@ -197,17 +197,7 @@ fn serve_follows_an_import_that_shares_the_datadir() {
     let genesis_hash = crate::gen_chain::hex_after(&told, "hash ").trim_end_matches(')');
     let datadir = dir.path().join("data");
     let path = |name: &str| out.join(name).to_str().unwrap().to_owned();
-    strata_ok(&[
-        "init",
-        "--state",
-        &path("state.jsonl"),
-        "--chain",
-        &path("chain.json"),
-        "--block-hash",
-        genesis_hash,
-        "--datadir",
-        datadir.to_str().unwrap(),
-    ]);
+    crate::gen_chain::init_from(&out, datadir.to_str().unwrap(), Some(genesis_hash));
     let (mut server, addr) = start(&datadir);
     assert_eq!(call(addr, "eth_blockNumber", "[]")["result"], "0x0");
     let chain = path("chain.rlp");
