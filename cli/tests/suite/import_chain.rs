@@ -568,6 +568,20 @@ fn the_memory_baseline_starts_from_the_state_dump_of_a_datadir_made_by_init() {
     crate::gen_chain::init_from(&out, datadir, None);
     let rlp = path("chain.rlp");
     let base = ["import-chain", rlp.as_str(), "--datadir", datadir];
+    // The import with the in-memory baseline preloaded from `dump`, and more.
+    let with_dump = |dump: &str, more: &[&str]| -> Vec<String> {
+        [
+            &base[..],
+            &["--baseline", "memory", "--baseline-state", dump],
+            more,
+        ]
+        .concat()
+        .into_iter()
+        .map(str::to_owned)
+        .collect()
+    };
+    let refused =
+        |args: Vec<String>| strata_err(&args.iter().map(String::as_str).collect::<Vec<_>>());
 
     // Neither a genesis nor a dump: a usage error before anything runs.
     let error = strata_err(&[&base[..], &["--baseline", "memory"]].concat());
@@ -579,55 +593,26 @@ fn the_memory_baseline_starts_from_the_state_dump_of_a_datadir_made_by_init() {
     let other = dir.path().join("other");
     gen_chain(&other, "12");
     let other_dump = other.join("state.jsonl");
-    let error = strata_err(
-        &[
-            &base[..],
-            &[
-                "--baseline",
-                "memory",
-                "--baseline-state",
-                other_dump.to_str().unwrap(),
-            ],
-        ]
-        .concat(),
-    );
+    let error = refused(with_dump(other_dump.to_str().unwrap(), &[]));
     assert!(
         error.contains("is the state with root") && error.contains("builds on block 0"),
         "{error}"
     );
     // A dump with a genesis is one start too many.
-    let error = strata_err(
-        &[
-            &base[..],
-            &[
-                "--genesis",
-                &path("genesis.json"),
-                "--baseline",
-                "memory",
-                "--baseline-state",
-                &path("state.jsonl"),
-            ],
-        ]
-        .concat(),
-    );
+    let error = refused(with_dump(
+        &path("state.jsonl"),
+        &["--genesis", &path("genesis.json")],
+    ));
     assert!(error.contains("--baseline-state"), "{error}");
     let at = strata_ok(&["root", "--datadir", datadir]);
     assert!(at.starts_with("0 "), "nothing was imported: {at}");
 
     let json = dir.path().join("import.json");
     let imported = strata_ok(
-        &[
-            &base[..],
-            &[
-                "--baseline",
-                "memory",
-                "--baseline-state",
-                &path("state.jsonl"),
-                "--json",
-                json.to_str().unwrap(),
-            ],
-        ]
-        .concat(),
+        &with_dump(&path("state.jsonl"), &["--json", json.to_str().unwrap()])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
     );
     assert_eq!(final_root(&imported), format!("{root} at block 4"));
     assert!(
@@ -657,18 +642,7 @@ fn the_memory_baseline_starts_from_the_state_dump_of_a_datadir_made_by_init() {
     lines[1] = account.to_string();
     let tampered = dir.path().join("tampered.jsonl");
     std::fs::write(&tampered, lines.join("\n")).unwrap();
-    let error = strata_err(
-        &[
-            &base[..],
-            &[
-                "--baseline",
-                "memory",
-                "--baseline-state",
-                tampered.to_str().unwrap(),
-            ],
-        ]
-        .concat(),
-    );
+    let error = refused(with_dump(tampered.to_str().unwrap(), &[]));
     assert!(
         error.contains("but its accounts give") && error.contains("tampered.jsonl"),
         "{error}"
