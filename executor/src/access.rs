@@ -5,14 +5,14 @@
 //! `strata replay` can replay an executed chain without the EVM.
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use alloy_primitives::{Address, B256, Bytes, KECCAK256_EMPTY, U256};
 use revm::bytecode::Bytecode;
-use revm::database::{BundleState, OriginalValuesKnown};
+use revm::database::BundleState;
 use revm::database_interface::DatabaseRef;
 use revm::state::AccountInfo;
-use strata_storage::revm::ReaderDatabase;
+use strata_storage::revm::{ReaderDatabase, bundle_code, plain_changes};
 use strata_storage::{Account, StateReader};
 
 /// An account as the block found it.
@@ -163,35 +163,16 @@ pub(crate) fn bundle_writes(
     bundle: &BundleState,
     reader: &StateReader,
 ) -> Result<BTreeMap<Address, AccountWrite>, String> {
-    let changes = bundle.to_plain_state(OriginalValuesKnown::Yes);
-    let wiped: BTreeSet<Address> = changes
-        .storage
-        .iter()
-        .filter(|change| change.wipe_storage)
-        .map(|change| change.address)
-        .collect();
-    let mut infos: BTreeMap<Address, Option<AccountInfo>> = changes.accounts.into_iter().collect();
-    for address in &wiped {
-        let present = bundle.state.get(address).and_then(|a| a.info.clone());
-        infos.insert(*address, present);
-    }
+    let (accounts, storage) = plain_changes(bundle);
     let mut writes = BTreeMap::new();
-    for (address, info) in infos {
-        let fresh = wiped.contains(&address);
+    for change in accounts {
         let mut write = AccountWrite {
-            deleted: fresh || info.is_none(),
+            deleted: change.wiped || change.info.is_none(),
             ..AccountWrite::default()
         };
-        if let Some(info) = info {
-            let original = bundle
-                .state
-                .get(&address)
-                .and_then(|a| a.original_info.as_ref())
-                .map_or(KECCAK256_EMPTY, |original| original.code_hash);
-            if (fresh && info.code_hash != KECCAK256_EMPTY)
-                || (!fresh && info.code_hash != original)
-            {
-                write.code = Some(code_of(bundle, reader, address, &info)?);
+        if let Some(info) = change.info {
+            if change.code_changed {
+                write.code = Some(code_of(bundle, reader, change.address, &info)?);
             }
             write.account = Some(Account {
                 nonce: info.nonce,
@@ -199,9 +180,9 @@ pub(crate) fn bundle_writes(
                 code_hash: info.code_hash,
             });
         }
-        writes.insert(address, write);
+        writes.insert(change.address, write);
     }
-    for change in &changes.storage {
+    for change in &storage {
         let write = writes.entry(change.address).or_default();
         for (slot, value) in &change.storage {
             write.storage.insert(B256::from(*slot), *value);
@@ -216,11 +197,8 @@ fn code_of(
     address: Address,
     info: &AccountInfo,
 ) -> Result<Bytes, String> {
-    if info.code_hash == KECCAK256_EMPTY {
-        return Ok(Bytes::new());
-    }
-    if let Some(code) = bundle.contracts.get(&info.code_hash).or(info.code.as_ref()) {
-        return Ok(code.original_bytes());
+    if let Some(code) = bundle_code(bundle, info) {
+        return Ok(Bytes::from(code));
     }
     reader
         .code_by_hash(&info.code_hash)

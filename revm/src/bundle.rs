@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use alloy_primitives::{Address, B256, KECCAK256_EMPTY};
 use bytes::Bytes;
+use revm_database::states::PlainStorageChangeset;
 use revm_database::{BundleState, OriginalValuesKnown};
 use revm_state::AccountInfo;
 
@@ -31,32 +32,22 @@ pub fn apply_bundle_state(
     writer: &mut BlockWriter,
     bundle: &BundleState,
 ) -> Result<ApplyStats, RevmError> {
-    let changes = bundle.to_plain_state(OriginalValuesKnown::Yes);
+    let (accounts, storage) = plain_changes(bundle);
     let mut stats = ApplyStats::default();
-    let wiped: BTreeSet<Address> = changes
-        .storage
-        .iter()
-        .filter(|change| change.wipe_storage)
-        .map(|change| change.address)
-        .collect();
-    let mut infos: BTreeMap<Address, Option<AccountInfo>> = changes.accounts.into_iter().collect();
-    for address in &wiped {
-        writer.delete_account(*address);
+    for change in accounts.iter().filter(|change| change.wiped) {
+        writer.delete_account(change.address);
         stats.accounts_deleted += 1;
-        // Whatever the block left of it, changed or not.
-        let present = bundle.state.get(address).and_then(|a| a.info.clone());
-        infos.insert(*address, present);
     }
-    for (address, info) in infos {
-        let Some(info) = info else {
-            if !wiped.contains(&address) {
-                writer.delete_account(address);
+    for change in &accounts {
+        let Some(info) = &change.info else {
+            if !change.wiped {
+                writer.delete_account(change.address);
                 stats.accounts_deleted += 1;
             }
             continue;
         };
         writer.put_account(
-            address,
+            change.address,
             &Account {
                 nonce: info.nonce,
                 balance: info.balance,
@@ -64,19 +55,22 @@ pub fn apply_bundle_state(
             },
         );
         stats.accounts_written += 1;
-        let original = bundle
-            .state
-            .get(&address)
-            .and_then(|a| a.original_info.as_ref())
-            .map_or(KECCAK256_EMPTY, |original| original.code_hash);
-        let fresh = wiped.contains(&address);
-        if (fresh && info.code_hash != KECCAK256_EMPTY) || (!fresh && info.code_hash != original) {
-            let code = code_of(writer, bundle, address, &info)?;
-            writer.put_code(address, code);
+        if change.code_changed {
+            let code = match bundle_code(bundle, info) {
+                Some(code) => code,
+                None => writer
+                    .reader(strata_engine::Regime::Exec)
+                    .code_by_hash(&info.code_hash)?
+                    .ok_or(RevmError::MissingCode {
+                        address: change.address,
+                        code_hash: info.code_hash,
+                    })?,
+            };
+            writer.put_code(change.address, code);
             stats.codes_written += 1;
         }
     }
-    for change in &changes.storage {
+    for change in &storage {
         for (slot, value) in &change.storage {
             writer.put_storage(change.address, B256::from(*slot), *value);
             stats.slots_written += 1;
@@ -85,24 +79,76 @@ pub fn apply_bundle_state(
     Ok(stats)
 }
 
-/// The bytecode of `info.code_hash` (empty for the empty hash).
-fn code_of(
-    writer: &BlockWriter,
-    bundle: &BundleState,
-    address: Address,
-    info: &AccountInfo,
-) -> Result<Bytes, RevmError> {
+/// One account of a bundle's plain-state changes, as the store takes it
+/// (see [`apply_bundle_state`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AccountChange {
+    /// The account.
+    pub address: Address,
+    /// Its storage was wiped (it was destroyed during the block): it is
+    /// deleted first, with its code and storage, and written anew with
+    /// what it holds at the end of the block.
+    pub wiped: bool,
+    /// What it holds at the end of the block; `None`: it ends the block
+    /// absent.
+    pub info: Option<AccountInfo>,
+    /// Whether its code is written: the code hash changed, or a wiped
+    /// account ends the block with code.
+    pub code_changed: bool,
+}
+
+/// The plain-state changes of `bundle` (what reth writes to its tables:
+/// [`BundleState::to_plain_state`] with the original values known): its
+/// accounts in address order, a wiped account with what the block left of
+/// it whether changed or not, and its storage changes.
+pub fn plain_changes(bundle: &BundleState) -> (Vec<AccountChange>, Vec<PlainStorageChangeset>) {
+    let changes = bundle.to_plain_state(OriginalValuesKnown::Yes);
+    let wiped: BTreeSet<Address> = changes
+        .storage
+        .iter()
+        .filter(|change| change.wipe_storage)
+        .map(|change| change.address)
+        .collect();
+    let mut infos: BTreeMap<Address, Option<AccountInfo>> = changes.accounts.into_iter().collect();
+    for address in &wiped {
+        // Whatever the block left of it, changed or not.
+        let present = bundle.state.get(address).and_then(|a| a.info.clone());
+        infos.insert(*address, present);
+    }
+    let accounts = infos
+        .into_iter()
+        .map(|(address, info)| {
+            let wiped = wiped.contains(&address);
+            let original = bundle
+                .state
+                .get(&address)
+                .and_then(|a| a.original_info.as_ref())
+                .map_or(KECCAK256_EMPTY, |original| original.code_hash);
+            let code_changed = info.as_ref().is_some_and(|info| {
+                (wiped && info.code_hash != KECCAK256_EMPTY)
+                    || (!wiped && info.code_hash != original)
+            });
+            AccountChange {
+                address,
+                wiped,
+                info,
+                code_changed,
+            }
+        })
+        .collect();
+    (accounts, changes.storage)
+}
+
+/// The bytecode of `info.code_hash` as the bundle carries it: empty for the
+/// empty hash, else from the bundle's contracts or the account info;
+/// `None` when neither has it (the caller reads the store by hash).
+pub fn bundle_code(bundle: &BundleState, info: &AccountInfo) -> Option<Bytes> {
     if info.code_hash == KECCAK256_EMPTY {
-        return Ok(Bytes::new());
+        return Some(Bytes::new());
     }
-    if let Some(code) = bundle.contracts.get(&info.code_hash).or(info.code.as_ref()) {
-        return Ok(code.original_bytes().0);
-    }
-    let stored = writer
-        .reader(strata_engine::Regime::Exec)
-        .code_by_hash(&info.code_hash)?;
-    stored.ok_or(RevmError::MissingCode {
-        address,
-        code_hash: info.code_hash,
-    })
+    bundle
+        .contracts
+        .get(&info.code_hash)
+        .or(info.code.as_ref())
+        .map(|code| code.original_bytes().0)
 }

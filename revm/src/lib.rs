@@ -58,7 +58,7 @@ mod tests;
 mod writer_database;
 
 pub use apply::{ApplyStats, apply_evm_state};
-pub use bundle::apply_bundle_state;
+pub use bundle::{AccountChange, apply_bundle_state, bundle_code, plain_changes};
 pub use database::{ReaderDatabase, exec_database};
 pub use error::RevmError;
 pub use revm_database_interface::{DatabaseRef, WrapDatabaseRef};
