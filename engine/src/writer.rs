@@ -267,6 +267,18 @@ impl BlockWriter {
         }
     }
 
+    /// The block's root and unwind data: from its streamed root, else from
+    /// the root computed alongside it, else computed now.
+    fn prepare(&mut self) -> Result<PreparedBlock> {
+        if let Some(prepared) = self.join_stream()? {
+            return Ok(prepared);
+        }
+        if let Some(prepared) = self.join_alongside()? {
+            return Ok(prepared);
+        }
+        prepare_block(&self.inner, self.number, &self.base, self.overlay.clone())
+    }
+
     /// Waits for the root of a [`BlockWriter::stream_root`].
     fn join_stream(&mut self) -> Result<Option<PreparedBlock>> {
         let Some(stream) = self.stream.take() else {
@@ -395,13 +407,7 @@ impl BlockWriter {
         }
         let number = self.number;
         let result = self.inner.check_poisoned().and_then(|()| {
-            let prepared = match self.join_stream()? {
-                Some(prepared) => prepared,
-                None => match self.join_alongside()? {
-                    Some(prepared) => prepared,
-                    None => prepare_block(&self.inner, number, &self.base, self.overlay.clone())?,
-                },
-            };
+            let prepared = self.prepare()?;
             self.check_listed()?;
             Ok(prepared)
         });
@@ -428,15 +434,7 @@ impl BlockWriter {
         let result = inner.check_poisoned().and_then(|()| {
             let prepared = match self.prepared.take() {
                 Some(prepared) => prepared,
-                None => match self.join_stream()? {
-                    Some(prepared) => prepared,
-                    None => match self.join_alongside()? {
-                        Some(prepared) => prepared,
-                        None => {
-                            prepare_block(&self.inner, number, &self.base, self.overlay.clone())?
-                        }
-                    },
-                },
+                None => self.prepare()?,
             };
             // Also when `state_root` joined the list's root and the block was
             // written to since.
