@@ -25,8 +25,8 @@ use std::time::{Duration, Instant};
 use alloy_primitives::{Address, B256};
 use bytes::Bytes;
 use strata_commitment::{
-    BranchSource, CommitOutput, CommitStats, CommitmentError, ComputeOptions, RecordWrite,
-    SourceError, TrieUpdate, compute_root,
+    BranchSource, CommitOutput, CommitStats, ComputeOptions, RecordWrite, SourceError, TrieUpdate,
+    compute_root, record_key,
 };
 use strata_types::domain::{Domain, Regime};
 use strata_types::keys::{address_key, split_storage_key, storage_key};
@@ -95,11 +95,11 @@ impl Touched {
 /// at that moment.
 #[derive(Debug)]
 struct Batch {
-    /// Wiped first (a wipe removes the account's slots written before it;
-    /// the slots written after it are among `writes`).
-    wiped: Vec<Address>,
-    writes: Vec<(Domain, Vec<u8>, Option<Bytes>)>,
+    /// The keys to fold; its `wiped` accounts are wiped first (a wipe
+    /// removes the account's slots written before it; the slots written
+    /// after it are among `writes`).
     update: TrieUpdate,
+    writes: Vec<(Domain, Vec<u8>, Option<Bytes>)>,
 }
 
 enum Message {
@@ -189,14 +189,10 @@ impl RootStream {
         let update = TrieUpdate {
             accounts: touched.accounts.into_iter().collect(),
             storage: touched.slots.into_iter().collect(),
-            wiped: touched.wiped.clone(),
+            wiped: touched.wiped,
         };
         // A thread that stopped has an error for `finish` to return.
-        let _ = self.sender.send(Message::Writes(Batch {
-            wiped: touched.wiped,
-            writes,
-            update,
-        }));
+        let _ = self.sender.send(Message::Writes(Batch { update, writes }));
     }
 
     /// Hands over the writes since the last handover and waits until the
@@ -256,10 +252,8 @@ fn fold_loop(
     base: &Arc<Snapshot>,
     receiver: Receiver<Message>,
 ) -> Result<Streamed> {
-    let below = CachedBranches::for_commitment(
-        inner.reader(base.clone(), None, Regime::Commitment),
-        inner.cache.clone(),
-    );
+    let base_reader = inner.reader(base.clone(), None, Regime::Commitment);
+    let below = CachedBranches::for_commitment(base_reader.clone(), inner.cache.clone());
     let options = ComputeOptions {
         parallel_threshold: inner.options.parallel_commitment_threshold,
     };
@@ -281,8 +275,8 @@ fn fold_loop(
             match message {
                 Message::Writes(batch) => {
                     let writes = Arc::make_mut(&mut overlay);
-                    for address in batch.wiped {
-                        writes.wipe_storage(address);
+                    for address in &batch.update.wiped {
+                        writes.wipe_storage(*address);
                     }
                     for (domain, key, value) in batch.writes {
                         writes.put(domain, key, value);
@@ -342,15 +336,8 @@ fn fold_loop(
             for (path, (value, rewritten)) in layer {
                 let stored = value.is_some()
                     || !rewritten
-                    || below
-                        .branch(&path)
-                        .map_err(|source| Error::Commitment {
-                            block: number,
-                            source: CommitmentError::Branch {
-                                path: hex_path(&path),
-                                source,
-                            },
-                        })?
+                    || base_reader
+                        .get_latest(Domain::Commitment, &record_key(&path))?
                         .is_some();
                 if stored {
                     writes.push((path, value));
@@ -422,11 +409,4 @@ pub(crate) fn same_state_writes(ours: &Overlay, writer: &Overlay) -> bool {
         .into_iter()
         .all(|domain| ours.entries(domain) == writer.entries(domain))
         && ours.wiped() == writer.wiped()
-}
-
-/// A nibble path as hex digits, for an error.
-fn hex_path(path: &[u8]) -> String {
-    path.iter()
-        .map(|nibble| char::from_digit(u32::from(*nibble), 16).unwrap_or('?'))
-        .collect()
 }
