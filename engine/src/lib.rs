@@ -56,6 +56,9 @@ pub use read_only::ReadOnlyStateDb;
 pub use state_db::{DbStats, DomainStats, FileStats, StateDb};
 pub use strata_cache::{CacheKind, CacheStats, MAX_WARMERS};
 pub use strata_commitment::{AccountProof, SlotProof};
+/// How many block hashes and headers the store serves back from its head
+/// (the EVM's BLOCKHASH window).
+pub use strata_db::tables::BLOCK_HASH_WINDOW;
 pub use strata_types::{Account, Domain, Regime};
 pub use strata_view::access_list::{self, AccountAccess, BlockAccessList};
 pub use strata_view::error::{DbError, Error, Result};

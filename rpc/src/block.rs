@@ -4,13 +4,9 @@
 
 use alloy_eips::{BlockId, BlockNumberOrTag};
 use alloy_primitives::B256;
-use strata_storage::{ReadOnlyStateDb, Regime, StateReader};
+use strata_storage::{BLOCK_HASH_WINDOW, ReadOnlyStateDb, Regime, StateReader};
 
 use crate::error::RpcError;
-
-/// Blocks searched for a block hash: the unwind window strata keeps
-/// states for (`Options::unwind_depth`, 128 by default) fits in it.
-const HASH_SEARCH: u64 = 256;
 
 /// The state a call reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,10 +47,12 @@ pub fn resolve(db: &ReadOnlyStateDb, id: Option<BlockId>) -> Result<Resolved, Rp
     Ok(Resolved::Block(number))
 }
 
-/// The number of the block with `hash`, among the last blocks.
+/// The number of the block with `hash`, among the last
+/// [`BLOCK_HASH_WINDOW`] blocks (the unwind window strata keeps states for,
+/// `Options::unwind_depth`, fits in it).
 fn by_hash(db: &ReadOnlyStateDb, hash: B256, head: u64) -> Result<u64, RpcError> {
     let reader = db.reader(Regime::Exec)?;
-    let oldest = head.saturating_sub(HASH_SEARCH - 1);
+    let oldest = head.saturating_sub(BLOCK_HASH_WINDOW - 1);
     for number in (oldest..=head).rev() {
         if reader.block_hash(number)? == Some(hash) {
             return Ok(number);
@@ -62,7 +60,7 @@ fn by_hash(db: &ReadOnlyStateDb, hash: B256, head: u64) -> Result<u64, RpcError>
     }
     Err(RpcError::UnknownHash {
         hash,
-        window: HASH_SEARCH,
+        window: BLOCK_HASH_WINDOW,
         head,
     })
 }

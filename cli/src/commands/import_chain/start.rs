@@ -11,13 +11,10 @@ use alloy_consensus::Header;
 use alloy_primitives::B256;
 use alloy_rlp::Decodable;
 use strata_executor::{ChainSpec, GenesisBlock};
-use strata_storage::{Options, ReadOnlyStateDb, Regime};
+use strata_storage::{BLOCK_HASH_WINDOW, Options, ReadOnlyStateDb, Regime};
 
 use super::chain_file::ChainFile;
 use crate::CliError;
-
-/// Blocks whose hashes BLOCKHASH serves: the 256 before the current one.
-const BLOCKHASH_WINDOW: u64 = 256;
 
 /// Where the file's chain starts.
 pub(crate) struct ChainStart {
@@ -134,7 +131,7 @@ impl ChainStart {
             )));
         }
         let mut block_hashes = BTreeMap::from([(parent, hash)]);
-        for number in parent.saturating_sub(BLOCKHASH_WINDOW - 1)..parent {
+        for number in parent.saturating_sub(BLOCK_HASH_WINDOW - 1)..parent {
             if let Some(hash) = reader
                 .block_hash(number)
                 .map_err(CliError::storage(datadir))?
