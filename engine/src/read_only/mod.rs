@@ -329,7 +329,8 @@ impl ReadOnlyStateDb {
 
     /// Makes sure readers see every block the writer had committed when
     /// this call began, and returns the block they see: when the journal
-    /// shows nothing new (a `stat` of its newest segment, no read) the
+    /// shows nothing new (a `stat` of its newest segment and a read of its
+    /// last frame's 8-byte checksum, no lock) the
     /// published snapshot already is that block; otherwise it refreshes
     /// now, without waiting for the follower thread. What a server calls
     /// before answering for the head, so that no answer is older than the
