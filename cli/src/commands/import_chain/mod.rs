@@ -186,9 +186,10 @@ pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
     }
     let sweep = combos.len() > 1;
     if sweep && (args.trace_out.is_some() || args.share) {
-        return Err(CliError::Usage(
-            "--trace-out and --share with a sweep: give one warmer count, state path and root timing".into(),
-        ));
+        let flag = if args.share { "--share" } else { "--trace-out" };
+        return Err(CliError::Usage(format!(
+            "{flag} with a sweep: give one warmer count, state path and root timing"
+        )));
     }
     let mut trace_out = args
         .trace_out
