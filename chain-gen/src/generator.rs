@@ -128,34 +128,36 @@ impl Generator {
             ..Default::default()
         };
         let mut world = World::from_alloc(&genesis.alloc);
+        // The header's root is the world's (alloy-trie's builder over every
+        // account): the allocation is not copied again to compute it.
         let root = world.state_root();
-        let block = GenesisBlock::new(&genesis).map_err(|error| GenError::Genesis {
-            message: error.to_string(),
-        })?;
-        if block.header.state_root != root {
-            return Err(GenError::Genesis {
-                message: format!(
-                    "the world's root {root} differs from the genesis header's {}",
-                    block.header.state_root
-                ),
-            });
-        }
-        world.set_block_hash(0, block.hash);
+        let (header, hash) =
+            GenesisBlock::header_with_root(&genesis, root).map_err(|error| GenError::Genesis {
+                message: error.to_string(),
+            })?;
+        world.set_block_hash(0, hash);
         Ok(Self {
             config: config.clone(),
-            spec: block.spec,
+            spec: ChainSpec::from_chain_config(&genesis.config),
             rng,
             population,
             world,
             genesis,
-            parent: block.header,
-            parent_hash: block.hash,
+            parent: header,
+            parent_hash: hash,
         })
     }
 
     /// The genesis (config, header fields, allocation): `genesis.json`.
+    /// Its allocation is empty after [`Generator::release_alloc`].
     pub fn genesis(&self) -> &Genesis {
         &self.genesis
+    }
+
+    /// Drops the genesis allocation, once written out: the world holds the
+    /// state, and at ten million accounts the allocation is gigabytes.
+    pub fn release_alloc(&mut self) {
+        self.genesis.alloc = Default::default();
     }
 
     /// The chain's fork schedule.

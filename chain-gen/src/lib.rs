@@ -25,6 +25,7 @@ mod mix;
 mod output;
 mod population;
 mod root;
+mod subtries;
 mod world;
 
 pub use config::{

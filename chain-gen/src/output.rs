@@ -150,11 +150,16 @@ pub fn write_chain(
     })?;
     let mut generator = Generator::new(config)?;
     let mut genesis_file = PendingFile::create(dir.join(GENESIS_FILE))?;
-    let json = serde_json::to_vec(generator.genesis()).map_err(GenError::GenesisJson)?;
-    genesis_file.put(&json)?;
-    drop(json);
+    let temp = genesis_file.temp.clone();
+    write_genesis_json(generator.genesis(), &mut genesis_file).map_err(|source| {
+        GenError::Write {
+            path: temp,
+            source,
+        }
+    })?;
     let genesis_bytes = genesis_file.finish()?;
     let state_bytes = write_split_genesis(generator.genesis(), generator.head().0.state_root, dir)?;
+    generator.release_alloc();
     let mut summary = ChainSummary {
         genesis_accounts: generator.world().accounts(),
         genesis_hash: generator.head().1,
@@ -188,6 +193,37 @@ pub fn write_chain(
     summary.final_accounts = generator.world().accounts();
     summary.total = started.elapsed();
     Ok(summary)
+}
+
+/// Writes `genesis` as JSON to `out` an account at a time: the fields but
+/// `alloc` as serde writes them, then `alloc` entry by entry (the same
+/// document as `serde_json::to_writer(genesis)`, without holding it whole).
+fn write_genesis_json(genesis: &Genesis, mut out: impl Write) -> std::io::Result<()> {
+    let without_alloc = Genesis {
+        alloc: Default::default(),
+        ..genesis.clone()
+    };
+    let serde_json::Value::Object(mut fields) = serde_json::to_value(&without_alloc)? else {
+        return Err(std::io::Error::other("a genesis serializes to a JSON object"));
+    };
+    fields.remove("alloc");
+    out.write_all(b"{")?;
+    for (name, value) in &fields {
+        serde_json::to_writer(&mut out, name)?;
+        out.write_all(b":")?;
+        serde_json::to_writer(&mut out, value)?;
+        out.write_all(b",")?;
+    }
+    out.write_all(b"\"alloc\":{")?;
+    for (index, (address, account)) in genesis.alloc.iter().enumerate() {
+        if index > 0 {
+            out.write_all(b",")?;
+        }
+        serde_json::to_writer(&mut out, address)?;
+        out.write_all(b":")?;
+        serde_json::to_writer(&mut out, account)?;
+    }
+    out.write_all(b"}}")
 }
 
 /// Writes `genesis` split in two into `dir`: its allocation as a state dump
@@ -232,4 +268,22 @@ fn write_split_genesis(genesis: &Genesis, state_root: B256, dir: &Path) -> Resul
     config_file.put(&json)?;
     config_file.finish()?;
     Ok(state_bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_streamed_genesis_is_serdes_document() {
+        let generator = Generator::new(&GenConfig::new(30, 5, 0, 4)).expect("starts");
+        let mut streamed = Vec::new();
+        write_genesis_json(generator.genesis(), &mut streamed).expect("writes");
+        let streamed: serde_json::Value = serde_json::from_slice(&streamed).expect("JSON");
+        let whole = serde_json::to_value(generator.genesis()).expect("serializes");
+        assert_eq!(streamed, whole);
+        let reread: Genesis = serde_json::from_value(streamed).expect("a genesis");
+        assert_eq!(reread.alloc.len(), 36, "30 EOAs, 5 contracts, beacon roots");
+        assert_eq!(reread.alloc, generator.genesis().alloc);
+    }
 }

@@ -1,8 +1,9 @@
 //! The state the chain runs on: revm's in-memory `CacheDB` (what the EVM
 //! reads), with each block's changes applied from revm's bundle, and the
 //! state root over it — every changed account's storage root recomputed
-//! (in parallel), the account trie rebuilt from all accounts in hashed
-//! order.
+//! (in parallel), the account trie rebuilt in hashed order from the
+//! subtries the block touched, hashed again, and the others' hashes
+//! ([`Subtries`]).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -15,6 +16,7 @@ use revm::database::{AccountState, BundleState, CacheDB, DbAccount, EmptyDB};
 use revm::state::AccountInfo;
 
 use crate::root::{state_root, storage_root};
+use crate::subtries::Subtries;
 
 /// The full state in memory and what the root needs of it.
 #[derive(Debug)]
@@ -26,6 +28,8 @@ pub struct World {
     storage_roots: HashMap<Address, B256>,
     /// Accounts whose storage changed since the last root.
     dirty: HashSet<Address>,
+    /// The account trie's subtries, hashed at the last root.
+    subtries: Subtries,
 }
 
 impl World {
@@ -60,11 +64,13 @@ impl World {
             hashed.insert(keccak256(address), *address);
             dirty.insert(*address);
         }
+        let subtries = Subtries::new(Subtries::depth_for(hashed.len()));
         Self {
             db,
             hashed,
             storage_roots: HashMap::new(),
             dirty,
+            subtries,
         }
     }
 
@@ -86,6 +92,7 @@ impl World {
             self.db.cache.contracts.insert(hash, code);
         }
         for (address, account) in bundle.state {
+            self.subtries.touch(&keccak256(address));
             let Some(mut info) = account.info else {
                 self.db.cache.accounts.remove(&address);
                 self.hashed.remove(&keccak256(address));
@@ -122,7 +129,8 @@ impl World {
     }
 
     /// The state root: the changed accounts' storage roots recomputed, then
-    /// the account trie over every account.
+    /// the account trie over every account (its untouched subtries by their
+    /// hashes).
     pub fn state_root(&mut self) -> B256 {
         let accounts = &self.db.cache.accounts;
         let updated: Vec<(Address, B256)> = self
@@ -142,21 +150,19 @@ impl World {
             }
         }
         let storage_roots = &self.storage_roots;
-        state_root(self.hashed.iter().filter_map(|(hashed, address)| {
+        let leaf = |address: &Address| {
             let info = &accounts.get(address)?.info;
-            Some((
-                *hashed,
-                TrieAccount {
-                    nonce: info.nonce,
-                    balance: info.balance,
-                    storage_root: storage_roots
-                        .get(address)
-                        .copied()
-                        .unwrap_or(EMPTY_ROOT_HASH),
-                    code_hash: info.code_hash,
-                },
-            ))
-        }))
+            Some(TrieAccount {
+                nonce: info.nonce,
+                balance: info.balance,
+                storage_root: storage_roots
+                    .get(address)
+                    .copied()
+                    .unwrap_or(EMPTY_ROOT_HASH),
+                code_hash: info.code_hash,
+            })
+        };
+        self.subtries.root(&self.hashed, &leaf)
     }
 
     /// The state root recomputed from nothing: every storage root, no

@@ -45,10 +45,7 @@ impl GenesisBlock {
     /// The genesis block `genesis` describes.
     pub fn new(genesis: &Genesis) -> Result<Self, GenesisError> {
         let alloc = alloc_of(genesis);
-        let state_root = alloc_state_root(&alloc);
-        let header = genesis_header(genesis, state_root)
-            .map_err(|error| GenesisError::Header(error.to_string()))?;
-        let hash = header.hash_slow();
+        let (header, hash) = Self::header_with_root(genesis, alloc_state_root(&alloc))?;
         Ok(Self {
             config: genesis.config.clone(),
             spec: ChainSpec::from_chain_config(&genesis.config),
@@ -56,6 +53,19 @@ impl GenesisBlock {
             hash,
             alloc,
         })
+    }
+
+    /// Block 0's header and hash for `genesis` whose allocation's state
+    /// root the caller computed (a state too large to copy once more, as
+    /// `strata gen-chain`'s, which keeps it in revm's database).
+    pub fn header_with_root(
+        genesis: &Genesis,
+        state_root: B256,
+    ) -> Result<(Header, B256), GenesisError> {
+        let header = genesis_header(genesis, state_root)
+            .map_err(|error| GenesisError::Header(error.to_string()))?;
+        let hash = header.hash_slow();
+        Ok((header, hash))
     }
 
     /// Reads a geth genesis JSON file: `config`, the header fields and

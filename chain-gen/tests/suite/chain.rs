@@ -116,6 +116,10 @@ fn every_state_root_equals_a_recomputation_from_the_whole_state() {
         }))
     };
     assert_eq!(generator.head().0.state_root, recompute(&generator));
+    // The header built from the world's root is the one alloy-trie's root
+    // of the allocation gives.
+    let genesis = strata_executor::GenesisBlock::new(generator.genesis()).expect("genesis");
+    assert_eq!(generator.head().1, genesis.hash);
     for _ in 0..4 {
         let block = generator.next_block().expect("a block");
         let root = block.block.header.state_root;
