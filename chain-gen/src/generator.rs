@@ -32,6 +32,7 @@ use crate::config::{CHAIN_ID, GenConfig};
 use crate::error::GenError;
 use crate::mix::{Effect, Mix, Planned, TxShape};
 use crate::population::{Population, Token};
+use crate::root::alloc_root;
 use crate::world::World;
 
 /// The genesis block's timestamp (late 2023); each block is 12 s later.
@@ -105,13 +106,34 @@ pub struct Generator {
 }
 
 impl Generator {
-    /// Draws the population, builds the genesis and its state.
+    /// Draws the population, builds the genesis and its state; the
+    /// generator keeps the genesis with its allocation ([`Generator::genesis`]).
     pub fn new(config: &GenConfig) -> Result<Self, GenError> {
+        Self::start(config, true, |_, _| Ok(()))
+    }
+
+    /// Draws the population and builds the genesis; `write` sees it with
+    /// its allocation and state root before the allocation is consumed
+    /// into the world (whose root must come out the same), so the state is
+    /// held once, not twice (at ten million accounts, gigabytes). The
+    /// generator keeps the genesis without its allocation.
+    pub fn writing_genesis(
+        config: &GenConfig,
+        write: impl FnOnce(&Genesis, B256) -> Result<(), GenError>,
+    ) -> Result<Self, GenError> {
+        Self::start(config, false, write)
+    }
+
+    fn start(
+        config: &GenConfig,
+        keep_alloc: bool,
+        write: impl FnOnce(&Genesis, B256) -> Result<(), GenError>,
+    ) -> Result<Self, GenError> {
         config.validate()?;
         let mut rng = StdRng::seed_from_u64(config.seed);
         let (population, alloc) =
             Population::generate(config.seed, config.accounts, config.contracts, &mut rng)?;
-        let genesis = Genesis {
+        let mut genesis = Genesis {
             config: chain_config(),
             nonce: 0,
             timestamp: GENESIS_TIMESTAMP,
@@ -127,10 +149,24 @@ impl Generator {
             number: Some(0),
             ..Default::default()
         };
-        let mut world = World::from_alloc(&genesis.alloc);
-        // The header's root is the world's (alloy-trie's builder over every
-        // account): the allocation is not copied again to compute it.
-        let root = world.state_root();
+        // Two roots of the genesis state by alloy-trie's builder: over the
+        // allocation, then over the world made of it.
+        let root = alloc_root(&genesis.alloc);
+        write(&genesis, root)?;
+        let alloc = if keep_alloc {
+            genesis.alloc.clone()
+        } else {
+            std::mem::take(&mut genesis.alloc)
+        };
+        let mut world = World::from_alloc(alloc);
+        let world_root = world.state_root();
+        if world_root != root {
+            return Err(GenError::Genesis {
+                message: format!(
+                    "the world's root {world_root} differs from the allocation's {root}"
+                ),
+            });
+        }
         let (header, hash) =
             GenesisBlock::header_with_root(&genesis, root).map_err(|error| GenError::Genesis {
                 message: error.to_string(),
@@ -148,16 +184,10 @@ impl Generator {
         })
     }
 
-    /// The genesis (config, header fields, allocation): `genesis.json`.
-    /// Its allocation is empty after [`Generator::release_alloc`].
+    /// The genesis (config, header fields, and the allocation when made by
+    /// [`Generator::new`]): `genesis.json`.
     pub fn genesis(&self) -> &Genesis {
         &self.genesis
-    }
-
-    /// Drops the genesis allocation, once written out: the world holds the
-    /// state, and at ten million accounts the allocation is gigabytes.
-    pub fn release_alloc(&mut self) {
-        self.genesis.alloc = Default::default();
     }
 
     /// The chain's fork schedule.
@@ -356,4 +386,34 @@ struct Built {
     gas_used: u64,
     shapes: BTreeMap<TxShape, usize>,
     reverted: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The storage tries kept between blocks give the root recomputed from
+    /// the whole state, block after block.
+    #[test]
+    fn kept_storage_tries_give_the_whole_states_root() {
+        let config = GenConfig {
+            gas_per_block: 3_000_000,
+            ..GenConfig::new(200, 20, 4, 9)
+        };
+        let mut generator = Generator::new(&config).expect("starts");
+        generator.world.keep_storage_tries_from(32);
+        for _ in 0..4 {
+            let block = generator.next_block().expect("a block");
+            assert_eq!(
+                block.block.header.state_root,
+                generator.world().full_state_root(),
+                "block {}",
+                block.block.header.number
+            );
+        }
+        assert!(
+            generator.world.kept_storage_tries() >= 3,
+            "the popular tokens"
+        );
+    }
 }

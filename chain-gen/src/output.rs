@@ -148,18 +148,19 @@ pub fn write_chain(
         path: dir.to_owned(),
         source,
     })?;
-    let mut generator = Generator::new(config)?;
-    let mut genesis_file = PendingFile::create(dir.join(GENESIS_FILE))?;
-    let temp = genesis_file.temp.clone();
-    write_genesis_json(generator.genesis(), &mut genesis_file).map_err(|source| {
-        GenError::Write {
-            path: temp,
-            source,
-        }
+    let mut files = (0, 0);
+    let mut generator = Generator::writing_genesis(config, |genesis, state_root| {
+        let mut genesis_file = PendingFile::create(dir.join(GENESIS_FILE))?;
+        let temp = genesis_file.temp.clone();
+        write_genesis_json(genesis, &mut genesis_file)
+            .map_err(|source| GenError::Write { path: temp, source })?;
+        files = (
+            genesis_file.finish()?,
+            write_split_genesis(genesis, state_root, dir)?,
+        );
+        Ok(())
     })?;
-    let genesis_bytes = genesis_file.finish()?;
-    let state_bytes = write_split_genesis(generator.genesis(), generator.head().0.state_root, dir)?;
-    generator.release_alloc();
+    let (genesis_bytes, state_bytes) = files;
     let mut summary = ChainSummary {
         genesis_accounts: generator.world().accounts(),
         genesis_hash: generator.head().1,
@@ -204,7 +205,9 @@ fn write_genesis_json(genesis: &Genesis, mut out: impl Write) -> std::io::Result
         ..genesis.clone()
     };
     let serde_json::Value::Object(mut fields) = serde_json::to_value(&without_alloc)? else {
-        return Err(std::io::Error::other("a genesis serializes to a JSON object"));
+        return Err(std::io::Error::other(
+            "a genesis serializes to a JSON object",
+        ));
     };
     fields.remove("alloc");
     out.write_all(b"{")?;

@@ -2,8 +2,12 @@
 //! by hashed key, values RLP-encoded (a slot's value as an RLP integer, an
 //! account as `[nonce, balance, storage_root, code_hash]`).
 
-use alloy_primitives::{B256, U256, keccak256};
+use std::collections::BTreeMap;
+
+use alloy_genesis::GenesisAccount;
+use alloy_primitives::{Address, B256, KECCAK256_EMPTY, U256, keccak256};
 use alloy_trie::{EMPTY_ROOT_HASH, HashBuilder, Nibbles, TrieAccount};
+use rayon::prelude::*;
 
 /// The root of one account's storage (zero values are absent slots).
 pub fn storage_root<'a>(storage: impl IntoIterator<Item = (&'a U256, &'a U256)>) -> B256 {
@@ -39,4 +43,32 @@ pub fn state_root(accounts: impl IntoIterator<Item = (B256, TrieAccount)>) -> B2
         builder.add_leaf(Nibbles::unpack(hashed), &value);
     }
     if any { builder.root() } else { EMPTY_ROOT_HASH }
+}
+
+/// The state root of a genesis allocation (zero slots are absent; the
+/// storage roots in parallel, then the account trie over the accounts
+/// sorted by hashed address).
+pub(crate) fn alloc_root(alloc: &BTreeMap<Address, GenesisAccount>) -> B256 {
+    let mut accounts: Vec<(B256, TrieAccount)> = alloc
+        .par_iter()
+        .map(|(address, account)| {
+            let storage: Vec<(U256, U256)> = account
+                .storage_slots()
+                .map(|(slot, value)| (slot.into(), value))
+                .collect();
+            let code_hash = match &account.code {
+                Some(code) if !code.is_empty() => keccak256(code),
+                _ => KECCAK256_EMPTY,
+            };
+            let trie_account = TrieAccount {
+                nonce: account.nonce.unwrap_or(0),
+                balance: account.balance,
+                storage_root: storage_root(storage.iter().map(|(slot, value)| (slot, value))),
+                code_hash,
+            };
+            (keccak256(address), trie_account)
+        })
+        .collect();
+    accounts.par_sort_unstable_by_key(|(hashed, _)| *hashed);
+    state_root(accounts)
 }

@@ -6,6 +6,7 @@
 //! ([`Subtries`]).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::hash::BuildHasher;
 
 use alloy_genesis::GenesisAccount;
 use alloy_primitives::{Address, B256, KECCAK256_EMPTY, U256, keccak256};
@@ -30,11 +31,56 @@ pub struct World {
     dirty: HashSet<Address>,
     /// The account trie's subtries, hashed at the last root.
     subtries: Subtries,
+    /// The storage tries of the accounts with many slots, kept between
+    /// blocks (a popular token's balances: millions of slots at ten
+    /// million accounts).
+    large: HashMap<Address, LargeStorage>,
+    /// Slots from which a storage trie is kept ([`LARGE_STORAGE`]).
+    large_from: usize,
+}
+
+/// Slots at which an account's storage trie is kept between blocks.
+const LARGE_STORAGE: usize = 4096;
+
+/// One account's storage trie kept between blocks: its slots by hashed
+/// slot, and its subtries.
+#[derive(Debug)]
+struct LargeStorage {
+    slots: BTreeMap<B256, U256>,
+    subtries: Subtries,
+}
+
+impl LargeStorage {
+    fn new<S: BuildHasher>(storage: &HashMap<U256, U256, S>) -> Self {
+        let slots: BTreeMap<B256, U256> = storage
+            .iter()
+            .filter(|(_, value)| !value.is_zero())
+            .map(|(slot, _)| (keccak256(slot.to_be_bytes::<32>()), *slot))
+            .collect();
+        let subtries = Subtries::new(Subtries::depth_for(slots.len()));
+        Self { slots, subtries }
+    }
+
+    /// `slot` now holds `value` (zero: removed).
+    fn write(&mut self, slot: U256, value: U256) {
+        let hashed = keccak256(slot.to_be_bytes::<32>());
+        if value.is_zero() {
+            self.slots.remove(&hashed);
+        } else {
+            self.slots.insert(hashed, slot);
+        }
+        self.subtries.touch(&hashed);
+    }
+
+    fn root<S: BuildHasher + Sync>(&mut self, storage: &HashMap<U256, U256, S>) -> B256 {
+        let value_of = |slot: &U256| storage.get(slot).copied().filter(|value| !value.is_zero());
+        self.subtries.root(&self.slots, &value_of)
+    }
 }
 
 impl World {
     /// The state of a genesis allocation.
-    pub fn from_alloc(alloc: &BTreeMap<Address, GenesisAccount>) -> Self {
+    pub fn from_alloc(alloc: BTreeMap<Address, GenesisAccount>) -> Self {
         let mut db = CacheDB::new(EmptyDB::default());
         let mut hashed = BTreeMap::new();
         let mut dirty = HashSet::new();
@@ -51,18 +97,18 @@ impl World {
                 code,
                 ..Default::default()
             };
-            db.insert_account_info(*address, info);
+            db.insert_account_info(address, info);
             let storage: HashMap<U256, U256> = account
                 .storage_slots()
                 .filter(|(_, value)| !value.is_zero())
                 .map(|(slot, value)| (slot.into(), value))
                 .collect();
-            if let Some(entry) = db.cache.accounts.get_mut(address) {
+            if let Some(entry) = db.cache.accounts.get_mut(&address) {
                 entry.storage.extend(storage);
                 entry.account_state = AccountState::StorageCleared;
             }
-            hashed.insert(keccak256(address), *address);
-            dirty.insert(*address);
+            hashed.insert(keccak256(address), address);
+            dirty.insert(address);
         }
         let subtries = Subtries::new(Subtries::depth_for(hashed.len()));
         Self {
@@ -71,7 +117,22 @@ impl World {
             storage_roots: HashMap::new(),
             dirty,
             subtries,
+            large: HashMap::new(),
+            large_from: LARGE_STORAGE,
         }
+    }
+
+    /// Keeps the storage tries of accounts from `slots` slots (tests: the
+    /// small chains' tokens).
+    #[cfg(test)]
+    pub(crate) fn keep_storage_tries_from(&mut self, slots: usize) {
+        self.large_from = slots;
+    }
+
+    /// The storage tries kept between blocks.
+    #[cfg(test)]
+    pub(crate) fn kept_storage_tries(&self) -> usize {
+        self.large.len()
     }
 
     /// The database the EVM reads.
@@ -94,6 +155,7 @@ impl World {
         for (address, account) in bundle.state {
             self.subtries.touch(&keccak256(address));
             let Some(mut info) = account.info else {
+                self.large.remove(&address);
                 self.db.cache.accounts.remove(&address);
                 self.hashed.remove(&keccak256(address));
                 self.storage_roots.remove(&address);
@@ -112,11 +174,16 @@ impl World {
                 .or_insert_with(DbAccount::new_not_existing);
             if account.status.was_destroyed() {
                 entry.storage.clear();
+                self.large.remove(&address);
                 self.dirty.insert(address);
             }
+            let mut large = self.large.get_mut(&address);
             entry.info = info;
             entry.account_state = AccountState::StorageCleared;
             for (slot, value) in account.storage {
+                if let Some(large) = large.as_mut() {
+                    large.write(slot, value.present_value);
+                }
                 if value.present_value.is_zero() {
                     entry.storage.remove(&slot);
                 } else {
@@ -133,14 +200,27 @@ impl World {
     /// hashes).
     pub fn state_root(&mut self) -> B256 {
         let accounts = &self.db.cache.accounts;
-        let updated: Vec<(Address, B256)> = self
-            .dirty
-            .par_iter()
-            .filter_map(|address| {
-                let account = accounts.get(address)?;
-                Some((*address, storage_root(&account.storage)))
-            })
-            .collect();
+        let mut updated: Vec<(Address, B256)> = Vec::with_capacity(self.dirty.len());
+        // Storage tries of many slots: kept, their touched subtries hashed
+        // again (in parallel within each).
+        for address in &self.dirty {
+            let Some(account) = accounts.get(address) else {
+                continue;
+            };
+            if account.storage.len() < self.large_from && !self.large.contains_key(address) {
+                continue;
+            }
+            let large = self
+                .large
+                .entry(*address)
+                .or_insert_with(|| LargeStorage::new(&account.storage));
+            updated.push((*address, large.root(&account.storage)));
+        }
+        let large = &self.large;
+        updated.par_extend(self.dirty.par_iter().filter_map(|address| {
+            let account = accounts.get(address)?;
+            (!large.contains_key(address)).then(|| (*address, storage_root(&account.storage)))
+        }));
         self.dirty.clear();
         for (address, root) in updated {
             if root == EMPTY_ROOT_HASH {
