@@ -58,6 +58,7 @@ pub use strata_cache::{CacheKind, CacheStats, MAX_WARMERS};
 pub use strata_commitment::{AccountProof, SlotProof};
 /// How many block hashes and headers the store serves back from its head
 /// (the EVM's BLOCKHASH window).
+pub use strata_db::panic_message;
 pub use strata_db::tables::BLOCK_HASH_WINDOW;
 pub use strata_types::{Account, Domain, Regime};
 pub use strata_view::access_list::{self, AccountAccess, BlockAccessList};

@@ -6,9 +6,6 @@
 
 use std::time::{Duration, Instant};
 
-use alloy_consensus::TxEnvelope;
-use alloy_consensus::transaction::{Recovered, SignerRecoverable};
-use alloy_hardforks::EthereumHardforks;
 use alloy_primitives::B256;
 use strata_storage::{BlockAccessList, StateDb};
 
@@ -20,6 +17,7 @@ use crate::consensus::{
 };
 use crate::error::{ExecError, InvalidBlock};
 use crate::evm_run::PathRun;
+use crate::senders::{RecoveredSenders, recover_now};
 
 /// What executing and committing a block took and gave.
 #[derive(Clone, Debug)]
@@ -71,6 +69,9 @@ pub struct ExecuteOptions<'a> {
     pub prefetch: Option<&'a BlockAccessList>,
     /// When the state root is computed.
     pub root: RootTiming,
+    /// The block's senders, recovered ahead (while the block before
+    /// executed); recovered again here when they are another block's.
+    pub senders: Option<&'a RecoveredSenders>,
 }
 
 /// When the state root is computed.
@@ -153,7 +154,17 @@ pub fn execute_block_with(
     }
     check_body_roots(&block.block).map_err(invalid)?;
     check_ommers(spec, &block.block, ancestors).map_err(invalid)?;
-    let transactions = recover_senders(spec, block).map_err(invalid)?;
+    let recovered_now;
+    let transactions = match options
+        .senders
+        .and_then(|ahead| ahead.for_block(spec, block))
+    {
+        Some(ahead) => ahead.map_err(invalid)?,
+        None => {
+            recovered_now = recover_now(spec, block).map_err(invalid)?;
+            recovered_now.as_slice()
+        }
+    };
     let checks = started.elapsed();
 
     let run = match options.state {
@@ -161,18 +172,18 @@ pub fn execute_block_with(
             db,
             spec,
             block,
-            &transactions,
+            transactions,
             writer,
             options.record_access,
         )?,
         StatePath::Writer if options.record_access => {
-            crate::via_bundle::execute(db, spec, block, &transactions, writer, true)?
+            crate::via_bundle::execute(db, spec, block, transactions, writer, true)?
         }
         StatePath::Writer => crate::via_writer::execute(
             db,
             spec,
             block,
-            &transactions,
+            transactions,
             writer,
             options.root == RootTiming::Streamed,
         )?,
@@ -251,34 +262,4 @@ fn check_store_at(db: &StateDb, parent: &Ancestor<'_>, number: u64) -> Result<()
         });
     }
     Ok(())
-}
-
-/// Every transaction with its sender, recovered in parallel on rayon's
-/// pool; the first transaction whose signature fails is named. From
-/// Homestead on a signature's `s` must be in the lower half (EIP-2);
-/// Frontier accepted either.
-pub(crate) fn recover_senders(
-    spec: &ChainSpec,
-    block: &DecodedBlock,
-) -> Result<Vec<Recovered<TxEnvelope>>, InvalidBlock> {
-    use rayon::prelude::*;
-    let homestead = spec.is_homestead_active_at_block(block.number());
-    let recovered: Vec<Result<Recovered<TxEnvelope>, InvalidBlock>> = block
-        .block
-        .body
-        .transactions
-        .par_iter()
-        .enumerate()
-        .map(|(index, tx)| {
-            let signer = if homestead {
-                tx.recover_signer()
-            } else {
-                tx.recover_signer_unchecked()
-            };
-            signer
-                .map(|signer| Recovered::new_unchecked(tx.clone(), signer))
-                .map_err(|_| InvalidBlock::Signature { index })
-        })
-        .collect();
-    recovered.into_iter().collect()
 }

@@ -14,6 +14,8 @@
 //! - [`execute_block`]: one block on top of the store's head; a block that
 //!   fails any check is refused with [`InvalidBlock`] naming the check, and
 //!   nothing of it is written.
+//! - [`RecoveredSenders`]: a block's senders recovered ahead of its
+//!   execution (an importer's, while the block before runs).
 //! - [`MemoryChain`]: the same blocks over revm's in-memory database, the
 //!   baseline strata's execution is measured against.
 //! - [`ef_tests`]: the runner of Ethereum's BlockchainTests (`strata ef-test`).
@@ -30,6 +32,7 @@ mod evm_run;
 mod execute;
 mod genesis;
 mod memory;
+mod senders;
 mod via_bundle;
 mod via_writer;
 
@@ -44,3 +47,4 @@ pub use execute::{
 };
 pub use genesis::{GenesisBlock, alloc_state_root};
 pub use memory::{MemoryBlock, MemoryChain};
+pub use senders::RecoveredSenders;

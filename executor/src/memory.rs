@@ -19,8 +19,8 @@ use crate::block::DecodedBlock;
 use crate::chain_spec::ChainSpec;
 use crate::error::{ExecError, InvalidBlock};
 use crate::evm_run::{apply_dao_change, check_outcome, run_error, run_evm};
-use crate::execute::recover_senders;
 use crate::genesis::GenesisBlock;
+use crate::senders::recover_now;
 
 /// A chain's state held in revm's in-memory database.
 #[derive(Debug)]
@@ -100,7 +100,7 @@ impl MemoryChain {
         {
             self.spec = self.spec.with_merge_at(number);
         }
-        let transactions = recover_senders(&self.spec, block).map_err(invalid)?;
+        let transactions = recover_now(&self.spec, block).map_err(invalid)?;
         let started = Instant::now();
         let mut state = State::builder()
             .with_database(&mut self.db)

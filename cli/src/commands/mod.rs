@@ -40,7 +40,9 @@ pub use ef_test::EfTestArgs;
 pub use export::ExportArgs;
 pub use gen_trace::GenTraceArgs;
 pub use get::{GetArgs, GetWhat};
-pub use import_chain::{Baseline, BaselineStateError, ImportChainArgs, PrefetchError};
+pub use import_chain::{
+    Baseline, BaselineStateError, ImportChainArgs, PrefetchError, SendersTiming,
+};
 pub use import_geth::ImportGethArgs;
 pub use init::InitArgs;
 pub use man::ManArgs;

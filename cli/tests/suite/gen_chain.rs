@@ -81,16 +81,29 @@ fn a_generated_chain_imports_over_strata_to_the_generators_root() {
         out.join("genesis.json").to_str().unwrap(),
         "--root",
         "streamed,after",
+        "--senders",
+        "ahead,inline",
     ]);
     assert!(
         imported.contains(&format!("final root {root} at block 4")),
         "{imported}"
     );
-    // The streamed root folded the blocks' transactions as they ended;
-    // both runs reached the generator's root (a sweep that disagrees fails).
-    assert!(imported.contains("root streamed,"), "{imported}");
-    assert!(imported.contains("root after,"), "{imported}");
+    // The streamed root folded the blocks' transactions as they ended, the
+    // senders were recovered ahead and inline; every run reached the
+    // generator's root (a sweep that disagrees fails).
+    assert!(
+        imported.contains("root streamed, senders ahead,"),
+        "{imported}"
+    );
+    assert!(
+        imported.contains("root after, senders inline,"),
+        "{imported}"
+    );
     assert!(imported.contains("folds per block"), "{imported}");
+    assert!(
+        imported.contains("senders recovered ahead, on the reading thread"),
+        "{imported}"
+    );
 
     let again = dir.path().join("again");
     gen_chain(&again, "3");

@@ -8,6 +8,7 @@
 //! memory`, from the genesis or a state dump) and a block trace of what the
 //! execution read and wrote (`--trace-out`).
 
+mod ahead;
 mod baseline;
 mod chain_file;
 mod prefetch;
@@ -27,6 +28,7 @@ use super::ef_test::state_path;
 use super::replay::{MAX_CACHE_MIB, WarmerList, copy_datadir, format_bytes, warmer_list};
 use crate::CliError;
 use crate::output::Lines;
+pub use ahead::SendersTiming;
 use baseline::BaselineStart;
 pub use baseline::BaselineStateError;
 pub use prefetch::PrefetchError;
@@ -124,6 +126,13 @@ pub struct ImportChainArgs {
     #[arg(long, value_name = "WHEN", default_value = "streamed", value_delimiter = ',',
           value_parser = root_timing)]
     pub root: Vec<RootTiming>,
+    /// When each block's senders are recovered from its signatures: `ahead`
+    /// (on a thread that reads the file one block ahead, while the block
+    /// before executes and commits: the default) or `inline` (by the
+    /// executor, before the block's EVM); "ahead,inline" sweeps both.
+    #[arg(long, value_name = "WHEN", default_value = "ahead", value_delimiter = ',',
+          value_parser = SendersTiming::parse)]
+    pub senders: Vec<SendersTiming>,
     /// Branch cache capacity in MiB.
     #[arg(long, value_name = "MIB", default_value_t = 256,
           value_parser = clap::value_parser!(u64).range(1..=MAX_CACHE_MIB))]
@@ -176,11 +185,13 @@ pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
             trace.display()
         )));
     }
-    let mut combos: Vec<(usize, StatePath, RootTiming)> = Vec::new();
+    let mut combos: Vec<(usize, StatePath, RootTiming, SendersTiming)> = Vec::new();
     for &warmers in &args.warmers.0 {
         for &state in &args.state_path {
             for &root in &args.root {
-                combos.push((warmers, state, root));
+                for &senders in &args.senders {
+                    combos.push((warmers, state, root, senders));
+                }
             }
         }
     }
@@ -188,7 +199,7 @@ pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
     if sweep && (args.trace_out.is_some() || args.share) {
         let flag = if args.share { "--share" } else { "--trace-out" };
         return Err(CliError::Usage(format!(
-            "{flag} with a sweep: give one warmer count, state path and root timing"
+            "{flag} with a sweep: give one warmer count, state path, root timing and senders timing"
         )));
     }
     let mut trace_out = args
@@ -204,14 +215,15 @@ pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
         }
     }
     let mut runs: Vec<ImportRun> = Vec::new();
-    for (index, &(warmers, state, root)) in combos.iter().enumerate() {
+    for (index, &(warmers, state, root, senders)) in combos.iter().enumerate() {
         if sweep {
             eprintln!(
-                "run {}/{}: warmers {warmers}, state path {}, root {}",
+                "run {}/{}: warmers {warmers}, state path {}, root {}, senders {}",
                 index + 1,
                 combos.len(),
                 path_name(state),
-                root_name(root)
+                root_name(root),
+                senders.name()
             );
         }
         let copy = sweep.then(|| copy_datadir(&args.datadir)).transpose()?;
@@ -224,6 +236,7 @@ pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
             trace_out: trace_out.as_mut(),
             state,
             root,
+            senders,
             cold: args.cold,
             prefetch: args.prefetch.as_deref(),
             progress: true,

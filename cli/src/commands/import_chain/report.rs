@@ -10,6 +10,7 @@ use std::time::Duration;
 use alloy_primitives::B256;
 use serde::Serialize;
 
+use super::ahead::SendersTiming;
 use super::baseline::BaselineRun;
 use super::run::{BlockRow, ImportRun};
 use crate::CliError;
@@ -38,10 +39,11 @@ fn p50_p99(rows: &[BlockRow], field: impl Fn(&BlockRow) -> f64) -> (f64, f64) {
 /// One strata run.
 pub(super) fn print_run(out: &mut Lines, run: &ImportRun) {
     out.line(format_args!(
-        "== import-chain: warmers {}, state path {}, root {}, cold {}: {} blocks after block {}, {} transactions, {:.1} Mgas ==",
+        "== import-chain: warmers {}, state path {}, root {}, senders {}, cold {}: {} blocks after block {}, {} transactions, {:.1} Mgas ==",
         run.warmers,
         super::path_name(run.state),
         super::root_name(run.root),
+        run.senders.name(),
         run.cold,
         run.blocks,
         run.resumed_after,
@@ -65,6 +67,12 @@ pub(super) fn print_run(out: &mut Lines, run: &ImportRun) {
         s(t.root),
         s(t.commit)
     ));
+    if run.senders == SendersTiming::Ahead {
+        out.line(format_args!(
+            "senders recovered ahead, on the reading thread: {:.3} s (not in the checks above)",
+            s(run.senders_ahead)
+        ));
+    }
     let (exec50, exec99) = p50_p99(&run.per_block, |b| b.execution_ms);
     let (root50, root99) = p50_p99(&run.per_block, |b| b.root_ms);
     let (commit50, commit99) = p50_p99(&run.per_block, |b| b.commit_ms);
@@ -132,17 +140,28 @@ pub(super) fn print_baseline(out: &mut Lines, baseline: &BaselineRun, strata: &I
 /// The sweep's runs side by side.
 pub(super) fn print_sweep(out: &mut Lines, runs: &[ImportRun]) {
     out.line(format_args!(
-        "{:>8} {:>7} {:>9} {:>14} {:>14} {:>9} {:>9} {:>9}",
-        "warmers", "state", "root", "block Mgas/s", "exec Mgas/s", "apply s", "root s", "commit s"
+        "{:>8} {:>7} {:>9} {:>8} {:>14} {:>14} {:>9} {:>9} {:>9} {:>9}",
+        "warmers",
+        "state",
+        "root",
+        "senders",
+        "block Mgas/s",
+        "exec Mgas/s",
+        "checks s",
+        "apply s",
+        "root s",
+        "commit s"
     ));
     for run in runs {
         out.line(format_args!(
-            "{:>8} {:>7} {:>9} {:>14.1} {:>14.1} {:>9.3} {:>9.3} {:>9.3}",
+            "{:>8} {:>7} {:>9} {:>8} {:>14.1} {:>14.1} {:>9.3} {:>9.3} {:>9.3} {:>9.3}",
             run.warmers,
             super::path_name(run.state),
             super::root_name(run.root),
+            run.senders.name(),
             mgas_per_s(run.gas, run.wall),
             mgas_per_s(run.gas, run.totals.execution),
+            run.totals.checks.as_secs_f64(),
             run.totals.apply.as_secs_f64(),
             run.totals.root.as_secs_f64(),
             run.totals.commit.as_secs_f64()
@@ -169,6 +188,11 @@ struct RunJson<'a> {
     state_path: Option<&'static str>,
     /// `streamed` or `after` (strata only).
     root: Option<&'static str>,
+    /// `ahead` or `inline` (strata only).
+    senders: Option<&'static str>,
+    /// Senders' recovery on the reading thread, outside `checks_s`
+    /// (strata only; 0 inline).
+    senders_ahead_s: Option<f64>,
     warmers: Option<usize>,
     /// Whether the run started cold (strata only).
     cold: Option<bool>,
@@ -213,6 +237,8 @@ pub(super) fn write_json(
             database: "strata",
             state_path: Some(super::path_name(run.state)),
             root: Some(super::root_name(run.root)),
+            senders: Some(run.senders.name()),
+            senders_ahead_s: Some(s(run.senders_ahead)),
             warmers: Some(run.warmers),
             cold: Some(run.cold),
             prefetch: run.prefetch.as_ref().map(|p| p.display().to_string()),
@@ -239,6 +265,8 @@ pub(super) fn write_json(
             database: "memory",
             state_path: None,
             root: None,
+            senders: None,
+            senders_ahead_s: None,
             warmers: None,
             cold: None,
             prefetch: None,

@@ -17,7 +17,8 @@ use strata_executor::{
 use strata_storage::telemetry::MetricsSnapshot;
 use strata_storage::{CacheStats, Options, Regime, StateDb};
 
-use super::chain_file::{ChainFile, FileBlock};
+use super::ahead::{Blocks, NextBlock, SendersTiming};
+use super::chain_file::FileBlock;
 use super::prefetch::PrefetchTrace;
 use super::progress::{Done, Progress};
 use super::start::ChainStart;
@@ -36,6 +37,11 @@ pub(crate) struct ImportRun {
     pub(crate) state: StatePath,
     /// When the root was computed.
     pub(crate) root: RootTiming,
+    /// When the senders were recovered.
+    pub(crate) senders: SendersTiming,
+    /// Senders' recovery on the reading thread, summed over the executed
+    /// blocks (with `Ahead`; inline, it is in the checks' time).
+    pub(crate) senders_ahead: Duration,
     /// Whether the run started cold (page cache evicted, store reopened).
     pub(crate) cold: bool,
     /// The trace each block's access list was prefetched from, if any.
@@ -118,6 +124,8 @@ pub(crate) struct Import<'a> {
     pub(crate) state: StatePath,
     /// When the root is computed.
     pub(crate) root: RootTiming,
+    /// When each block's senders are recovered.
+    pub(crate) senders: SendersTiming,
     /// Evict the datadir from the page cache and reopen the store before
     /// the first block.
     pub(crate) cold: bool,
@@ -138,6 +146,7 @@ impl Import<'_> {
             mut trace_out,
             state,
             root,
+            senders,
             cold,
             prefetch,
             progress,
@@ -157,7 +166,7 @@ impl Import<'_> {
         let mut lists = prefetch
             .map(|trace| PrefetchTrace::open(trace, chain))
             .transpose()?;
-        let mut file = ChainFile::open(chain)?;
+        let mut blocks = Blocks::open(chain, senders, &chain_start.spec, resumed_after)?;
         let mut spec = chain_start.spec.clone();
         let mut ancestors: VecDeque<(DecodedBlock, U256)> = VecDeque::new();
         let mut parent = (
@@ -169,6 +178,8 @@ impl Import<'_> {
             warmers,
             state,
             root,
+            senders,
+            senders_ahead: Duration::ZERO,
             cold,
             prefetch: prefetch.map(Path::to_owned),
             prefetched: 0,
@@ -186,10 +197,15 @@ impl Import<'_> {
             final_block: None,
             final_root: B256::ZERO,
         };
-        let mut bar = Progress::new(progress, file.len());
+        let mut bar = Progress::new(progress, blocks.len());
         db.metrics().snapshot_and_reset();
         let started = Instant::now();
-        while let Some(FileBlock { block, offset }) = file.next_block()? {
+        while let Some(NextBlock {
+            block: FileBlock { block, offset },
+            senders: recovered,
+            position,
+        }) = blocks.next()?
+        {
             let number = block.number();
             let (parent_number, parent_hash, parent_difficulty) = parent;
             if number != parent_number + 1 {
@@ -230,6 +246,7 @@ impl Import<'_> {
                         state,
                         prefetch: list.as_ref(),
                         root,
+                        senders: recovered.as_ref(),
                     };
                     execute_block_with(&db, &spec, &block, &chain_ancestors, options)
                 }
@@ -244,7 +261,8 @@ impl Import<'_> {
                     out.block(&executed, access)?;
                 }
                 run.add(&executed);
-                bar.update(number, file.position(), run.done(), started);
+                run.senders_ahead += recovered.as_ref().map_or(Duration::ZERO, |r| r.took());
+                bar.update(number, position, run.done(), started);
             }
             parent = (number, block.hash, difficulty);
             ancestors.push_front((block, difficulty));
