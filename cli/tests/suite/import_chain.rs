@@ -654,3 +654,93 @@ fn the_memory_baseline_starts_from_the_state_dump_of_a_datadir_made_by_init() {
         "{error}"
     );
 }
+
+/// A datadir made by `init --state` traces its import without a genesis
+/// line: the trace replays from the state dump and the genesis file to the
+/// chain's roots, a cold import of another such datadir prefetches from it,
+/// and a datadir already past the chain's start is refused a trace.
+#[test]
+fn a_trace_from_a_datadir_made_by_init_replays_from_the_dump_and_prefetches() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("chain");
+    let root = hex_after(&gen_chain(&out, "13"), "state root ").to_owned();
+    let path = |name: &str| out.join(name).to_str().unwrap().to_owned();
+    let rlp = path("chain.rlp");
+    let expected = format!("{root} at block 4");
+
+    let traced = dir.path().join("traced");
+    let traced = traced.to_str().unwrap();
+    crate::gen_chain::init_from(&out, traced, None);
+    let trace = dir.path().join("trace.jsonl");
+    let trace = trace.to_str().unwrap();
+    let imported = strata_ok(&[
+        "import-chain",
+        &rlp,
+        "--datadir",
+        traced,
+        "--trace-out",
+        trace,
+    ]);
+    assert_eq!(final_root(&imported), expected);
+    let kinds: Vec<(String, u64)> = std::fs::read_to_string(trace)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .map(|line| {
+            (
+                line["kind"].as_str().unwrap().to_owned(),
+                line["number"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    let blocks: Vec<(String, u64)> = (1..=4).map(|n| ("block".to_owned(), n)).collect();
+    assert_eq!(kinds, blocks, "block lines only, from block 1");
+    assert_eq!(traced_root(Path::new(trace), 4), root);
+
+    // The blocks build on the dump's state, as on the genesis file's.
+    let replayed = strata_ok(&["replay", trace, "--genesis", &path("state.jsonl")]);
+    assert!(
+        replayed.contains(&format!("final root {expected}")),
+        "{replayed}"
+    );
+    let checked = strata_ok(&["check-trace", trace, "--genesis", &path("genesis.json")]);
+    assert!(checked.contains("ok: 4 blocks, 4 roots"), "{checked}");
+
+    // Past the chain's start there is no state for the trace to start from.
+    let error = strata_err(&[
+        "import-chain",
+        &rlp,
+        "--datadir",
+        traced,
+        "--trace-out",
+        dir.path().join("again.jsonl").to_str().unwrap(),
+    ]);
+    assert!(
+        error.contains("already holds blocks up to 4") && error.contains("--trace-out"),
+        "{error}"
+    );
+
+    let cold = dir.path().join("cold");
+    let cold = cold.to_str().unwrap();
+    crate::gen_chain::init_from(&out, cold, None);
+    let json = dir.path().join("cold.json");
+    let prefetched = strata_ok(&[
+        "import-chain",
+        &rlp,
+        "--datadir",
+        cold,
+        "--cold",
+        "--warmers",
+        "2",
+        "--prefetch",
+        trace,
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(final_root(&prefetched), expected);
+    let report = read_json(&json);
+    assert!(
+        report["runs"][0]["prefetched"].as_u64().unwrap() > 0,
+        "{report}"
+    );
+}

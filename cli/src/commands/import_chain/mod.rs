@@ -81,7 +81,11 @@ pub struct ImportChainArgs {
     pub baseline_state: Option<PathBuf>,
     /// Write what each block's execution read and wrote as a block trace
     /// (TRACE_FORMAT.md) that `strata replay` replays without the EVM.
-    /// Needs a new datadir (the trace starts at the genesis).
+    /// The trace starts where the chain does: with --genesis, a new
+    /// datadir and the trace's genesis line; without, a datadir still at
+    /// the block the file's first block builds on (as `init --state` left
+    /// it) and no genesis line — replay it with `--genesis` of that state
+    /// (gen-chain's state.jsonl or genesis.json), or prefetch from it.
     #[arg(long, value_name = "FILE.jsonl")]
     pub trace_out: Option<PathBuf>,
     /// Prefetch each block from its access list in this block trace (what
@@ -158,11 +162,6 @@ pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
         Some(path) => ChainStart::genesis(GenesisBlock::read(path)?),
         None => ChainStart::from_datadir(&args.datadir, &args.chain)?,
     };
-    if start.genesis.is_none() && args.trace_out.is_some() {
-        return Err(CliError::Usage(
-            "--trace-out starts from the genesis allocation: give --genesis".into(),
-        ));
-    }
     let baseline_start = match (&args.baseline, &args.baseline_state, &start.genesis) {
         (None, _, _) => None,
         (Some(Baseline::Memory), Some(dump), _) => {

@@ -155,7 +155,7 @@ impl Import<'_> {
         let mut db = StateDb::open(datadir, options.clone()).map_err(CliError::storage(datadir))?;
         let resumed_after = match &chain_start.genesis {
             Some(genesis) => start(&db, datadir, genesis, trace_out.as_deref_mut())?,
-            None => db.last_block().unwrap_or(chain_start.header.number),
+            None => start_from_datadir(&db, datadir, chain_start, trace_out.is_some())?,
         };
         if cold {
             // Closed first: the close flushes, and no cache survives it.
@@ -322,6 +322,26 @@ impl ImportRun {
 
 /// Writes the genesis into a new datadir (its root checked against
 /// alloy-trie's), or checks that an existing one belongs to this genesis.
+/// Where an import without a genesis resumes: after the datadir's last
+/// block. A trace written without a genesis line starts at the chain's
+/// start block, so `--trace-out` needs the datadir still there.
+fn start_from_datadir(
+    db: &StateDb,
+    datadir: &Path,
+    chain_start: &ChainStart,
+    trace_out: bool,
+) -> Result<u64, CliError> {
+    let start = chain_start.header.number;
+    let last = db.last_block().unwrap_or(start);
+    if trace_out && last > start {
+        return Err(CliError::Usage(format!(
+            "--trace-out starts its trace at block {start}, which the file's first block builds on, but {} already holds blocks up to {last}: give a datadir at block {start} (as `init --state` leaves it)",
+            datadir.display()
+        )));
+    }
+    Ok(last)
+}
+
 /// Returns the datadir's last block.
 fn start(
     db: &StateDb,
