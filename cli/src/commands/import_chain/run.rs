@@ -320,8 +320,6 @@ impl ImportRun {
     }
 }
 
-/// Writes the genesis into a new datadir (its root checked against
-/// alloy-trie's), or checks that an existing one belongs to this genesis.
 /// Where an import without a genesis resumes: after the datadir's last
 /// block. A trace written without a genesis line starts at the chain's
 /// start block, so `--trace-out` needs the datadir still there.
@@ -342,6 +340,8 @@ fn start_from_datadir(
     Ok(last)
 }
 
+/// Writes the genesis into a new datadir (its root checked against
+/// alloy-trie's), or checks that an existing one belongs to this genesis.
 /// Returns the datadir's last block.
 fn start(
     db: &StateDb,
