@@ -21,16 +21,17 @@ fn main() {
     println!("cargo:rustc-env=STRATA_GIT_COMMIT={commit}");
 
     // Rebuild when HEAD moves: HEAD itself and the branch it points at
-    // (paths from git, so worktrees work too).
-    for path in ["HEAD", "packed-refs"] {
-        if let Some(file) = git(&["rev-parse", "--git-path", path]) {
+    // (paths from git, so worktrees work too). Only files that exist are
+    // watched: cargo reruns the script on every build for a missing one
+    // (a checkout whose refs are all loose has no packed-refs).
+    let mut watched = vec!["HEAD".to_owned(), "packed-refs".to_owned()];
+    watched.extend(git(&["symbolic-ref", "-q", "HEAD"]));
+    for path in watched {
+        if let Some(file) = git(&["rev-parse", "--git-path", &path])
+            && std::path::Path::new(&file).exists()
+        {
             println!("cargo:rerun-if-changed={file}");
         }
-    }
-    if let Some(reference) = git(&["symbolic-ref", "-q", "HEAD"])
-        && let Some(file) = git(&["rev-parse", "--git-path", &reference])
-    {
-        println!("cargo:rerun-if-changed={file}");
     }
     println!("cargo:rerun-if-changed=build.rs");
 }

@@ -21,6 +21,17 @@ pub enum CliError {
         #[source]
         source: std::io::Error,
     },
+    /// An output flag names a path no command may write over (nothing was
+    /// written, read or changed).
+    #[error("{flag} {path}: {reason}; nothing was written")]
+    OutputRefused {
+        /// The flag (or argument) that names the output.
+        flag: String,
+        /// The path as given.
+        path: PathBuf,
+        /// Why it is refused.
+        reason: crate::OutputRefusal,
+    },
     /// Writing to standard output failed.
     #[error("cannot write the output: {0}")]
     Output(#[source] std::io::Error),
@@ -249,6 +260,16 @@ impl CliError {
     pub fn storage(datadir: impl Into<PathBuf>) -> impl FnOnce(strata_storage::Error) -> Self {
         let datadir = datadir.into();
         move |source| Self::Storage {
+            datadir,
+            source: Box::new(source),
+        }
+    }
+
+    /// A [`CliError::FinalFlush`] for a writer's `close()` of `datadir`:
+    /// the message says the committed blocks are safe in the journal.
+    pub fn final_flush(datadir: impl Into<PathBuf>) -> impl FnOnce(strata_storage::Error) -> Self {
+        let datadir = datadir.into();
+        move |source| CliError::FinalFlush {
             datadir,
             source: Box::new(source),
         }

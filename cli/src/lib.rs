@@ -16,6 +16,8 @@ pub mod error;
 pub mod logging;
 pub mod metrics_server;
 pub mod output;
+mod output_file;
 mod scratch;
 
 pub use error::{CliError, ReplayReadMismatch, ReplayRootMismatch, ResumeMismatch};
+pub use output_file::OutputRefusal;

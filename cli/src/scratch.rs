@@ -1,5 +1,5 @@
-//! strata's own temporary names — `.strata-export-XXXXXX` beside an
-//! export's target, `.strata-sweep-XXXXXX` beside a sweep's datadir,
+//! strata's own temporary names — `.strata-output-XXXXXX` beside an output's
+//! target (a trace, report, plot or dump), `.strata-sweep-XXXXXX` beside a sweep's datadir,
 //! `strata-verify-XXXXXX` in verify's temp folder, `strata-ef-test-XXXXXX`
 //! in the temp folder — created *locked*, so
 //! that what a killed command left can be told from what a running one
@@ -23,8 +23,8 @@ use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 
-/// The prefix of an export's temporary dump beside its target.
-pub(crate) const EXPORT_PREFIX: &str = ".strata-export-";
+/// The prefix of an output's temporary beside its target (see `crate::output_file`).
+pub(crate) const OUTPUT_PREFIX: &str = ".strata-output-";
 /// The prefix of a sweep run's copy of the datadir beside it.
 pub(crate) const SWEEP_PREFIX: &str = ".strata-sweep-";
 /// The prefix of verify's scratch folder in the temp folder.
@@ -206,28 +206,28 @@ mod tests {
 
     #[test]
     fn only_the_prefix_and_a_six_character_suffix_are_strata_names() {
-        assert!(is_temp_name(".strata-export-a1B2c3", EXPORT_PREFIX));
+        assert!(is_temp_name(".strata-output-a1B2c3", OUTPUT_PREFIX));
         for other in [
-            ".strata-export-a1B2c",
-            ".strata-export-a1B2c3d",
-            ".strata-export-a1B2c!",
-            ".strata-export-a1B2c3.bak",
-            "strata-export-a1B2c3",
+            ".strata-output-a1B2c",
+            ".strata-output-a1B2c3d",
+            ".strata-output-a1B2c!",
+            ".strata-output-a1B2c3.bak",
+            "strata-output-a1B2c3",
             ".strata-sweep-a1B2c3",
         ] {
-            assert!(!is_temp_name(other, EXPORT_PREFIX), "{other}");
+            assert!(!is_temp_name(other, OUTPUT_PREFIX), "{other}");
         }
     }
 
     #[test]
     fn a_held_name_stays_and_a_released_one_goes() {
         let dir = tempfile::tempdir().unwrap();
-        let held = locked_file(dir.path(), EXPORT_PREFIX, 0o600).unwrap();
+        let held = locked_file(dir.path(), OUTPUT_PREFIX, 0o600).unwrap();
         let held_dir = LockedDir::new_in(dir.path(), VERIFY_PREFIX).unwrap();
-        let released = locked_file(dir.path(), EXPORT_PREFIX, 0o600).unwrap();
+        let released = locked_file(dir.path(), OUTPUT_PREFIX, 0o600).unwrap();
         let (released, _) = released.keep().unwrap();
         drop(released);
-        let removed = remove_stale(dir.path(), EXPORT_PREFIX);
+        let removed = remove_stale(dir.path(), OUTPUT_PREFIX);
         assert_eq!(removed.len(), 1);
         assert!(held.path().exists());
         assert!(remove_stale(dir.path(), VERIFY_PREFIX).is_empty());

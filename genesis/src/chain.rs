@@ -16,6 +16,9 @@ use alloy_genesis::Genesis;
 use alloy_primitives::{B256, U256};
 
 use super::{GenesisAccount, GenesisAlloc};
+pub use fork_order::{Activation, ForkOrderError, check_fork_order};
+
+mod fork_order;
 
 /// The allocation of `genesis`, zero storage values dropped.
 pub fn alloc_of(genesis: &Genesis) -> GenesisAlloc {
@@ -43,20 +46,28 @@ pub fn alloc_of(genesis: &Genesis) -> GenesisAlloc {
 
 /// A genesis whose header strata cannot build.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("genesis header: {0}")]
-pub struct HeaderError(&'static str);
+pub enum HeaderError {
+    /// The configuration asks for what strata does not build.
+    #[error("genesis header: {0}")]
+    Unsupported(&'static str),
+    /// The configuration's forks are out of order.
+    #[error("genesis config: {0}")]
+    ForkOrder(#[from] ForkOrderError),
+}
 
 /// Block 0's header for `genesis` whose allocation has `state_root`.
-/// Refuses a chain with Amsterdam active at genesis (its block access list
-/// hash and slot number are not built here): no hash is better than a
-/// wrong one.
+/// Refuses a configuration whose forks are out of order
+/// ([`check_fork_order`]) and a chain with Amsterdam active at genesis (its
+/// block access list hash and slot number are not built here): no hash is
+/// better than a wrong one.
 pub fn genesis_header(genesis: &Genesis, state_root: B256) -> Result<Header, HeaderError> {
+    check_fork_order(genesis)?;
     let config = &genesis.config;
     let number = genesis.number.unwrap_or(0);
     let timestamp = genesis.timestamp;
     let at = |fork: Option<u64>| fork.is_some_and(|time| timestamp >= time);
     if at(config.amsterdam_time) {
-        return Err(HeaderError(
+        return Err(HeaderError::Unsupported(
             "Amsterdam active at genesis is not supported (block access list hash)",
         ));
     }

@@ -104,9 +104,19 @@ impl Journal {
         }
         let path = self.dir.join(name);
         let mut file = self.fs.create(&path).map_err(io_err(&path, "create"))?;
-        file.write_all(&torn.cut).map_err(io_err(&path, "write"))?;
-        file.sync().map_err(io_err(&path, "sync"))?;
+        let written = file
+            .write_all(&torn.cut)
+            .map_err(io_err(&path, "write"))
+            .and_then(|()| file.sync().map_err(io_err(&path, "sync")));
         drop(file);
+        if let Err(error) = written {
+            // A copy that is not whole is no copy: removed, so the next
+            // open (with room on the disk) keeps the tail aside under the
+            // same name rather than beside a partial one. The segment is
+            // not cut, so nothing is lost.
+            let _ = self.fs.remove(&path);
+            return Err(error);
+        }
         self.fs
             .sync_dir(&self.dir)
             .map_err(io_err(&self.dir, "sync folder"))?;

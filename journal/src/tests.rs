@@ -231,6 +231,38 @@ fn a_missing_segment_is_a_gap() {
 }
 
 #[test]
+fn a_torn_tail_that_cannot_be_kept_aside_is_kept_once_at_the_next_open() {
+    let mem = MemFileSystem::new();
+    let (mut journal, _) = open(&mem, None, 1 << 20);
+    for block in 0..3 {
+        journal
+            .append(block, link(block), &payload(block), true)
+            .expect("append");
+    }
+    let before_last = journal.bytes();
+    drop(journal);
+    let path = segments(&mem).remove(0);
+    let image = mem.contents(&path).expect("segment");
+    mem.insert(&path, image[..before_last as usize - 5].to_vec());
+    // A full disk: the copy's write fails, the open fails, nothing is cut.
+    let faulty = Arc::new(FaultyFileSystem::new(Arc::new(mem.clone())));
+    faulty.inject(Fault::WriteAfter(3));
+    assert!(Journal::open(faulty.clone(), DIR, ID, None, 1 << 20).is_err());
+    faulty.clear();
+    let (_, recovered) = Journal::open(faulty, DIR, ID, None, 1 << 20).expect("open with room");
+    assert_eq!(blocks_of(&recovered), vec![0, 1]);
+    let kept: Vec<String> = mem
+        .list_dir(Path::new(DIR))
+        .unwrap()
+        .into_iter()
+        .filter_map(|path| file_name_of(&path).map(str::to_owned))
+        .filter(|name| name.contains(".torn-"))
+        .collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert!(!kept[0].ends_with("-2"), "{kept:?}");
+}
+
+#[test]
 fn a_failed_sync_closes_the_journal_with_its_first_cause() {
     let mem = MemFileSystem::new();
     let faulty = Arc::new(FaultyFileSystem::new(Arc::new(mem.clone())));

@@ -19,7 +19,9 @@ pub struct Context {
     pub limits: Limits,
     pub(crate) chain: ChainRules,
     pub(crate) metrics: RpcMetrics,
-    pub(crate) in_flight: Semaphore,
+    /// One permit per call running (`--max-in-flight`), held by the
+    /// running method itself.
+    pub(crate) in_flight: Arc<Semaphore>,
 }
 
 impl Context {
@@ -33,7 +35,7 @@ impl Context {
         Self {
             db,
             chain: ChainRules::new(chain),
-            in_flight: Semaphore::new(limits.max_in_flight),
+            in_flight: Arc::new(Semaphore::new(limits.max_in_flight)),
             limits,
             metrics,
         }

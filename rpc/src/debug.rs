@@ -134,6 +134,11 @@ pub(crate) struct RangeAccount {
     /// Slot → value (the first `--max-page` slots), unless `nostorage`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) storage: Option<BTreeMap<B256, B256>>,
+    /// When `storage` is cut at `--max-page` slots: the first slot left
+    /// out, in slot order (the order `storage` is read in); absent when
+    /// `storage` is whole.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) storage_next: Option<B256>,
     /// The address.
     pub(crate) address: Address,
     /// keccak256 of the address (its key in the state trie).
@@ -176,16 +181,20 @@ pub(crate) fn account_range(ctx: &Context, params: Params<'_>) -> Result<Account
         } else {
             Some(reader.code(&address)?.map(Bytes::from).unwrap_or_default())
         };
-        let storage = if no_storage {
-            None
+        let (storage, storage_next) = if no_storage {
+            (None, None)
         } else {
-            let slots = reader.storage_range(&address, &B256::ZERO, ctx.limits.max_page)?;
-            Some(
-                slots
-                    .into_iter()
-                    .map(|(slot, value)| (slot, B256::from(value)))
-                    .collect(),
-            )
+            let max_slots = ctx.limits.max_page;
+            let mut slots =
+                reader.storage_range(&address, &B256::ZERO, max_slots.saturating_add(1))?;
+            let cut = (slots.len() > max_slots)
+                .then(|| slots.pop().map(|(slot, _)| slot))
+                .flatten();
+            let slots = slots
+                .into_iter()
+                .map(|(slot, value)| (slot, B256::from(value)))
+                .collect();
+            (Some(slots), cut)
         };
         let entry = RangeAccount {
             balance: account.balance,
@@ -193,6 +202,7 @@ pub(crate) fn account_range(ctx: &Context, params: Params<'_>) -> Result<Account
             code_hash: account.code_hash,
             code,
             storage,
+            storage_next,
             address,
             key: keccak256(address),
         };

@@ -57,9 +57,13 @@ pub enum RpcError {
     /// The datadir holds no block yet.
     #[error("the datadir holds no block yet")]
     Empty,
-    /// The call took longer than the limit.
-    #[error("the call took longer than {0} ms")]
+    /// The call took longer than the limit and was stopped (answered once
+    /// it had stopped).
+    #[error("the call took longer than {0} ms and was stopped")]
     Timeout(u64),
+    /// The server failed on a call (a method panicked): -32603.
+    #[error("internal error: {0}")]
+    Internal(String),
     /// The store failed.
     #[error("store: {0}")]
     Store(#[from] strata_storage::Error),
@@ -106,7 +110,7 @@ impl From<RpcError> for ErrorObjectOwned {
     fn from(error: RpcError) -> Self {
         let code = match &error {
             RpcError::InvalidParams(_) => INVALID_PARAMS_CODE,
-            RpcError::Store(_) | RpcError::Evm(_) => INTERNAL_ERROR_CODE,
+            RpcError::Store(_) | RpcError::Evm(_) | RpcError::Internal(_) => INTERNAL_ERROR_CODE,
             RpcError::Reverted { .. } => REVERTED_CODE,
             _ => SERVER_ERROR_CODE,
         };

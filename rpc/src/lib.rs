@@ -29,6 +29,7 @@ mod limits;
 mod metrics;
 mod params;
 mod server;
+mod stop;
 
 pub use block::{Resolved, resolve};
 pub use chain::Chain;
@@ -36,4 +37,4 @@ pub use context::Context;
 pub use error::{REVERTED_CODE, RpcError, SERVER_ERROR_CODE};
 pub use limits::{DEFAULT_GAS_CAP, Limits};
 pub use metrics::RpcMetrics;
-pub use server::RpcServer;
+pub use server::{ListenError, RpcServer};

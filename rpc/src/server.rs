@@ -19,12 +19,24 @@ use crate::context::Context;
 use crate::error::RpcError;
 use crate::limits::Limits;
 use crate::metrics::RpcMetrics;
+use crate::stop::{Stop, StopOnDrop};
 use crate::{debug, eth};
 
 /// A running server: its bound addresses; stops when dropped or stopped.
 pub struct RpcServer {
     http: (SocketAddr, ServerHandle),
     ws: Option<(SocketAddr, ServerHandle)>,
+}
+
+/// A port the server could not listen on, named.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot listen on {addr}: {source}")]
+pub struct ListenError {
+    /// The address asked for (`--http` or `--ws`).
+    pub addr: SocketAddr,
+    /// Why.
+    #[source]
+    pub source: std::io::Error,
 }
 
 impl RpcServer {
@@ -38,7 +50,7 @@ impl RpcServer {
         metrics: RpcMetrics,
         http: SocketAddr,
         ws: Option<SocketAddr>,
-    ) -> std::io::Result<RpcServer> {
+    ) -> Result<RpcServer, ListenError> {
         let module = module(Context::new(db, chain, limits.clone(), metrics));
         let config = || {
             ServerConfig::builder()
@@ -47,19 +59,22 @@ impl RpcServer {
                 .max_connections(limits.max_connections)
                 .set_batch_request_config(BatchRequestConfig::Limit(limits.max_batch))
         };
+        let listen = |addr: SocketAddr| move |source| ListenError { addr, source };
         let server = Server::builder()
             .set_config(config().build())
             .build(http)
-            .await?;
-        let http_addr = server.local_addr()?;
+            .await
+            .map_err(listen(http))?;
+        let http_addr = server.local_addr().map_err(listen(http))?;
         let http_handle = server.start(module.clone());
         let ws = match ws {
             Some(addr) => {
                 let server = Server::builder()
                     .set_config(config().ws_only().build())
                     .build(addr)
-                    .await?;
-                let bound = server.local_addr()?;
+                    .await
+                    .map_err(listen(addr))?;
+                let bound = server.local_addr().map_err(listen(addr))?;
                 Some((bound, server.start(module)))
             }
             None => None,
@@ -106,9 +121,9 @@ fn module(context: Context) -> RpcModule<Context> {
     register(&mut module, "eth_getProof", eth::proof);
     register(&mut module, "debug_storageRangeAt", debug::storage_range_at);
     register(&mut module, "debug_accountRange", debug::account_range);
-    register(&mut module, "eth_call", call::call);
-    register(&mut module, "eth_estimateGas", call::estimate_gas);
-    register(
+    register_stoppable(&mut module, "eth_call", call::call);
+    register_stoppable(&mut module, "eth_estimateGas", call::estimate_gas);
+    register_stoppable(
         &mut module,
         "eth_createAccessList",
         call::create_access_list,
@@ -116,29 +131,59 @@ fn module(context: Context) -> RpcModule<Context> {
     module
 }
 
-/// Registers `method` to run on the blocking pool, within the call time
-/// limit and the bound on calls in flight, timed and logged.
+/// Registers `method`, a bounded read that needs no stopping, as
+/// [`register_stoppable`] does.
 fn register<T, F>(module: &mut RpcModule<Context>, name: &'static str, method: F)
 where
     T: Serialize + Clone + Send + 'static,
     F: Fn(&Context, Params<'_>) -> Result<T, RpcError> + Copy + Send + Sync + 'static,
 {
+    register_stoppable(module, name, move |context, params, _: &Stop| {
+        method(context, params)
+    });
+}
+
+/// Registers `method` to run on the blocking pool, within the bound on
+/// calls in flight and the call time limit, timed and logged. A call past
+/// the limit is stopped (its [`Stop`] set; the EVM halts at its next
+/// instruction) and answered only once it has stopped; its slot of
+/// `--max-in-flight` is held by the running method itself, so it is free
+/// only when the method has returned — also when the client went away
+/// (which stops the call too).
+fn register_stoppable<T, F>(module: &mut RpcModule<Context>, name: &'static str, method: F)
+where
+    T: Serialize + Clone + Send + 'static,
+    F: Fn(&Context, Params<'_>, &Stop) -> Result<T, RpcError> + Copy + Send + Sync + 'static,
+{
     let registered = module.register_async_method(name, move |params, context, _| async move {
         let started = Instant::now();
-        let permit = context.in_flight.acquire().await;
+        let Ok(permit) = context.in_flight.clone().acquire_owned().await else {
+            // The semaphore is never closed; answered rather than assumed.
+            return Err(ErrorObjectOwned::from(RpcError::Internal(
+                "the server is stopping".into(),
+            )));
+        };
         let timeout = context.limits.call_timeout;
-        let call = {
+        let stop = Stop::new();
+        let _stop_if_dropped = StopOnDrop(stop.clone());
+        let mut call = {
             let context = context.clone();
-            tokio::task::spawn_blocking(move || method(&context, params))
+            let stop = stop.clone();
+            tokio::task::spawn_blocking(move || {
+                let _slot = permit;
+                let _running = context.metrics.running();
+                method(&context, params, &stop)
+            })
         };
-        let result = match tokio::time::timeout(timeout, call).await {
-            Ok(Ok(result)) => result,
-            Ok(Err(panicked)) => Err(RpcError::InvalidParams(format!(
-                "the call failed: {panicked}"
-            ))),
-            Err(_) => Err(RpcError::Timeout(timeout.as_millis() as u64)),
+        let result = match tokio::time::timeout(timeout, &mut call).await {
+            Ok(joined) => joined_result(joined),
+            Err(_) => {
+                stop.set();
+                // Answered once the method has returned: it holds the slot.
+                let _ = call.await;
+                Err(RpcError::Timeout(timeout.as_millis() as u64))
+            }
         };
-        drop(permit);
         let outcome = match &result {
             Ok(_) => "ok",
             Err(RpcError::Timeout(_)) => "timeout",
@@ -155,4 +200,14 @@ where
         result.map_err(ErrorObjectOwned::from)
     });
     registered.expect("each method is registered once");
+}
+
+/// A method's answer, or -32603 (internal error) when it panicked.
+fn joined_result<T>(
+    joined: Result<Result<T, RpcError>, tokio::task::JoinError>,
+) -> Result<T, RpcError> {
+    match joined {
+        Ok(result) => result,
+        Err(panicked) => Err(RpcError::Internal(format!("the call failed: {panicked}"))),
+    }
 }

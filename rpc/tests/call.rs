@@ -749,3 +749,65 @@ fn the_gas_cap_bounds_a_call() {
         );
     });
 }
+
+#[test]
+fn a_call_past_its_time_limit_is_stopped_before_it_is_answered() {
+    let chain = executed(true);
+    let metrics = RpcMetrics::default();
+    let db = Arc::new(ReadOnlyStateDb::open(chain.dir.path(), Options::default()).unwrap());
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let server = runtime
+        .block_on(RpcServer::start(
+            db,
+            Chain::default(),
+            Limits {
+                call_timeout: std::time::Duration::from_millis(200),
+                // Enough gas for a loop to run for many seconds.
+                gas_cap: 20_000_000_000,
+                max_in_flight: 2,
+                ..Limits::default()
+            },
+            metrics.clone(),
+            "127.0.0.1:0".parse().unwrap(),
+            None,
+        ))
+        .unwrap();
+    let url = format!("http://{}", server.http_addr());
+    let provider = ProviderBuilder::new().connect_http(url.parse().unwrap());
+    let looping = Address::repeat_byte(0xee);
+    // JUMPDEST PUSH1 0 JUMP: a loop that ends only when its gas does.
+    let code: StateOverride = [(
+        looping,
+        AccountOverride {
+            code: Some(Bytes::from_static(&[0x5b, 0x60, 0x00, 0x56])),
+            ..Default::default()
+        },
+    )]
+    .into_iter()
+    .collect();
+    runtime.block_on(async {
+        // Three in a row, more than --max-in-flight: each is answered
+        // only once stopped, so nothing of it runs any more.
+        for _ in 0..3 {
+            let send = request(chain.transfer.sender, looping, Bytes::new());
+            let answer = provider.call(send).overrides(code.clone()).await;
+            let (code_number, message, _) = refusal(answer);
+            assert_eq!(code_number, i64::from(SERVER_ERROR_CODE));
+            assert!(
+                message.contains("took longer than 200 ms and was stopped"),
+                "{message}"
+            );
+            assert_eq!(metrics.calls_running(), 0, "a timed-out call still runs");
+        }
+        // The slots are free: a call that fits answers.
+        let stored = provider
+            .call(request(
+                chain.transfer.sender,
+                chain.transfer.token,
+                balance_of(chain.transfer.sender),
+            ))
+            .await
+            .unwrap();
+        assert!(!word(&stored).is_zero());
+    });
+}

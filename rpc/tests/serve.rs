@@ -261,6 +261,22 @@ fn range_methods_page_through_accounts_and_hashed_slots() {
         assert_eq!(page["root"], json!(served.roots[5]));
         let account = &page["accounts"][address(1).to_string().to_lowercase()];
         assert_eq!(account["nonce"], json!(5));
+        assert!(account.get("storageNext").is_none(), "{account}");
+
+        // An account of 300 slots is cut at the page, and says so.
+        let page: Value = provider
+            .raw_request(
+                "debug_accountRange".into(),
+                json!(["0x5", address(2), 1, true, false]),
+            )
+            .await
+            .unwrap();
+        let account = &page["accounts"][address(2).to_string().to_lowercase()];
+        let storage = account["storage"].as_object().unwrap();
+        assert_eq!(storage.len(), 100);
+        let next: B256 = account["storageNext"].as_str().unwrap().parse().unwrap();
+        let last: B256 = storage.keys().max().unwrap().parse().unwrap();
+        assert!(next > last, "{next} after {last}");
     });
 }
 

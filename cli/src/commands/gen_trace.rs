@@ -12,6 +12,7 @@ use strata_trace::generator::{
 };
 
 use crate::CliError;
+use crate::output_file::{OutputFile, Protected};
 
 /// Arguments of `strata gen-trace`.
 #[derive(Debug, Clone, Args)]
@@ -96,21 +97,27 @@ pub(super) fn run(args: GenTraceArgs) -> Result<(), CliError> {
     let density = args
         .slots_per_account
         .map_or(SlotDensity::Default, SlotDensity::PerAccount);
-    let mut state_file = match &args.state_out {
-        Some(path) => Some(BufWriter::with_capacity(
-            1 << 20,
-            std::fs::File::create(path).map_err(CliError::file(path))?,
-        )),
-        None => None,
-    };
+    // The outputs are written beside their targets and renamed into
+    // place once whole; the two may not name one file.
+    let mut protected = Protected::new();
+    let mut state_file = args
+        .state_out
+        .as_deref()
+        .map(|path| OutputFile::create("--state-out", path, &mut protected))
+        .transpose()?;
+    let trace_file = args
+        .out
+        .as_deref()
+        .map(|path| OutputFile::create("--out", path, &mut protected))
+        .transpose()?;
     let state_out = state_file.as_mut().map(|w| w as &mut dyn Write);
-    let summary = match &args.out {
-        Some(path) => {
-            let file = std::fs::File::create(path).map_err(CliError::file(path))?;
-            let mut writer = TraceWriter::new(BufWriter::new(file));
+    let summary = match trace_file {
+        Some(file) => {
+            let path = file.path().to_owned();
+            let mut writer = TraceWriter::new(file);
             let summary = generate_with(&config, density, &mut writer, state_out)
-                .map_err(|e| output_error(e, CliError::file(path), &args))?;
-            writer.finish().map_err(CliError::file(path))?;
+                .map_err(|e| output_error(e, CliError::file(&path), &args))?;
+            writer.finish().map_err(CliError::file(&path))?.finish()?;
             summary
         }
         None => {
@@ -126,11 +133,8 @@ pub(super) fn run(args: GenTraceArgs) -> Result<(), CliError> {
             summary
         }
     };
-    if let (Some(path), Some(file)) = (&args.state_out, state_file) {
-        let file = file
-            .into_inner()
-            .map_err(|e| CliError::file(path)(e.into_error()))?;
-        file.sync_all().map_err(CliError::file(path))?;
+    if let Some(file) = state_file {
+        file.finish()?;
     }
     let to = args
         .out

@@ -11,6 +11,7 @@ use clap_mangen::Man;
 use super::Cli;
 use crate::CliError;
 use crate::output::print_bytes;
+use crate::output_file::{OutputFile, Protected};
 
 /// Arguments of `strata man`.
 #[derive(Debug, Clone, Args)]
@@ -44,7 +45,7 @@ fn write_pages(command: &clap::Command, dir: &Path, written: &mut usize) -> Resu
     }
     let man = Man::new(command.clone());
     let path = dir.join(man.get_filename());
-    std::fs::write(&path, render(&man)?).map_err(CliError::file(&path))?;
+    OutputFile::create("--out", &path, &mut Protected::new())?.write_whole(&render(&man)?)?;
     *written += 1;
     Ok(())
 }

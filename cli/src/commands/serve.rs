@@ -8,14 +8,14 @@
 //! processes can follow one datadir. Stops on SIGINT or SIGTERM.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
 use prometheus_client::registry::Registry;
 use strata_rpc::{Chain, Limits, RpcMetrics, RpcServer};
-use strata_storage::{Options, ReadOnlyStateDb};
+use strata_storage::{Options, ReadOnlyStateDb, Regime};
 
 use crate::CliError;
 use crate::metrics_server::MetricsServer;
@@ -59,7 +59,8 @@ pub struct ServeArgs {
           value_parser = clap::value_parser!(u32).range(1..=4095))]
     pub max_response_mib: u32,
     /// Open connections at most.
-    #[arg(long, value_name = "N", default_value_t = Limits::default().max_connections)]
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_connections,
+          value_parser = clap::value_parser!(u32).range(1..))]
     pub max_connections: u32,
     /// Calls running at once at most (later ones wait).
     #[arg(long, value_name = "N", default_value_t = Limits::default().max_in_flight,
@@ -71,7 +72,8 @@ pub struct ServeArgs {
     pub call_timeout_ms: u64,
     /// Entries a range call (debug_storageRangeAt, debug_accountRange)
     /// returns at most.
-    #[arg(long, value_name = "N", default_value_t = Limits::default().max_page)]
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_page,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub max_page: usize,
     /// Gas of an eth_call, eth_estimateGas or eth_createAccessList that
     /// names none, and the most one may name.
@@ -81,7 +83,11 @@ pub struct ServeArgs {
 }
 
 pub(super) fn run(args: ServeArgs) -> Result<(), CliError> {
-    let chain = chain(&args)?;
+    let genesis = args
+        .genesis
+        .as_deref()
+        .map(strata_executor::GenesisBlock::read)
+        .transpose()?;
     let options = Options {
         read_metrics: true,
         ..Options::default()
@@ -89,6 +95,13 @@ pub(super) fn run(args: ServeArgs) -> Result<(), CliError> {
     let db = Arc::new(
         ReadOnlyStateDb::open(&args.datadir, options).map_err(CliError::storage(&args.datadir))?,
     );
+    if let (Some(genesis), Some(path)) = (&genesis, &args.genesis) {
+        check_same_chain(&db, &args.datadir, genesis, path)?;
+    }
+    let chain = Chain {
+        chain_id: args.chain_id,
+        spec: genesis.map(|genesis| genesis.spec),
+    };
     let metrics = RpcMetrics::default();
     let _metrics_server = match args.metrics {
         Some(addr) => {
@@ -119,7 +132,7 @@ pub(super) fn run(args: ServeArgs) -> Result<(), CliError> {
     runtime.block_on(async {
         let server = RpcServer::start(db, chain, limits, metrics, args.http, args.ws)
             .await
-            .map_err(|e| CliError::Serve(format!("cannot listen on {}: {e}", args.http)))?;
+            .map_err(|e| CliError::Serve(e.to_string()))?;
         eprintln!(
             "serve: {} at http://{}{}",
             args.datadir.display(),
@@ -135,18 +148,57 @@ pub(super) fn run(args: ServeArgs) -> Result<(), CliError> {
     })
 }
 
-/// What the server is told of the chain: the chain id given, and the
-/// genesis file's fork rules (the server falls back on the datadir's
-/// recorded configuration for what is not given).
-fn chain(args: &ServeArgs) -> Result<Chain, CliError> {
-    let spec = match &args.genesis {
-        Some(path) => Some(strata_executor::GenesisBlock::read(path)?.spec),
-        None => None,
-    };
-    Ok(Chain {
-        chain_id: args.chain_id,
-        spec,
-    })
+/// Refuses a `--genesis` of another chain than the datadir's, as
+/// import-chain does: its block 0 must be the datadir's, compared by hash
+/// while the datadir still holds that block's (its last 256 blocks); past
+/// that, its chain id must be the one the datadir's recorded configuration
+/// names. The file's fork schedule may differ from the recorded one: that
+/// is what `--genesis` is for.
+fn check_same_chain(
+    db: &ReadOnlyStateDb,
+    datadir: &Path,
+    genesis: &strata_executor::GenesisBlock,
+    path: &Path,
+) -> Result<(), CliError> {
+    let number = genesis.header.number;
+    let stored = db
+        .reader(Regime::Exec)
+        .and_then(|reader| reader.block_hash(number))
+        .map_err(CliError::storage(datadir))?;
+    if let Some(stored) = stored
+        && stored != genesis.hash
+    {
+        return Err(CliError::Serve(format!(
+            "--genesis {}: {} holds another chain: its block {number} is {stored}, the genesis file's is {}",
+            path.display(),
+            datadir.display(),
+            genesis.hash
+        )));
+    }
+    if stored.is_some() {
+        return Ok(());
+    }
+    let recorded = db.chain_config().map_err(CliError::storage(datadir))?;
+    let recorded_id = recorded
+        .as_deref()
+        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(bytes).ok())
+        .and_then(|config| config.get("chainId").and_then(serde_json::Value::as_u64));
+    match recorded_id {
+        Some(id) if id != genesis.config.chain_id => Err(CliError::Serve(format!(
+            "--genesis {}: {} holds another chain: it records chain id {id}, the genesis file names {}",
+            path.display(),
+            datadir.display(),
+            genesis.config.chain_id
+        ))),
+        _ => {
+            eprintln!(
+                "serve: {} no longer holds block {number}'s hash; --genesis {} checked by chain id only",
+                datadir.display(),
+                path.display()
+            );
+            Ok(())
+        }
+    }
 }
 
 /// SIGINT (ctrl-c) or SIGTERM.

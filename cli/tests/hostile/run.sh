@@ -37,7 +37,7 @@ echo "binary $STRATA, workdir $WORK" >&2
 
 # ONLY="journal flushes ..." runs only those sections (names: redb files
 # ro-mount two-writers disk-full input journal recheck flushes kill-replay
-# kill-other kill-unwind dumps edges metrics other); default all.
+# kill-other kill-unwind dumps edges metrics other surfaces); default all.
 want() { [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $1 "* ]]; }
 
 declare -A TRIED CLEAR NOEFFECT BAD
@@ -941,13 +941,13 @@ if want kill-other; then
         echo old >kx.dump; d=$((RANDOM % EMS + 5))
         killat $d "$STRATA" export --datadir seg --out kx.dump
         ok=0; { [ "$(cat kx.dump)" = old ] || cmp -s kx.dump seg.dump; } && ok=1
-        left=$(ls -a | grep -c '^\.strata-export-')
+        left=$(ls -a | grep -c '^\.strata-output-')
         PANIC=0
         run "$STRATA" export --datadir seg --out kx.dump
-        left2=$(ls -a | grep -c '^\.strata-export-')
+        left2=$(ls -a | grep -c '^\.strata-output-')
         if grep -q panicked kerr.txt || [ "$PANIC" = 1 ]; then record "$C" bad "export killed at $d ms: panic/hang"
         elif [ $ok = 0 ]; then record "$C" bad "export killed at $d ms: --out is neither the old file nor the dump"
-        elif [ "$left2" != 0 ]; then record "$C" bad "export killed at $d ms: $left2 .strata-export-* left after the next export"
+        elif [ "$left2" != 0 ]; then record "$C" bad "export killed at $d ms: $left2 .strata-output-* left after the next export"
         elif [ $RC != 0 ] || ! cmp -s kx.dump seg.dump; then record "$C" bad "export killed at $d ms: the next export rc $RC"
         else record "$C" none "export killed at $d ms ($left temporaries left, removed by the next export)"; fi
     done
@@ -1300,10 +1300,10 @@ if want other; then
         kill -9 $p 2>/dev/null; wait $p 2>/dev/null
     }
     echo old >tk.dump
-    kill_when '.strata-export-*' "$STRATA" export --datadir seg --out tk.dump
-    n1=$(ls -a | grep -c '^\.strata-export-'); run "$STRATA" export --datadir seg --out tk.dump; n2=$(ls -a | grep -c '^\.strata-export-')
+    kill_when '.strata-output-*' "$STRATA" export --datadir seg --out tk.dump
+    n1=$(ls -a | grep -c '^\.strata-output-'); run "$STRATA" export --datadir seg --out tk.dump; n2=$(ls -a | grep -c '^\.strata-output-')
     [ "$n2" = 0 ] && record "$C" none "export temporaries ($n1 after a kill) removed by the next export" ||
-        record "$C" bad "$n2 .strata-export-* left after the next export"
+        record "$C" bad "$n2 .strata-output-* left after the next export"
     rm -rf vt; mkdir vt
     kill_when 'vt/*' "$STRATA" verify --datadir seg --temp-dir vt
     n1=$(ls vt | wc -l); run "$STRATA" verify --datadir seg --temp-dir vt; n2=$(ls vt | wc -l)
@@ -1345,6 +1345,142 @@ if want other; then
     [ $RC = 0 ] && record "$C" none "the datadir's own --step-size replays" || record "$C" bad "the datadir's own --step-size refused: $(tail -c 160 err.txt)"
 fi
 
+# --- the surfaces after the durability work: output flags, ef-test links,
+# chain configurations, serve --genesis and its limits, calls past their
+# time limit, import-chain's final flush and --baseline-state. bad = an
+# input or datadir file changed by a refused or any command, a panic or
+# hang, a configuration stored that strata cannot read back, a call still
+# running after its answer, a final-flush error that does not say the
+# blocks are safe in the journal, or a refusal after blocks were imported.
+if want surfaces; then
+    C="output flags, links, configs, serve, calls"
+    if [ ! -d sgc ]; then
+        "$STRATA" gen-chain --accounts 2000 --contracts 20 --blocks 12 --gas-per-block 2000000 --seed 1 --out sgc >/dev/null 2>&1 || exit 1
+        "$STRATA" gen-chain --accounts 2000 --contracts 20 --blocks 12 --gas-per-block 2000000 --seed 2 --out sgc2 >/dev/null 2>&1 || exit 1
+        "$STRATA" import-chain sgc/chain.rlp --datadir sdd --genesis sgc/genesis.json >/dev/null 2>&1 || exit 1
+    fi
+    inputs() { cat sgc/chain.rlp sgc/genesis.json sgc/state.jsonl t.jsonl | sha256sum | cut -c1-64; }
+    # An output flag at a datadir file or an input: refused, nothing changed.
+    out_refused() { # detail, command...
+        local detail=$1; shift
+        jfresh sdd sdc; local h i; h=$(digest sdc); i=$(inputs)
+        PANIC=0; run "$@"
+        if [ "$PANIC" = 1 ]; then record "$C" bad "$detail: panic"
+        elif [ "$(digest sdc)" != "$h" ] || [ "$(inputs)" != "$i" ]; then record "$C" bad "$detail: a datadir or input file changed (rc $RC)"
+        elif [ $RC = 0 ]; then record "$C" bad "$detail: accepted"
+        else record "$C" clear "$detail: refused, nothing changed: $(tail -c 120 err.txt)"; fi
+    }
+    seg1=$(ls sdd/journal | head -1)
+    out_refused "import-chain --trace-out the datadir's state.redb" "$STRATA" import-chain sgc/chain.rlp --datadir sdc --trace-out sdc/state.redb
+    out_refused "import-chain --trace-out a journal segment" "$STRATA" import-chain sgc/chain.rlp --datadir sdc --trace-out "sdc/journal/$seg1"
+    out_refused "import-chain --json the datadir's state.redb" "$STRATA" import-chain sgc/chain.rlp --datadir sdc --json sdc/state.redb
+    out_refused "import-chain --trace-out its input chain" "$STRATA" import-chain sgc/chain.rlp --datadir snew --genesis sgc/genesis.json --trace-out sgc/chain.rlp
+    ln -sf sgc/chain.rlp slink.rlp
+    out_refused "import-chain --trace-out a symlink to its input" "$STRATA" import-chain sgc/chain.rlp --datadir snew --genesis sgc/genesis.json --trace-out slink.rlp
+    out_refused "import-chain --json its --genesis" "$STRATA" import-chain sgc/chain.rlp --datadir snew --genesis sgc/genesis.json --json sgc/genesis.json
+    out_refused "import-chain --trace-out and --json one file" "$STRATA" import-chain sgc/chain.rlp --datadir sdc --trace-out same.out --json same.out
+    out_refused "replay --json its trace" "$STRATA" replay t.jsonl --json t.jsonl
+    out_refused "replay --plot into its datadir" "$STRATA" replay t.jsonl --datadir sdc --plot sdc/plot.svg
+    out_refused "export --out the datadir's state.redb" "$STRATA" export --datadir sdc --out sdc/state.redb
+    out_refused "gen-trace --out and --state-out one file" "$STRATA" gen-trace --accounts 10 --contracts 1 --blocks 1 --out same.out --state-out same.out
+    [ -e snew ] && record "$C" bad "a refused import made the datadir snew" || record "$C" none "no refused import made a datadir"
+    # Written through: a report over an older one, a trace onto /dev/null.
+    jfresh sdd sdc; echo old >report.json
+    run "$STRATA" import-chain sgc/chain.rlp --datadir sdc --json report.json
+    { [ $RC = 0 ] && jq -e '.command == "import-chain"' report.json >/dev/null; } &&
+        record "$C" none "--json over an older report replaced it whole" || record "$C" bad "--json over an older report: rc $RC"
+    run "$STRATA" import-chain sgc/chain.rlp --datadir snull --genesis sgc/genesis.json --trace-out /dev/null
+    { [ $RC = 0 ] && [ -c /dev/null ]; } && record "$C" none "--trace-out /dev/null streamed, still a device" ||
+        record "$C" bad "--trace-out /dev/null: rc $RC"
+    rm -rf snull
+
+    # ef-test through symlink loops: ends, counts each case once.
+    HD="$(dirname "$STRATA")/../../../shared/vectors/ef_blockchain_tests/ValidBlocks/bcEIP1559/highDemand.json"
+    [ -f "$HD" ] || HD="${VECTORS:-/nonexistent}/ef_blockchain_tests/ValidBlocks/bcEIP1559/highDemand.json"
+    rm -rf loop2 loop1; mkdir loop2 loop1; ln -s ../loop2 loop2/a; ln -s ../loop2 loop2/b
+    PANIC=0; run "$STRATA" ef-test loop2
+    [ "$PANIC" = 1 ] && record "$C" bad "ef-test of a folder linked to itself twice: hang or panic" ||
+        record "$C" none "ef-test of a folder linked to itself twice ends (rc $RC)"
+    if [ -f "$HD" ]; then
+        cp "$HD" loop1/; ln -s ../loop1 loop1/self
+        PANIC=0; run "$STRATA" ef-test loop1
+        cases=$(jq 'length' "$HD")
+        if grep -q "^$cases passed\|[^0-9]$cases passed" out.txt err.txt && [ "$PANIC" = 0 ]; then
+            record "$C" none "ef-test with a self-link counts its $cases cases once"
+        else record "$C" bad "ef-test with a self-link: $(grep -h passed out.txt err.txt | head -1)"; fi
+    fi
+
+    # Chain configurations with forks out of order: refused, no datadir.
+    for fork in '.config.londonBlock = 5' '.config.londonBlock = 5 | .config.arrowGlacierBlock = 5 | .config.grayGlacierBlock = 5' \
+        '.config.shanghaiTime = 300 | .config.cancunTime = 200'; do
+        jq "$fork" sgc/chain.json >bad-chain.json; jq "$fork" sgc/genesis.json >bad-genesis.json
+        rm -rf sbad
+        PANIC=0; run "$STRATA" init --state sgc/state.jsonl --chain bad-chain.json --datadir sbad
+        { [ $RC != 0 ] && [ "$PANIC" = 0 ] && grep -q "unsupported fork ordering" err.txt && [ ! -e sbad ]; } &&
+            record "$C" clear "init --chain with $fork refused: $(tail -c 100 err.txt)" || record "$C" bad "init --chain with $fork: rc $RC"
+        PANIC=0; run "$STRATA" import-chain sgc/chain.rlp --genesis bad-genesis.json --datadir sbad
+        { [ $RC != 0 ] && [ "$PANIC" = 0 ] && grep -q "unsupported fork ordering" err.txt && [ ! -e sbad ]; } &&
+            record "$C" clear "import-chain --genesis with $fork refused" || record "$C" bad "import-chain --genesis with $fork: rc $RC"
+    done
+
+    # serve: another chain's genesis, zero limits, a taken --ws port.
+    serve_refused() { # detail, grep pattern, args...
+        local detail=$1 pattern=$2; shift 2
+        PANIC=0; run "$STRATA" serve --datadir sdd --http 127.0.0.1:0 "$@"
+        { [ $RC != 0 ] && [ $RC != 137 ] && [ "$PANIC" = 0 ] && grep -q "$pattern" err.txt; } &&
+            record "$C" clear "$detail refused: $(tail -c 100 err.txt)" || record "$C" bad "$detail: rc $RC $(tail -c 100 err.txt)"
+    }
+    serve_refused "serve --genesis of another chain" "holds another chain" --genesis sgc2/genesis.json
+    serve_refused "serve --max-page 0" "max-page" --max-page 0
+    serve_refused "serve --max-connections 0" "max-connections" --max-connections 0
+    python3 -c 'import socket,time; s=socket.socket(); s.bind(("127.0.0.1",18611)); s.listen(); time.sleep(30)' &
+    holder=$!; sleep 0.5
+    serve_refused "serve --ws on a taken port" "127.0.0.1:18611" --ws 127.0.0.1:18611
+    kill $holder 2>/dev/null; wait $holder 2>/dev/null
+
+    # Calls past their time limit are stopped before their answer.
+    "$STRATA" serve --datadir sdd --http 127.0.0.1:18612 --call-timeout-ms 200 --rpc-gas-cap 20000000000 --max-in-flight 2 2>serve.err &
+    srv=$!; sleep 1
+    body='{"jsonrpc":"2.0","id":1,"method":"eth_call","params":[{"to":"0x00000000000000000000000000000000000000cc","gas":"0x4a817c800"},"latest",{"0x00000000000000000000000000000000000000cc":{"code":"0x5b600056"}}]}'
+    callers=()
+    for _ in 1 2 3 4 5 6; do
+        curl -s -H 'content-type: application/json' -d "$body" http://127.0.0.1:18612 >>calls.out &
+        callers+=($!)
+    done
+    wait "${callers[@]}"
+    t0=$(awk '{print $14+$15}' /proc/$srv/stat); sleep 3; t1=$(awk '{print $14+$15}' /proc/$srv/stat)
+    ticks=$((t1 - t0)); stopped=$(grep -c "was stopped" calls.out)
+    { [ "$ticks" -lt 50 ] && [ "$stopped" = 6 ]; } && record "$C" none "6 calls past 200 ms answered stopped; the server then idle ($ticks ticks in 3 s)" ||
+        record "$C" bad "calls past their limit: $stopped of 6 answered stopped, $ticks CPU ticks in the 3 s after"
+    kill $srv; wait $srv 2>/dev/null; rm -f calls.out
+
+    # --baseline-state whose accounts do not give its root: refused first.
+    jfresh sdd sdc
+    python3 - sgc/state.jsonl >tampered.jsonl <<'PY'
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+account = json.loads(lines[1]); account["balance"] = "0x1234567"; lines[1] = json.dumps(account)
+print("\n".join(lines))
+PY
+    rm -rf sinit; "$STRATA" init --state sgc/state.jsonl --chain sgc/chain.json --datadir sinit >/dev/null 2>&1
+    PANIC=0; run "$STRATA" import-chain sgc/chain.rlp --datadir sinit --baseline memory --baseline-state tampered.jsonl
+    head=$("$STRATA" root --datadir sinit | cut -d' ' -f1)
+    { [ $RC != 0 ] && [ "$head" = 0 ]; } && record "$C" clear "--baseline-state with a wrong account refused before any block (head $head)" ||
+        record "$C" bad "--baseline-state with a wrong account: rc $RC, head $head"
+
+    # import-chain's final flush on a full disk says the journal keeps the blocks.
+    if [ "$(id -u)" = 0 ] && mkdir -p full3 && mount -t tmpfs -o size=3m tmpfs full3 2>/dev/null; then
+        cp -a sinit full3/dd 2>/dev/null
+        PANIC=0; run "$STRATA" import-chain sgc/chain.rlp --datadir full3/dd
+        if [ $RC = 0 ]; then record "$C" none "import-chain on a 3 MB tmpfs had room"
+        elif grep -q "final flush" err.txt; then
+            grep -q "safe in the journal" err.txt && record "$C" clear "a failed final flush says the blocks are safe in the journal" ||
+                record "$C" bad "a failed final flush does not say the journal keeps the blocks"
+        else record "$C" clear "import-chain on a full disk refused: $(tail -c 100 err.txt)"; fi
+        umount full3
+    fi
+fi
+
 # --- the table
 printf '\n| class | tried | clear error | no effect | bad |\n|---|---:|---:|---:|---:|\n'
 TOTAL=(0 0 0 0)
@@ -1352,7 +1488,8 @@ for class in "redb byte flips" "redb truncations" "redb zeroed pages" "files/ da
     "missing/foreign datadir parts" "read-only mount" "two writers" "disk full" "bad trace/genesis/CLI input" \
     "journal segments" "frames re-checksummed" "replay, frequent flushes" "SIGKILL during replay" \
     "SIGKILL during compact/init/export" "SIGKILL during unwind" "disk full (issue 28)" "bad state dumps" \
-    "proof/get/unwind/export edges" "B8: stdout on a full device" "--metrics / observe" "other findings"; do
+    "proof/get/unwind/export edges" "B8: stdout on a full device" "--metrics / observe" "other findings" \
+    "output flags, links, configs, serve, calls"; do
     [ "${TRIED[$class]:-0}" = 0 ] && continue
     TOTAL=($((TOTAL[0] + ${TRIED[$class]:-0})) $((TOTAL[1] + ${CLEAR[$class]:-0})) $((TOTAL[2] + ${NOEFFECT[$class]:-0})) $((TOTAL[3] + ${BAD[$class]:-0})))
     printf '| %s | %d | %d | %d | %d |\n' "$class" "${TRIED[$class]:-0}" "${CLEAR[$class]:-0}" \

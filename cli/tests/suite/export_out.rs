@@ -58,7 +58,7 @@ fn a_fifo_is_written_in_place_and_stays_a_fifo() {
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     assert!(
-        names.iter().all(|n| !n.starts_with(".strata-export-")),
+        names.iter().all(|n| !n.starts_with(".strata-output-")),
         "no temporary left: {names:?}"
     );
 }

@@ -610,6 +610,20 @@ fn the_memory_baseline_starts_from_the_state_dump_of_a_datadir_made_by_init() {
         &["--genesis", &path("genesis.json")],
     ));
     assert!(error.contains("--baseline-state"), "{error}");
+    // A dump whose accounts do not give its first line's root is refused
+    // before a block is imported.
+    let text = std::fs::read_to_string(path("state.jsonl")).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    let mut account: Value = serde_json::from_str(&lines[1]).unwrap();
+    account["balance"] = json!("0x1234567");
+    lines[1] = account.to_string();
+    let tampered = dir.path().join("tampered.jsonl");
+    std::fs::write(&tampered, lines.join("\n")).unwrap();
+    let error = refused(with_dump(tampered.to_str().unwrap(), &[]));
+    assert!(
+        error.contains("but its accounts give") && error.contains("tampered.jsonl"),
+        "{error}"
+    );
     let at = strata_ok(&["root", "--datadir", datadir]);
     assert!(at.starts_with("0 "), "nothing was imported: {at}");
 
@@ -638,21 +652,6 @@ fn the_memory_baseline_starts_from_the_state_dump_of_a_datadir_made_by_init() {
     assert_eq!(report["runs"][1]["blocks"], json!(4));
     assert_eq!(report["runs"][1]["preloaded"], json!(path("state.jsonl")));
     assert!(report["execution_ratio"].as_f64().unwrap() > 0.0);
-
-    // A dump whose accounts do not give its first line's root is refused
-    // (the datadir, at block 4 now, has nothing left to import).
-    let text = std::fs::read_to_string(path("state.jsonl")).unwrap();
-    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
-    let mut account: Value = serde_json::from_str(&lines[1]).unwrap();
-    account["balance"] = json!("0x1234567");
-    lines[1] = account.to_string();
-    let tampered = dir.path().join("tampered.jsonl");
-    std::fs::write(&tampered, lines.join("\n")).unwrap();
-    let error = refused(with_dump(tampered.to_str().unwrap(), &[]));
-    assert!(
-        error.contains("but its accounts give") && error.contains("tampered.jsonl"),
-        "{error}"
-    );
 }
 
 /// A datadir made by `init --state` traces its import without a genesis

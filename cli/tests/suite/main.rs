@@ -16,6 +16,7 @@ mod json;
 mod kill;
 mod metrics;
 mod observe;
+mod outputs;
 mod prefetch;
 mod read_only;
 mod refusals;

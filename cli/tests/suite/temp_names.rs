@@ -1,4 +1,4 @@
-//! What killed commands leave — `.strata-export-XXXXXX` beside an export's
+//! What killed commands leave — `.strata-output-XXXXXX` beside an output's
 //! target, `.strata-sweep-XXXXXX` beside a sweep's datadir,
 //! `strata-verify-XXXXXX` in verify's temp folder, `strata-ef-test-XXXXXX`
 //! in ef-test's — is removed at the next
@@ -38,7 +38,7 @@ fn folder(dir: &Path, name: &str) -> PathBuf {
 /// Names no sweep may take: not strata's shape, or another prefix.
 const OTHERS: [&str; 4] = [
     "notes.txt",
-    "strata-export-abc123",
+    "strata-output-abc123",
     "x.strata-sweep-abc123",
     "strata-verify-abc12",
 ];
@@ -60,16 +60,16 @@ fn export_removes_the_temporaries_killed_exports_left_and_nothing_else() {
     let datadir = replayed(dir.path());
     let out = dir.path().join("out");
     std::fs::create_dir(&out).unwrap();
-    file(&out, ".strata-export-abc123");
-    file(&out, ".strata-export-Z9y8X7");
+    file(&out, ".strata-output-abc123");
+    file(&out, ".strata-output-Z9y8X7");
     for other in OTHERS
         .iter()
-        .chain(&[".strata-export-abc1234", ".strata-export-abc12"])
+        .chain(&[".strata-output-abc1234", ".strata-output-abc12"])
     {
         file(&out, other);
     }
     // One a running export holds.
-    let held = File::open(file(&out, ".strata-export-HELD00")).unwrap();
+    let held = File::open(file(&out, ".strata-output-HELD00")).unwrap();
     held.lock().unwrap();
     let before = names(&out);
 
@@ -82,7 +82,7 @@ fn export_removes_the_temporaries_killed_exports_left_and_nothing_else() {
     ]);
     let mut expected: Vec<_> = before
         .into_iter()
-        .filter(|n| n != ".strata-export-abc123" && n != ".strata-export-Z9y8X7")
+        .filter(|n| n != ".strata-output-abc123" && n != ".strata-output-Z9y8X7")
         .collect();
     expected.push("state.jsonl".into());
     expected.sort();

@@ -15,6 +15,7 @@ mod fixture;
 mod report;
 
 use crate::execute::StatePath;
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -48,36 +49,60 @@ pub enum RunnerError {
 }
 
 /// Every `.json` file under each of `paths` (a path may be a file), sorted.
+/// Symbolic links are followed, but each folder is walked and each file
+/// counted once, whatever names lead to it: a link back up (a loop) or two
+/// links to one folder add nothing.
 pub fn fixture_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, RunnerError> {
-    let mut files = Vec::new();
+    let mut walk = Walk::default();
     for path in paths {
-        collect_json(path, &mut files)?;
+        walk.collect_json(path)?;
     }
+    let mut files = walk.files;
     files.sort();
-    files.dedup();
     Ok(files)
 }
 
-fn collect_json(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), RunnerError> {
-    let read_error = |source| RunnerError::Read {
-        path: path.to_path_buf(),
-        source,
-    };
-    let metadata = std::fs::metadata(path).map_err(read_error)?;
-    if metadata.is_file() {
-        out.push(path.to_path_buf());
-        return Ok(());
-    }
-    for entry in std::fs::read_dir(path).map_err(read_error)? {
-        let entry = entry.map_err(read_error)?;
-        let child = entry.path();
-        if child.is_dir() {
-            collect_json(&child, out)?;
-        } else if child.extension().is_some_and(|ext| ext == "json") {
-            out.push(child);
+/// The fixture files found so far, and what was already seen (by canonical
+/// path, so two names of one folder or file count once).
+#[derive(Default)]
+struct Walk {
+    folders_seen: HashSet<PathBuf>,
+    files_seen: HashSet<PathBuf>,
+    files: Vec<PathBuf>,
+}
+
+impl Walk {
+    fn collect_json(&mut self, path: &Path) -> Result<(), RunnerError> {
+        let read_error = |source| RunnerError::Read {
+            path: path.to_path_buf(),
+            source,
+        };
+        let metadata = std::fs::metadata(path).map_err(read_error)?;
+        let canonical = std::fs::canonicalize(path).map_err(read_error)?;
+        if metadata.is_file() {
+            if self.files_seen.insert(canonical) {
+                self.files.push(path.to_path_buf());
+            }
+            return Ok(());
         }
+        if !self.folders_seen.insert(canonical) {
+            return Ok(());
+        }
+        let mut children = std::fs::read_dir(path)
+            .map_err(read_error)?
+            .map(|entry| entry.map(|e| e.path()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(read_error)?;
+        // A fixed order, so that the name kept for a file reached twice is
+        // the same on every run.
+        children.sort();
+        for child in children {
+            if child.is_dir() || child.extension().is_some_and(|ext| ext == "json") {
+                self.collect_json(&child)?;
+            }
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 /// Runs every case of every fixture file under `paths` whose file path or
@@ -173,4 +198,30 @@ fn common_root(paths: &[PathBuf]) -> PathBuf {
         }
     }
     root
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    #[test]
+    fn links_back_up_and_twice_linked_folders_are_walked_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("fixtures");
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::write(root.join("sub/case.json"), "{}").unwrap();
+        // Two links to the folder itself (a walk that follows them never
+        // ends), a link to a subfolder and one to the file.
+        symlink("..", root.join("sub/up")).unwrap();
+        symlink("../fixtures", root.join("again")).unwrap();
+        symlink("sub", root.join("sub-link")).unwrap();
+        symlink("sub/case.json", root.join("case-link.json")).unwrap();
+
+        let files = fixture_files(std::slice::from_ref(&root)).unwrap();
+        assert_eq!(files.len(), 1, "{files:?}");
+        // Given twice, and as the file itself: still once.
+        let files = fixture_files(&[root.clone(), root.join("sub/case.json")]).unwrap();
+        assert_eq!(files.len(), 1, "{files:?}");
+    }
 }

@@ -23,6 +23,7 @@ use crate::call::db::revm_error;
 use crate::call::env::Setup;
 use crate::call::run::{evm_error, traced};
 use crate::error::RpcError;
+use crate::stop::Stop;
 
 /// Runs at most; each run before the last grows the list, so this bounds
 /// a transaction whose every run touches something new.
@@ -79,7 +80,7 @@ impl AccessListInspector {
 }
 
 /// The access list of `setup`'s transaction, by geth's loop.
-pub(crate) fn create(setup: &mut Setup) -> Result<AccessListResult, RpcError> {
+pub(crate) fn create(setup: &mut Setup, stop: &Stop) -> Result<AccessListResult, RpcError> {
     let excluded = excluded(setup)?;
     let mut list = touched_of(&setup.tx.access_list);
     for _ in 0..MAX_RUNS {
@@ -91,8 +92,8 @@ pub(crate) fn create(setup: &mut Setup) -> Result<AccessListResult, RpcError> {
             excluded: excluded.clone(),
             touched: list.clone(),
         };
-        let (result, inspector) =
-            traced(&setup.env, &mut setup.db, tx, inspector).map_err(|error| evm_error(*error))?;
+        let (result, inspector) = traced(&setup.env, &mut setup.db, tx, inspector, stop)
+            .map_err(|error| evm_error(*error))?;
         if inspector.touched == list {
             return Ok(AccessListResult {
                 access_list: list_of(&list),

@@ -21,6 +21,7 @@ use crate::call::db::revm_error;
 use crate::call::env::{Setup, allowance};
 use crate::call::run::{evm_error, is_too_little_gas, reverted, try_transact};
 use crate::error::RpcError;
+use crate::stop::Stop;
 
 /// The gas of a plain ether transfer.
 const TRANSFER_GAS: u64 = 21_000;
@@ -36,7 +37,7 @@ enum Trial {
 }
 
 /// The least gas `setup`'s transaction succeeds with.
-pub(crate) fn estimate(setup: &mut Setup) -> Result<u64, RpcError> {
+pub(crate) fn estimate(setup: &mut Setup, stop: &Stop) -> Result<u64, RpcError> {
     let mut hi = match setup.named_gas {
         Some(gas) if gas >= TRANSFER_GAS => gas,
         _ => setup.env.block_env.gas_limit,
@@ -46,10 +47,11 @@ pub(crate) fn estimate(setup: &mut Setup) -> Result<u64, RpcError> {
     }
     hi = hi.min(setup.gas_cap);
 
-    if is_plain_transfer(setup)? && matches!(trial(setup, TRANSFER_GAS)?, Trial::Succeeded(_)) {
+    if is_plain_transfer(setup)? && matches!(trial(setup, TRANSFER_GAS, stop)?, Trial::Succeeded(_))
+    {
         return Ok(TRANSFER_GAS);
     }
-    let first = match trial(setup, hi)? {
+    let first = match trial(setup, hi, stop)? {
         Trial::Succeeded(result) => result,
         Trial::Failed(Some(ExecutionResult::Revert { output, .. })) => {
             return Err(reverted(output));
@@ -73,14 +75,14 @@ pub(crate) fn estimate(setup: &mut Setup) -> Result<u64, RpcError> {
         .saturating_mul(64)
         / 63;
     if optimistic < hi {
-        match trial(setup, optimistic)? {
+        match trial(setup, optimistic, stop)? {
             Trial::Succeeded(_) => hi = optimistic,
             Trial::Failed(_) => lo = optimistic,
         }
     }
     while lo + 1 < hi {
         let mid = ((lo + hi) / 2).min(lo.saturating_mul(2).max(lo + 1));
-        match trial(setup, mid)? {
+        match trial(setup, mid, stop)? {
             Trial::Succeeded(_) => hi = mid,
             Trial::Failed(_) => lo = mid,
         }
@@ -101,10 +103,10 @@ fn is_plain_transfer(setup: &mut Setup) -> Result<bool, RpcError> {
 }
 
 /// The transaction run at `gas`.
-fn trial(setup: &mut Setup, gas: u64) -> Result<Trial, RpcError> {
+fn trial(setup: &mut Setup, gas: u64, stop: &Stop) -> Result<Trial, RpcError> {
     let mut tx = setup.tx.clone();
     tx.gas_limit = gas;
-    match try_transact(&setup.env, &mut setup.db, tx) {
+    match try_transact(&setup.env, &mut setup.db, tx, stop) {
         Ok(result) if result.is_success() => Ok(Trial::Succeeded(result)),
         Ok(result) => Ok(Trial::Failed(Some(result))),
         Err(error) if is_too_little_gas(&error) => Ok(Trial::Failed(None)),

@@ -30,11 +30,12 @@ use jsonrpsee::types::Params;
 use crate::context::Context;
 use crate::error::RpcError;
 use crate::params::Positional;
+use crate::stop::Stop;
 
 /// `eth_call(transaction, block?, stateOverrides?, blockOverrides?)`: the
 /// call's return data. A revert is error 3 with the revert data, a halt
 /// -32000 naming it.
-pub(crate) fn call(ctx: &Context, params: Params<'_>) -> Result<Bytes, RpcError> {
+pub(crate) fn call(ctx: &Context, params: Params<'_>, stop: &Stop) -> Result<Bytes, RpcError> {
     let mut params = Positional::new(&params)?;
     let request: TransactionRequest = params.next("transaction")?;
     let block: Option<BlockId> = params.optional("block")?;
@@ -43,20 +44,24 @@ pub(crate) fn call(ctx: &Context, params: Params<'_>) -> Result<Bytes, RpcError>
     params.end()?;
     let mut setup = env::Setup::new(ctx, "eth_call", request, block, state, block_overrides)?;
     let tx = setup.tx.clone();
-    let result = run::transact(&setup.env, &mut setup.db, tx)?;
+    let result = run::transact(&setup.env, &mut setup.db, tx, stop)?;
     run::output(result)
 }
 
 /// `eth_estimateGas(transaction, block?, stateOverrides?)`: the least gas
 /// the transaction succeeds with ([`estimate::estimate`]).
-pub(crate) fn estimate_gas(ctx: &Context, params: Params<'_>) -> Result<U64, RpcError> {
+pub(crate) fn estimate_gas(
+    ctx: &Context,
+    params: Params<'_>,
+    stop: &Stop,
+) -> Result<U64, RpcError> {
     let mut params = Positional::new(&params)?;
     let request: TransactionRequest = params.next("transaction")?;
     let block: Option<BlockId> = params.optional("block")?;
     let state: Option<StateOverride> = params.optional("state overrides")?;
     params.end()?;
     let mut setup = env::Setup::new(ctx, "eth_estimateGas", request, block, state, None)?;
-    Ok(U64::from(estimate::estimate(&mut setup)?))
+    Ok(U64::from(estimate::estimate(&mut setup, stop)?))
 }
 
 /// `eth_createAccessList(transaction, block?)`: the accounts and slots
@@ -65,11 +70,12 @@ pub(crate) fn estimate_gas(ctx: &Context, params: Params<'_>) -> Result<U64, Rpc
 pub(crate) fn create_access_list(
     ctx: &Context,
     params: Params<'_>,
+    stop: &Stop,
 ) -> Result<AccessListResult, RpcError> {
     let mut params = Positional::new(&params)?;
     let request: TransactionRequest = params.next("transaction")?;
     let block: Option<BlockId> = params.optional("block")?;
     params.end()?;
     let mut setup = env::Setup::new(ctx, "eth_createAccessList", request, block, None, None)?;
-    access_list::create(&mut setup)
+    access_list::create(&mut setup, stop)
 }

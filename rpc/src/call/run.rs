@@ -16,18 +16,21 @@ use strata_storage::revm::RevmError;
 
 use crate::call::db::{CallDb, revm_error};
 use crate::error::RpcError;
+use crate::stop::{Stop, stopped_error};
 
 /// Why a run did not run: the transaction was refused, or the EVM failed
 /// (boxed: revm's error is large).
 pub(crate) type RunError = Box<EVMError<RevmError>>;
 
-/// Runs `tx` over `db` in `env`; the changes are dropped.
+/// Runs `tx` over `db` in `env`, halted once `stop` is set; the changes
+/// are dropped.
 pub(crate) fn transact(
     env: &EvmEnv,
     db: &mut CallDb,
     tx: TxEnv,
+    stop: &Stop,
 ) -> Result<ExecutionResult, RpcError> {
-    try_transact(env, db, tx).map_err(|error| evm_error(*error))
+    try_transact(env, db, tx, stop).map_err(|error| evm_error(*error))
 }
 
 /// [`transact`], with a refused transaction left for the caller to judge.
@@ -35,24 +38,31 @@ pub(crate) fn try_transact(
     env: &EvmEnv,
     db: &mut CallDb,
     tx: TxEnv,
+    stop: &Stop,
 ) -> Result<ExecutionResult, RunError> {
-    traced(env, db, tx, NoOpInspector).map(|(result, _)| result)
+    traced(env, db, tx, NoOpInspector, stop).map(|(result, _)| result)
 }
 
-/// Runs `tx` with `inspector` watching; returns the outcome and the
-/// inspector.
+/// Runs `tx` with `inspector` watching, halted once `stop` is set; returns
+/// the outcome and the inspector. A stopped run is an error (its halted
+/// outcome says nothing of the transaction).
 pub(crate) fn traced<'a, I>(
     env: &EvmEnv,
     db: &'a mut CallDb,
     tx: TxEnv,
     inspector: I,
+    stop: &Stop,
 ) -> Result<(ExecutionResult, I), RunError>
 where
     I: Inspector<EthEvmContext<&'a mut CallDb>> + Clone,
 {
-    let mut evm = EthEvmFactory::default().create_evm_with_inspector(db, env.clone(), inspector);
+    let watched = (stop.halter(), inspector);
+    let mut evm = EthEvmFactory::default().create_evm_with_inspector(db, env.clone(), watched);
     let result = evm.transact(tx).map_err(Box::new)?.result;
-    Ok((result, evm.inspector().clone()))
+    if stop.is_set() {
+        return Err(Box::new(EVMError::Custom(stopped_error())));
+    }
+    Ok((result, evm.inspector().1.clone()))
 }
 
 /// What `eth_call` answers for an outcome.

@@ -168,7 +168,16 @@ where
 /// The chain configuration a BlockchainTests `network` names at genesis.
 #[cfg(feature = "alloy-genesis")]
 fn chain_config(network: &str) -> alloy_genesis::ChainConfig {
+    // Every fork up to Berlin at genesis: a configuration in fork order.
     let mut config = alloy_genesis::ChainConfig {
+        homestead_block: Some(0),
+        eip150_block: Some(0),
+        eip155_block: Some(0),
+        eip158_block: Some(0),
+        byzantium_block: Some(0),
+        constantinople_block: Some(0),
+        petersburg_block: Some(0),
+        istanbul_block: Some(0),
         berlin_block: Some(0),
         ..Default::default()
     };

@@ -11,9 +11,6 @@
 //! and geth's `dump --iterative` field names (`codeHash`); the per-account
 //! storage root of geth's dump is not written.
 
-mod target;
-
-use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -26,7 +23,7 @@ use strata_storage::{Regime, StateReader};
 
 use super::datadir::open_for_reading;
 use crate::CliError;
-use target::Target;
+use crate::output_file::{OutputFile, Protected};
 
 /// Accounts read per range request.
 const ACCOUNT_PAGE: usize = 1_024;
@@ -41,31 +38,34 @@ pub struct ExportArgs {
     pub datadir: PathBuf,
     /// Write the dump to this file instead of standard output (written
     /// beside it and renamed over it once whole; through a symlink, beside
-    /// the file it leads to; a device or FIFO is written to directly).
+    /// the file it leads to; a device or FIFO is written to directly; never
+    /// a file in the datadir).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
 }
 
 pub(super) fn run(args: ExportArgs) -> Result<(), CliError> {
     let started = Instant::now();
+    // The output is checked (never inside the datadir) before the store opens.
+    let mut protected = Protected::new().datadir(&args.datadir);
+    let out = args
+        .out
+        .as_deref()
+        .map(|out| OutputFile::create("--out", out, &mut protected))
+        .transpose()?;
     let db = open_for_reading(&args.datadir)?;
     let reader = db
         .reader(Regime::Exec)
         .map_err(CliError::storage(&args.datadir))?;
-    let (accounts, slots) = match &args.out {
-        Some(out) => match Target::of(out)? {
-            Target::Replace(path) => write_replacing(&reader, &args, &path)?,
-            Target::Stream(path) => {
-                let file = target::open_stream(&path)?;
-                let mut sink = std::io::BufWriter::with_capacity(1 << 20, file);
-                let counts = write_dump(&reader, &args, &mut sink).map_err(|e| match e {
-                    Failure::Write(e) => CliError::file(&path)(e),
-                    Failure::Cli(e) => e,
-                })?;
-                sink.flush().map_err(CliError::file(&path))?;
-                counts
-            }
-        },
+    let (accounts, slots) = match out {
+        Some(mut file) => {
+            let counts = write_dump(&reader, &args, &mut file).map_err(|e| match e {
+                Failure::Write(e) => CliError::file(file.path())(e),
+                Failure::Cli(e) => e,
+            })?;
+            file.finish()?;
+            counts
+        }
         None => {
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             let counts = write_dump(&reader, &args, &mut out).map_err(|e| match e {
@@ -85,34 +85,6 @@ pub(super) fn run(args: ExportArgs) -> Result<(), CliError> {
         started.elapsed().as_secs_f64()
     );
     Ok(())
-}
-
-/// Writes the dump to a temporary file beside `path` (a regular file or
-/// none, symlinks already resolved) and renames it over `path` once whole
-/// and fsynced: an export that fails or is killed leaves no truncated dump.
-fn write_replacing(
-    reader: &StateReader,
-    args: &ExportArgs,
-    path: &Path,
-) -> Result<(u64, u64), CliError> {
-    let file = target::temp_beside(path)?;
-    let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
-    let counts = write_dump(reader, args, &mut out).map_err(|e| match e {
-        Failure::Write(e) => CliError::file(path)(e),
-        Failure::Cli(e) => e,
-    })?;
-    let file = out
-        .into_inner()
-        .map_err(|e| CliError::file(path)(e.into_error()))?;
-    file.as_file().sync_all().map_err(CliError::file(path))?;
-    file.persist(path)
-        .map_err(|e| CliError::file(path)(e.error))?;
-    if let Ok(folder) = File::open(target::folder_of(path)) {
-        // The rename is durable once the folder is; a folder that cannot
-        // be fsynced (some file systems) still holds the whole dump.
-        let _ = folder.sync_all();
-    }
-    Ok(counts)
 }
 
 /// Why writing a dump stopped.

@@ -28,6 +28,7 @@ use super::ef_test::state_path;
 use super::replay::{MAX_CACHE_MIB, WarmerList, copy_datadir, format_bytes, warmer_list};
 use crate::CliError;
 use crate::output::Lines;
+use crate::output_file::{OutputFile, Protected};
 pub use ahead::SendersTiming;
 use baseline::BaselineStart;
 pub use baseline::BaselineStateError;
@@ -158,6 +159,24 @@ pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
             args.sync_every
         )));
     }
+    // The outputs first: checked against the datadir and the inputs before
+    // anything is read or opened, and written beside their targets.
+    let mut protected = Protected::new()
+        .datadir(&args.datadir)
+        .input("FILE.rlp", &args.chain)
+        .input_opt("--genesis", args.genesis.as_deref())
+        .input_opt("--prefetch", args.prefetch.as_deref())
+        .input_opt("--baseline-state", args.baseline_state.as_deref());
+    let trace_file = args
+        .trace_out
+        .as_deref()
+        .map(|path| OutputFile::create("--trace-out", path, &mut protected))
+        .transpose()?;
+    let json_file = args
+        .json
+        .as_deref()
+        .map(|path| OutputFile::create("--json", path, &mut protected))
+        .transpose()?;
     let start = match &args.genesis {
         Some(path) => ChainStart::genesis(GenesisBlock::read(path)?),
         None => ChainStart::from_datadir(&args.datadir, &args.chain)?,
@@ -165,8 +184,8 @@ pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
     let baseline_start = match (&args.baseline, &args.baseline_state, &start.genesis) {
         (None, _, _) => None,
         (Some(Baseline::Memory), Some(dump), _) => {
-            // Its first line, before anything is imported.
-            baseline::check_dump_root(dump, &start)?;
+            // Its root and accounts, before anything is imported.
+            baseline::check_dump(dump, &start)?;
             Some(BaselineStart::Dump(dump))
         }
         (Some(Baseline::Memory), None, Some(_)) => Some(BaselineStart::Genesis),
@@ -176,14 +195,6 @@ pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
             ));
         }
     };
-    if let (Some(trace), Some(out)) = (&args.prefetch, &args.trace_out)
-        && same_file(trace, out)
-    {
-        return Err(CliError::Usage(format!(
-            "--prefetch {} is also --trace-out, which would be rewritten before it is read",
-            trace.display()
-        )));
-    }
     let mut combos: Vec<(usize, StatePath, RootTiming, SendersTiming)> = Vec::new();
     for &warmers in &args.warmers.0 {
         for &state in &args.state_path {
@@ -201,11 +212,7 @@ pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
             "{flag} with a sweep: give one warmer count, state path, root timing and senders timing"
         )));
     }
-    let mut trace_out = args
-        .trace_out
-        .as_deref()
-        .map(TraceOut::create)
-        .transpose()?;
+    let mut trace_out = trace_file.map(TraceOut::new);
     if sweep {
         // Every run starts from the same store: the datadir, brought to
         // the genesis when new, then copied per run.
@@ -270,8 +277,11 @@ pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
     if sweep {
         report::print_sweep(&mut out, &runs);
     }
-    if let Some(path) = &args.json {
-        report::write_json(path, &args.chain, start.hash, &runs, baseline.as_ref())?;
+    if let Some(out) = trace_out {
+        out.finish()?;
+    }
+    if let Some(file) = json_file {
+        report::write_json(file, &args.chain, start.hash, &runs, baseline.as_ref())?;
     }
     out.line(format_args!(
         "peak RSS {}",
@@ -314,16 +324,6 @@ pub(crate) fn path_name(state: StatePath) -> &'static str {
     }
 }
 
-/// Whether `a` and `b` name one file (the same path, or, when both exist,
-/// the same canonical path).
-fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
-    a == b
-        || matches!(
-            (std::fs::canonicalize(a), std::fs::canonicalize(b)),
-            (Ok(a), Ok(b)) if a == b
-        )
-}
-
 /// A new datadir gets its genesis (a sweep copies it per run).
 fn prepare_datadir(args: &ImportChainArgs, genesis: &GenesisBlock) -> Result<(), CliError> {
     let db = strata_storage::StateDb::open(&args.datadir, options(args, 0))
@@ -334,7 +334,7 @@ fn prepare_datadir(args: &ImportChainArgs, genesis: &GenesisBlock) -> Result<(),
         db.set_chain_config(&genesis.recorded_config())
             .map_err(CliError::storage(&args.datadir))?;
     }
-    db.close().map_err(CliError::storage(&args.datadir))
+    db.close().map_err(CliError::final_flush(&args.datadir))
 }
 
 /// The store's options for a run with `warmers`.

@@ -16,6 +16,7 @@ use super::run::{BlockRow, ImportRun};
 use crate::CliError;
 use crate::commands::replay::{ReadCell, print_reads};
 use crate::output::Lines;
+use crate::output_file::OutputFile;
 
 fn mgas_per_s(gas: u64, time: Duration) -> f64 {
     gas as f64 / 1e6 / time.as_secs_f64().max(1e-9)
@@ -222,9 +223,9 @@ struct RunJson<'a> {
     per_block: Option<&'a [BlockRow]>,
 }
 
-/// Writes the JSON report to `path`.
+/// Writes the JSON report into `file` (its `--json` path).
 pub(super) fn write_json(
-    path: &Path,
+    file: OutputFile,
     chain: &Path,
     genesis_hash: B256,
     runs: &[ImportRun],
@@ -302,6 +303,6 @@ pub(super) fn write_json(
         final_root: first.final_root,
     };
     let text = serde_json::to_string_pretty(&report)
-        .map_err(|e| CliError::file(path)(std::io::Error::other(e.to_string())))?;
-    std::fs::write(path, text + "\n").map_err(CliError::file(path))
+        .map_err(|e| CliError::file(file.path())(std::io::Error::other(e.to_string())))?;
+    file.write_whole((text + "\n").as_bytes())
 }

@@ -159,7 +159,7 @@ impl Import<'_> {
         };
         if cold {
             // Closed first: the close flushes, and no cache survives it.
-            db.close().map_err(CliError::storage(datadir))?;
+            db.close().map_err(CliError::final_flush(datadir))?;
             crate::cold::cold_start(datadir)?;
             db = StateDb::open(datadir, options).map_err(CliError::storage(datadir))?;
         }
@@ -270,15 +270,12 @@ impl Import<'_> {
         }
         run.wall = started.elapsed().saturating_sub(run.list_reading);
         bar.finish(run.done(), run.wall);
-        if let Some(out) = trace_out {
-            out.flush()?;
-        }
         run.reads = db.metrics().snapshot_and_reset();
         run.cache_stats = db.cache_stats();
         run.value_cache_stats = db.value_cache_stats();
         run.final_block = db.last_block();
         run.final_root = db.root();
-        db.close().map_err(CliError::storage(datadir))?;
+        db.close().map_err(CliError::final_flush(datadir))?;
         Ok(run)
     }
 }

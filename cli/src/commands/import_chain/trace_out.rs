@@ -2,31 +2,31 @@
 //! strata's block-trace format (trace/TRACE_FORMAT.md), so that `strata
 //! replay` replays an executed chain without the EVM.
 
-use std::fs::File;
-use std::io::BufWriter;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use alloy_primitives::KECCAK256_EMPTY;
 use strata_executor::{BlockAccess, ExecutedBlock, GenesisBlock};
 use strata_trace::{AccountRead, AccountWrite, TraceBlock, TraceLine, TraceWriter};
 
 use crate::CliError;
+use crate::output_file::OutputFile;
 
-/// The trace being written.
+/// The trace being written (beside its target, which it replaces only
+/// when [`TraceOut::finish`]ed).
 #[derive(Debug)]
 pub(crate) struct TraceOut {
+    /// The path as given, for messages.
     path: PathBuf,
-    writer: TraceWriter<BufWriter<File>>,
+    writer: TraceWriter<OutputFile>,
 }
 
 impl TraceOut {
-    /// Creates (or truncates) `path`.
-    pub(crate) fn create(path: &Path) -> Result<Self, CliError> {
-        let file = File::create(path).map_err(CliError::file(path))?;
-        Ok(Self {
-            path: path.to_owned(),
-            writer: TraceWriter::new(BufWriter::with_capacity(1 << 20, file)),
-        })
+    /// A trace written into `file`.
+    pub(crate) fn new(file: OutputFile) -> Self {
+        Self {
+            path: file.path().to_owned(),
+            writer: TraceWriter::new(file),
+        }
     }
 
     /// The genesis line: the allocation and its root.
@@ -46,9 +46,12 @@ impl TraceOut {
         self.write(&TraceLine::Block(trace_block(executed, access)))
     }
 
-    /// Flushes the file.
-    pub(crate) fn flush(&mut self) -> Result<(), CliError> {
-        self.writer.flush().map_err(CliError::file(&self.path))
+    /// Makes the whole trace appear at its path.
+    pub(crate) fn finish(self) -> Result<(), CliError> {
+        self.writer
+            .finish()
+            .map_err(CliError::file(&self.path))?
+            .finish()
     }
 
     fn write(&mut self, line: &TraceLine) -> Result<(), CliError> {

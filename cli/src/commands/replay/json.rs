@@ -18,6 +18,7 @@ use super::ReplayArgs;
 use super::host::Host;
 use super::run::{BlockTiming, MaintenanceTotals, RunResult};
 use crate::CliError;
+use crate::output_file::OutputFile;
 
 /// The version of the report's layout (`schema_version`).
 pub(super) const SCHEMA_VERSION: u32 = 1;
@@ -297,15 +298,15 @@ pub(super) fn render(
     serde_json::to_string_pretty(&report)
 }
 
-/// Writes the report of `runs` to `path`.
+/// Writes the report of `runs` into `file` (its `--json` path).
 pub(super) fn write(
-    path: &Path,
+    file: OutputFile,
     args: &ReplayArgs,
     context: &Context,
     runs: &[RunResult],
     peak_rss_bytes: Option<u64>,
 ) -> Result<(), CliError> {
     let text = render(args, context, runs, peak_rss_bytes)
-        .map_err(|e| CliError::file(path)(std::io::Error::other(e)))?;
-    std::fs::write(path, text + "\n").map_err(CliError::file(path))
+        .map_err(|e| CliError::file(file.path())(std::io::Error::other(e)))?;
+    file.write_whole((text + "\n").as_bytes())
 }

@@ -23,6 +23,7 @@ use strata_storage::CacheKind;
 
 use crate::CliError;
 use crate::output::Lines;
+use crate::output_file::{OutputFile, Protected};
 pub(crate) use host::{format_bytes, peak_rss_bytes, total_memory_bytes};
 pub(crate) use json::ReadCell;
 pub(crate) use report::print_reads;
@@ -202,6 +203,24 @@ pub(crate) fn observer_rate(text: &str) -> Result<f64, String> {
 }
 
 pub(super) fn run(args: ReplayArgs) -> Result<(), CliError> {
+    // The outputs first: never the datadir's files or the inputs; written
+    // beside their targets once the replay is done.
+    let mut protected = Protected::new()
+        .input("TRACE", &args.trace)
+        .input_opt("--genesis", args.genesis.as_deref());
+    if let Some(datadir) = &args.datadir {
+        protected = protected.datadir(datadir);
+    }
+    let json_file = args
+        .json
+        .as_deref()
+        .map(|path| OutputFile::create("--json", path, &mut protected))
+        .transpose()?;
+    let plot_file = args
+        .plot
+        .as_deref()
+        .map(|path| OutputFile::create("--plot", path, &mut protected))
+        .transpose()?;
     let mut combos = Vec::new();
     for &warmers in &args.warmers.0 {
         for &cache in &args.cache {
@@ -274,11 +293,11 @@ pub(super) fn run(args: ReplayArgs) -> Result<(), CliError> {
         report::print_sweep(&mut out, &results);
         out.print()?;
     }
-    if let Some(path) = &args.json {
-        json::write(path, &args, &context, &results, host::peak_rss_bytes())?;
+    if let Some(file) = json_file {
+        json::write(file, &args, &context, &results, host::peak_rss_bytes())?;
     }
-    if let Some(path) = &args.plot {
-        plot::draw(path, &results)?;
+    if let Some(file) = plot_file {
+        plot::draw(file, &results)?;
     }
     let first = results[0].final_root;
     if let Some(other) = results.iter().find(|r| r.final_root != first) {

@@ -215,7 +215,7 @@ pub(super) fn replay_once(
     if args.cold {
         // Closed first: the close flushes, and no cache survives it.
         drop(published);
-        db.close().map_err(final_flush(&datadir))?;
+        db.close().map_err(CliError::final_flush(&datadir))?;
         crate::cold::cold_start(&datadir)?;
         db = StateDb::open(&datadir, options).map_err(CliError::storage(&datadir))?;
         published = current.publish(&db);
@@ -310,7 +310,7 @@ pub(super) fn replay_once(
     let options = db.options().clone();
     drop(published);
     let close_started = Instant::now();
-    db.close().map_err(final_flush(&datadir))?;
+    db.close().map_err(CliError::final_flush(&datadir))?;
     let close = close_started.elapsed();
     Ok(RunResult {
         warmers,
@@ -342,15 +342,6 @@ pub(super) fn replay_once(
         options,
         observer,
     })
-}
-
-/// The error of a failed [`StateDb::close`] of `datadir`.
-fn final_flush(datadir: &Path) -> impl FnOnce(strata_storage::Error) -> CliError {
-    let datadir = datadir.to_owned();
-    move |source| CliError::FinalFlush {
-        datadir,
-        source: Box::new(source),
-    }
 }
 
 /// Bring an empty store to the trace's start (genesis), or check where an

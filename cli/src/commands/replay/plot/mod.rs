@@ -10,7 +10,6 @@ mod blocks;
 mod sweep;
 
 use std::ops::Range;
-use std::path::Path;
 
 use plotters::coord::Shift;
 use plotters::coord::combinators::WithKeyPoints;
@@ -21,6 +20,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::run::RunResult;
 use crate::CliError;
+use crate::output_file::OutputFile;
 
 /// Width of the whole picture, in pixels.
 const WIDTH: u32 = 1100;
@@ -56,17 +56,19 @@ type Area<'b> = DrawingArea<SVGBackend<'b>, Shift>;
 type LogChart<'a, 'b> =
     ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, WithKeyPoints<LogCoord<f64>>>>;
 
-/// Draws the runs into `path`.
-pub(super) fn draw(path: &Path, runs: &[RunResult]) -> Result<(), CliError> {
-    draw_svg(path, runs).map_err(|what| {
-        CliError::file(path)(std::io::Error::other(format!("drawing the plot: {what}")))
-    })
+/// Draws the runs into `file` (its `--plot` path).
+pub(super) fn draw(file: OutputFile, runs: &[RunResult]) -> Result<(), CliError> {
+    let mut svg = String::new();
+    draw_svg(&mut svg, runs).map_err(|what| {
+        CliError::file(file.path())(std::io::Error::other(format!("drawing the plot: {what}")))
+    })?;
+    file.write_whole(svg.as_bytes())
 }
 
-fn draw_svg(path: &Path, runs: &[RunResult]) -> Result<(), String> {
+fn draw_svg(svg: &mut String, runs: &[RunResult]) -> Result<(), String> {
     let sweep = runs.len() > 1;
     let panels: u32 = if sweep { 4 } else { 2 };
-    let root = SVGBackend::new(path, (WIDTH, PANEL_HEIGHT * panels)).into_drawing_area();
+    let root = SVGBackend::with_string(svg, (WIDTH, PANEL_HEIGHT * panels)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| e.to_string())?;
     let areas = root.split_evenly((panels as usize, 1));
     let mut areas = areas.iter();
