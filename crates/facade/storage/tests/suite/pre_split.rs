@@ -50,7 +50,7 @@ fn fixture_copy() -> (tempfile::TempDir, PathBuf) {
             }
         }
     }
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/datadir-pre-split");
+    let fixture = strata_test_support::repo_root().join("testdata/datadir-pre-split");
     let dir = tempfile::tempdir().unwrap();
     let datadir = dir.path().join("datadir");
     copy(&fixture, &datadir);

@@ -557,7 +557,7 @@ fn check_reads_catches_a_wrong_pre_value() {
 fn mutated_lines_never_panic() {
     use rand::{Rng, SeedableRng};
 
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/small.jsonl");
+    let path = strata_test_support::repo_root().join("testdata/small.jsonl");
     let text = std::fs::read_to_string(path).unwrap();
     let line = text.lines().nth(1).unwrap().as_bytes().to_vec();
     let alphabet = b"0123456789abcdefxX\"{}[],:-.eE \\ntruefalsnul";

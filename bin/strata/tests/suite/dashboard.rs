@@ -5,14 +5,14 @@
 //! scrape), the JSON-RPC row's (`strata_rpc_*`) by `serve --metrics`.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use prometheus_parse::{Scrape, Value};
 use serde::Deserialize;
 
 /// Where the dashboard is checked in.
 pub(crate) fn dashboard_path() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../dashboards/strata-grafana.json")
+    strata_test_support::repo_root().join("dashboards/strata-grafana.json")
 }
 
 /// The parts of a Grafana dashboard model the checks read.

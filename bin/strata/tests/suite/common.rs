@@ -10,7 +10,7 @@ pub(crate) fn vectors() -> Option<PathBuf> {
 
 /// The repository's testdata directory.
 pub(crate) fn testdata() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata")
+    strata_test_support::repo_root().join("testdata")
 }
 
 /// Run the `strata` binary.

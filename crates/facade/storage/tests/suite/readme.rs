@@ -19,7 +19,8 @@ fn between<'a>(text: &'a str, begin: &str, end: &str, what: &str) -> &'a str {
 #[test]
 fn the_readme_library_example_is_the_example_that_ci_builds() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let readme = std::fs::read_to_string(root.join("../README.md")).unwrap();
+    let readme =
+        std::fs::read_to_string(strata_test_support::repo_root().join("README.md")).unwrap();
     let example = std::fs::read_to_string(root.join("examples/readme.rs")).unwrap();
     let library = between(&readme, "## The library\n", "\n## ", "README.md");
     let shown = between(library, "```rust\n", "```\n", "README.md, The library");

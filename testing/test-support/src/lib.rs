@@ -14,15 +14,17 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+/// The checkout's root folder (this crate is `testing/test-support`).
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
 /// `sub` inside the shared vectors folder (`""` for the folder itself), or
 /// `None` after printing why the calling test skips. Panics when the folder
 /// is absent and `CI=true`.
 pub fn vectors(sub: &str) -> Option<PathBuf> {
-    // Every crate of the workspace sits one level below the checkout, as
-    // this one does.
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/vectors")
-        .join(sub);
+    // The vectors sit beside the checkout.
+    let dir = repo_root().join("../shared/vectors").join(sub);
     if dir.is_dir() {
         return Some(dir);
     }
