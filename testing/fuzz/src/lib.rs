@@ -1,5 +1,5 @@
 //! Helpers shared by strata's fuzz targets (`fuzz_targets/*.rs`) and the seed
-//! writer (`src/bin/write_seeds.rs`). See `fuzz/README.md`.
+//! writer (`src/bin/write_seeds.rs`). See `testing/fuzz/README.md`.
 //!
 //! The sorted-file format protects every region with an xxh3-64 checksum, so
 //! random bytes almost never get past the first checksum check. To let the
@@ -13,7 +13,7 @@ pub mod state_ops;
 use strata_storage::files::{FileValue, FileValueRef, SortedFile};
 use xxhash_rust::xxh3::xxh3_64;
 
-/// Size of a sorted file's footer (`storage/FORMAT.md`).
+/// Size of a sorted file's footer (`book/src/reference/formats/sorted-files.md`).
 pub const FOOTER_LEN: usize = 88;
 /// Offset of the whole-file checksum inside the footer.
 const FOOTER_CHECKSUM_AT: usize = 72;

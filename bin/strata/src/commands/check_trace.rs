@@ -16,7 +16,7 @@ use crate::output::print_text;
 /// Arguments of `strata check-trace`.
 #[derive(Debug, Clone, Args)]
 pub struct CheckTraceArgs {
-    /// The trace (JSON Lines, see TRACE_FORMAT.md).
+    /// The trace (JSON Lines, see book/src/reference/formats/trace.md).
     #[arg(value_name = "TRACE")]
     pub trace: PathBuf,
     /// Genesis file, when the trace has no genesis line.

@@ -21,6 +21,7 @@ pub(crate) mod init;
 mod man;
 mod observe;
 mod proof;
+pub mod reference;
 mod replay;
 mod root;
 mod serve;

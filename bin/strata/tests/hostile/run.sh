@@ -19,7 +19,7 @@
 # a .torn-OFFSET file), or a hang (every command runs under `timeout`).
 # Each section states its rule where it records.
 #
-# Usage: [ONLY="section ..."] cli/tests/hostile/run.sh [STRATA_BINARY] [WORKDIR]
+# Usage: [ONLY="section ..."] bin/strata/tests/hostile/run.sh [STRATA_BINARY] [WORKDIR]
 # (release binary recommended: cargo build --release -p strata-cli).
 # Needs root for the read-only-mount, disk-full (tmpfs) and mknod trials;
 # they are skipped otherwise. Needs jq, python3 and libxxhash0 (or python's
@@ -369,7 +369,7 @@ B6ADDR=0x01376d2a20643669f0b2b3f8866bdabd2c37c9aa
 cat >jtool.py <<'PY'
 import ctypes, struct, sys
 
-# Journal segment tool for the hostile campaign (storage/FORMAT.md, "The journal").
+# Journal segment tool for the hostile campaign (book/src/reference/formats/journal.md).
 # Format 2: a 48-byte segment header ("STRJSEG\n"), then frames
 #   magic "SJR2" | len u32 | block u64 | header check u64 | parent [32] | root [32] | payload | frame check u64
 #   header check = xxh3-64(magic|len|block), frame check = xxh3-64(len|block|parent|root|payload)

@@ -6,7 +6,7 @@
 //! replay ends at the trace's final root.
 //!
 //! CI runs 20 kills; `cargo test -p strata-cli --release -- --ignored kill`
-//! runs 500 (see cli/TESTING.md).
+//! runs 500 (see bin/strata/TESTING.md).
 
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -19,6 +19,7 @@ mod observe;
 mod outputs;
 mod prefetch;
 mod read_only;
+mod reference;
 mod refusals;
 mod replay;
 mod resume;

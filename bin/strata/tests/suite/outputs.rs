@@ -27,6 +27,11 @@ fn imported(dir: &Path) -> (PathBuf, PathBuf, String) {
     (out, datadir, stdout)
 }
 
+/// `args` as the `&str`s the command runners take.
+fn strs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
+}
+
 /// Every file under `dir` with its bytes, sorted by path.
 fn files_of(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     let mut files = Vec::new();
@@ -188,18 +193,24 @@ fn reports_and_traces_appear_whole_beside_a_successful_import_only() {
     let report = dir.path().join("report.json");
     let trace = dir.path().join("trace.jsonl");
     std::fs::write(&report, "an older report").unwrap();
-    strata_ok(&[
-        "import-chain",
-        &s(&out.join("chain.rlp")),
-        "--datadir",
-        &s(&dir.path().join("second")),
-        "--genesis",
-        &s(&out.join("genesis.json")),
-        "--json",
-        &s(&report),
-        "--trace-out",
-        &s(&trace),
-    ]);
+    // An import into `second` from `genesis`, writing the report and the trace.
+    let import = |genesis: &Path| -> Vec<String> {
+        [
+            "import-chain",
+            &s(&out.join("chain.rlp")),
+            "--datadir",
+            &s(&dir.path().join("second")),
+            "--genesis",
+            &s(genesis),
+            "--json",
+            &s(&report),
+            "--trace-out",
+            &s(&trace),
+        ]
+        .map(str::to_owned)
+        .to_vec()
+    };
+    strata_ok(&strs(&import(&out.join("genesis.json"))));
     assert_eq!(read_json(&report)["command"], "import-chain");
     strata_ok(&["check-trace", &s(&trace)]);
     // A refused import (another chain's genesis) leaves both as they were.
@@ -209,18 +220,7 @@ fn reports_and_traces_appear_whole_beside_a_successful_import_only() {
         std::fs::read(&report).unwrap(),
         std::fs::read(&trace).unwrap(),
     );
-    strata_err(&[
-        "import-chain",
-        &s(&out.join("chain.rlp")),
-        "--datadir",
-        &s(&dir.path().join("second")),
-        "--genesis",
-        &s(&other.join("genesis.json")),
-        "--json",
-        &s(&report),
-        "--trace-out",
-        &s(&trace),
-    ]);
+    strata_err(&strs(&import(&other.join("genesis.json"))));
     assert_eq!(std::fs::read(&report).unwrap(), report_bytes);
     assert_eq!(std::fs::read(&trace).unwrap(), trace_bytes);
     let names: Vec<String> = std::fs::read_dir(dir.path())

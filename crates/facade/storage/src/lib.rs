@@ -49,3 +49,18 @@ pub mod telemetry {
     pub use strata_prometheus as prometheus;
     pub use strata_telemetry::*;
 }
+
+/// The Rust samples of the README and of the book, compiled and run as this
+/// crate's doc-tests, so that what they show cannot drift from the API
+/// (`cargo test -p strata-storage --features revm --doc`).
+#[cfg(all(doctest, feature = "revm"))]
+mod book_samples {
+    #[doc = include_str!("../../../../README.md")]
+    struct Readme;
+    #[doc = include_str!("../../../../book/src/guide/library/writing-blocks.md")]
+    struct WritingBlocks;
+    #[doc = include_str!("../../../../book/src/guide/library/access-lists.md")]
+    struct AccessLists;
+    #[doc = include_str!("../../../../book/src/guide/readers.md")]
+    struct Readers;
+}

@@ -1,5 +1,5 @@
 //! Byte-level constants and the footer of the sorted-file format
-//! (documented in `storage/FORMAT.md`). All integers are little-endian.
+//! (documented in `book/src/reference/formats/sorted-files.md`). All integers are little-endian.
 
 use strata_types::Domain;
 
@@ -19,7 +19,7 @@ pub(crate) const FOOTER_LEN: usize = 88;
 /// every byte of the file before it.
 pub(crate) const FOOTER_CHECKSUM_AT: usize = 72;
 
-/// Where each field of the footer starts (`storage/FORMAT.md`, "Footer"):
+/// Where each field of the footer starts (`book/src/reference/formats/sorted-files.md`, "Footer"):
 /// the offsets the encoder, the decoder and the opener's error messages
 /// share.
 pub(crate) mod footer_at {

@@ -6,7 +6,7 @@
 //! searched block index; inside a block keys share their prefix with the
 //! previous key, and restart points (whole keys every 16 entries) make the
 //! key search binary down to a short scan. A blocked Bloom filter per file lets lookups skip files that
-//! cannot hold a key. The byte format is specified in `storage/FORMAT.md`.
+//! cannot hold a key. The byte format is specified in `book/src/reference/formats/sorted-files.md`.
 //!
 //! * [`SortedFileWriter`] writes a file durably (temp name, fsync, rename,
 //!   directory fsync) through the [`FileSystem`] seam.

@@ -3,7 +3,7 @@
 //!
 //! The format is JSON Lines: an optional genesis line followed by one line
 //! per block with the values the block read (before it ran) and the values
-//! it wrote (after it ran). `trace/TRACE_FORMAT.md` is the specification; the
+//! it wrote (after it ran). `book/src/reference/formats/trace.md` is the specification; the
 //! crate root is its typed form ([`TraceLine`], [`TraceBlock`]), a streaming
 //! [`TraceReader`] and a [`TraceWriter`], and a block's EIP-7928-style
 //! access list ([`TraceBlock::access_list`]).

@@ -1,10 +1,10 @@
 //! Writes the seed corpora of the fuzz targets with strata's own writers:
 //!
 //! ```text
-//! cargo run --manifest-path fuzz/Cargo.toml --bin write_seeds [OUT_DIR]
+//! cargo run --manifest-path testing/fuzz/Cargo.toml --bin write_seeds [OUT_DIR]
 //! ```
 //!
-//! `OUT_DIR` defaults to `fuzz/seeds`; one sub-directory per target. The
+//! `OUT_DIR` defaults to `testing/fuzz/seeds`; one sub-directory per target. The
 //! output is deterministic, so re-running it reproduces the committed seeds.
 
 use std::fs;

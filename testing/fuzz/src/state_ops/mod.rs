@@ -54,7 +54,7 @@ mod tests {
 
     /// Replays the committed seeds and regressions of the `state_ops`
     /// target on a stable toolchain (`cargo test --manifest-path
-    /// fuzz/Cargo.toml --lib`), except the open ones (below).
+    /// testing/fuzz/Cargo.toml --lib`), except the open ones (below).
     #[test]
     fn seeds_and_regressions_replay() {
         let mut replayed = 0;
@@ -66,7 +66,7 @@ mod tests {
                 replayed += 1;
             }
         }
-        assert!(replayed > 0, "no state_ops seeds found under fuzz/seeds");
+        assert!(replayed > 0, "no state_ops seeds found under testing/fuzz/seeds");
     }
 
     /// `regressions/state_ops/open-*` are inputs of store bugs not fixed

@@ -1,5 +1,5 @@
 //! Hand-written operation sequences: the seed corpus of the `state_ops`
-//! target (written by `src/bin/write_seeds.rs` to `fuzz/seeds/state_ops/`).
+//! target (written by `src/bin/write_seeds.rs` to `testing/fuzz/seeds/state_ops/`).
 //! Each reaches a part of the store the fuzzer should start from: files
 //! made by collation and merged, storage wiped while it sits in files,
 //! unwinds in and out of the window, power cuts, each injected failure,

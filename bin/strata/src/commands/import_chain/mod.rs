@@ -81,7 +81,7 @@ pub struct ImportChainArgs {
     )]
     pub baseline_state: Option<PathBuf>,
     /// Write what each block's execution read and wrote as a block trace
-    /// (TRACE_FORMAT.md) that `strata replay` replays without the EVM.
+    /// (book/src/reference/formats/trace.md) that `strata replay` replays without the EVM.
     /// The trace starts where the chain does: with --genesis, a new
     /// datadir and the trace's genesis line; without, a datadir still at
     /// the block the file's first block builds on (as `init --state` left
@@ -90,7 +90,7 @@ pub struct ImportChainArgs {
     #[arg(long, value_name = "FILE.jsonl")]
     pub trace_out: Option<PathBuf>,
     /// Prefetch each block from its access list in this block trace (what
-    /// `--trace-out` wrote for the same chain; TRACE_FORMAT.md): as soon
+    /// `--trace-out` wrote for the same chain; book/src/reference/formats/trace.md): as soon
     /// as the block's writer is open (its header checked), the warmers load
     /// every account, slot and trie path the trace lists for it, while its
     /// body is checked, its senders recovered and it is executed. The trace's block must carry the header's state root.

@@ -1,5 +1,5 @@
 //! `--trace-out`: what each executed block read and wrote, written in
-//! strata's block-trace format (trace/TRACE_FORMAT.md), so that `strata
+//! strata's block-trace format (book/src/reference/formats/trace.md), so that `strata
 //! replay` replays an executed chain without the EVM.
 
 use std::path::PathBuf;

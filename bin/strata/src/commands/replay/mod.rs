@@ -34,7 +34,7 @@ pub(crate) use source::TraceSource;
 /// Arguments of `strata replay`.
 #[derive(Debug, Clone, Args)]
 pub struct ReplayArgs {
-    /// The trace (JSON Lines, see TRACE_FORMAT.md).
+    /// The trace (JSON Lines, see book/src/reference/formats/trace.md).
     #[arg(value_name = "TRACE")]
     pub trace: PathBuf,
     /// Data directory: created when absent; an existing one is resumed after

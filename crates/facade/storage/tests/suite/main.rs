@@ -13,7 +13,6 @@ mod model;
 mod oracle;
 mod pre_split;
 mod range;
-mod readme;
 mod refusal;
 mod root_stream;
 mod sample;

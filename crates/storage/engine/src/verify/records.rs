@@ -1,6 +1,6 @@
 //! Check 4b: every stored commitment record must be exactly the record the
 //! bulk builder derives from the values. Records are canonical (see
-//! `commitment/FORMAT.md`): the incremental commit and the bulk builder store
+//! `book/src/reference/formats/commitment.md`): the incremental commit and the bulk builder store
 //! the same bytes for the same state, so a byte comparison is exact.
 
 use strata_commitment::record_path;

@@ -1,5 +1,5 @@
 //! An in-memory world state that applies trace blocks exactly as
-//! `TRACE_FORMAT.md` says and computes the Ethereum state root with
+//! `book/src/reference/formats/trace.md` says and computes the Ethereum state root with
 //! `alloy_trie::HashBuilder` — independently of strata's own commitment, so
 //! it can serve as the outside oracle for generated and replayed traces.
 

@@ -1,13 +1,15 @@
-//! The README's library example, whole: the README shows the lines between
-//! the `README` markers verbatim, and a test (`storage/tests/suite/readme.rs`)
-//! keeps the two the same, so what the README shows compiles and runs.
+//! A minimal client on strata: a genesis, a transfer executed by revm over
+//! the block's writer, the commit, reads, a proof, an older block and an
+//! unwind. The book's "Executing blocks with revm" shows the lines between
+//! the `ANCHOR` markers (mdBook includes them), so what it shows is what CI
+//! builds.
 //!
 //! ```text
-//! cargo run -p strata-storage --features revm --example readme
+//! cargo run -p strata-storage --features revm --example client
 //! ```
 
-// README:begin
-// Cargo.toml: strata-storage = { path = "storage", features = ["revm"] }
+// ANCHOR: client
+// Cargo.toml: strata-storage = { git = "https://github.com/strata-eth/strata", features = ["revm"] }
 use alloy_primitives::{Address, B256, TxKind, U256};
 use revm::context::{BlockEnv, TxEnv};
 use revm::{Context, ExecuteEvm, MainBuilder, MainContext};
@@ -74,4 +76,4 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     assert_eq!(db.latest().account(&bob)?, None);
     Ok(())
 }
-// README:end
+// ANCHOR_END: client
