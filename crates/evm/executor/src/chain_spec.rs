@@ -22,6 +22,10 @@ pub struct ChainSpec {
     pub chain_id: u64,
     /// When each fork activates (block, timestamp or total difficulty).
     pub hardforks: EthereumChainHardforks,
+    /// The blob parameters each fork from Cancun on sets (EIP-7840's
+    /// `blobSchedule`, which the blob-parameter-only forks of EIP-7892
+    /// change), in fork order.
+    pub blob_schedule: Vec<(EthereumHardfork, BlobParams)>,
     /// Where EIP-6110 deposit events come from (Prague on).
     pub deposit_contract: Option<Address>,
     /// Whether the DAO fork's irregular state change and extra-data rule
@@ -48,12 +52,80 @@ const BLOCK_FORKS: [EthereumHardfork; 14] = [
 ];
 
 /// The forks switched on by timestamp, in activation order.
-const TIME_FORKS: [EthereumHardfork; 4] = [
+const TIME_FORKS: [EthereumHardfork; 9] = [
     EthereumHardfork::Shanghai,
     EthereumHardfork::Cancun,
     EthereumHardfork::Prague,
     EthereumHardfork::Osaka,
+    EthereumHardfork::Bpo1,
+    EthereumHardfork::Bpo2,
+    EthereumHardfork::Bpo3,
+    EthereumHardfork::Bpo4,
+    EthereumHardfork::Bpo5,
 ];
+
+/// The forks that may set blob parameters, in activation order, with the
+/// name a `blobSchedule` gives each (geth's lower case; fixtures capitalise).
+const BLOB_FORKS: [(EthereumHardfork, &str); 9] = [
+    (EthereumHardfork::Cancun, "cancun"),
+    (EthereumHardfork::Prague, "prague"),
+    (EthereumHardfork::Osaka, "osaka"),
+    (EthereumHardfork::Bpo1, "bpo1"),
+    (EthereumHardfork::Bpo2, "bpo2"),
+    (EthereumHardfork::Bpo3, "bpo3"),
+    (EthereumHardfork::Bpo4, "bpo4"),
+    (EthereumHardfork::Bpo5, "bpo5"),
+    (EthereumHardfork::Amsterdam, "amsterdam"),
+];
+
+/// The blob parameters the forks set where no `blobSchedule` says
+/// otherwise (mainnet's: EIP-4844, EIP-7691, EIP-7594/7918, and the first
+/// two BPO forks).
+pub(crate) fn default_blob_schedule() -> Vec<(EthereumHardfork, BlobParams)> {
+    vec![
+        (EthereumHardfork::Cancun, BlobParams::cancun()),
+        (EthereumHardfork::Prague, BlobParams::prague()),
+        (EthereumHardfork::Osaka, BlobParams::osaka()),
+        (EthereumHardfork::Bpo1, BlobParams::bpo1()),
+        (EthereumHardfork::Bpo2, BlobParams::bpo2()),
+    ]
+}
+
+/// A fork's blob parameters from a schedule entry (target, maximum,
+/// base-fee update fraction): from Osaka on with EIP-7918's blob base cost
+/// and EIP-7594's per-transaction maximum, as clients complete them.
+fn blob_params_of(
+    fork: EthereumHardfork,
+    target: u64,
+    max: u64,
+    update_fraction: u128,
+) -> BlobParams {
+    let base = match fork {
+        EthereumHardfork::Cancun => BlobParams::cancun(),
+        EthereumHardfork::Prague => BlobParams::prague(),
+        _ => BlobParams::osaka(),
+    };
+    let max_blobs_per_tx = match fork {
+        EthereumHardfork::Cancun | EthereumHardfork::Prague => max,
+        _ => base.max_blobs_per_tx,
+    };
+    BlobParams {
+        target_blob_count: target,
+        max_blob_count: max,
+        update_fraction,
+        max_blobs_per_tx,
+        ..base
+    }
+}
+
+/// The fork a `blobSchedule` key names (any case), if it sets blob
+/// parameters.
+fn blob_fork_named(key: &str) -> Option<EthereumHardfork> {
+    BLOB_FORKS
+        .iter()
+        .find(|(_, name)| name.eq_ignore_ascii_case(key))
+        .map(|(fork, _)| *fork)
+}
 
 impl ChainSpec {
     /// The chain a BlockchainTests `network` names: a single fork active
@@ -151,10 +223,28 @@ impl ChainSpec {
             (EthereumHardfork::Cancun, time(config.cancun_time)),
             (EthereumHardfork::Prague, time(config.prague_time)),
             (EthereumHardfork::Osaka, time(config.osaka_time)),
+            (EthereumHardfork::Bpo1, time(config.bpo1_time)),
+            (EthereumHardfork::Bpo2, time(config.bpo2_time)),
+            (EthereumHardfork::Bpo3, time(config.bpo3_time)),
+            (EthereumHardfork::Bpo4, time(config.bpo4_time)),
+            (EthereumHardfork::Bpo5, time(config.bpo5_time)),
         ];
+        let mut blob_schedule = default_blob_schedule();
+        for (key, params) in &config.blob_schedule {
+            if let Some(fork) = blob_fork_named(key) {
+                let params = blob_params_of(
+                    fork,
+                    params.target_blob_count,
+                    params.max_blob_count,
+                    params.update_fraction,
+                );
+                set_blob_params(&mut blob_schedule, fork, params);
+            }
+        }
         Self {
             chain_id: config.chain_id,
             hardforks: EthereumChainHardforks::new(forks),
+            blob_schedule,
             deposit_contract: config
                 .deposit_contract_address
                 .or((config.chain_id == MAINNET_CHAIN_ID)
@@ -209,17 +299,78 @@ impl ChainSpec {
                 .transitions_at_block(number)
     }
 
-    /// The blob gas parameters in force at `timestamp` (none before Cancun).
+    /// The blob gas parameters in force at `timestamp`: those of the last
+    /// fork active then that sets them (none before Cancun).
     pub fn blob_params_at(&self, timestamp: u64) -> Option<BlobParams> {
-        if self.is_osaka_active_at_timestamp(timestamp) {
-            Some(BlobParams::osaka())
-        } else if self.is_prague_active_at_timestamp(timestamp) {
-            Some(BlobParams::prague())
-        } else if self.is_cancun_active_at_timestamp(timestamp) {
-            Some(BlobParams::cancun())
-        } else {
-            None
+        self.blob_schedule
+            .iter()
+            .rev()
+            .find(|(fork, _)| {
+                self.ethereum_fork_activation(*fork)
+                    .active_at_timestamp(timestamp)
+            })
+            .map(|(_, params)| *params)
+    }
+
+    /// This chain with the blob parameters of a BlockchainTests fixture's
+    /// `config.blobSchedule` (`{"Cancun": {"target": "0x03", "max": "0x06",
+    /// "baseFeeUpdateFraction": "0x32f0ed"}, "BPO1": …}`): each fork it
+    /// names gets its target, maximum and update fraction.
+    pub fn with_fixture_blob_schedule(
+        &self,
+        schedule: &serde_json::Value,
+    ) -> Result<Self, ChainSpecError> {
+        let mut spec = self.clone();
+        let Some(entries) = schedule.as_object() else {
+            return Err(ChainSpecError::BlobSchedule(format!(
+                "not an object: {schedule}"
+            )));
+        };
+        for (key, entry) in entries {
+            let Some(fork) = blob_fork_named(key) else {
+                return Err(ChainSpecError::BlobSchedule(format!(
+                    "unknown fork {key:?}"
+                )));
+            };
+            let field = |name: &str| -> Result<u128, ChainSpecError> {
+                entry
+                    .get(name)
+                    .and_then(quantity)
+                    .ok_or_else(|| ChainSpecError::BlobSchedule(format!("{key}: no number {name}")))
+            };
+            let params = blob_params_of(
+                fork,
+                field("target")? as u64,
+                field("max")? as u64,
+                field("baseFeeUpdateFraction")?,
+            );
+            set_blob_params(&mut spec.blob_schedule, fork, params);
         }
+        Ok(spec)
+    }
+}
+
+/// Sets `fork`'s parameters in `schedule`, kept in fork order.
+fn set_blob_params(
+    schedule: &mut Vec<(EthereumHardfork, BlobParams)>,
+    fork: EthereumHardfork,
+    params: BlobParams,
+) {
+    schedule.retain(|(each, _)| *each != fork);
+    schedule.push((fork, params));
+    let order = |fork: &EthereumHardfork| BLOB_FORKS.iter().position(|(each, _)| each == fork);
+    schedule.sort_by_key(|(fork, _)| order(fork));
+}
+
+/// A JSON number or `0x` hex string.
+fn quantity(value: &serde_json::Value) -> Option<u128> {
+    match value {
+        serde_json::Value::Number(n) => n.as_u64().map(u128::from),
+        serde_json::Value::String(text) => match text.strip_prefix("0x") {
+            Some(hex) => u128::from_str_radix(hex, 16).ok(),
+            None => text.parse().ok(),
+        },
+        _ => None,
     }
 }
 
@@ -295,6 +446,7 @@ impl Schedule {
         ChainSpec {
             chain_id,
             hardforks: EthereumChainHardforks::new(self.forks),
+            blob_schedule: default_blob_schedule(),
             deposit_contract: Some(MAINNET_DEPOSIT_CONTRACT_ADDRESS),
             dao_fork_support: self.dao_fork_support,
         }
@@ -323,6 +475,11 @@ fn fork_of_test_name(name: &str) -> Option<EthereumHardfork> {
         "Cancun" => EthereumHardfork::Cancun,
         "Prague" => EthereumHardfork::Prague,
         "Osaka" => EthereumHardfork::Osaka,
+        "BPO1" => EthereumHardfork::Bpo1,
+        "BPO2" => EthereumHardfork::Bpo2,
+        "BPO3" => EthereumHardfork::Bpo3,
+        "BPO4" => EthereumHardfork::Bpo4,
+        "BPO5" => EthereumHardfork::Bpo5,
         _ => return None,
     })
 }
@@ -405,6 +562,48 @@ mod tests {
         assert!(!merged.is_paris_active_at_block(2));
         assert!(merged.is_paris_active_at_block(3));
         assert!(merged.is_london_active_at_block(0));
+    }
+
+    #[test]
+    fn bpo_transitions_switch_blob_parameters_at_their_time() {
+        let spec = ChainSpec::from_test_network("BPO1ToBPO2AtTime15k").unwrap();
+        assert!(spec.is_osaka_active_at_timestamp(0));
+        assert_eq!(spec.blob_params_at(14_999), Some(BlobParams::bpo1()));
+        assert_eq!(spec.blob_params_at(15_000), Some(BlobParams::bpo2()));
+        // A fixture's schedule replaces a fork's target, maximum and fraction.
+        let schedule = serde_json::json!({
+            "BPO2": {"target": "0x0e", "max": "0x15", "baseFeeUpdateFraction": "0xb24b3f"},
+            "BPO3": {"target": "0x15", "max": "0x20", "baseFeeUpdateFraction": "0x10fafdf"}
+        });
+        let spec = ChainSpec::from_test_network("BPO2ToBPO3AtTime15k")
+            .unwrap()
+            .with_fixture_blob_schedule(&schedule)
+            .unwrap();
+        let bpo3 = spec.blob_params_at(15_000).unwrap();
+        assert_eq!((bpo3.target_blob_count, bpo3.max_blob_count), (0x15, 0x20));
+        assert_eq!(bpo3.update_fraction, 0x10fafdf);
+        assert_eq!(bpo3.blob_base_cost, BlobParams::osaka().blob_base_cost);
+        assert_eq!(spec.blob_params_at(0).unwrap().max_blob_count, 0x15);
+        let unknown = serde_json::json!({"Bogus": {}});
+        assert!(spec.with_fixture_blob_schedule(&unknown).is_err());
+    }
+
+    #[test]
+    fn a_geth_config_gives_the_bpo_times_and_blob_schedule() {
+        let config: ChainConfig = serde_json::from_value(serde_json::json!({
+            "chainId": 7, "homesteadBlock": 0, "eip150Block": 0, "eip155Block": 0,
+            "eip158Block": 0, "byzantiumBlock": 0, "constantinopleBlock": 0,
+            "petersburgBlock": 0, "istanbulBlock": 0, "berlinBlock": 0, "londonBlock": 0,
+            "terminalTotalDifficulty": 0, "shanghaiTime": 0, "cancunTime": 0,
+            "pragueTime": 0, "osakaTime": 0, "bpo1Time": 100,
+            "blobSchedule": {"bpo1": {"target": 12, "max": 18, "baseFeeUpdateFraction": 9000000}}
+        }))
+        .unwrap();
+        let spec = ChainSpec::from_chain_config(&config);
+        assert_eq!(spec.blob_params_at(99), Some(BlobParams::osaka()));
+        let bpo1 = spec.blob_params_at(100).unwrap();
+        assert_eq!((bpo1.target_blob_count, bpo1.max_blob_count), (12, 18));
+        assert_eq!(bpo1.max_blobs_per_tx, BlobParams::osaka().max_blobs_per_tx);
     }
 
     #[test]

@@ -16,6 +16,9 @@ pub enum ChainSpecError {
     /// `config` object.
     #[error("the datadir's recorded chain configuration is not a geth genesis config: {0}")]
     Recorded(String),
+    /// A `blobSchedule` that does not give a fork's blob parameters.
+    #[error("blob schedule: {0}")]
+    BlobSchedule(String),
     /// A network whose rules the EVM cannot run.
     #[error("network {network}: {reason}")]
     Unsupported {
@@ -157,6 +160,13 @@ pub enum InvalidBlock {
         /// The EVM's reason.
         reason: String,
     },
+    /// A request system contract (EIP-7002, EIP-7251) has no code when the
+    /// block's system call runs.
+    #[error("the system contract {address} has no code")]
+    SystemContractEmpty {
+        /// The contract's address.
+        address: alloy_primitives::Address,
+    },
     /// The block's system calls, rewards or withdrawals failed.
     #[error("block execution: {0}")]
     Execution(String),
@@ -230,6 +240,7 @@ impl InvalidBlock {
             Self::Signature { .. } => "signature",
             Self::Transaction { .. } => "transaction",
             Self::Execution(_) => "execution",
+            Self::SystemContractEmpty { .. } => "system-contract-empty",
             Self::GasUsed { .. } => "gas-used",
             Self::ReceiptsRoot { .. } => "receipts-root",
             Self::LogsBloom { .. } => "logs-bloom",

@@ -5,15 +5,17 @@
 
 use alloy_consensus::transaction::Recovered;
 use alloy_consensus::{Header, TxEnvelope, TxReceipt, proofs::calculate_receipt_root};
-use alloy_evm::EvmFactory;
+use alloy_eips::eip7002::WITHDRAWAL_REQUEST_PREDEPLOY_ADDRESS;
+use alloy_eips::eip7251::CONSOLIDATION_REQUEST_PREDEPLOY_ADDRESS;
 use alloy_evm::block::{
     BlockExecutionError, BlockExecutor, BlockExecutorFactory, BlockValidationError,
 };
 use alloy_evm::eth::dao_fork::{DAO_HARDFORK_ACCOUNTS, DAO_HARDFORK_BENEFICIARY};
 use alloy_evm::eth::receipt_builder::AlloyReceiptBuilder;
 use alloy_evm::eth::{EthBlockExecutionCtx, EthBlockExecutorFactory, EthEvmFactory};
+use alloy_evm::{Evm, EvmFactory};
 use alloy_hardforks::{EthereumHardfork, EthereumHardforks, ForkCondition};
-use alloy_primitives::{B256, Bloom};
+use alloy_primitives::{B256, Bloom, KECCAK256_EMPTY};
 use revm::database::State;
 
 use crate::access::BlockAccess;
@@ -113,6 +115,9 @@ where
             .execute_transaction(tx)
             .map_err(|error| block_error(Some(index), error))?;
     }
+    if spec.is_prague_active_at_timestamp(header.timestamp) {
+        check_request_contracts(executor.evm_mut().db_mut())?;
+    }
     let (_, result) = executor
         .finish()
         .map_err(|error| block_error(None, error))?;
@@ -122,6 +127,30 @@ where
         receipts: result.receipts,
         requests_hash: result.requests.requests_hash(),
     })
+}
+
+/// EIP-7002 and EIP-7251: from Prague on, a block whose withdrawal-request
+/// or consolidation-request contract has no code when its system call runs
+/// (after the transactions) is invalid.
+fn check_request_contracts<DB>(db: &mut DB) -> Result<(), RunError>
+where
+    DB: revm::Database,
+{
+    for address in [
+        WITHDRAWAL_REQUEST_PREDEPLOY_ADDRESS,
+        CONSOLIDATION_REQUEST_PREDEPLOY_ADDRESS,
+    ] {
+        let account = db.basic(address).map_err(|_| {
+            RunError::Database(format!("the system contract {address} could not be read"))
+        })?;
+        let has_code = account.is_some_and(|info| info.code_hash != KECCAK256_EMPTY);
+        if !has_code {
+            return Err(RunError::Invalid(InvalidBlock::SystemContractEmpty {
+                address,
+            }));
+        }
+    }
+    Ok(())
 }
 
 /// Moves the balances of the DAO's accounts to its refund contract, before

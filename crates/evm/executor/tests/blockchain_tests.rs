@@ -60,6 +60,34 @@ fn blockchain_tests_execute_over_strata() {
     assert!(refused > 20, "only {refused} invalid blocks were refused");
 }
 
+/// execution-spec-tests' Prague and Osaka fixtures (v5.4.0: the BPO
+/// transitions with their blob schedules, the request system contracts,
+/// EIP-7623, 7702, 7825, 7918, 7934, 7951, 7939, …): every case passes and
+/// none is skipped.
+#[test]
+fn execution_spec_tests_of_prague_and_osaka_pass_with_no_skip() {
+    let Some(root) = strata_test_support::vectors("eest/blockchain_tests") else {
+        return;
+    };
+    let files = fixture_files(std::slice::from_ref(&root)).expect("list the fixtures");
+    assert!(files.len() > 100, "only {} fixture files", files.len());
+    let scratch = tempfile::tempdir().expect("a temp folder");
+    let report = run_paths(&files, None, scratch.path(), StatePath::Writer, |_, _| {})
+        .expect("the fixtures read");
+    for line in report.lines() {
+        println!("{line}");
+    }
+    let total = report.total();
+    assert_eq!(total.failed, 0, "failures: see the report above");
+    assert_eq!(total.skipped, 0, "skips: see the report above");
+    assert!(total.passed >= 1_900, "only {} cases passed", total.passed);
+    let refused = report.refused_by_check();
+    assert!(
+        refused.get("system-contract-empty").copied().unwrap_or(0) > 0,
+        "{refused:?}"
+    );
+}
+
 /// The other state path, revm's `State` with its bundle applied after the
 /// block (reth's, and the one `--trace-out` records through), passes the
 /// sample too.

@@ -105,6 +105,12 @@ fn run(case: &Case, scratch: &Path, state: StatePath) -> Result<CaseOutcome, Fai
         }
         Err(error) => return Err(Failure::case(error.to_string())),
     };
+    let spec = match case.config.as_ref().and_then(|c| c.get("blobSchedule")) {
+        Some(schedule) => spec
+            .with_fixture_blob_schedule(schedule)
+            .map_err(|error| Failure::case(format!("config: {error}")))?,
+        None => spec,
+    };
     let alloc = alloc_from_value(&case.pre).map_err(|e| Failure::case(format!("pre: {e}")))?;
     let genesis = genesis_header(case)?;
     let genesis_hash = genesis.hash_slow();

@@ -17,6 +17,10 @@ use super::RunnerError;
 pub struct Case {
     /// The fork or transition the case runs under (`Cancun`, `BerlinToLondonAt5`).
     pub network: String,
+    /// The fork configuration execution-spec-tests fills beside the network
+    /// (its `blobSchedule` gives each fork's blob parameters).
+    #[serde(default)]
+    pub config: Option<Value>,
     /// The genesis block's RLP.
     #[serde(rename = "genesisRLP")]
     pub genesis_rlp: Option<String>,
