@@ -21,6 +21,7 @@ use revm::database::State;
 use crate::access::BlockAccess;
 use crate::block::DecodedBlock;
 use crate::chain_spec::ChainSpec;
+use crate::eip7610::StorageCollisions;
 use crate::error::{ExecError, InvalidBlock};
 
 /// What either state path leaves: the block staged in its writer, the
@@ -70,11 +71,14 @@ pub(crate) enum RunError {
 /// through alloy-evm's Ethereum block executor over `db`. At the DAO
 /// block, the caller has made the irregular change already
 /// ([`apply_dao_change`]): alloy-evm would make it after the transactions.
+/// With `collisions`, every create is watched for EIP-7610's storage rule
+/// ([`StorageCollisions`]); without, revm's uninspected loop runs.
 pub(crate) fn run_evm<DB>(
     spec: &ChainSpec,
     block: &DecodedBlock,
     transactions: &[Recovered<TxEnvelope>],
     db: DB,
+    collisions: Option<StorageCollisions>,
 ) -> Result<Outcome, RunError>
 where
     DB: alloy_evm::block::StateDB + std::fmt::Debug,
@@ -91,8 +95,7 @@ where
         executor_spec,
         EthEvmFactory::default(),
     );
-    let evm = factory.evm_factory().create_evm(db, env);
-    let ctx = EthBlockExecutionCtx {
+    let ctx = || EthBlockExecutionCtx {
         parent_hash: header.parent_hash,
         parent_beacon_block_root: header.parent_beacon_block_root,
         ommers: &block.block.body.ommers,
@@ -106,7 +109,56 @@ where
         tx_count_hint: Some(transactions.len()),
         slot_number: None,
     };
-    let mut executor = factory.create_executor(evm, ctx);
+    match collisions {
+        None => {
+            let evm = factory.evm_factory().create_evm(db, env);
+            drive(
+                spec,
+                header,
+                transactions,
+                factory.create_executor(evm, ctx()),
+            )
+        }
+        Some(watcher) => {
+            let evm = factory
+                .evm_factory()
+                .create_evm_with_inspector(db, env, watcher);
+            let mut executor = factory.create_executor(evm, ctx());
+            drive_steps(spec, header, transactions, &mut executor)?;
+            if let Some(failed) = executor.evm().inspector().failed() {
+                return Err(RunError::Database(failed.to_owned()));
+            }
+            finish(executor)
+        }
+    }
+}
+
+/// The block's transactions through `executor`, then its post-execution
+/// changes.
+fn drive<E>(
+    spec: &ChainSpec,
+    header: &Header,
+    transactions: &[Recovered<TxEnvelope>],
+    mut executor: E,
+) -> Result<Outcome, RunError>
+where
+    E: BlockExecutor<Transaction = TxEnvelope, Receipt = alloy_consensus::ReceiptEnvelope>,
+{
+    drive_steps(spec, header, transactions, &mut executor)?;
+    finish(executor)
+}
+
+/// The pre-execution changes, the transactions, and (from Prague) the
+/// request contracts' check, through `executor`.
+fn drive_steps<E>(
+    spec: &ChainSpec,
+    header: &Header,
+    transactions: &[Recovered<TxEnvelope>],
+    executor: &mut E,
+) -> Result<(), RunError>
+where
+    E: BlockExecutor<Transaction = TxEnvelope, Receipt = alloy_consensus::ReceiptEnvelope>,
+{
     executor
         .apply_pre_execution_changes()
         .map_err(|error| block_error(None, error))?;
@@ -118,6 +170,15 @@ where
     if spec.is_prague_active_at_timestamp(header.timestamp) {
         check_request_contracts(executor.evm_mut().db_mut())?;
     }
+    Ok(())
+}
+
+/// The post-execution changes (system calls, rewards, withdrawals) and
+/// what the block gave.
+fn finish<E>(executor: E) -> Result<Outcome, RunError>
+where
+    E: BlockExecutor<Transaction = TxEnvelope, Receipt = alloy_consensus::ReceiptEnvelope>,
+{
     let (_, result) = executor
         .finish()
         .map_err(|error| block_error(None, error))?;

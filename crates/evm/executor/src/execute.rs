@@ -179,14 +179,22 @@ pub fn execute_block_with(
         StatePath::Writer if options.record_access => {
             crate::via_bundle::execute(db, spec, block, transactions, writer, true)?
         }
-        StatePath::Writer => crate::via_writer::execute(
+        StatePath::Writer => match crate::via_writer::execute(
             db,
             spec,
             block,
             transactions,
             writer,
             options.root == RootTiming::Streamed,
-        )?,
+        )? {
+            Some(run) => run,
+            // A create over an account with storage: the bundle path
+            // decides it (EIP-7610), over a writer opened again.
+            None => {
+                let writer = db.begin_block(number).map_err(store)?;
+                crate::via_bundle::execute(db, spec, block, transactions, writer, false)?
+            }
+        },
     };
     let PathRun {
         mut writer,

@@ -26,6 +26,7 @@ mod block;
 mod chain_spec;
 pub mod consensus;
 pub mod ef_tests;
+mod eip7610;
 mod error;
 mod evm_env;
 mod evm_run;

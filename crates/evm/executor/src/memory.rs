@@ -109,7 +109,7 @@ impl MemoryChain {
         if self.spec.is_dao_block(number) {
             apply_dao_change(&mut state).map_err(|error| run_error(number, block.hash, error))?;
         }
-        let outcome = run_evm(&self.spec, block, &transactions, &mut state)
+        let outcome = run_evm(&self.spec, block, &transactions, &mut state, None)
             .map_err(|error| run_error(number, block.hash, error))?;
         state.merge_transitions(BundleRetention::PlainState);
         let bundle = state.take_bundle();

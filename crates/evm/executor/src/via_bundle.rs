@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use alloy_consensus::TxEnvelope;
 use alloy_consensus::transaction::Recovered;
-use alloy_primitives::KECCAK256_EMPTY;
+use alloy_primitives::{Address, KECCAK256_EMPTY};
 use alloy_trie::EMPTY_ROOT_HASH;
 use revm::database::states::bundle_state::BundleRetention;
 use revm::database::{BundleState, State};
@@ -16,6 +16,7 @@ use strata_storage::{BlockWriter, Regime, StateDb};
 use crate::access::{BlockAccess, RecordingReader, bundle_writes};
 use crate::block::DecodedBlock;
 use crate::chain_spec::ChainSpec;
+use crate::eip7610::StorageCollisions;
 use crate::error::{ExecError, InvalidBlock};
 use crate::evm_run::{PathRun, apply_dao_change, check_outcome, label_block, run_error, run_evm};
 
@@ -36,24 +37,46 @@ pub(crate) fn execute(
         reason: Box::new(reason),
     };
     let started = Instant::now();
-    let mut state = State::builder()
-        .with_database(WrapDatabaseRef(RecordingReader::new(
-            db.reader(Regime::Exec),
-            record_access,
-        )))
-        .with_bundle_update()
-        .build();
-    if spec.is_dao_block(number) {
-        apply_dao_change(&mut state).map_err(|error| run_error(number, block.hash, error))?;
-    }
-    let outcome = run_evm(spec, block, transactions, &mut state)
-        .map_err(|error| run_error(number, block.hash, error))?;
-    state.merge_transitions(BundleRetention::PlainState);
-    let bundle = state.take_bundle();
+    // revm alone first; a block that creates a contract over an account
+    // with storage runs again with EIP-7610's rule watched.
+    let mut watched = None;
+    let mut watched_once: Option<Address> = None;
+    let (outcome, bundle, reads) = loop {
+        let mut state = State::builder()
+            .with_database(WrapDatabaseRef(RecordingReader::new(
+                db.reader(Regime::Exec),
+                record_access,
+            )))
+            .with_bundle_update()
+            .build();
+        if spec.is_dao_block(number) {
+            apply_dao_change(&mut state).map_err(|error| run_error(number, block.hash, error))?;
+        }
+        let outcome = run_evm(spec, block, transactions, &mut state, watched.take())
+            .map_err(|error| run_error(number, block.hash, error))?;
+        state.merge_transitions(BundleRetention::PlainState);
+        let bundle = state.take_bundle();
+        let reads = state.database.0.into_reads();
+        match storage_collision(db, &bundle)
+            .map_err(|message| ExecError::Database { number, message })?
+        {
+            None => break (outcome, bundle, reads),
+            Some(address) if watched_once.is_some() => {
+                return Err(ExecError::Unsupported {
+                    number,
+                    reason: format!(
+                        "{address} has storage but no code and nonce 0, and the block creates a \
+                         contract there even with EIP-7610's rule watched"
+                    ),
+                });
+            }
+            Some(address) => {
+                watched_once = Some(address);
+                watched = Some(StorageCollisions::new(db.reader(Regime::Exec)));
+            }
+        }
+    };
     let execution = started.elapsed();
-    let reads = state.database.0.into_reads();
-    check_no_storage_collision(db, &bundle)
-        .map_err(|reason| ExecError::Unsupported { number, reason })?;
     let access = if record_access {
         let writes = bundle_writes(&bundle, &db.reader(Regime::Exec))
             .map_err(|message| ExecError::Database { number, message })?;
@@ -80,12 +103,16 @@ pub(crate) fn execute(
 
 /// EIP-7610: no contract may be created where an account already has
 /// storage. revm 43 looks at the address's nonce and code only, so over an
-/// account with storage and neither (a state mainnet does not hold; a few
-/// consensus tests do) it creates the contract as if the address were
-/// empty. Such a block is refused as one the EVM cannot execute, never
-/// committed on a wrong state: every account without nonce and code that
-/// the block gives a nonce or code is checked for storage before the block.
-fn check_no_storage_collision(db: &StateDb, bundle: &BundleState) -> Result<(), String> {
+/// account with storage and neither (a state mainnet holds only from
+/// before Spurious Dragon; a few consensus tests do) it creates the
+/// contract as if the address were empty. Returns the first account
+/// without nonce and code before the block that the block gives a nonce
+/// or code and that had storage: the block then runs again with
+/// [`StorageCollisions`] watching.
+pub(crate) fn storage_collision(
+    db: &StateDb,
+    bundle: &BundleState,
+) -> Result<Option<Address>, String> {
     let reader = db.reader(Regime::Exec);
     for (address, account) in &bundle.state {
         let blank =
@@ -98,11 +125,8 @@ fn check_no_storage_collision(db: &StateDb, bundle: &BundleState) -> Result<(), 
         }
         let proof = reader.proof(address, &[]).map_err(|e| e.to_string())?;
         if proof.storage_root != EMPTY_ROOT_HASH {
-            return Err(format!(
-                "{address} has storage but no code and nonce 0, and the block creates a contract \
-                 there: EIP-7610 makes that a collision, which revm 43 does not detect"
-            ));
+            return Ok(Some(*address));
         }
     }
-    Ok(())
+    Ok(None)
 }

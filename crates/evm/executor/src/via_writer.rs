@@ -26,7 +26,9 @@ use crate::evm_run::{PathRun, check_outcome, label_block, run_error, run_evm};
 
 /// Runs `block` with the EVM over its writer (just opened); with
 /// `stream_root`, the root is folded as each transaction ends
-/// (`BlockWriter::stream_root`).
+/// (`BlockWriter::stream_root`). `None` when the block creates a contract
+/// over an account with storage (EIP-7610): the writer is dropped, and the
+/// caller runs the block on the bundle path, which decides the collision.
 pub(crate) fn execute(
     db: &StateDb,
     spec: &ChainSpec,
@@ -34,7 +36,7 @@ pub(crate) fn execute(
     transactions: &[Recovered<TxEnvelope>],
     mut writer: BlockWriter,
     stream_root: bool,
-) -> Result<PathRun, ExecError> {
+) -> Result<Option<PathRun>, ExecError> {
     let number = block.number();
     let store = |source| ExecError::Store {
         number,
@@ -52,7 +54,7 @@ pub(crate) fn execute(
         head: db.reader(Regime::Exec),
         collision: None,
     };
-    let outcome = run_evm(spec, block, transactions, &mut checked)
+    let outcome = run_evm(spec, block, transactions, &mut checked, None)
         .map_err(|error| run_error(number, block.hash, error))?;
     let execution = started.elapsed();
     let CheckedWriter {
@@ -62,8 +64,8 @@ pub(crate) fn execute(
         number,
         message: error.to_string(),
     })?;
-    if let Some(reason) = collision {
-        return Err(ExecError::Unsupported { number, reason });
+    if collision.is_some() {
+        return Ok(None);
     }
     check_outcome(spec, block.header(), &outcome).map_err(|reason: InvalidBlock| {
         ExecError::Invalid {
@@ -73,13 +75,13 @@ pub(crate) fn execute(
         }
     })?;
     label_block(&mut writer, block);
-    Ok(PathRun {
+    Ok(Some(PathRun {
         writer,
         outcome,
         execution,
         apply: Duration::ZERO,
         access: None,
-    })
+    }))
 }
 
 /// The DAO fork's irregular change, before the block's transactions (see
@@ -104,7 +106,8 @@ fn dao_change(writer: &mut BlockWriter) -> Result<(), strata_storage::Error> {
 
 /// The writer's database, watching each transaction's commit for a
 /// contract created over an account that has storage (EIP-7610, which
-/// revm 43 does not check).
+/// revm 43 does not check): such a block is run again on the bundle path,
+/// which decides it.
 struct CheckedWriter<'w> {
     inner: WriterDatabase<'w>,
     head: StateReader,
@@ -131,7 +134,7 @@ impl CheckedWriter<'_> {
         if proof.storage_root != EMPTY_ROOT_HASH {
             self.collision = Some(format!(
                 "{address} has storage but no code and nonce 0, and the block creates a contract \
-                 there: EIP-7610 makes that a collision, which revm 43 does not detect"
+                 there: EIP-7610 makes that a collision"
             ));
         }
         Ok(())

@@ -50,10 +50,14 @@ fn blockchain_tests_execute_over_strata() {
     let total = report.total();
     assert!(total.passed > 500, "only {} cases passed", total.passed);
     assert_eq!(total.failed, 0, "failures: see the report above");
-    // A skip is only for a rule revm 43 cannot run, and says so.
+    // The only skips: Constantinople, whose EIP-1283 revm 43 lacks.
     for case in &report.cases {
         if let CaseOutcome::Skipped { reason } = &case.outcome {
-            assert!(reason.contains("revm 43"), "{}: {reason}", case.name);
+            assert!(
+                reason.contains("revm 43 has no Constantinople rules"),
+                "{}: {reason}",
+                case.name
+            );
         }
     }
     let refused: usize = report.refused_by_check().values().sum();
@@ -86,6 +90,36 @@ fn execution_spec_tests_of_prague_and_osaka_pass_with_no_skip() {
         refused.get("system-contract-empty").copied().unwrap_or(0) > 0,
         "{refused:?}"
     );
+}
+
+/// EIP-7610 decided by strata: the three cases whose block creates a
+/// contract over an account with storage but no code and nonce 0 pass on
+/// both state paths (revm 43 alone would create the contract there).
+#[test]
+fn creates_over_storage_are_collisions_on_both_paths() {
+    let Some(root) = strata_test_support::vectors("ef_blockchain_tests/GeneralStateTests") else {
+        return;
+    };
+    let files: Vec<PathBuf> = [
+        "stExtCodeHash/dynamicAccountOverwriteEmpty_Paris.json",
+        "stRevertTest/RevertInCreateInInit_Paris.json",
+        "stCreate2/RevertInCreateInInitCreate2Paris.json",
+    ]
+    .iter()
+    .map(|file| root.join(file))
+    .collect();
+    for state in [StatePath::Writer, StatePath::Bundle] {
+        let scratch = tempfile::tempdir().expect("a temp folder");
+        let report =
+            run_paths(&files, None, scratch.path(), state, |_, _| {}).expect("the fixtures read");
+        let total = report.total();
+        assert_eq!(
+            (total.passed, total.failed, total.skipped),
+            (3, 0, 0),
+            "{state:?}: {:?}",
+            report.lines()
+        );
+    }
 }
 
 /// The other state path, revm's `State` with its bundle applied after the
