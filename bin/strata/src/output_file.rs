@@ -45,6 +45,14 @@ pub enum OutputRefusal {
         /// The datadir.
         datadir: PathBuf,
     },
+    /// The path is inside a folder the command reads.
+    #[error("is inside {folder}, which this command reads ({flag}); name a file outside it")]
+    InsideInput {
+        /// The flag or argument that names the folder.
+        flag: String,
+        /// The folder as given.
+        folder: PathBuf,
+    },
     /// The path is (or leads to) a file the command reads.
     #[error("is the file {input} this command reads ({flag}); name another file")]
     Input {
@@ -69,6 +77,8 @@ pub(crate) struct Protected {
     inputs: Vec<(String, PathBuf, FileId)>,
     /// Datadirs, absolute with symlinks resolved as far as they exist.
     datadirs: Vec<(PathBuf, PathBuf)>,
+    /// Folders the command reads: (flag, as given, resolved).
+    input_folders: Vec<(String, PathBuf, PathBuf)>,
     /// Outputs taken so far: (flag, resolved target).
     outputs: Vec<(String, PathBuf)>,
 }
@@ -96,6 +106,19 @@ impl Protected {
         }
     }
 
+    /// Protects `path`, an input that `flag` names: a file (as
+    /// [`Protected::input`]) or a folder, every path under which is
+    /// protected.
+    pub(crate) fn input_path(mut self, flag: &str, path: &Path) -> Protected {
+        if path.is_dir() {
+            self.input_folders
+                .push((flag.to_owned(), path.to_owned(), resolve(path)));
+            self
+        } else {
+            self.input(flag, path)
+        }
+    }
+
     /// Protects every path in and under the datadir `path` (which may not
     /// exist yet).
     pub(crate) fn datadir(mut self, path: &Path) -> Protected {
@@ -114,6 +137,16 @@ impl Protected {
         {
             return Some(OutputRefusal::InsideDatadir {
                 datadir: shown.clone(),
+            });
+        }
+        if let Some((flag, folder, _)) = self
+            .input_folders
+            .iter()
+            .find(|(_, _, folder)| resolved.starts_with(folder))
+        {
+            return Some(OutputRefusal::InsideInput {
+                flag: flag.clone(),
+                folder: folder.clone(),
             });
         }
         if let Some((flag, _)) = self.outputs.iter().find(|(_, other)| *other == resolved) {
@@ -448,6 +481,13 @@ mod tests {
             }
         );
         drop(first);
+
+        // A folder the command reads: nothing under it.
+        let mut reads = Protected::new().input_path("PATH", dir.path());
+        assert!(matches!(
+            refusal(&dir.path().join("report.json"), &mut reads),
+            OutputRefusal::InsideInput { .. }
+        ));
 
         // A datadir not made yet is protected too.
         let new = Protected::new().datadir(&dir.path().join("new"));

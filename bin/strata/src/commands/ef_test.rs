@@ -14,6 +14,7 @@ use strata_executor::ef_tests::run_paths;
 
 use crate::CliError;
 use crate::output::Lines;
+use crate::output_file::{OutputFile, Protected};
 use crate::scratch::{EF_TEST_PREFIX, LockedDir, remove_stale};
 
 /// Arguments of `strata ef-test`.
@@ -23,7 +24,8 @@ pub struct EfTestArgs {
     #[arg(value_name = "PATH", required = true)]
     pub paths: Vec<PathBuf>,
     /// Also write the report as JSON to FILE: totals, per network and
-    /// folder, the refusing checks, every failure and skip.
+    /// folder, the refusing checks, every failure and skip (written beside
+    /// FILE and renamed into place; never inside a PATH it reads).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Run only the cases whose file path or case name contains TEXT.
@@ -49,6 +51,15 @@ pub(crate) fn state_path(text: &str) -> Result<StatePath, String> {
 
 /// Runs `strata ef-test`.
 pub(crate) fn run(args: EfTestArgs) -> Result<(), CliError> {
+    // The report never replaces a fixture: checked before anything runs.
+    let mut protected = args.paths.iter().fold(Protected::new(), |protected, path| {
+        protected.input_path("PATH", path)
+    });
+    let json = args
+        .json
+        .as_deref()
+        .map(|path| OutputFile::create("--json", path, &mut protected))
+        .transpose()?;
     let scratch = scratch_folder()?;
     let report = run_paths(
         &args.paths,
@@ -62,13 +73,10 @@ pub(crate) fn run(args: EfTestArgs) -> Result<(), CliError> {
         },
     )
     .map_err(|error| CliError::EfTest(error.to_string()))?;
-    if let Some(path) = &args.json {
-        let text =
-            serde_json::to_string_pretty(&report.to_json()).expect("a JSON value serializes");
-        std::fs::write(path, text + "\n").map_err(|source| CliError::File {
-            path: path.clone(),
-            source,
-        })?;
+    if let Some(file) = json {
+        let text = serde_json::to_string_pretty(&report.to_json())
+            .map_err(|e| CliError::file(file.path())(e.into()))?;
+        file.write_whole((text + "\n").as_bytes())?;
     }
     let mut lines = Lines::default();
     for line in report.lines() {
