@@ -8,7 +8,7 @@ use alloy_genesis::Genesis;
 use alloy_primitives::{B256, keccak256};
 use alloy_trie::root::{state_root_unhashed, storage_root_unhashed};
 use alloy_trie::{EMPTY_ROOT_HASH, TrieAccount};
-use strata_storage::genesis::chain::{alloc_of, genesis_header};
+use strata_genesis::chain::{alloc_of, genesis_header};
 
 use crate::chain_spec::ChainSpec;
 use crate::error::GenesisError;
@@ -27,7 +27,7 @@ pub struct GenesisBlock {
     /// keccak256 of the header's RLP.
     pub hash: B256,
     /// The allocation (zero slots dropped).
-    pub alloc: strata_storage::genesis::GenesisAlloc,
+    pub alloc: strata_genesis::GenesisAlloc,
 }
 
 impl GenesisBlock {
@@ -78,7 +78,7 @@ impl GenesisBlock {
             source,
         };
         let text = std::fs::read_to_string(path).map_err(file)?;
-        strata_storage::genesis::parse_alloc_json(&text).map_err(|error| GenesisError::Parse {
+        strata_genesis::parse_alloc_json(&text).map_err(|error| GenesisError::Parse {
             path: path.to_owned(),
             message: error.to_string(),
         })?;
@@ -92,7 +92,7 @@ impl GenesisBlock {
 }
 
 /// The state root of `alloc`, by alloy-trie's hash builder.
-pub fn alloc_state_root(alloc: &strata_storage::genesis::GenesisAlloc) -> B256 {
+pub fn alloc_state_root(alloc: &strata_genesis::GenesisAlloc) -> B256 {
     state_root_unhashed(alloc.iter().map(|(address, account)| {
         let storage_root = if account.storage.is_empty() {
             EMPTY_ROOT_HASH

@@ -18,9 +18,9 @@ use alloy_hardforks::{EthereumHardfork, EthereumHardforks, ForkCondition};
 use alloy_primitives::{B256, Bloom, KECCAK256_EMPTY};
 use revm::database::State;
 
+use crate::ChainSpec;
 use crate::access::BlockAccess;
 use crate::block::DecodedBlock;
-use crate::chain_spec::ChainSpec;
 use crate::eip7610::StorageCollisions;
 use crate::error::{ExecError, InvalidBlock};
 
@@ -84,7 +84,7 @@ where
     DB: alloy_evm::block::StateDB + std::fmt::Debug,
 {
     let header = block.header();
-    let env = crate::evm_env::evm_env(spec, header);
+    let env = crate::evm_env(spec, header);
     let executor_spec = if spec.is_dao_block(header.number) {
         spec.with_fork(EthereumHardfork::Dao, ForkCondition::Never)
     } else {

@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 use alloy_primitives::B256;
 use strata_storage::{BlockAccessList, StateDb};
 
+use crate::ChainSpec;
 use crate::access::BlockAccess;
 use crate::block::DecodedBlock;
-use crate::chain_spec::ChainSpec;
 use crate::consensus::{
     Ancestor, check_against_parent, check_body_roots, check_header, check_ommers,
 };

@@ -4,13 +4,9 @@
 //! 43 — checked against their headers before and after execution, and
 //! committed as strata blocks with the header's state root expected.
 //!
-//! - [`ChainSpec`]: a fork schedule from a geth genesis `config` or a
-//!   BlockchainTests `network` name.
-//! - [`GenesisBlock`]: block 0 from a geth genesis file, its root computed
-//!   by alloy-trie.
+//! - [`ChainSpec`], [`GenesisBlock`], [`evm_env`]: the chain's rules
+//!   (re-exported from strata-chainspec).
 //! - [`DecodedBlock`]: a block from its RLP, with its hash.
-//! - [`evm_env`]: the EVM environment of a block (its header under the
-//!   chain's fork rules), for blocks executed here and calls served elsewhere.
 //! - [`execute_block`]: one block on top of the store's head; a block that
 //!   fails any check is refused with [`InvalidBlock`] naming the check, and
 //!   nothing of it is written.
@@ -23,15 +19,12 @@
 
 mod access;
 mod block;
-mod chain_spec;
 pub mod consensus;
 pub mod ef_tests;
 mod eip7610;
 mod error;
-mod evm_env;
 mod evm_run;
 mod execute;
-mod genesis;
 mod memory;
 mod senders;
 mod via_bundle;
@@ -39,13 +32,15 @@ mod via_writer;
 
 pub use access::{AccountRead, AccountWrite, BlockAccess};
 pub use block::DecodedBlock;
-pub use chain_spec::{ChainSpec, MAINNET_CHAIN_ID, recorded_chain_config};
-pub use error::{ChainSpecError, ExecError, GenesisError, InvalidBlock};
-pub use evm_env::evm_env;
+pub use error::{ExecError, InvalidBlock};
 pub use execute::{
     BlockTimings, ExecuteOptions, ExecutedBlock, RootTiming, StatePath, execute_block,
     execute_block_with,
 };
-pub use genesis::{GenesisBlock, alloc_state_root};
 pub use memory::{MemoryBlock, MemoryChain};
 pub use senders::RecoveredSenders;
+/// The chain's rules, from strata-chainspec, at the paths they have had.
+pub use strata_chainspec::{
+    ChainSpec, ChainSpecError, GenesisBlock, GenesisError, MAINNET_CHAIN_ID, alloc_state_root,
+    evm_env, recorded_chain_config,
+};

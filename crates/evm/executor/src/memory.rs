@@ -15,11 +15,11 @@ use revm::database::{BundleState, CacheDB, EmptyDB, OriginalValuesKnown, State};
 use revm::state::AccountInfo;
 use strata_storage::genesis::GenesisAlloc;
 
+use crate::ChainSpec;
+use crate::GenesisBlock;
 use crate::block::DecodedBlock;
-use crate::chain_spec::ChainSpec;
 use crate::error::{ExecError, InvalidBlock};
 use crate::evm_run::{apply_dao_change, check_outcome, run_error, run_evm};
-use crate::genesis::GenesisBlock;
 use crate::senders::recover_now;
 
 /// A chain's state held in revm's in-memory database.

@@ -11,8 +11,8 @@ use alloy_consensus::transaction::{Recovered, SignerRecoverable};
 use alloy_hardforks::EthereumHardforks;
 use alloy_primitives::B256;
 
+use crate::ChainSpec;
 use crate::block::DecodedBlock;
-use crate::chain_spec::ChainSpec;
 use crate::error::InvalidBlock;
 
 /// A block's senders recovered ahead of its execution

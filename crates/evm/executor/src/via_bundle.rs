@@ -13,9 +13,9 @@ use revm::database::{BundleState, State};
 use strata_storage::revm::{WrapDatabaseRef, apply_bundle_state};
 use strata_storage::{BlockWriter, Regime, StateDb};
 
+use crate::ChainSpec;
 use crate::access::{BlockAccess, RecordingReader, bundle_writes};
 use crate::block::DecodedBlock;
-use crate::chain_spec::ChainSpec;
 use crate::eip7610::StorageCollisions;
 use crate::error::{ExecError, InvalidBlock};
 use crate::evm_run::{PathRun, apply_dao_change, check_outcome, label_block, run_error, run_evm};

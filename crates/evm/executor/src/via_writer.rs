@@ -19,8 +19,8 @@ use revm::state::{AccountInfo, EvmState};
 use strata_storage::revm::{RevmError, WriterDatabase, writer_database};
 use strata_storage::{BlockWriter, Regime, StateDb, StateReader};
 
+use crate::ChainSpec;
 use crate::block::DecodedBlock;
-use crate::chain_spec::ChainSpec;
 use crate::error::{ExecError, InvalidBlock};
 use crate::evm_run::{PathRun, check_outcome, label_block, run_error, run_evm};
 

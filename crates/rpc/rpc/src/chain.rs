@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use strata_executor::ChainSpec;
+use strata_chainspec::ChainSpec;
 use strata_storage::ReadOnlyStateDb;
 
 use crate::error::RpcError;

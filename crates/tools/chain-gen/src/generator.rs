@@ -26,7 +26,7 @@ use rand::rngs::StdRng;
 use revm::database::State;
 use revm::database::states::bundle_state::BundleRetention;
 use revm::database_interface::WrapDatabaseRef;
-use strata_executor::{ChainSpec, GenesisBlock};
+use strata_chainspec::{ChainSpec, GenesisBlock};
 
 use crate::config::{CHAIN_ID, GenConfig};
 use crate::error::GenError;
@@ -282,7 +282,7 @@ impl Generator {
             .with_database(WrapDatabaseRef(self.world.db()))
             .with_bundle_update()
             .build();
-        let env = strata_executor::evm_env(&self.spec, header);
+        let env = strata_chainspec::evm_env(&self.spec, header);
         let factory = EthBlockExecutorFactory::new(
             AlloyReceiptBuilder::default(),
             self.spec.clone(),

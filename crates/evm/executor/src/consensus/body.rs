@@ -9,7 +9,7 @@ use alloy_hardforks::EthereumHardforks;
 use alloy_primitives::B256;
 
 use super::header::{check_against_parent, check_header};
-use crate::chain_spec::ChainSpec;
+use crate::ChainSpec;
 use crate::error::InvalidBlock;
 
 /// How many ommers a block may include.

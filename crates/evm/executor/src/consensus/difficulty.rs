@@ -7,7 +7,7 @@ use alloy_consensus::{EMPTY_OMMER_ROOT_HASH, Header};
 use alloy_hardforks::{EthereumHardfork, EthereumHardforks};
 use alloy_primitives::U256;
 
-use crate::chain_spec::ChainSpec;
+use crate::ChainSpec;
 
 /// The lowest difficulty a block may have.
 const MINIMUM_DIFFICULTY: u64 = 131_072;

@@ -9,7 +9,7 @@ use alloy_hardforks::{EthereumHardfork, EthereumHardforks};
 use alloy_primitives::U256;
 
 use super::difficulty::ethash_difficulty;
-use crate::chain_spec::ChainSpec;
+use crate::ChainSpec;
 use crate::error::InvalidBlock;
 
 /// The most extra data a header may carry.

@@ -12,9 +12,10 @@ use strata_storage::genesis::{GenesisAlloc, alloc_from_value};
 use strata_storage::{Durability, Options, Regime, StateDb};
 
 use super::fixture::{Case, hex_bytes};
+use crate::ChainSpec;
+use crate::ChainSpecError;
 use crate::block::DecodedBlock;
-use crate::chain_spec::ChainSpec;
-use crate::error::{ChainSpecError, ExecError};
+use crate::error::ExecError;
 
 use super::chain::Chain;
 

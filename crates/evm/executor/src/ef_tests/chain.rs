@@ -10,8 +10,8 @@ use alloy_hardforks::EthereumHardforks;
 use alloy_primitives::{B256, U256};
 use strata_storage::StateDb;
 
+use crate::ChainSpec;
 use crate::block::DecodedBlock;
-use crate::chain_spec::ChainSpec;
 use crate::consensus::Ancestor;
 use crate::error::{ExecError, InvalidBlock};
 use crate::execute::{ExecuteOptions, ExecutedBlock, StatePath, execute_block_with};

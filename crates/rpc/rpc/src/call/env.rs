@@ -1,7 +1,7 @@
 //! What a call runs in: the state after the block it names (a revm
 //! `CacheDB` over that block's reader, with the call's overrides), the
 //! block's environment from its header under the chain's fork rules
-//! (`strata_executor::evm_env`), with the rules relaxed as reth and geth
+//! (`strata_chainspec::evm_env`), with the rules relaxed as reth and geth
 //! relax them for calls, and the call's transaction with its gas.
 
 use alloy_consensus::Header;
@@ -54,7 +54,7 @@ impl Setup {
         let spec = ctx.chain.spec(&ctx.db, method)?;
         let reader = reader_at(&ctx.db, resolve(&ctx.db, block)?)?;
         let header = header_of(&reader)?;
-        let mut env = strata_executor::evm_env(&spec, &header);
+        let mut env = strata_chainspec::evm_env(&spec, &header);
         relax_for_calls(&mut env, &request);
         let mut db = CacheDB::new(ReaderDatabase(reader));
         if let Some(block_overrides) = block_overrides {

@@ -1,0 +1,21 @@
+//! strata-chainspec: the chain a block is executed for, apart from the
+//! executor, so that what only needs the rules (the JSON-RPC server's
+//! calls, the chain generator) does not depend on the whole executor.
+//!
+//! - [`ChainSpec`]: a fork schedule and blob schedule from a geth genesis
+//!   `config` or a BlockchainTests `network` name.
+//! - [`evm_env`]: the EVM environment of a block (its header under the
+//!   chain's fork rules), for blocks executed and calls served.
+//! - [`GenesisBlock`]: block 0 from a geth genesis file, its root computed
+//!   by alloy-trie.
+#![deny(missing_docs)]
+
+mod chain_spec;
+mod error;
+mod evm_env;
+mod genesis;
+
+pub use chain_spec::{ChainSpec, MAINNET_CHAIN_ID, recorded_chain_config};
+pub use error::{ChainSpecError, GenesisError};
+pub use evm_env::evm_env;
+pub use genesis::{GenesisBlock, alloc_state_root};
