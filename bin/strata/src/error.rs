@@ -171,8 +171,19 @@ pub enum CliError {
         message: String,
     },
     /// The runs of a sweep ended at different roots.
-    #[error("the sweep's runs disagree on the final root: {0}")]
-    SweepDisagrees(String),
+    #[error(
+        "the sweep's runs disagree on the final root: {first_run} ended at {first_root}, {other_run} at {other_root}"
+    )]
+    SweepDisagrees {
+        /// The first run's settings, as the report names them.
+        first_run: String,
+        /// Its final root.
+        first_root: alloy_primitives::B256,
+        /// The first run that disagrees.
+        other_run: String,
+        /// Its final root.
+        other_root: alloy_primitives::B256,
+    },
     /// `strata verify` found problems.
     #[error("datadir {path}: verify found {count} problem(s)")]
     VerifyFailed {
@@ -183,10 +194,10 @@ pub enum CliError {
     },
     /// `strata ef-test` could not read its fixtures.
     #[error("ef-test: {0}")]
-    EfTest(String),
+    EfTest(#[source] Box<strata_executor::ef_tests::RunnerError>),
     /// `strata serve` could not start.
     #[error("serve: {0}")]
-    Serve(String),
+    Serve(Box<crate::commands::ServeError>),
     /// A chain file's bytes at `offset` do not decode as a block.
     #[error("{path}: the block at byte offset {offset} does not decode: {reason}")]
     ChainRlp {
@@ -215,7 +226,7 @@ pub enum CliError {
     },
     /// A chain file and a datadir (or genesis) that do not belong together.
     #[error("import-chain: {0}")]
-    ImportChain(String),
+    ImportChain(Box<crate::commands::ImportChainError>),
     /// An `import-chain --prefetch` trace that cannot serve the chain's blocks.
     #[error(transparent)]
     Prefetch(Box<crate::commands::PrefetchError>),

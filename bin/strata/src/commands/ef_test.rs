@@ -72,7 +72,7 @@ pub(crate) fn run(args: EfTestArgs) -> Result<(), CliError> {
             }
         },
     )
-    .map_err(|error| CliError::EfTest(error.to_string()))?;
+    .map_err(|error| CliError::EfTest(Box::new(error)))?;
     if let Some(file) = json {
         let text = serde_json::to_string_pretty(&report.to_json())
             .map_err(|e| CliError::file(file.path())(e.into()))?;

@@ -42,7 +42,7 @@ pub use export::ExportArgs;
 pub use gen_trace::GenTraceArgs;
 pub use get::{GetArgs, GetWhat};
 pub use import_chain::{
-    Baseline, BaselineStateError, ImportChainArgs, PrefetchError, SendersTiming,
+    Baseline, BaselineStateError, ImportChainArgs, ImportChainError, PrefetchError, SendersTiming,
 };
 pub use import_geth::ImportGethArgs;
 pub use init::InitArgs;
@@ -51,7 +51,7 @@ pub use observe::ObserveArgs;
 pub use proof::{ProofArgs, response as proof_response};
 pub use replay::{ReplayArgs, RunResult, WarmerList};
 pub use root::RootArgs;
-pub use serve::ServeArgs;
+pub use serve::{ServeArgs, ServeError};
 pub use stats::StatsArgs;
 pub use unwind::UnwindArgs;
 pub use verify::VerifyArgs;

@@ -128,11 +128,11 @@ pub(super) fn run(args: ServeArgs) -> Result<(), CliError> {
         .enable_all()
         .thread_name("strata-rpc")
         .build()
-        .map_err(|e| CliError::Serve(format!("cannot start the runtime: {e}")))?;
+        .map_err(|e| ServeError::Runtime(e).into_cli())?;
     runtime.block_on(async {
         let server = RpcServer::start(db, chain, limits, metrics, args.http, args.ws)
             .await
-            .map_err(|e| CliError::Serve(e.to_string()))?;
+            .map_err(|e| ServeError::Listen(e).into_cli())?;
         eprintln!(
             "serve: {} at http://{}{}",
             args.datadir.display(),
@@ -168,12 +168,14 @@ fn check_same_chain(
     if let Some(stored) = stored
         && stored != genesis.hash
     {
-        return Err(CliError::Serve(format!(
-            "--genesis {}: {} holds another chain: its block {number} is {stored}, the genesis file's is {}",
-            path.display(),
-            datadir.display(),
-            genesis.hash
-        )));
+        return Err(ServeError::OtherGenesis {
+            genesis: path.to_owned(),
+            datadir: datadir.to_owned(),
+            number,
+            stored,
+            given: genesis.hash,
+        }
+        .into_cli());
     }
     if stored.is_some() {
         return Ok(());
@@ -184,12 +186,13 @@ fn check_same_chain(
         .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(bytes).ok())
         .and_then(|config| config.get("chainId").and_then(serde_json::Value::as_u64));
     match recorded_id {
-        Some(id) if id != genesis.config.chain_id => Err(CliError::Serve(format!(
-            "--genesis {}: {} holds another chain: it records chain id {id}, the genesis file names {}",
-            path.display(),
-            datadir.display(),
-            genesis.config.chain_id
-        ))),
+        Some(id) if id != genesis.config.chain_id => Err(ServeError::OtherChainId {
+            genesis: path.to_owned(),
+            datadir: datadir.to_owned(),
+            recorded: id,
+            given: genesis.config.chain_id,
+        }
+        .into_cli()),
         _ => {
             eprintln!(
                 "serve: {} no longer holds block {number}'s hash; --genesis {} checked by chain id only",
@@ -198,6 +201,55 @@ fn check_same_chain(
             );
             Ok(())
         }
+    }
+}
+
+/// Why `strata serve` could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// The async runtime could not start.
+    #[error("cannot start the runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    /// An address could not be listened on.
+    #[error(transparent)]
+    Listen(#[from] strata_rpc::ListenError),
+    /// `--genesis` names another chain: the datadir's block 0 differs.
+    #[error(
+        "--genesis {genesis}: {datadir} holds another chain: its block {number} is {stored}, the genesis file's is {given}"
+    )]
+    OtherGenesis {
+        /// The genesis file.
+        genesis: PathBuf,
+        /// The datadir.
+        datadir: PathBuf,
+        /// The genesis block's number.
+        number: u64,
+        /// The datadir's hash of that block.
+        stored: alloy_primitives::B256,
+        /// The genesis file's.
+        given: alloy_primitives::B256,
+    },
+    /// `--genesis` names another chain: the recorded chain id differs.
+    #[error(
+        "--genesis {genesis}: {datadir} holds another chain: it records chain id {recorded}, the genesis file names {given}"
+    )]
+    OtherChainId {
+        /// The genesis file.
+        genesis: PathBuf,
+        /// The datadir.
+        datadir: PathBuf,
+        /// The chain id the datadir records.
+        recorded: u64,
+        /// The genesis file's.
+        given: u64,
+    },
+}
+
+impl ServeError {
+    /// As the command line's error.
+    fn into_cli(self) -> CliError {
+        CliError::Serve(Box::new(self))
     }
 }
 

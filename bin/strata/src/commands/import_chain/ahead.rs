@@ -12,6 +12,7 @@ use std::thread::JoinHandle;
 use strata_executor::{ChainSpec, RecoveredSenders};
 
 use super::chain_file::{ChainFile, FileBlock};
+use super::error::ImportChainError;
 use crate::error::CliError;
 
 /// Blocks read ahead of the one executing (the channel's bound): enough to
@@ -153,11 +154,11 @@ impl Blocks {
                 }
                 receiver.take();
                 match thread.take().map(JoinHandle::join) {
-                    Some(Err(panic)) => Err(CliError::ImportChain(format!(
-                        "{}: the thread reading the blocks ahead panicked: {}",
-                        self.path.display(),
-                        strata_storage::panic_message(&panic)
-                    ))),
+                    Some(Err(panic)) => Err(ImportChainError::ReaderPanicked {
+                        chain: self.path.clone(),
+                        message: strata_storage::panic_message(&panic),
+                    }
+                    .into()),
                     _ => Ok(None),
                 }
             }

@@ -11,6 +11,7 @@
 mod ahead;
 mod baseline;
 mod chain_file;
+mod error;
 mod prefetch;
 mod progress;
 mod report;
@@ -32,6 +33,7 @@ use crate::output_file::{OutputFile, Protected};
 pub use ahead::SendersTiming;
 use baseline::BaselineStart;
 pub use baseline::BaselineStateError;
+pub use error::ImportChainError;
 pub use prefetch::PrefetchError;
 use run::{Import, ImportRun};
 use start::ChainStart;
@@ -255,17 +257,20 @@ pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
     }
     let first = &runs[0];
     if let Some(other) = runs.iter().find(|r| r.final_root != first.final_root) {
-        return Err(CliError::SweepDisagrees(format!(
-            "warmers {} ({}, root {}) ended at {}, warmers {} ({}, root {}) at {}",
-            first.warmers,
-            path_name(first.state),
-            root_name(first.root),
-            first.final_root,
-            other.warmers,
-            path_name(other.state),
-            root_name(other.root),
-            other.final_root
-        )));
+        let run = |run: &ImportRun| {
+            format!(
+                "warmers {} ({}, root {})",
+                run.warmers,
+                path_name(run.state),
+                root_name(run.root)
+            )
+        };
+        return Err(CliError::SweepDisagrees {
+            first_run: run(first),
+            first_root: first.final_root,
+            other_run: run(other),
+            other_root: other.final_root,
+        });
     }
     let baseline = baseline_start
         .map(|state| baseline::run(&args.chain, &start, state, first.resumed_after))

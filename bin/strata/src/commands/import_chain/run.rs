@@ -19,6 +19,7 @@ use strata_storage::{CacheStats, Options, Regime, StateDb};
 
 use super::ahead::{Blocks, NextBlock, SendersTiming};
 use super::chain_file::FileBlock;
+use super::error::ImportChainError;
 use super::prefetch::PrefetchTrace;
 use super::progress::{Done, Progress};
 use super::start::ChainStart;
@@ -209,12 +210,14 @@ impl Import<'_> {
             let number = block.number();
             let (parent_number, parent_hash, parent_difficulty) = parent;
             if number != parent_number + 1 {
-                return Err(CliError::ImportChain(format!(
-                    "{}: the block at byte offset {offset} is block {number}, but block {} was expected (the file's blocks must follow each other from block {})",
-                    chain.display(),
-                    parent_number + 1,
-                    chain_start.header.number + 1
-                )));
+                return Err(ImportChainError::OutOfOrder {
+                    chain: chain.to_owned(),
+                    offset,
+                    number,
+                    expected: parent_number + 1,
+                    first: chain_start.header.number + 1,
+                }
+                .into());
             }
             let difficulty = parent_difficulty + block.header().difficulty;
             if number <= resumed_after {
@@ -352,10 +355,11 @@ fn start(
             .init_genesis_with_header(&genesis.alloc, genesis.hash, genesis.header_rlp())
             .map_err(CliError::storage(datadir))?;
         if root != genesis.header.state_root {
-            return Err(CliError::ImportChain(format!(
-                "strata's root of the genesis allocation is {root}, alloy-trie's is {}",
-                genesis.header.state_root
-            )));
+            return Err(ImportChainError::GenesisRoot {
+                strata: root,
+                alloy_trie: genesis.header.state_root,
+            }
+            .into());
         }
         db.set_chain_config(&genesis.recorded_config())
             .map_err(CliError::storage(datadir))?;
@@ -365,10 +369,12 @@ fn start(
         return Ok(genesis_number);
     };
     if last < genesis_number {
-        return Err(CliError::ImportChain(format!(
-            "{} is at block {last}, before the genesis block {genesis_number}",
-            datadir.display()
-        )));
+        return Err(ImportChainError::BeforeGenesis {
+            datadir: datadir.to_owned(),
+            last,
+            genesis: genesis_number,
+        }
+        .into());
     }
     let reader = db.reader(Regime::Exec);
     let stored = reader
@@ -377,12 +383,12 @@ fn start(
     if stored.is_some_and(|hash| hash != genesis.hash)
         || (last == genesis_number && db.root() != genesis.header.state_root)
     {
-        return Err(CliError::ImportChain(format!(
-            "{} holds another chain: its genesis is not the one given (hash {}, root {})",
-            datadir.display(),
-            genesis.hash,
-            genesis.header.state_root
-        )));
+        return Err(ImportChainError::OtherGenesis {
+            datadir: datadir.to_owned(),
+            hash: genesis.hash,
+            root: genesis.header.state_root,
+        }
+        .into());
     }
     if trace_out.is_some() && last > genesis_number {
         return Err(CliError::Usage(format!(
@@ -420,12 +426,14 @@ fn check_known(
         || stored.is_some_and(|hash| hash != block.hash)
         || (number == head && db.root() != block.header().state_root);
     if differs {
-        return Err(CliError::ImportChain(format!(
-            "{} holds a block {number} other than {} has at byte offset {offset} (hash {}): the datadir is on another chain",
-            datadir.display(),
-            chain.display(),
-            block.hash
-        )));
+        return Err(ImportChainError::OtherBlock {
+            datadir: datadir.to_owned(),
+            number,
+            chain: chain.to_owned(),
+            offset,
+            hash: block.hash,
+        }
+        .into());
     }
     Ok(())
 }

@@ -14,6 +14,7 @@ use strata_executor::{ChainSpec, GenesisBlock};
 use strata_storage::{BLOCK_HASH_WINDOW, Options, ReadOnlyStateDb, Regime};
 
 use super::chain_file::ChainFile;
+use super::error::ImportChainError;
 use crate::CliError;
 
 /// Where the file's chain starts.
@@ -56,10 +57,10 @@ impl ChainStart {
             ))
         };
         let Some(first) = ChainFile::open(chain)?.next_block()? else {
-            return Err(CliError::ImportChain(format!(
-                "{} holds no block",
-                chain.display()
-            )));
+            return Err(ImportChainError::EmptyChain {
+                chain: chain.to_owned(),
+            }
+            .into());
         };
         let first = first.block;
         let db = ReadOnlyStateDb::open(datadir, Options::default())
@@ -73,8 +74,12 @@ impl ChainStart {
                     datadir.display()
                 ))
             })?;
-        let spec = ChainSpec::from_recorded(&config)
-            .map_err(|error| CliError::ImportChain(format!("{}: {error}", datadir.display())))?;
+        let spec = ChainSpec::from_recorded(&config).map_err(|source| {
+            ImportChainError::RecordedConfig {
+                datadir: datadir.to_owned(),
+                source,
+            }
+        })?;
         if spec
             .pending_terminal_total_difficulty()
             .is_some_and(|ttd| !ttd.is_zero())
@@ -88,19 +93,21 @@ impl ChainStart {
             .last_block()
             .map_err(CliError::storage(datadir))?
             .ok_or_else(|| need_genesis(format!("{} holds no block", datadir.display())))?;
-        let parent = first.number().checked_sub(1).ok_or_else(|| {
-            CliError::ImportChain(format!(
-                "{} starts at block 0: import it with --genesis",
-                chain.display()
-            ))
-        })?;
+        let parent =
+            first
+                .number()
+                .checked_sub(1)
+                .ok_or_else(|| ImportChainError::NeedsGenesis {
+                    chain: chain.to_owned(),
+                })?;
         if parent > head {
-            return Err(CliError::ImportChain(format!(
-                "{} starts at block {}, but {} ends at block {head}: the blocks between are missing",
-                chain.display(),
-                first.number(),
-                datadir.display()
-            )));
+            return Err(ImportChainError::Gap {
+                chain: chain.to_owned(),
+                first: first.number(),
+                datadir: datadir.to_owned(),
+                head,
+            }
+            .into());
         }
         let reader = db
             .reader(Regime::Exec)
@@ -114,21 +121,23 @@ impl ChainStart {
                     datadir.display()
                 ))
             })?;
-        let header = Header::decode(&mut rlp.as_ref()).map_err(|error| {
-            CliError::ImportChain(format!(
-                "{}: the stored header of block {parent} does not decode: {error}",
-                datadir.display()
-            ))
-        })?;
+        let header =
+            Header::decode(&mut rlp.as_ref()).map_err(|source| ImportChainError::StoredHeader {
+                datadir: datadir.to_owned(),
+                block: parent,
+                source,
+            })?;
         let hash = header.hash_slow();
         if hash != first.header().parent_hash {
-            return Err(CliError::ImportChain(format!(
-                "{}'s first block (number {}) builds on {}, but {} holds block {parent} with hash {hash}: the datadir is on another chain",
-                chain.display(),
-                first.number(),
-                first.header().parent_hash,
-                datadir.display()
-            )));
+            return Err(ImportChainError::OtherParent {
+                chain: chain.to_owned(),
+                first: first.number(),
+                parent_hash: first.header().parent_hash,
+                datadir: datadir.to_owned(),
+                parent,
+                hash,
+            }
+            .into());
         }
         let mut block_hashes = BTreeMap::from([(parent, hash)]);
         for number in parent.saturating_sub(BLOCK_HASH_WINDOW - 1)..parent {

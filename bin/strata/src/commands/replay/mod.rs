@@ -301,10 +301,12 @@ pub(super) fn run(args: ReplayArgs) -> Result<(), CliError> {
     }
     let first = results[0].final_root;
     if let Some(other) = results.iter().find(|r| r.final_root != first) {
-        return Err(CliError::SweepDisagrees(format!(
-            "warmers {} cache {} ended at {first}, warmers {} cache {} at {}",
-            results[0].warmers, results[0].cache, other.warmers, other.cache, other.final_root
-        )));
+        return Err(CliError::SweepDisagrees {
+            first_run: format!("warmers {} cache {}", results[0].warmers, results[0].cache),
+            first_root: first,
+            other_run: format!("warmers {} cache {}", other.warmers, other.cache),
+            other_root: other.final_root,
+        });
     }
     let mut out = Lines::default();
     out.line(format_args!(

@@ -1,0 +1,153 @@
+//! Why a chain file and a datadir (or a genesis) do not go together: each
+//! case of `strata import-chain` a user can meet, with the files and the
+//! blocks it concerns.
+
+use std::path::PathBuf;
+
+use alloy_primitives::B256;
+
+/// A chain file and a datadir (or genesis) that do not belong together.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ImportChainError {
+    /// The chain file holds no block.
+    #[error("{chain} holds no block")]
+    EmptyChain {
+        /// The chain file.
+        chain: PathBuf,
+    },
+    /// The datadir's recorded chain configuration is not one.
+    #[error("{datadir}: {source}")]
+    RecordedConfig {
+        /// The datadir.
+        datadir: PathBuf,
+        /// Why.
+        #[source]
+        source: strata_executor::ChainSpecError,
+    },
+    /// A chain file from block 0 given without a genesis.
+    #[error("{chain} starts at block 0: import it with --genesis")]
+    NeedsGenesis {
+        /// The chain file.
+        chain: PathBuf,
+    },
+    /// The chain file starts after the block after the datadir's head.
+    #[error(
+        "{chain} starts at block {first}, but {datadir} ends at block {head}: the blocks between are missing"
+    )]
+    Gap {
+        /// The chain file.
+        chain: PathBuf,
+        /// Its first block.
+        first: u64,
+        /// The datadir.
+        datadir: PathBuf,
+        /// The datadir's last block.
+        head: u64,
+    },
+    /// A header the datadir keeps does not decode.
+    #[error("{datadir}: the stored header of block {block} does not decode: {source}")]
+    StoredHeader {
+        /// The datadir.
+        datadir: PathBuf,
+        /// The block.
+        block: u64,
+        /// The decoder's error.
+        #[source]
+        source: alloy_rlp::Error,
+    },
+    /// The chain file's first block does not build on the datadir's block.
+    #[error(
+        "{chain}'s first block (number {first}) builds on {parent_hash}, but {datadir} holds block {parent} with hash {hash}: the datadir is on another chain"
+    )]
+    OtherParent {
+        /// The chain file.
+        chain: PathBuf,
+        /// Its first block.
+        first: u64,
+        /// The parent hash that block names.
+        parent_hash: B256,
+        /// The datadir.
+        datadir: PathBuf,
+        /// The parent's number.
+        parent: u64,
+        /// The hash of the datadir's block at that number.
+        hash: B256,
+    },
+    /// The thread that reads and recovers the blocks ahead panicked.
+    #[error("{chain}: the thread reading the blocks ahead panicked: {message}")]
+    ReaderPanicked {
+        /// The chain file.
+        chain: PathBuf,
+        /// The panic's message.
+        message: String,
+    },
+    /// A block out of order in the chain file.
+    #[error(
+        "{chain}: the block at byte offset {offset} is block {number}, but block {expected} was expected (the file's blocks must follow each other from block {first})"
+    )]
+    OutOfOrder {
+        /// The chain file.
+        chain: PathBuf,
+        /// Where the block starts.
+        offset: usize,
+        /// Its number.
+        number: u64,
+        /// The number expected there.
+        expected: u64,
+        /// The file's first block.
+        first: u64,
+    },
+    /// strata's root of the genesis allocation is not alloy-trie's.
+    #[error("strata's root of the genesis allocation is {strata}, alloy-trie's is {alloy_trie}")]
+    GenesisRoot {
+        /// strata's.
+        strata: B256,
+        /// alloy-trie's.
+        alloy_trie: B256,
+    },
+    /// The datadir stands before the genesis block given.
+    #[error("{datadir} is at block {last}, before the genesis block {genesis}")]
+    BeforeGenesis {
+        /// The datadir.
+        datadir: PathBuf,
+        /// Its last block.
+        last: u64,
+        /// The genesis block's number.
+        genesis: u64,
+    },
+    /// The datadir's genesis is not the one given.
+    #[error(
+        "{datadir} holds another chain: its genesis is not the one given (hash {hash}, root {root})"
+    )]
+    OtherGenesis {
+        /// The datadir.
+        datadir: PathBuf,
+        /// The given genesis's hash.
+        hash: B256,
+        /// Its state root.
+        root: B256,
+    },
+    /// A block the datadir holds is not the chain file's block there.
+    #[error(
+        "{datadir} holds a block {number} other than {chain} has at byte offset {offset} (hash {hash}): the datadir is on another chain"
+    )]
+    OtherBlock {
+        /// The datadir.
+        datadir: PathBuf,
+        /// The block number.
+        number: u64,
+        /// The chain file.
+        chain: PathBuf,
+        /// Where the file's block starts.
+        offset: usize,
+        /// The file's block's hash.
+        hash: B256,
+    },
+}
+
+impl From<ImportChainError> for crate::CliError {
+    fn from(error: ImportChainError) -> Self {
+        crate::CliError::ImportChain(Box::new(error))
+    }
+}
