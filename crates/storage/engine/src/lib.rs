@@ -37,6 +37,7 @@ mod replay_check;
 mod root_stream;
 mod sample;
 mod state_db;
+mod state_read;
 #[cfg(test)]
 mod test_chain;
 mod unwind;
@@ -54,6 +55,7 @@ pub use options::{Durability, Options};
 pub use pause::{PausePoint, PausePoints};
 pub use read_only::ReadOnlyStateDb;
 pub use state_db::{DbStats, DomainStats, FileStats, StateDb};
+pub use state_read::StateRead;
 pub use strata_cache::{CacheKind, CacheStats, MAX_WARMERS};
 pub use strata_commitment::{AccountProof, SlotProof};
 /// How many block hashes and headers the store serves back from its head

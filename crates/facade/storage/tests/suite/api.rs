@@ -602,3 +602,54 @@ fn a_read_only_handle_catches_up_with_every_committed_block() {
     assert_eq!(follower.catch_up().unwrap(), Some(39));
     assert_eq!(hash_seen(), Some(B256::repeat_byte(0xb2)));
 }
+
+/// One read path over either store: [`strata_storage::StateRead`] gives the
+/// writer and a follower in another handle the same answers at the head
+/// and at an older block of the window.
+#[test]
+fn the_writer_and_a_follower_answer_through_one_read_trait() {
+    use strata_storage::StateRead;
+
+    /// What a client asks, over any store.
+    fn ask(
+        store: &impl StateRead,
+        address: &Address,
+    ) -> (Option<u64>, B256, Vec<Option<u64>>, B256) {
+        let head = store.last_block().unwrap();
+        let nonces = (0..=head.unwrap())
+            .map(|block| {
+                let reader = store.reader_at(block, Regime::Exec).unwrap();
+                reader.account(address).unwrap().map(|a| a.nonce)
+            })
+            .collect();
+        let proof = store.proof_at(head.unwrap() - 1, address, &[]).unwrap();
+        (head, store.root().unwrap(), nonces, proof.storage_root)
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options {
+        share_with_readers: true,
+        ..Options::default()
+    };
+    let db = StateDb::open(dir.path(), options).unwrap();
+    let address = Address::repeat_byte(0x42);
+    for block in 0..4u64 {
+        let mut writer = db.begin_block(block).unwrap();
+        let account = Account {
+            nonce: block + 1,
+            ..Account::default()
+        };
+        writer.put_account(address, &account);
+        writer.put_storage(
+            address,
+            B256::with_last_byte(block as u8),
+            U256::from(block + 7),
+        );
+        writer.commit().unwrap();
+    }
+    let follower = ReadOnlyStateDb::open(dir.path(), Options::default()).unwrap();
+    let from_writer = ask(&db, &address);
+    assert_eq!(from_writer.0, Some(3));
+    assert_eq!(from_writer.2, vec![Some(1), Some(2), Some(3), Some(4)]);
+    assert_eq!(ask(&follower, &address), from_writer);
+}
