@@ -33,6 +33,21 @@ pub use strata_view::stats::{DbStats, DomainStats, FileStats};
 use strata_types::datadir::{DB_FILE, FILES_DIR};
 
 /// A state database in one datadir: redb plus a folder of immutable files.
+///
+/// ```
+/// use alloy_primitives::{Address, U256};
+/// use strata_engine::{Account, Options, Regime, StateDb};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let db = StateDb::open(dir.path(), Options::default()).unwrap();
+/// let mut block = db.begin_block(0).unwrap();
+/// let alice = Address::repeat_byte(0xa1);
+/// block.put_account(alice, &Account { balance: U256::from(5), ..Account::default() });
+/// let root = block.commit().unwrap().root;
+/// assert_eq!((db.last_block(), db.root()), (Some(0), root));
+/// assert_eq!(db.reader(Regime::Exec).account(&alice).unwrap().unwrap().balance, U256::from(5));
+/// db.close().unwrap(); // the final flush; the journal already holds the block
+/// ```
 pub struct StateDb {
     inner: Arc<Inner>,
     worker: Option<MaintenanceWorker>,

@@ -28,6 +28,29 @@ use strata_view::snapshot::Snapshot;
 /// `Send` and may be kept beside the [`crate::StateDb`] or handed to another
 /// thread (e.g. `spawn_blocking`); it holds the store's write side until it
 /// is committed or dropped.
+///
+/// ```
+/// use alloy_primitives::{Address, B256, U256};
+/// use strata_engine::{Account, Options, Regime, StateDb};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let db = StateDb::open(dir.path(), Options::default()).unwrap();
+/// let bob = Address::repeat_byte(0xb0);
+/// let mut block = db.begin_block(0).unwrap();
+/// block.put_account(bob, &Account { nonce: 1, ..Account::default() });
+/// block.put_storage(bob, B256::with_last_byte(1), U256::from(9));
+/// // The writer reads its own block's writes; others see them after commit.
+/// assert_eq!(block.account(&bob).unwrap().unwrap().nonce, 1);
+/// assert!(db.reader(Regime::Exec).account(&bob).unwrap().is_none());
+/// let committed = block.commit().unwrap();
+/// assert_eq!(committed.root, db.root());
+///
+/// // A block dropped uncommitted leaves nothing.
+/// let mut dropped = db.begin_block(1).unwrap();
+/// dropped.put_account(bob, &Account { nonce: 2, ..Account::default() });
+/// drop(dropped);
+/// assert_eq!(db.last_block(), Some(0));
+/// ```
 pub struct BlockWriter {
     inner: Arc<Inner>,
     _write_side: WriterTicket,

@@ -23,6 +23,9 @@ use strata_types::keys::storage_key;
 ///
 /// Cheap to clone; `Send + Sync`, so many threads can read at once. Every
 /// read is timed into the store's telemetry under the handle's regime.
+///
+/// A reader comes from a store (`StateDb::reader`, `reader_at`, or a
+/// `ReadOnlyStateDb`'s); the engine's `StateDb` docs show one in use.
 #[derive(Clone)]
 pub struct StateReader {
     snapshot: Arc<Snapshot>,

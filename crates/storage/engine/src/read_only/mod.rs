@@ -67,6 +67,24 @@ enum Refresh {
 /// never wait on the writer's commits, its background maintenance or the
 /// verification of new files; they see a commit within about one
 /// [`crate::Options::follow_interval`] of its landing.
+///
+/// ```
+/// use alloy_primitives::Address;
+/// use strata_engine::{Account, Options, ReadOnlyStateDb, Regime, StateDb};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let shared = Options { share_with_readers: true, ..Options::default() };
+/// let writer = StateDb::open(dir.path(), shared).unwrap();
+/// let mut block = writer.begin_block(0).unwrap();
+/// block.put_account(Address::ZERO, &Account { nonce: 1, ..Account::default() });
+/// block.commit().unwrap();
+///
+/// // What another process opens beside the writer.
+/// let follower = ReadOnlyStateDb::open(dir.path(), Options::default()).unwrap();
+/// assert_eq!(follower.last_block().unwrap(), Some(0));
+/// let reader = follower.reader(Regime::Exec).unwrap();
+/// assert_eq!(reader.account(&Address::ZERO).unwrap().unwrap().nonce, 1);
+/// ```
 pub struct ReadOnlyStateDb {
     follower: Arc<Follower>,
     thread: Option<JoinHandle<()>>,
