@@ -7,7 +7,6 @@ use std::time::Instant;
 use alloy_consensus::TxEnvelope;
 use alloy_consensus::transaction::Recovered;
 use alloy_primitives::{Address, KECCAK256_EMPTY};
-use alloy_trie::EMPTY_ROOT_HASH;
 use revm::database::states::bundle_state::BundleRetention;
 use revm::database::{BundleState, State};
 use strata_storage::revm::{WrapDatabaseRef, apply_bundle_state};
@@ -16,7 +15,7 @@ use strata_storage::{BlockWriter, Regime, StateDb};
 use crate::ChainSpec;
 use crate::access::{BlockAccess, RecordingReader, bundle_writes};
 use crate::block::DecodedBlock;
-use crate::eip7610::StorageCollisions;
+use crate::eip7610::{StorageCollisions, has_storage_only};
 use crate::error::{ExecError, InvalidBlock};
 use crate::evm_run::{PathRun, apply_dao_change, check_outcome, label_block, run_error, run_evm};
 
@@ -39,8 +38,7 @@ pub(crate) fn execute(
     let started = Instant::now();
     // revm alone first; a block that creates a contract over an account
     // with storage runs again with EIP-7610's rule watched.
-    let mut watched = None;
-    let mut watched_once: Option<Address> = None;
+    let mut watching = false;
     let (outcome, bundle, reads) = loop {
         let mut state = State::builder()
             .with_database(WrapDatabaseRef(RecordingReader::new(
@@ -52,7 +50,8 @@ pub(crate) fn execute(
         if spec.is_dao_block(number) {
             apply_dao_change(&mut state).map_err(|error| run_error(number, block.hash, error))?;
         }
-        let outcome = run_evm(spec, block, transactions, &mut state, watched.take())
+        let watcher = watching.then(|| StorageCollisions::new(db.reader(Regime::Exec)));
+        let outcome = run_evm(spec, block, transactions, &mut state, watcher)
             .map_err(|error| run_error(number, block.hash, error))?;
         state.merge_transitions(BundleRetention::PlainState);
         let bundle = state.take_bundle();
@@ -61,7 +60,7 @@ pub(crate) fn execute(
             .map_err(|message| ExecError::Database { number, message })?
         {
             None => break (outcome, bundle, reads),
-            Some(address) if watched_once.is_some() => {
+            Some(address) if watching => {
                 return Err(ExecError::Unsupported {
                     number,
                     reason: format!(
@@ -70,10 +69,7 @@ pub(crate) fn execute(
                     ),
                 });
             }
-            Some(address) => {
-                watched_once = Some(address);
-                watched = Some(StorageCollisions::new(db.reader(Regime::Exec)));
-            }
+            Some(_) => watching = true,
         }
     };
     let execution = started.elapsed();
@@ -123,8 +119,7 @@ pub(crate) fn storage_collision(
         if !blank(before) || blank(after) {
             continue;
         }
-        let proof = reader.proof(address, &[]).map_err(|e| e.to_string())?;
-        if proof.storage_root != EMPTY_ROOT_HASH {
+        if has_storage_only(&reader, address).map_err(|e| e.to_string())? {
             return Ok(Some(*address));
         }
     }

@@ -11,8 +11,7 @@ use std::time::{Duration, Instant};
 use alloy_consensus::TxEnvelope;
 use alloy_consensus::transaction::Recovered;
 use alloy_evm::eth::dao_fork::{DAO_HARDFORK_ACCOUNTS, DAO_HARDFORK_BENEFICIARY};
-use alloy_primitives::{Address, B256, KECCAK256_EMPTY, U256};
-use alloy_trie::EMPTY_ROOT_HASH;
+use alloy_primitives::{Address, B256, U256};
 use revm::bytecode::Bytecode;
 use revm::database_interface::{Database, DatabaseCommit};
 use revm::state::{AccountInfo, EvmState};
@@ -21,6 +20,7 @@ use strata_storage::{BlockWriter, Regime, StateDb, StateReader};
 
 use crate::ChainSpec;
 use crate::block::DecodedBlock;
+use crate::eip7610::has_storage_only;
 use crate::error::{ExecError, InvalidBlock};
 use crate::evm_run::{PathRun, check_outcome, label_block, run_error, run_evm};
 
@@ -52,7 +52,7 @@ pub(crate) fn execute(
     let mut checked = CheckedWriter {
         inner: writer_database(&mut writer),
         head: db.reader(Regime::Exec),
-        collision: None,
+        collision: false,
     };
     let outcome = run_evm(spec, block, transactions, &mut checked, None)
         .map_err(|error| run_error(number, block.hash, error))?;
@@ -64,7 +64,7 @@ pub(crate) fn execute(
         number,
         message: error.to_string(),
     })?;
-    if collision.is_some() {
+    if collision {
         return Ok(None);
     }
     check_outcome(spec, block.header(), &outcome).map_err(|reason: InvalidBlock| {
@@ -111,7 +111,10 @@ fn dao_change(writer: &mut BlockWriter) -> Result<(), strata_storage::Error> {
 struct CheckedWriter<'w> {
     inner: WriterDatabase<'w>,
     head: StateReader,
-    collision: Option<String>,
+    /// A transaction created a contract over an account that had storage,
+    /// or that could not be checked: the bundle path runs the block again
+    /// and decides (or reports the store's error).
+    collision: bool,
 }
 
 impl std::fmt::Debug for CheckedWriter<'_> {
@@ -119,25 +122,6 @@ impl std::fmt::Debug for CheckedWriter<'_> {
         f.debug_struct("CheckedWriter")
             .field("collision", &self.collision)
             .finish_non_exhaustive()
-    }
-}
-
-impl CheckedWriter<'_> {
-    fn check_created(&mut self, address: Address) -> Result<(), String> {
-        let Some(before) = self.head.account(&address).map_err(|e| e.to_string())? else {
-            return Ok(());
-        };
-        if before.nonce != 0 || before.code_hash != KECCAK256_EMPTY {
-            return Ok(());
-        }
-        let proof = self.head.proof(&address, &[]).map_err(|e| e.to_string())?;
-        if proof.storage_root != EMPTY_ROOT_HASH {
-            self.collision = Some(format!(
-                "{address} has storage but no code and nonce 0, and the block creates a contract \
-                 there: EIP-7610 makes that a collision"
-            ));
-        }
-        Ok(())
     }
 }
 
@@ -163,19 +147,11 @@ impl Database for CheckedWriter<'_> {
 
 impl DatabaseCommit for CheckedWriter<'_> {
     fn commit(&mut self, changes: EvmState) {
-        if self.collision.is_none() {
-            let created: Vec<Address> = changes
+        if !self.collision {
+            self.collision = changes
                 .iter()
                 .filter(|(_, account)| account.is_created())
-                .map(|(address, _)| *address)
-                .collect();
-            for address in created {
-                if let Err(error) = self.check_created(address) {
-                    self.collision = Some(format!(
-                        "EIP-7610 could not be checked for {address}: {error}"
-                    ));
-                }
-            }
+                .any(|(address, _)| has_storage_only(&self.head, address).unwrap_or(true));
         }
         self.inner.commit(changes);
     }
