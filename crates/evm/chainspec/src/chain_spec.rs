@@ -9,6 +9,7 @@ use alloy_evm::eth::spec::EthExecutorSpec;
 use alloy_genesis::ChainConfig;
 use alloy_hardforks::{EthereumChainHardforks, EthereumHardfork, EthereumHardforks, ForkCondition};
 use alloy_primitives::{Address, U256};
+use strata_genesis::{parse_u64, parse_u256};
 
 use crate::error::ChainSpecError;
 
@@ -332,22 +333,35 @@ impl ChainSpec {
                     "unknown fork {key:?}"
                 )));
             };
-            let field = |name: &str| -> Result<u128, ChainSpecError> {
-                entry
-                    .get(name)
-                    .and_then(quantity)
-                    .ok_or_else(|| ChainSpecError::BlobSchedule(format!("{key}: no number {name}")))
+            let count = |name: &str| -> Result<u64, ChainSpecError> {
+                parse_u64(schedule_field(key, entry, name)?).map_err(|error| {
+                    ChainSpecError::BlobSchedule(format!("{key}: {name}: {error}"))
+                })
             };
-            let params = blob_params_of(
-                fork,
-                field("target")? as u64,
-                field("max")? as u64,
-                field("baseFeeUpdateFraction")?,
-            );
+            let name = "baseFeeUpdateFraction";
+            let fraction = parse_u256(schedule_field(key, entry, name)?)
+                .map_err(|error| ChainSpecError::BlobSchedule(format!("{key}: {name}: {error}")))?;
+            let fraction = u128::try_from(fraction).map_err(|_| {
+                ChainSpecError::BlobSchedule(format!(
+                    "{key}: {name} {fraction} is more than 128 bits"
+                ))
+            })?;
+            let params = blob_params_of(fork, count("target")?, count("max")?, fraction);
             set_blob_params(&mut spec.blob_schedule, fork, params);
         }
         Ok(spec)
     }
+}
+
+/// The field `name` of the schedule entry of fork `key`.
+fn schedule_field<'a>(
+    key: &str,
+    entry: &'a serde_json::Value,
+    name: &str,
+) -> Result<&'a serde_json::Value, ChainSpecError> {
+    entry
+        .get(name)
+        .ok_or_else(|| ChainSpecError::BlobSchedule(format!("{key}: no {name}")))
 }
 
 /// Sets `fork`'s parameters in `schedule`, kept in fork order.
@@ -360,18 +374,6 @@ fn set_blob_params(
     schedule.push((fork, params));
     let order = |fork: &EthereumHardfork| BLOB_FORKS.iter().position(|(each, _)| each == fork);
     schedule.sort_by_key(|(fork, _)| order(fork));
-}
-
-/// A JSON number or `0x` hex string.
-fn quantity(value: &serde_json::Value) -> Option<u128> {
-    match value {
-        serde_json::Value::Number(n) => n.as_u64().map(u128::from),
-        serde_json::Value::String(text) => match text.strip_prefix("0x") {
-            Some(hex) => u128::from_str_radix(hex, 16).ok(),
-            None => text.parse().ok(),
-        },
-        _ => None,
-    }
 }
 
 impl EthereumHardforks for ChainSpec {

@@ -2,7 +2,7 @@
 //! built ([`ChainSpecError`]) and a genesis file a chain cannot start from
 //! ([`GenesisError`]).
 
-/// A chain description no fork schedule can be built a fork schedule from.
+/// A chain description no fork schedule can be built from.
 #[derive(Debug, thiserror::Error)]
 pub enum ChainSpecError {
     /// A BlockchainTests `network` name that names no fork or transition.
