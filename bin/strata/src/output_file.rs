@@ -239,6 +239,15 @@ impl OutputFile {
         &self.shown
     }
 
+    /// Writes `value` as one pretty-printed JSON document and a newline
+    /// (the commands' `--json` reports), and finishes.
+    pub(crate) fn write_json<T: serde::Serialize>(self, value: &T) -> Result<(), CliError> {
+        let mut text = serde_json::to_string_pretty(value)
+            .map_err(|e| CliError::file(self.path())(e.into()))?;
+        text.push('\n');
+        self.write_whole(text.as_bytes())
+    }
+
     /// Writes `bytes` and finishes.
     pub(crate) fn write_whole(mut self, bytes: &[u8]) -> Result<(), CliError> {
         self.write_all(bytes).map_err(CliError::file(&self.shown))?;

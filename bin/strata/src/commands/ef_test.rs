@@ -74,9 +74,7 @@ pub(crate) fn run(args: EfTestArgs) -> Result<(), CliError> {
     )
     .map_err(|error| CliError::EfTest(Box::new(error)))?;
     if let Some(file) = json {
-        let text = serde_json::to_string_pretty(&report.to_json())
-            .map_err(|e| CliError::file(file.path())(e.into()))?;
-        file.write_whole((text + "\n").as_bytes())?;
+        file.write_json(&report.to_json())?;
     }
     let mut lines = Lines::default();
     for line in report.lines() {

@@ -183,8 +183,8 @@ fn check_same_chain(
     let recorded = db.chain_config().map_err(CliError::storage(datadir))?;
     let recorded_id = recorded
         .as_deref()
-        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(bytes).ok())
-        .and_then(|config| config.get("chainId").and_then(serde_json::Value::as_u64));
+        .and_then(|bytes| strata_executor::ChainSpec::from_recorded(bytes).ok())
+        .map(|spec| spec.chain_id);
     match recorded_id {
         Some(id) if id != genesis.config.chain_id => Err(ServeError::OtherChainId {
             genesis: path.to_owned(),

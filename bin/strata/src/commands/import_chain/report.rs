@@ -302,7 +302,5 @@ pub(super) fn write_json(
         final_block: first.final_block,
         final_root: first.final_root,
     };
-    let text = serde_json::to_string_pretty(&report)
-        .map_err(|e| CliError::file(file.path())(std::io::Error::other(e.to_string())))?;
-    file.write_whole((text + "\n").as_bytes())
+    file.write_json(&report)
 }

@@ -275,13 +275,14 @@ impl<'a> From<&'a RunResult> for RunReport<'a> {
     }
 }
 
-/// The report of `runs` as pretty-printed JSON.
-pub(super) fn render(
+/// Writes the report of `runs` into `file` (its `--json` path).
+pub(super) fn write(
+    file: OutputFile,
     args: &ReplayArgs,
     context: &Context,
     runs: &[RunResult],
     peak_rss_bytes: Option<u64>,
-) -> Result<String, serde_json::Error> {
+) -> Result<(), CliError> {
     let started_unix_s = context
         .started
         .duration_since(UNIX_EPOCH)
@@ -295,18 +296,5 @@ pub(super) fn render(
         peak_rss_bytes,
         runs: runs.iter().map(RunReport::from).collect(),
     };
-    serde_json::to_string_pretty(&report)
-}
-
-/// Writes the report of `runs` into `file` (its `--json` path).
-pub(super) fn write(
-    file: OutputFile,
-    args: &ReplayArgs,
-    context: &Context,
-    runs: &[RunResult],
-    peak_rss_bytes: Option<u64>,
-) -> Result<(), CliError> {
-    let text = render(args, context, runs, peak_rss_bytes)
-        .map_err(|e| CliError::file(file.path())(std::io::Error::other(e)))?;
-    file.write_whole((text + "\n").as_bytes())
+    file.write_json(&report)
 }
