@@ -53,7 +53,7 @@ const BLOCK_FORKS: [EthereumHardfork; 14] = [
 ];
 
 /// The forks switched on by timestamp, in activation order.
-const TIME_FORKS: [EthereumHardfork; 9] = [
+const TIME_FORKS: [EthereumHardfork; 10] = [
     EthereumHardfork::Shanghai,
     EthereumHardfork::Cancun,
     EthereumHardfork::Prague,
@@ -63,6 +63,7 @@ const TIME_FORKS: [EthereumHardfork; 9] = [
     EthereumHardfork::Bpo3,
     EthereumHardfork::Bpo4,
     EthereumHardfork::Bpo5,
+    EthereumHardfork::Amsterdam,
 ];
 
 /// The forks that may set blob parameters, in activation order, with the
@@ -229,6 +230,7 @@ impl ChainSpec {
             (EthereumHardfork::Bpo3, time(config.bpo3_time)),
             (EthereumHardfork::Bpo4, time(config.bpo4_time)),
             (EthereumHardfork::Bpo5, time(config.bpo5_time)),
+            (EthereumHardfork::Amsterdam, time(config.amsterdam_time)),
         ];
         let mut blob_schedule = default_blob_schedule();
         for (key, params) in &config.blob_schedule {
@@ -482,6 +484,7 @@ fn fork_of_test_name(name: &str) -> Option<EthereumHardfork> {
         "BPO3" => EthereumHardfork::Bpo3,
         "BPO4" => EthereumHardfork::Bpo4,
         "BPO5" => EthereumHardfork::Bpo5,
+        "Amsterdam" => EthereumHardfork::Amsterdam,
         _ => return None,
     })
 }

@@ -10,11 +10,13 @@
 //!   by alloy-trie.
 #![deny(missing_docs)]
 
+mod amsterdam_gas;
 mod chain_spec;
 mod error;
 mod evm_env;
 mod genesis;
 
+pub use amsterdam_gas::{amsterdam_gas_params, cost_per_state_byte};
 pub use chain_spec::{ChainSpec, MAINNET_CHAIN_ID, recorded_chain_config};
 pub use error::{ChainSpecError, GenesisError};
 pub use evm_env::evm_env;

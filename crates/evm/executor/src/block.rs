@@ -1,6 +1,9 @@
 //! A block as the executor takes it: decoded from its RLP, with its hash.
 
+use std::sync::Arc;
+
 use alloy_consensus::{Block, Header, TxEnvelope};
+use alloy_eip7928::BlockAccessList;
 use alloy_primitives::B256;
 use alloy_rlp::Decodable;
 
@@ -13,6 +16,11 @@ pub struct DecodedBlock {
     pub block: Block<TxEnvelope>,
     /// keccak256 of the header's RLP.
     pub hash: B256,
+    /// From Amsterdam, the block's access list as it came beside the block
+    /// (EIP-7928: the engine API's payload and the fixtures carry it; the
+    /// block's RLP does not). Checked against what execution builds, which
+    /// must also hash to the header's `blockAccessListHash`.
+    pub access_list: Option<Arc<BlockAccessList>>,
 }
 
 impl DecodedBlock {
@@ -41,7 +49,17 @@ impl DecodedBlock {
     /// Wraps a block built or decoded elsewhere, hashing its header.
     pub fn from_block(block: Block<TxEnvelope>) -> Self {
         let hash = block.header.hash_slow();
-        Self { block, hash }
+        Self {
+            block,
+            hash,
+            access_list: None,
+        }
+    }
+
+    /// The block with the access list that came beside it.
+    pub fn with_access_list(mut self, list: BlockAccessList) -> Self {
+        self.access_list = Some(Arc::new(list));
+        self
     }
 
     /// The block's header.

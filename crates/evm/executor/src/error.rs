@@ -142,6 +142,26 @@ pub enum InvalidBlock {
         /// The contract's address.
         address: alloy_primitives::Address,
     },
+    /// EIP-7928: the access list the block's execution built does not hash
+    /// to the header's `blockAccessListHash`.
+    #[error("the block's access list hashes to {executed}, its header says {header}")]
+    AccessListHash {
+        /// The header's.
+        header: B256,
+        /// The hash of the list execution built.
+        executed: B256,
+    },
+    /// EIP-7928: the access list that came with the block differs from
+    /// the one its execution built (or does not hash to its header's).
+    #[error("the block's access list is not what it read and wrote: {difference}")]
+    AccessListDiffers {
+        /// The first difference: address, field, transaction index.
+        difference: String,
+    },
+    /// EIP-7928: the access list that came with the block does not decode,
+    /// or breaks its order and uniqueness rules.
+    #[error("the block's access list is malformed: {0}")]
+    AccessListMalformed(String),
     /// The block's system calls, rewards or withdrawals failed.
     #[error("block execution: {0}")]
     Execution(String),
@@ -216,6 +236,9 @@ impl InvalidBlock {
             Self::Transaction { .. } => "transaction",
             Self::Execution(_) => "execution",
             Self::SystemContractEmpty { .. } => "system-contract-empty",
+            Self::AccessListHash { .. } => "access-list-hash",
+            Self::AccessListDiffers { .. } => "access-list",
+            Self::AccessListMalformed(_) => "access-list-malformed",
             Self::GasUsed { .. } => "gas-used",
             Self::ReceiptsRoot { .. } => "receipts-root",
             Self::LogsBloom { .. } => "logs-bloom",

@@ -8,7 +8,8 @@ use alloy_consensus::{Header, TxEnvelope, TxReceipt, proofs::calculate_receipt_r
 use alloy_eips::eip7002::WITHDRAWAL_REQUEST_PREDEPLOY_ADDRESS;
 use alloy_eips::eip7251::CONSOLIDATION_REQUEST_PREDEPLOY_ADDRESS;
 use alloy_evm::block::{
-    BlockExecutionError, BlockExecutor, BlockExecutorFactory, BlockValidationError,
+    BalIndexedDatabase, BlockExecutionError, BlockExecutor, BlockExecutorFactory,
+    BlockValidationError,
 };
 use alloy_evm::eth::dao_fork::{DAO_HARDFORK_ACCOUNTS, DAO_HARDFORK_BENEFICIARY};
 use alloy_evm::eth::receipt_builder::AlloyReceiptBuilder;
@@ -21,6 +22,7 @@ use revm::database::State;
 use crate::ChainSpec;
 use crate::access::BlockAccess;
 use crate::block::DecodedBlock;
+use crate::block_access_list::{RecordingDb, check_access_list};
 use crate::eip7610::StorageCollisions;
 use crate::error::{ExecError, InvalidBlock};
 
@@ -60,6 +62,8 @@ pub(crate) struct Outcome {
     blob_gas_used: u64,
     receipts: Vec<alloy_consensus::ReceiptEnvelope>,
     requests_hash: B256,
+    /// From Amsterdam, the access list execution built (EIP-7928).
+    pub(crate) access_list: Option<alloy_eip7928::BlockAccessList>,
 }
 
 pub(crate) enum RunError {
@@ -72,7 +76,9 @@ pub(crate) enum RunError {
 /// block, the caller has made the irregular change already
 /// ([`apply_dao_change`]): alloy-evm would make it after the transactions.
 /// With `collisions`, every create is watched for EIP-7610's storage rule
-/// ([`StorageCollisions`]); without, revm's uninspected loop runs.
+/// ([`StorageCollisions`]); without, revm's uninspected loop runs. From
+/// Amsterdam, the block's access list is built from every commit
+/// ([`RecordingDb`]).
 pub(crate) fn run_evm<DB>(
     spec: &ChainSpec,
     block: &DecodedBlock,
@@ -85,11 +91,19 @@ where
 {
     let header = block.header();
     let env = crate::evm_env(spec, header);
-    let executor_spec = if spec.is_dao_block(header.number) {
+    let db = RecordingDb::new(db, spec.is_amsterdam_active_at_timestamp(header.timestamp));
+    let mut executor_spec = if spec.is_dao_block(header.number) {
         spec.with_fork(EthereumHardfork::Dao, ForkCondition::Never)
     } else {
         spec.clone()
     };
+    // alloy-evm 0.39 reads Amsterdam from the executor's spec for one thing
+    // only: the EIP-8282 builder request calls after the transactions, of
+    // a later devnet than the bal@v5.7.0 release strata follows (the EVM's
+    // rules come from `env`, which keeps Amsterdam).
+    if spec.is_amsterdam_active_at_timestamp(header.timestamp) {
+        executor_spec = executor_spec.with_fork(EthereumHardfork::Amsterdam, ForkCondition::Never);
+    }
     let factory = EthBlockExecutorFactory::new(
         AlloyReceiptBuilder::default(),
         executor_spec,
@@ -107,7 +121,7 @@ where
             .map(|w| std::borrow::Cow::Borrowed(w.as_slice())),
         extra_data: header.extra_data.clone(),
         tx_count_hint: Some(transactions.len()),
-        slot_number: None,
+        slot_number: header.slot_number,
     };
     match collisions {
         None => {
@@ -135,38 +149,54 @@ where
 
 /// The block's transactions through `executor`, then its post-execution
 /// changes.
-fn drive<E>(
+fn drive<E, DB>(
     spec: &ChainSpec,
     header: &Header,
     transactions: &[Recovered<TxEnvelope>],
     mut executor: E,
 ) -> Result<Outcome, RunError>
 where
-    E: BlockExecutor<Transaction = TxEnvelope, Receipt = alloy_consensus::ReceiptEnvelope>,
+    E: BlockExecutor<
+            Transaction = TxEnvelope,
+            Receipt = alloy_consensus::ReceiptEnvelope,
+            Evm: Evm<DB = RecordingDb<DB>>,
+        >,
+    DB: alloy_evm::block::StateDB,
 {
     drive_steps(spec, header, transactions, &mut executor)?;
     finish(executor)
 }
 
 /// The pre-execution changes, the transactions, and (from Prague) the
-/// request contracts' check, through `executor`.
-fn drive_steps<E>(
+/// request contracts' check, through `executor`; each step's commits go
+/// into the access list at its index (EIP-7928), the changes after the
+/// transactions at one past the last.
+fn drive_steps<E, DB>(
     spec: &ChainSpec,
     header: &Header,
     transactions: &[Recovered<TxEnvelope>],
     executor: &mut E,
 ) -> Result<(), RunError>
 where
-    E: BlockExecutor<Transaction = TxEnvelope, Receipt = alloy_consensus::ReceiptEnvelope>,
+    E: BlockExecutor<
+            Transaction = TxEnvelope,
+            Receipt = alloy_consensus::ReceiptEnvelope,
+            Evm: Evm<DB = RecordingDb<DB>>,
+        >,
+    DB: alloy_evm::block::StateDB,
 {
     executor
         .apply_pre_execution_changes()
         .map_err(|error| block_error(None, error))?;
     for (index, tx) in transactions.iter().enumerate() {
         executor
-            .execute_transaction(tx)
+            .execute_transaction_with_index(tx, index)
             .map_err(|error| block_error(Some(index), error))?;
     }
+    executor
+        .evm_mut()
+        .db_mut()
+        .set_bal_index(transactions.len() as u64 + 1);
     if spec.is_prague_active_at_timestamp(header.timestamp) {
         check_request_contracts(executor.evm_mut().db_mut())?;
     }
@@ -175,11 +205,16 @@ where
 
 /// The post-execution changes (system calls, rewards, withdrawals) and
 /// what the block gave.
-fn finish<E>(executor: E) -> Result<Outcome, RunError>
+fn finish<E, DB>(executor: E) -> Result<Outcome, RunError>
 where
-    E: BlockExecutor<Transaction = TxEnvelope, Receipt = alloy_consensus::ReceiptEnvelope>,
+    E: BlockExecutor<
+            Transaction = TxEnvelope,
+            Receipt = alloy_consensus::ReceiptEnvelope,
+            Evm: Evm<DB = RecordingDb<DB>>,
+        >,
+    DB: alloy_evm::block::StateDB,
 {
-    let (_, result) = executor
+    let (mut evm, result) = executor
         .finish()
         .map_err(|error| block_error(None, error))?;
     Ok(Outcome {
@@ -187,6 +222,7 @@ where
         blob_gas_used: result.blob_gas_used,
         receipts: result.receipts,
         requests_hash: result.requests.requests_hash(),
+        access_list: evm.db_mut().take_list(),
     })
 }
 
@@ -274,13 +310,14 @@ fn block_error(index: Option<usize>, error: BlockExecutionError) -> RunError {
 }
 
 /// Gas used, blob gas used, receipts root (from Byzantium, whose receipts
-/// carry a status instead of an intermediate state root), logs bloom and
-/// requests hash against the header.
+/// carry a status instead of an intermediate state root), logs bloom,
+/// requests hash and (from Amsterdam) access list against the block.
 pub(crate) fn check_outcome(
     spec: &ChainSpec,
-    header: &Header,
+    block: &DecodedBlock,
     outcome: &Outcome,
 ) -> Result<(), InvalidBlock> {
+    let header = block.header();
     if outcome.gas_used != header.gas_used {
         return Err(InvalidBlock::GasUsed {
             header: header.gas_used,
@@ -321,6 +358,14 @@ pub(crate) fn check_outcome(
             header: header.requests_hash,
             executed: outcome.requests_hash,
         });
+    }
+    if let Some(built) = &outcome.access_list {
+        check_access_list(
+            header.block_access_list_hash,
+            built,
+            block.access_list.as_deref(),
+            block.block.body.transactions.len(),
+        )?;
     }
     Ok(())
 }

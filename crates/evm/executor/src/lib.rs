@@ -19,6 +19,7 @@
 
 mod access;
 mod block;
+mod block_access_list;
 pub mod consensus;
 pub mod ef_tests;
 mod eip7610;

@@ -114,7 +114,7 @@ impl MemoryChain {
         state.merge_transitions(BundleRetention::PlainState);
         let bundle = state.take_bundle();
         let execution = started.elapsed();
-        check_outcome(&self.spec, block.header(), &outcome).map_err(invalid)?;
+        check_outcome(&self.spec, block, &outcome).map_err(invalid)?;
         let started = Instant::now();
         apply_to_memory(&mut self.db, &bundle);
         self.db

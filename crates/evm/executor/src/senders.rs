@@ -173,6 +173,7 @@ mod tests {
                 },
             },
             hash: keccak256(number.to_be_bytes()),
+            access_list: None,
         }
     }
 

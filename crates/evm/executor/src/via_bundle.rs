@@ -29,7 +29,7 @@ pub(crate) fn execute(
     mut writer: BlockWriter,
     record_access: bool,
 ) -> Result<PathRun, ExecError> {
-    let (number, header) = (block.number(), block.header());
+    let number = block.number();
     let invalid = |reason: InvalidBlock| ExecError::Invalid {
         number,
         hash: block.hash,
@@ -82,7 +82,7 @@ pub(crate) fn execute(
     };
 
     let started = Instant::now();
-    check_outcome(spec, header, &outcome).map_err(invalid)?;
+    check_outcome(spec, block, &outcome).map_err(invalid)?;
     apply_bundle_state(&mut writer, &bundle).map_err(|error| ExecError::Database {
         number,
         message: error.to_string(),

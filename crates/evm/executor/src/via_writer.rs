@@ -67,12 +67,10 @@ pub(crate) fn execute(
     if collision {
         return Ok(None);
     }
-    check_outcome(spec, block.header(), &outcome).map_err(|reason: InvalidBlock| {
-        ExecError::Invalid {
-            number,
-            hash: block.hash,
-            reason: Box::new(reason),
-        }
+    check_outcome(spec, block, &outcome).map_err(|reason: InvalidBlock| ExecError::Invalid {
+        number,
+        hash: block.hash,
+        reason: Box::new(reason),
     })?;
     label_block(&mut writer, block);
     Ok(Some(PathRun {

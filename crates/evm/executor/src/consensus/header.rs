@@ -60,6 +60,13 @@ pub fn check_header(spec: &ChainSpec, header: &Header) -> Result<(), InvalidBloc
         header.requests_hash.is_some(),
         spec.is_prague_active_at_timestamp(timestamp),
     )?;
+    let amsterdam = spec.is_amsterdam_active_at_timestamp(timestamp);
+    field_by_fork(
+        "blockAccessListHash",
+        header.block_access_list_hash.is_some(),
+        amsterdam,
+    )?;
+    field_by_fork("slotNumber", header.slot_number.is_some(), amsterdam)?;
     if let (Some(used), Some(params)) = (header.blob_gas_used, spec.blob_params_at(timestamp)) {
         let max = params.max_blob_gas_per_block();
         if used % DATA_GAS_PER_BLOB != 0 || used > max {

@@ -8,6 +8,7 @@ use std::path::Path;
 use alloy_consensus::Header;
 use alloy_primitives::{B256, KECCAK256_EMPTY, keccak256};
 use alloy_rlp::Decodable;
+use serde::Deserialize;
 use strata_storage::genesis::{GenesisAlloc, alloc_from_value};
 use strata_storage::{Durability, Options, Regime, StateDb};
 
@@ -144,7 +145,8 @@ fn run(case: &Case, scratch: &Path, state: StatePath) -> Result<CaseOutcome, Fai
     for (index, fixture) in case.blocks.iter().enumerate() {
         let decoded = hex_bytes(&fixture.rlp)
             .map_err(crate::error::InvalidBlock::Rlp)
-            .and_then(|bytes| DecodedBlock::decode(&bytes));
+            .and_then(|bytes| DecodedBlock::decode(&bytes))
+            .and_then(|block| with_access_list(block, fixture.block_access_list.as_ref()));
         let result = match decoded {
             Ok(block) => {
                 if let Some(expected) = &fixture.block_header
@@ -217,6 +219,19 @@ fn run(case: &Case, scratch: &Path, state: StatePath) -> Result<CaseOutcome, Fai
 }
 
 /// The genesis header: decoded from `genesisRLP`.
+/// `block` with the access list the fixture gives beside it, if any.
+fn with_access_list(
+    block: DecodedBlock,
+    list: Option<&serde_json::Value>,
+) -> Result<DecodedBlock, crate::error::InvalidBlock> {
+    let Some(list) = list else {
+        return Ok(block);
+    };
+    let list = alloy_eip7928::BlockAccessList::deserialize(list)
+        .map_err(|error| crate::error::InvalidBlock::AccessListMalformed(error.to_string()))?;
+    Ok(block.with_access_list(list))
+}
+
 fn genesis_header(case: &Case) -> Result<Header, Failure> {
     let rlp = case
         .genesis_rlp

@@ -60,6 +60,8 @@ pub struct FixtureBlock {
     pub expect_exception: Option<String>,
     /// The decoded header of a valid block.
     pub block_header: Option<HeaderFields>,
+    /// From Amsterdam, the block's access list (EIP-7928), beside its RLP.
+    pub block_access_list: Option<Value>,
 }
 
 /// Reads every case of the fixture file at `path`, in name order.
