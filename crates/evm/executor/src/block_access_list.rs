@@ -122,3 +122,33 @@ pub(crate) fn check_access_list(
         }),
     }
 }
+
+/// The store's warmup list from an EIP-7928 list: every account and slot
+/// it names, each changed field with its value after the block (the last
+/// change), for [`strata_storage::BlockWriter::prefetch`].
+pub fn prefetch_list(list: &BlockAccessList) -> strata_storage::BlockAccessList {
+    let accounts = list
+        .iter()
+        .map(|account| strata_storage::AccountAccess {
+            address: account.address,
+            storage_reads: account
+                .storage_reads
+                .iter()
+                .map(|slot| B256::from(*slot))
+                .collect(),
+            storage_changes: account
+                .storage_changes
+                .iter()
+                .filter_map(|slot| {
+                    let last = slot.changes.last()?;
+                    Some((B256::from(slot.slot), last.new_value))
+                })
+                .collect(),
+            balance: account.balance_changes.last().map(|c| c.post_balance),
+            nonce: account.nonce_changes.last().map(|c| c.new_nonce),
+            code: account.code_changes.last().map(|c| c.new_code.0.clone()),
+            destroyed: false,
+        })
+        .collect();
+    strata_storage::BlockAccessList { accounts }
+}

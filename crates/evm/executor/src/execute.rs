@@ -12,6 +12,7 @@ use strata_storage::{BlockAccessList, StateDb};
 use crate::ChainSpec;
 use crate::access::BlockAccess;
 use crate::block::DecodedBlock;
+use crate::block_access_list::prefetch_list;
 use crate::consensus::{
     Ancestor, check_against_parent, check_body_roots, check_header, check_ommers,
 };
@@ -44,9 +45,13 @@ pub struct ExecutedBlock {
     /// ([`ExecuteOptions::record_access`]).
     pub access: Option<BlockAccess>,
     /// Accounts, slots and trie paths the warmers loaded from
-    /// [`ExecuteOptions::prefetch`] before the commit stopped them (0
-    /// without a list, or without warmers).
+    /// [`ExecuteOptions::prefetch`] (or the block's own access list) before
+    /// the commit stopped them (0 without a list, or without warmers).
     pub prefetched: u64,
+    /// From Amsterdam, the block's access list as its execution built it
+    /// (EIP-7928; equal to the one that came with the block, and hashing
+    /// to its header's `blockAccessListHash`).
+    pub access_list: Option<alloy_eip7928::BlockAccessList>,
 }
 
 /// How [`execute_block_with`] runs a block.
@@ -72,6 +77,24 @@ pub struct ExecuteOptions<'a> {
     /// The block's senders, recovered ahead (while the block before
     /// executed); recovered again here when they are another block's.
     pub senders: Option<&'a RecoveredSenders>,
+    /// What the access list that came with an Amsterdam block is used for
+    /// beyond its check.
+    pub access_list: AccessListUse,
+}
+
+/// What the access list that came with a block ([`DecodedBlock::access_list`])
+/// is used for. Either way the block's execution builds its own list and
+/// refuses the block when the two differ.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AccessListUse {
+    /// The store's warmers load every account, slot and code it names, and
+    /// the trie paths of what it changes, as soon as the block's writer is
+    /// open (unless [`ExecuteOptions::prefetch`] gives another list).
+    #[default]
+    Use,
+    /// Checked only: the block runs as if it had none (the baseline the
+    /// list's gains are measured against).
+    Ignore,
 }
 
 /// When the state root is computed.
@@ -151,6 +174,8 @@ pub fn execute_block_with(
     let mut writer = db.begin_block(number).map_err(store)?;
     if let Some(list) = options.prefetch {
         writer.prefetch(list);
+    } else if let (Some(list), AccessListUse::Use) = (&block.access_list, options.access_list) {
+        writer.prefetch(&prefetch_list(list));
     }
     check_body_roots(&block.block).map_err(invalid)?;
     check_ommers(spec, &block.block, ancestors).map_err(invalid)?;
@@ -198,7 +223,7 @@ pub fn execute_block_with(
     };
     let PathRun {
         mut writer,
-        outcome,
+        mut outcome,
         execution,
         apply,
         access,
@@ -234,6 +259,7 @@ pub fn execute_block_with(
         },
         access,
         prefetched: committed.prefetched,
+        access_list: outcome.access_list.take(),
     })
 }
 

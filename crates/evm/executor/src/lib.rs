@@ -33,10 +33,11 @@ mod via_writer;
 
 pub use access::{AccountRead, AccountWrite, BlockAccess};
 pub use block::DecodedBlock;
+pub use block_access_list::prefetch_list;
 pub use error::{ExecError, InvalidBlock};
 pub use execute::{
-    BlockTimings, ExecuteOptions, ExecutedBlock, RootTiming, StatePath, execute_block,
-    execute_block_with,
+    AccessListUse, BlockTimings, ExecuteOptions, ExecutedBlock, RootTiming, StatePath,
+    execute_block, execute_block_with,
 };
 pub use memory::{MemoryBlock, MemoryChain};
 pub use senders::RecoveredSenders;

@@ -92,6 +92,68 @@ fn execution_spec_tests_of_prague_and_osaka_pass_with_no_skip() {
     );
 }
 
+/// execution-spec-tests' Amsterdam fixtures (the bal@v5.7.0 devnet
+/// release): every block's access list is built from its execution and
+/// checked against its header and the list beside it, so each block whose
+/// list is wrong is refused and leaves nothing behind (the runner compares
+/// the head and the whole state after the case), on both state paths, with
+/// the same outcome case by case. The cases revm 43 runs by a later
+/// devnet's rules still fail (ARCHITECTURE.md, "Forks"): the floor below
+/// is today's count, so a regression fails here.
+#[test]
+fn amsterdam_blocks_build_and_check_their_access_lists() {
+    let Some(root) = strata_test_support::vectors("eest/blockchain_tests_devnet") else {
+        return;
+    };
+    let files = fixture_files(std::slice::from_ref(&root)).expect("list the fixtures");
+    assert!(files.len() > 200, "only {} fixture files", files.len());
+    let mut failed_by_path = Vec::new();
+    for state in [StatePath::Writer, StatePath::Bundle] {
+        let scratch = tempfile::tempdir().expect("a temp folder");
+        let report =
+            run_paths(&files, None, scratch.path(), state, |_, _| {}).expect("the fixtures read");
+        let total = report.total();
+        assert_eq!(total.skipped, 0, "{state:?}: skips");
+        assert!(
+            total.passed >= 604,
+            "{state:?}: only {} of 772 cases passed",
+            total.passed
+        );
+        let invalid_lists = report
+            .per_folder()
+            .iter()
+            .find(|(folder, _)| folder.ends_with("block_access_lists_invalid"))
+            .map(|(_, tally)| *tally)
+            .expect("the folder of blocks with wrong lists");
+        assert_eq!(
+            (invalid_lists.failed, invalid_lists.skipped),
+            (0, 0),
+            "{state:?}: a block with a wrong access list was not refused cleanly"
+        );
+        assert!(invalid_lists.passed >= 40, "{invalid_lists:?}");
+        assert!(
+            report
+                .refused_by_check()
+                .get("access-list-hash")
+                .copied()
+                .unwrap_or(0)
+                >= 40,
+            "{state:?}: {:?}",
+            report.refused_by_check()
+        );
+        let mut failed: Vec<String> = report
+            .failures()
+            .map(|case| format!("{}::{}", case.file.display(), case.name))
+            .collect();
+        failed.sort_unstable();
+        failed_by_path.push(failed);
+    }
+    assert_eq!(
+        failed_by_path[0], failed_by_path[1],
+        "the writer and bundle paths disagree on which cases fail"
+    );
+}
+
 /// EIP-7610 decided by strata: the three cases whose block creates a
 /// contract over an account with storage but no code and nonce 0 pass on
 /// both state paths (revm 43 alone would create the contract there).

@@ -250,6 +250,7 @@ impl Import<'_> {
                         prefetch: list.as_ref(),
                         root,
                         senders: recovered.as_ref(),
+                        ..ExecuteOptions::default()
                     };
                     execute_block_with(&db, &spec, &block, &chain_ancestors, options)
                 }
