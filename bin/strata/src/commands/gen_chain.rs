@@ -5,9 +5,9 @@ use std::path::PathBuf;
 
 use clap::Args;
 use strata_chain_gen::{
-    CHAIN_CONFIG_FILE, CHAIN_FILE, ChainSummary, DEFAULT_GAS_PER_BLOCK, GENESIS_FILE, GenConfig,
-    GenError, MAX_ACCOUNTS, MAX_BLOCKS, MAX_CONTRACTS, MAX_GAS_PER_BLOCK, MIN_GAS_PER_BLOCK,
-    STATE_FILE, write_chain,
+    ACCESS_LISTS_FILE, CHAIN_CONFIG_FILE, CHAIN_FILE, ChainSummary, DEFAULT_GAS_PER_BLOCK, Fork,
+    GENESIS_FILE, GenConfig, GenError, MAX_ACCOUNTS, MAX_BLOCKS, MAX_CONTRACTS, MAX_GAS_PER_BLOCK,
+    MIN_GAS_PER_BLOCK, STATE_FILE, write_chain,
 };
 
 use crate::CliError;
@@ -32,9 +32,16 @@ pub struct GenChainArgs {
     /// Seed of the keys and of every choice (same arguments → same bytes).
     #[arg(long, value_name = "S", default_value_t = 1)]
     pub seed: u64,
+    /// The fork every block runs under, active from the genesis: cancun
+    /// (the chains strata's figures are measured on), prague, osaka, or
+    /// amsterdam (each block's access list built and hashed into its
+    /// header).
+    #[arg(long, value_name = "FORK", default_value = "cancun", value_parser = parse_fork)]
+    pub fork: Fork,
     /// Output folder (created if absent): genesis.json, its allocation as
     /// state.jsonl and the rest as chain.json (for `init --state --chain`),
-    /// and chain.rlp.
+    /// chain.rlp, and for amsterdam access-lists.rlp (each block's access
+    /// list, for `import-chain --access-lists`).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
 }
@@ -46,6 +53,7 @@ pub(super) fn run(args: GenChainArgs) -> Result<(), CliError> {
         blocks: args.blocks,
         gas_per_block: args.gas_per_block,
         seed: args.seed,
+        fork: args.fork,
     };
     let summary = write_chain(&config, &args.out, |block| {
         let header = &block.block.header;
@@ -67,6 +75,14 @@ pub(super) fn run(args: GenChainArgs) -> Result<(), CliError> {
     Ok(())
 }
 
+/// `--fork`'s value.
+fn parse_fork(name: &str) -> Result<Fork, String> {
+    [Fork::Cancun, Fork::Prague, Fork::Osaka, Fork::Amsterdam]
+        .into_iter()
+        .find(|fork| fork.name() == name)
+        .ok_or_else(|| format!("{name} is not one of cancun, prague, osaka, amsterdam"))
+}
+
 /// What `gen-chain` tells on stderr once the files are written.
 fn sentence(summary: &ChainSummary, out: &std::path::Path) -> String {
     let shapes = summary
@@ -79,7 +95,7 @@ fn sentence(summary: &ChainSummary, out: &std::path::Path) -> String {
     format!(
         "gen-chain: wrote {genesis} ({genesis_mb:.1} MB, {accounts} accounts, hash {genesis_hash}), \
          the same as {state} ({state_mb:.1} MB) and {chain_config}, \
-         and {chain} ({blocks} blocks, {chain_mb:.1} MB) in {out} in {total:.2} s \
+         and {chain} ({blocks} blocks, {chain_mb:.1} MB){lists} in {out} in {total:.2} s \
          (setup {setup:.2} s, execution {execution:.2} s, roots {roots:.2} s): \
          {transactions} transactions ({shapes}; {reverted} reverted), {mgas:.1} Mgas; head block {number} {hash}, \
          state root {root}, {final_accounts} accounts",
@@ -93,6 +109,12 @@ fn sentence(summary: &ChainSummary, out: &std::path::Path) -> String {
         chain = CHAIN_FILE,
         blocks = summary.blocks,
         chain_mb = summary.chain_bytes as f64 / 1e6,
+        lists = summary
+            .access_list_bytes
+            .map_or(String::new(), |bytes| format!(
+                " with their access lists in {ACCESS_LISTS_FILE} ({:.1} MB)",
+                bytes as f64 / 1e6
+            )),
         out = out.display(),
         total = summary.total.as_secs_f64(),
         setup = summary.setup.as_secs_f64(),

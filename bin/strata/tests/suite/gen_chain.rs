@@ -217,3 +217,88 @@ fn settings_out_of_range_are_refused() {
     assert!(nobody.contains("--accounts"), "{nobody}");
     assert!(!std::path::Path::new(out).join("chain.rlp").exists());
 }
+
+/// `gen-chain --fork amsterdam` writes each block's access list beside the
+/// chain; `import-chain --access-lists` takes them with the blocks (used
+/// and ignored, swept in one run, to the same root), and refuses a file
+/// whose list is another block's, naming the file, the offset and the
+/// block, with nothing of that block written.
+#[test]
+fn an_amsterdam_chain_imports_with_its_access_lists_and_a_wrong_list_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("chain");
+    let out_s = out.to_str().unwrap();
+    let run = strata(&[
+        "gen-chain",
+        "--accounts",
+        "300",
+        "--contracts",
+        "30",
+        "--blocks",
+        "4",
+        "--gas-per-block",
+        "2000000",
+        "--fork",
+        "amsterdam",
+        "--out",
+        out_s,
+    ]);
+    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+    assert!(run.status.success(), "{stderr}");
+    assert!(stderr.contains("access-lists.rlp"), "{stderr}");
+    let expected_root = hex_after(&stderr, "state root ").to_string();
+    let lists = out.join("access-lists.rlp");
+    let datadir = dir.path().join("dd");
+    let stdout = strata_ok(&[
+        "import-chain",
+        out.join("chain.rlp").to_str().unwrap(),
+        "--genesis",
+        out.join("genesis.json").to_str().unwrap(),
+        "--datadir",
+        datadir.to_str().unwrap(),
+        "--access-lists",
+        lists.to_str().unwrap(),
+        "--access-list",
+        "use,ignore",
+        "--warmers",
+        "2",
+    ]);
+    assert!(stdout.contains("access lists use"), "{stdout}");
+    assert!(stdout.contains("access lists ignore"), "{stdout}");
+    assert!(
+        stdout.contains(&format!("final root {expected_root}")),
+        "{stdout}"
+    );
+
+    // The file with its first two lists swapped: block 1 meets block 2's.
+    let bytes = std::fs::read(&lists).unwrap();
+    let mut rest = bytes.as_slice();
+    let mut items = Vec::new();
+    while !rest.is_empty() {
+        let start = rest;
+        let header = alloy_rlp::Header::decode(&mut rest).unwrap();
+        rest = &rest[header.payload_length..];
+        items.push(&start[..start.len() - rest.len()]);
+    }
+    items.swap(0, 1);
+    let swapped = dir.path().join("swapped.rlp");
+    std::fs::write(&swapped, items.concat()).unwrap();
+    let fresh = dir.path().join("fresh");
+    let stderr = strata_err(&[
+        "import-chain",
+        out.join("chain.rlp").to_str().unwrap(),
+        "--genesis",
+        out.join("genesis.json").to_str().unwrap(),
+        "--datadir",
+        fresh.to_str().unwrap(),
+        "--access-lists",
+        swapped.to_str().unwrap(),
+    ]);
+    assert!(
+        stderr.contains("swapped.rlp, offset 0: block 1's access list")
+            && stderr.contains("not this block's list"),
+        "{stderr}"
+    );
+    let info = strata_ok(&["verify", "--datadir", fresh.to_str().unwrap()]);
+    assert!(info.contains("block 0"), "{info}");
+}

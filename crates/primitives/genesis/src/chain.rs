@@ -13,7 +13,8 @@ use alloy_consensus::constants::{EMPTY_OMMER_ROOT_HASH, EMPTY_ROOT_HASH};
 use alloy_eips::eip1559::INITIAL_BASE_FEE;
 use alloy_eips::eip7685::EMPTY_REQUESTS_HASH;
 use alloy_genesis::Genesis;
-use alloy_primitives::{B256, U256};
+use alloy_primitives::{B256, U256, keccak256};
+use alloy_rlp::EMPTY_LIST_CODE;
 
 use super::{GenesisAccount, GenesisAlloc};
 pub use fork_order::{Activation, ForkOrderError, check_fork_order};
@@ -47,9 +48,6 @@ pub fn alloc_of(genesis: &Genesis) -> GenesisAlloc {
 /// A genesis whose header strata cannot build.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum HeaderError {
-    /// The configuration asks for what strata does not build.
-    #[error("genesis header: {0}")]
-    Unsupported(&'static str),
     /// The configuration's forks are out of order.
     #[error("genesis config: {0}")]
     ForkOrder(#[from] ForkOrderError),
@@ -57,20 +55,17 @@ pub enum HeaderError {
 
 /// Block 0's header for `genesis` whose allocation has `state_root`.
 /// Refuses a configuration whose forks are out of order
-/// ([`check_fork_order`]) and a chain with Amsterdam active at genesis (its
-/// block access list hash and slot number are not built here): no hash is
-/// better than a wrong one.
+/// ([`check_fork_order`]). With Amsterdam active at genesis, block 0 has
+/// the empty block's access list (its hash is that of an empty RLP list)
+/// and the genesis's slot number (0 when it gives none), as the
+/// execution-spec-tests fixtures have it.
 pub fn genesis_header(genesis: &Genesis, state_root: B256) -> Result<Header, HeaderError> {
     check_fork_order(genesis)?;
     let config = &genesis.config;
     let number = genesis.number.unwrap_or(0);
     let timestamp = genesis.timestamp;
     let at = |fork: Option<u64>| fork.is_some_and(|time| timestamp >= time);
-    if at(config.amsterdam_time) {
-        return Err(HeaderError::Unsupported(
-            "Amsterdam active at genesis is not supported (block access list hash)",
-        ));
-    }
+    let amsterdam = at(config.amsterdam_time);
     let london = config.is_london_active_at_block(number);
     let shanghai = at(config.shanghai_time);
     let cancun = at(config.cancun_time);
@@ -101,7 +96,7 @@ pub fn genesis_header(genesis: &Genesis, state_root: B256) -> Result<Header, Hea
         excess_blob_gas: cancun.then(|| genesis.excess_blob_gas.unwrap_or(0)),
         parent_beacon_block_root: cancun.then_some(B256::ZERO),
         requests_hash: prague.then_some(EMPTY_REQUESTS_HASH),
-        block_access_list_hash: None,
-        slot_number: None,
+        block_access_list_hash: amsterdam.then(|| keccak256([EMPTY_LIST_CODE])),
+        slot_number: amsterdam.then(|| genesis.slot_number.unwrap_or(0)),
     })
 }

@@ -27,7 +27,7 @@ use strata_chain_gen::contracts::{
     BALANCE_OF_SELECTOR, ContractKind, TRANSFER_SELECTOR, balance_slot, runtime_code,
     transfer_calldata,
 };
-use strata_chain_gen::{GenConfig, Generator};
+use strata_chain_gen::{Fork, GenConfig, Generator};
 use strata_executor::consensus::Ancestor;
 use strata_executor::{ChainSpec, DecodedBlock, GenesisBlock, execute_block};
 use strata_rpc::{Chain, Limits, REVERTED_CODE, RpcMetrics, RpcServer, SERVER_ERROR_CODE};
@@ -63,6 +63,7 @@ fn executed(record: bool) -> Executed {
         blocks: BLOCKS,
         gas_per_block: 1_000_000,
         seed: 7,
+        fork: Fork::Cancun,
     };
     let mut generator = Generator::new(&config).unwrap();
     let genesis = GenesisBlock::new(generator.genesis()).unwrap();

@@ -33,6 +33,39 @@ pub struct GenConfig {
     pub gas_per_block: u64,
     /// Seed of every random choice and of every key.
     pub seed: u64,
+    /// The fork every block runs under (active from the genesis).
+    pub fork: Fork,
+}
+
+/// The fork a generated chain runs, from its genesis on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Fork {
+    /// Cancun (EIP-4844's blob fields, EIP-4788's beacon root in the
+    /// header): the fork of the chains strata's figures are measured on.
+    #[default]
+    Cancun,
+    /// Prague: the EIP-2935, EIP-4788, EIP-7002 and EIP-7251 system
+    /// contracts in the genesis, their calls every block, the requests hash.
+    Prague,
+    /// Osaka (mainnet's fork): Prague's, with Osaka's blob parameters and
+    /// EIP-7825's transaction gas cap.
+    Osaka,
+    /// Amsterdam (bal@v5.7.0): Osaka's, with each block's access list
+    /// (EIP-7928) built as it is generated and hashed into its header, the
+    /// slot number, and EIP-8037's state gas.
+    Amsterdam,
+}
+
+impl Fork {
+    /// Its name, as `--fork` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Cancun => "cancun",
+            Self::Prague => "prague",
+            Self::Osaka => "osaka",
+            Self::Amsterdam => "amsterdam",
+        }
+    }
 }
 
 impl GenConfig {
@@ -44,6 +77,7 @@ impl GenConfig {
             blocks,
             gas_per_block: DEFAULT_GAS_PER_BLOCK,
             seed,
+            fork: Fork::default(),
         }
     }
 

@@ -11,14 +11,24 @@ use std::time::{Duration, Instant};
 use alloy_consensus::proofs::{calculate_receipt_root, calculate_transaction_root};
 use alloy_consensus::transaction::Recovered;
 use alloy_consensus::{Block, BlockBody, EMPTY_OMMER_ROOT_HASH, Header, TxEnvelope, TxReceipt};
+use alloy_eip7928::{BlockAccessIndex, BlockAccessList, compute_block_access_list_hash};
 use alloy_eips::eip1559::BaseFeeParams;
+use alloy_eips::eip2935::{HISTORY_STORAGE_ADDRESS, HISTORY_STORAGE_CODE};
+use alloy_eips::eip4788::{BEACON_ROOTS_ADDRESS, BEACON_ROOTS_CODE};
 use alloy_eips::eip4895::Withdrawals;
+use alloy_eips::eip7002::{
+    WITHDRAWAL_REQUEST_PREDEPLOY_ADDRESS, WITHDRAWAL_REQUEST_PREDEPLOY_CODE,
+};
+use alloy_eips::eip7251::{
+    CONSOLIDATION_REQUEST_PREDEPLOY_ADDRESS, CONSOLIDATION_REQUEST_PREDEPLOY_CODE,
+};
 use alloy_eips::eip7840::BlobParams;
 use alloy_evm::block::{BlockExecutor, BlockExecutorFactory};
 use alloy_evm::eth::receipt_builder::AlloyReceiptBuilder;
 use alloy_evm::eth::{EthBlockExecutionCtx, EthBlockExecutorFactory, EthEvmFactory};
 use alloy_evm::{Evm, EvmFactory};
-use alloy_genesis::{ChainConfig, Genesis};
+use alloy_genesis::{ChainConfig, Genesis, GenesisAccount};
+use alloy_hardforks::{EthereumHardfork, ForkCondition};
 use alloy_primitives::{Address, B256, Bloom, Bytes, U256, keccak256};
 use alloy_trie::EMPTY_ROOT_HASH;
 use rand::SeedableRng;
@@ -28,7 +38,7 @@ use revm::database::states::bundle_state::BundleRetention;
 use revm::database_interface::WrapDatabaseRef;
 use strata_chainspec::{ChainSpec, GenesisBlock};
 
-use crate::config::{CHAIN_ID, GenConfig};
+use crate::config::{CHAIN_ID, Fork, GenConfig};
 use crate::error::GenError;
 use crate::mix::{Effect, Mix, Planned, TxShape};
 use crate::population::{Population, Token};
@@ -49,8 +59,9 @@ pub fn coinbase() -> Address {
     Address::from_slice(&keccak256(b"strata-gen-chain coinbase")[12..])
 }
 
-/// The chain's fork rules: every fork through Cancun active from genesis.
-pub fn chain_config() -> ChainConfig {
+/// The chain's fork rules: every fork through `fork` active from genesis.
+pub fn chain_config(fork: Fork) -> ChainConfig {
+    let from = |first: Fork| (fork >= first).then_some(0);
     ChainConfig {
         chain_id: CHAIN_ID,
         homestead_block: Some(0),
@@ -70,8 +81,40 @@ pub fn chain_config() -> ChainConfig {
         terminal_total_difficulty_passed: true,
         shanghai_time: Some(0),
         cancun_time: Some(0),
+        prague_time: from(Fork::Prague),
+        osaka_time: from(Fork::Osaka),
+        amsterdam_time: from(Fork::Amsterdam),
         ..Default::default()
     }
+}
+
+/// From Prague, the system contracts the block's system calls run (EIP-4788
+/// beacon roots, EIP-2935 block hashes, EIP-7002 withdrawal and EIP-7251
+/// consolidation requests), deployed in the genesis as on mainnet.
+fn system_contracts(fork: Fork) -> Vec<(Address, GenesisAccount)> {
+    if fork < Fork::Prague {
+        return Vec::new();
+    }
+    [
+        (BEACON_ROOTS_ADDRESS, BEACON_ROOTS_CODE.clone()),
+        (HISTORY_STORAGE_ADDRESS, HISTORY_STORAGE_CODE.clone()),
+        (
+            WITHDRAWAL_REQUEST_PREDEPLOY_ADDRESS,
+            WITHDRAWAL_REQUEST_PREDEPLOY_CODE.clone(),
+        ),
+        (
+            CONSOLIDATION_REQUEST_PREDEPLOY_ADDRESS,
+            CONSOLIDATION_REQUEST_PREDEPLOY_CODE.clone(),
+        ),
+    ]
+    .into_iter()
+    .map(|(address, code)| {
+        let account = GenesisAccount::default()
+            .with_nonce(Some(1))
+            .with_code(Some(code));
+        (address, account)
+    })
+    .collect()
 }
 
 /// One generated block with what it took.
@@ -81,6 +124,9 @@ pub struct GeneratedBlock {
     pub block: Block<TxEnvelope>,
     /// Its hash.
     pub hash: B256,
+    /// From Amsterdam, its access list (EIP-7928), which its header's
+    /// `blockAccessListHash` hashes and which travels beside it.
+    pub access_list: Option<BlockAccessList>,
     /// Transactions by shape.
     pub shapes: BTreeMap<TxShape, usize>,
     /// Transactions that reverted (valid, included, but undone; the mix
@@ -131,10 +177,11 @@ impl Generator {
     ) -> Result<Self, GenError> {
         config.validate()?;
         let mut rng = StdRng::seed_from_u64(config.seed);
-        let (population, alloc) =
+        let (population, mut alloc) =
             Population::generate(config.seed, config.accounts, config.contracts, &mut rng)?;
+        alloc.extend(system_contracts(config.fork));
         let mut genesis = Genesis {
-            config: chain_config(),
+            config: chain_config(config.fork),
             nonce: 0,
             timestamp: GENESIS_TIMESTAMP,
             extra_data: Bytes::from_static(EXTRA_DATA),
@@ -210,22 +257,30 @@ impl Generator {
     fn next_header(&self) -> Header {
         let parent = &self.parent;
         let number = parent.number + 1;
+        let timestamp = parent.timestamp + BLOCK_TIME;
+        let blob_params = self
+            .spec
+            .blob_params_at(timestamp)
+            .unwrap_or_else(BlobParams::cancun);
+        let amsterdam = self.config.fork >= Fork::Amsterdam;
         Header {
             parent_hash: self.parent_hash,
             ommers_hash: EMPTY_OMMER_ROOT_HASH,
             beneficiary: coinbase(),
             number,
             gas_limit: self.config.gas_limit(),
-            timestamp: parent.timestamp + BLOCK_TIME,
+            timestamp,
             extra_data: Bytes::from_static(EXTRA_DATA),
             mix_hash: keccak256([b"prevrandao".as_slice(), &number.to_be_bytes()].concat()),
             base_fee_per_gas: parent.next_block_base_fee(BaseFeeParams::ethereum()),
             withdrawals_root: Some(EMPTY_ROOT_HASH),
             blob_gas_used: Some(0),
-            excess_blob_gas: parent.next_block_excess_blob_gas(BlobParams::cancun()),
+            excess_blob_gas: parent.next_block_excess_blob_gas(blob_params),
             parent_beacon_block_root: Some(keccak256(
                 [b"beacon".as_slice(), &number.to_be_bytes()].concat(),
             )),
+            // One slot per block since the genesis.
+            slot_number: amsterdam.then_some(number),
             ..Default::default()
         }
     }
@@ -242,6 +297,12 @@ impl Generator {
         header.state_root = self.world.state_root();
         let root = started.elapsed();
         header.gas_used = built.gas_used;
+        if self.config.fork >= Fork::Prague {
+            header.requests_hash = Some(built.requests_hash);
+        }
+        if let Some(list) = &built.access_list {
+            header.block_access_list_hash = Some(compute_block_access_list_hash(list));
+        }
         header.transactions_root = calculate_transaction_root(&built.transactions);
         header.receipts_root = calculate_receipt_root(&built.receipts);
         header.logs_bloom = built
@@ -263,6 +324,7 @@ impl Generator {
         Ok(GeneratedBlock {
             block,
             hash,
+            access_list: built.access_list,
             shapes: built.shapes,
             reverted: built.reverted,
             execution,
@@ -278,14 +340,23 @@ impl Generator {
             number,
             message: error.to_string(),
         };
+        let amsterdam = self.config.fork >= Fork::Amsterdam;
         let mut state = State::builder()
             .with_database(WrapDatabaseRef(self.world.db()))
             .with_bundle_update()
+            .with_bal_builder_if(amsterdam)
             .build();
         let env = strata_chainspec::evm_env(&self.spec, header);
+        // As the executor does: alloy-evm's later-devnet EIP-8282 calls off.
+        let executor_spec = if amsterdam {
+            self.spec
+                .with_fork(EthereumHardfork::Amsterdam, ForkCondition::Never)
+        } else {
+            self.spec.clone()
+        };
         let factory = EthBlockExecutorFactory::new(
             AlloyReceiptBuilder::default(),
-            self.spec.clone(),
+            executor_spec,
             EthEvmFactory::default(),
         );
         let evm = factory.evm_factory().create_evm(&mut state, env);
@@ -296,7 +367,7 @@ impl Generator {
             withdrawals: Some(Cow::Owned(Vec::new())),
             extra_data: header.extra_data.clone(),
             tx_count_hint: None,
-            slot_number: None,
+            slot_number: header.slot_number,
         };
         let mut executor = factory.create_executor(evm, ctx);
         executor
@@ -313,6 +384,11 @@ impl Generator {
             base_fee: header.base_fee_per_gas.unwrap_or_default(),
             chain_id: self.spec.chain_id,
             number,
+            state_byte_gas: if amsterdam {
+                strata_chainspec::cost_per_state_byte(header.gas_limit)
+            } else {
+                0
+            },
         };
         while gas_used < self.config.gas_per_block {
             let live = executor.evm_mut().db_mut();
@@ -332,6 +408,11 @@ impl Generator {
                 message: e.to_string(),
             })?;
             let recovered = Recovered::new_unchecked(signed, key.address);
+            // EIP-7928: transaction i's changes at index i + 1.
+            executor
+                .evm_mut()
+                .db_mut()
+                .set_bal_index(BlockAccessIndex::new(transactions.len() as u64 + 1));
             let output = executor
                 .execute_transaction(&recovered)
                 .map_err(|e| failed(&format!("transaction {}: {e}", transactions.len())))?;
@@ -340,7 +421,16 @@ impl Generator {
             effects.push(effect);
             *shapes.entry(shape).or_insert(0) += 1;
         }
+        executor
+            .evm_mut()
+            .db_mut()
+            .set_bal_index(BlockAccessIndex::new(transactions.len() as u64 + 1));
         let (_, result) = executor.finish().map_err(|e| failed(&e))?;
+        let access_list = state.take_built_alloy_bal().map(|list| {
+            let mut list = list;
+            list.sort_by_key(|account| account.address);
+            list
+        });
         state.merge_transitions(BundleRetention::PlainState);
         let bundle = state.take_bundle();
         drop(state);
@@ -355,7 +445,9 @@ impl Generator {
         }
         Ok(Built {
             transactions,
+            requests_hash: result.requests.requests_hash(),
             receipts: result.receipts,
+            access_list,
             gas_used: result.gas_used,
             shapes,
             reverted,
@@ -383,6 +475,8 @@ impl Generator {
 struct Built {
     transactions: Vec<TxEnvelope>,
     receipts: Vec<alloy_consensus::ReceiptEnvelope>,
+    requests_hash: B256,
+    access_list: Option<BlockAccessList>,
     gas_used: u64,
     shapes: BTreeMap<TxShape, usize>,
     reverted: usize,

@@ -29,7 +29,7 @@ mod subtries;
 mod world;
 
 pub use config::{
-    CHAIN_ID, DEFAULT_GAS_PER_BLOCK, GenConfig, MAX_ACCOUNTS, MAX_BLOCKS, MAX_CONTRACTS,
+    CHAIN_ID, DEFAULT_GAS_PER_BLOCK, Fork, GenConfig, MAX_ACCOUNTS, MAX_BLOCKS, MAX_CONTRACTS,
     MAX_GAS_PER_BLOCK, MIN_GAS_PER_BLOCK,
 };
 pub use error::GenError;
@@ -37,7 +37,8 @@ pub use generator::{GeneratedBlock, Generator, chain_config, coinbase};
 pub use keys::AccountKey;
 pub use mix::TxShape;
 pub use output::{
-    CHAIN_CONFIG_FILE, CHAIN_FILE, ChainSummary, GENESIS_FILE, STATE_FILE, write_chain,
+    ACCESS_LISTS_FILE, CHAIN_CONFIG_FILE, CHAIN_FILE, ChainSummary, GENESIS_FILE, STATE_FILE,
+    write_chain,
 };
 pub use root::{state_root, storage_root};
 pub use world::World;

@@ -153,7 +153,16 @@ pub(crate) struct Mix<'a> {
     pub chain_id: u64,
     /// The block being built (for error messages).
     pub number: u64,
+    /// EIP-8037's gas per byte of new state (0 before Amsterdam): each
+    /// transaction's gas limit covers the slots, accounts and code it may
+    /// create, as a wallet's estimate would.
+    pub state_byte_gas: u64,
 }
+
+/// EIP-8037: the state bytes of a new storage slot.
+const SLOT_STATE_BYTES: u64 = 32;
+/// EIP-8037: the state bytes of a new account.
+const ACCOUNT_STATE_BYTES: u64 = 112;
 
 impl Mix<'_> {
     /// The next transaction, with a gas limit at most `gas_left`; `None`
@@ -177,6 +186,11 @@ impl Mix<'_> {
             _ => None,
         };
         Ok(planned)
+    }
+
+    /// The state gas of one new storage slot (0 before Amsterdam).
+    fn slot_state_gas(&self) -> u64 {
+        SLOT_STATE_BYTES * self.state_byte_gas
     }
 
     fn live_error(&self, message: String) -> GenError {
@@ -270,7 +284,8 @@ impl Mix<'_> {
     }
 
     fn token_transfer(&mut self, live: &mut dyn LiveState) -> Result<Option<Planned>, GenError> {
-        const GAS: u64 = 70_000;
+        // The recipient's balance slot may be new.
+        let gas = 70_000 + self.slot_state_gas();
         let tokens = self.population.tokens.len();
         if tokens == 0 {
             return Ok(None);
@@ -293,7 +308,7 @@ impl Mix<'_> {
             let (balance, nonce) = live
                 .account(holder_address)
                 .map_err(|m| self.live_error(m))?;
-            if balance < self.max_cost(GAS) {
+            if balance < self.max_cost(gas) {
                 continue;
             }
             // 0.1% to 25% of the holding.
@@ -302,7 +317,7 @@ impl Mix<'_> {
             let (recipient, to) = self.recipient(0.4);
             let tx = self.transaction(
                 nonce,
-                GAS,
+                gas,
                 TxKind::Call(token_address),
                 U256::ZERO,
                 transfer_calldata(to, amount),
@@ -335,7 +350,7 @@ impl Mix<'_> {
             .map(|i| self.population.tokens[router.tokens[i]].address)
             .collect();
         let to = router.address;
-        let gas = 60_000 + 45_000 * count as u64;
+        let gas = 60_000 + (45_000 + self.slot_state_gas()) * count as u64;
         let Some((sender, nonce)) = self.sender(live, U256::ZERO, gas)? else {
             return Ok(None);
         };
@@ -368,7 +383,8 @@ impl Mix<'_> {
         let (mode, count, start, gas) = if shape == TxShape::StoreWrite {
             let count = self.rng.random_range(8..=40u64);
             let start = self.rng.random_range(0..2 * slots);
-            (StoreMode::Write, count, start, 40_000 + 25_000 * count)
+            let per_slot = 25_000 + self.slot_state_gas();
+            (StoreMode::Write, count, start, 40_000 + per_slot * count)
         } else {
             let count = self.rng.random_range(50..=400u64);
             let start = self.rng.random_range(0..slots);
@@ -394,17 +410,16 @@ impl Mix<'_> {
 
     fn create(&mut self, live: &mut dyn LiveState) -> Result<Option<Planned>, GenError> {
         const GAS: u64 = 300_000;
-        let Some((sender, nonce)) = self.sender(live, U256::ZERO, GAS)? else {
+        let code = token_creation_code()?;
+        // The account, its code (no longer than the code that creates it)
+        // and a few slots, as new state.
+        let state_bytes = ACCOUNT_STATE_BYTES + code.len() as u64 + 4 * SLOT_STATE_BYTES;
+        let gas = GAS + state_bytes * self.state_byte_gas;
+        let Some((sender, nonce)) = self.sender(live, U256::ZERO, gas)? else {
             return Ok(None);
         };
         let creator = self.population.eoas[sender as usize].address;
-        let tx = self.transaction(
-            nonce,
-            GAS,
-            TxKind::Create,
-            U256::ZERO,
-            token_creation_code()?,
-        );
+        let tx = self.transaction(nonce, gas, TxKind::Create, U256::ZERO, code);
         Ok(Some(Planned {
             sender,
             tx,

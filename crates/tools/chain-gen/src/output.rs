@@ -19,7 +19,7 @@ use alloy_primitives::{B256, U256};
 use alloy_rlp::Encodable;
 use strata_storage::dump::DumpWriter;
 
-use crate::config::GenConfig;
+use crate::config::{Fork, GenConfig};
 use crate::error::GenError;
 use crate::generator::{GeneratedBlock, Generator};
 use crate::mix::TxShape;
@@ -28,6 +28,11 @@ use crate::mix::TxShape;
 pub const GENESIS_FILE: &str = "genesis.json";
 /// The chain file's name in the output folder.
 pub const CHAIN_FILE: &str = "chain.rlp";
+/// The file of an Amsterdam chain's block access lists (EIP-7928): each
+/// block's list as the RLP its header's `blockAccessListHash` hashes, one
+/// after another in the order of `chain.rlp` (the engine API carries it
+/// beside the block, as `import-chain --access-lists` takes it).
+pub const ACCESS_LISTS_FILE: &str = "access-lists.rlp";
 
 /// The genesis state's dump (`strata init --state`).
 pub const STATE_FILE: &str = "state.jsonl";
@@ -62,6 +67,8 @@ pub struct ChainSummary {
     pub state_bytes: u64,
     /// Bytes of `chain.rlp`.
     pub chain_bytes: u64,
+    /// Bytes of `access-lists.rlp` (Amsterdam chains only).
+    pub access_list_bytes: Option<u64>,
     /// Drawing the population and building the genesis state and file.
     pub setup: Duration,
     /// Choosing, signing and executing transactions, all blocks.
@@ -171,12 +178,21 @@ pub fn write_chain(
     };
 
     let mut chain_file = PendingFile::create(dir.join(CHAIN_FILE))?;
+    let mut lists_file = match config.fork {
+        Fork::Amsterdam => Some(PendingFile::create(dir.join(ACCESS_LISTS_FILE))?),
+        _ => None,
+    };
     let mut rlp = Vec::new();
     for _ in 0..config.blocks {
         let generated = generator.next_block()?;
         rlp.clear();
         generated.block.encode(&mut rlp);
         chain_file.put(&rlp)?;
+        if let (Some(file), Some(list)) = (lists_file.as_mut(), &generated.access_list) {
+            rlp.clear();
+            alloy_rlp::encode_list(list, &mut rlp);
+            file.put(&rlp)?;
+        }
         summary.blocks += 1;
         summary.transactions += generated.block.body.transactions.len();
         summary.gas_used += generated.block.header.gas_used;
@@ -189,6 +205,9 @@ pub fn write_chain(
         progress(&generated);
     }
     summary.chain_bytes = chain_file.finish()?;
+    if let Some(file) = lists_file {
+        summary.access_list_bytes = Some(file.finish()?);
+    }
     let (head, hash) = generator.head();
     summary.head = (head.number, hash, head.state_root);
     summary.final_accounts = generator.world().accounts();

@@ -10,6 +10,19 @@ use alloy_primitives::B256;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ImportChainError {
+    /// An `--access-lists` file's entry for a block is missing, malformed,
+    /// or another block's.
+    #[error("{file}, offset {offset}: block {block}'s access list: {reason}")]
+    AccessList {
+        /// The access-lists file.
+        file: PathBuf,
+        /// Where the block's entry starts.
+        offset: usize,
+        /// The block.
+        block: u64,
+        /// What is wrong.
+        reason: String,
+    },
     /// The chain file holds no block.
     #[error("{chain} holds no block")]
     EmptyChain {

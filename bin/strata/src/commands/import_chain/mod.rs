@@ -8,6 +8,7 @@
 //! memory`, from the genesis or a state dump) and a block trace of what the
 //! execution read and wrote (`--trace-out`).
 
+mod access_lists;
 mod ahead;
 mod baseline;
 mod chain_file;
@@ -15,6 +16,7 @@ mod error;
 mod prefetch;
 mod progress;
 mod report;
+mod rlp_items;
 mod run;
 mod start;
 mod trace_out;
@@ -22,7 +24,7 @@ mod trace_out;
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-use strata_executor::{GenesisBlock, RootTiming, StatePath};
+use strata_executor::{AccessListUse, GenesisBlock, RootTiming, StatePath};
 use strata_storage::{Durability, Options};
 
 use super::ef_test::state_path;
@@ -99,6 +101,21 @@ pub struct ImportChainArgs {
     /// Does nothing with 0 warmers: give --warmers.
     #[arg(long, value_name = "TRACE")]
     pub prefetch: Option<PathBuf>,
+    /// The access lists of the chain's Amsterdam blocks (EIP-7928), each
+    /// the RLP its header's blockAccessListHash hashes, in block order
+    /// (gen-chain --fork amsterdam writes access-lists.rlp). Each list is
+    /// checked against its header as it is read and against what the
+    /// block's execution builds; without the file each block's built list
+    /// is checked against its header alone.
+    #[arg(long, value_name = "FILE")]
+    pub access_lists: Option<PathBuf>,
+    /// What the --access-lists lists are used for: `use` (the store's
+    /// warmers load everything a block's list names as soon as the block's
+    /// writer is open: the default) or `ignore` (checked only, the block
+    /// runs as if it had none); "use,ignore" sweeps both.
+    #[arg(long, value_name = "USE", default_value = "use", value_delimiter = ',',
+          value_parser = access_list_use, requires = "access_lists")]
+    pub access_list: Vec<AccessListUse>,
     /// Start every run cold: after the genesis (or the resume check) the
     /// store is closed, the datadir's files are evicted from the page cache
     /// (posix_fadvise) and the store is reopened with empty caches before
@@ -168,6 +185,7 @@ pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
         .input("FILE.rlp", &args.chain)
         .input_opt("--genesis", args.genesis.as_deref())
         .input_opt("--prefetch", args.prefetch.as_deref())
+        .input_opt("--access-lists", args.access_lists.as_deref())
         .input_opt("--baseline-state", args.baseline_state.as_deref());
     let trace_file = args
         .trace_out
@@ -197,12 +215,14 @@ pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
             ));
         }
     };
-    let mut combos: Vec<(usize, StatePath, RootTiming, SendersTiming)> = Vec::new();
+    let mut combos: Vec<(usize, StatePath, RootTiming, SendersTiming, AccessListUse)> = Vec::new();
     for &warmers in &args.warmers.0 {
         for &state in &args.state_path {
             for &root in &args.root {
                 for &senders in &args.senders {
-                    combos.push((warmers, state, root, senders));
+                    for &lists in &args.access_list {
+                        combos.push((warmers, state, root, senders, lists));
+                    }
                 }
             }
         }
@@ -223,15 +243,16 @@ pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
         }
     }
     let mut runs: Vec<ImportRun> = Vec::new();
-    for (index, &(warmers, state, root, senders)) in combos.iter().enumerate() {
+    for (index, &(warmers, state, root, senders, lists)) in combos.iter().enumerate() {
         if sweep {
             eprintln!(
-                "run {}/{}: warmers {warmers}, state path {}, root {}, senders {}",
+                "run {}/{}: warmers {warmers}, state path {}, root {}, senders {}, access lists {}",
                 index + 1,
                 combos.len(),
                 path_name(state),
                 root_name(root),
-                senders.name()
+                senders.name(),
+                access_list_name(lists)
             );
         }
         let copy = sweep.then(|| copy_datadir(&args.datadir)).transpose()?;
@@ -247,6 +268,8 @@ pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
             senders,
             cold: args.cold,
             prefetch: args.prefetch.as_deref(),
+            access_lists: args.access_lists.as_deref(),
+            access_list: lists,
             progress: true,
         }
         .run()?;
@@ -317,6 +340,25 @@ fn root_timing(text: &str) -> Result<RootTiming, String> {
         "after" => Ok(RootTiming::AfterBlock),
         other => Err(format!(
             "unknown root timing {other:?} (expected streamed or after)"
+        )),
+    }
+}
+
+/// `use` or `ignore`: [`AccessListUse`] as `--access-list` names it.
+pub(crate) fn access_list_name(lists: AccessListUse) -> &'static str {
+    match lists {
+        AccessListUse::Use => "use",
+        AccessListUse::Ignore => "ignore",
+    }
+}
+
+/// Parses an `--access-list` value.
+fn access_list_use(text: &str) -> Result<AccessListUse, String> {
+    match text {
+        "use" => Ok(AccessListUse::Use),
+        "ignore" => Ok(AccessListUse::Ignore),
+        other => Err(format!(
+            "unknown access-list use {other:?} (expected use or ignore)"
         )),
     }
 }

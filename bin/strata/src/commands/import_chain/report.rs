@@ -40,12 +40,16 @@ fn p50_p99(rows: &[BlockRow], field: impl Fn(&BlockRow) -> f64) -> (f64, f64) {
 /// One strata run.
 pub(super) fn print_run(out: &mut Lines, run: &ImportRun) {
     out.line(format_args!(
-        "== import-chain: warmers {}, state path {}, root {}, senders {}, cold {}: {} blocks after block {}, {} transactions, {:.1} Mgas ==",
+        "== import-chain: warmers {}, state path {}, root {}, senders {}, cold {}, access lists {}: {} blocks after block {}, {} transactions, {:.1} Mgas ==",
         run.warmers,
         super::path_name(run.state),
         super::root_name(run.root),
         run.senders.name(),
         run.cold,
+        match run.access_lists {
+            Some(_) => super::access_list_name(run.access_list),
+            None => "none",
+        },
         run.blocks,
         run.resumed_after,
         run.transactions,
@@ -141,11 +145,12 @@ pub(super) fn print_baseline(out: &mut Lines, baseline: &BaselineRun, strata: &I
 /// The sweep's runs side by side.
 pub(super) fn print_sweep(out: &mut Lines, runs: &[ImportRun]) {
     out.line(format_args!(
-        "{:>8} {:>7} {:>9} {:>8} {:>14} {:>14} {:>9} {:>9} {:>9} {:>9}",
+        "{:>8} {:>7} {:>9} {:>8} {:>6} {:>14} {:>14} {:>9} {:>9} {:>9} {:>9}",
         "warmers",
         "state",
         "root",
         "senders",
+        "lists",
         "block Mgas/s",
         "exec Mgas/s",
         "checks s",
@@ -155,11 +160,15 @@ pub(super) fn print_sweep(out: &mut Lines, runs: &[ImportRun]) {
     ));
     for run in runs {
         out.line(format_args!(
-            "{:>8} {:>7} {:>9} {:>8} {:>14.1} {:>14.1} {:>9.3} {:>9.3} {:>9.3} {:>9.3}",
+            "{:>8} {:>7} {:>9} {:>8} {:>6} {:>14.1} {:>14.1} {:>9.3} {:>9.3} {:>9.3} {:>9.3}",
             run.warmers,
             super::path_name(run.state),
             super::root_name(run.root),
             run.senders.name(),
+            match run.access_lists {
+                Some(_) => super::access_list_name(run.access_list),
+                None => "none",
+            },
             mgas_per_s(run.gas, run.wall),
             mgas_per_s(run.gas, run.totals.execution),
             run.totals.checks.as_secs_f64(),
@@ -199,6 +208,9 @@ struct RunJson<'a> {
     cold: Option<bool>,
     /// The trace the access lists were prefetched from (strata only).
     prefetch: Option<String>,
+    /// With `--access-lists`: `use` or `ignore` (strata only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    access_lists: Option<&'static str>,
     /// Items the warmers loaded from them (strata only).
     prefetched: Option<u64>,
     /// Reading the access lists from the trace, outside `wall_s` (strata only).
@@ -243,6 +255,10 @@ pub(super) fn write_json(
             warmers: Some(run.warmers),
             cold: Some(run.cold),
             prefetch: run.prefetch.as_ref().map(|p| p.display().to_string()),
+            access_lists: run
+                .access_lists
+                .as_ref()
+                .map(|_| super::access_list_name(run.access_list)),
             prefetched: Some(run.prefetched),
             list_reading_s: Some(s(run.list_reading)),
             preloaded: None,
@@ -271,6 +287,7 @@ pub(super) fn write_json(
             warmers: None,
             cold: None,
             prefetch: None,
+            access_lists: None,
             prefetched: None,
             list_reading_s: None,
             preloaded: Some(baseline.preloaded.clone()),

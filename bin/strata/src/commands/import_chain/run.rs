@@ -11,12 +11,13 @@ use std::time::{Duration, Instant};
 use alloy_primitives::{B256, U256};
 use strata_executor::consensus::Ancestor;
 use strata_executor::{
-    BlockTimings, DecodedBlock, ExecuteOptions, GenesisBlock, RootTiming, StatePath,
+    AccessListUse, BlockTimings, DecodedBlock, ExecuteOptions, GenesisBlock, RootTiming, StatePath,
     execute_block_with,
 };
 use strata_storage::telemetry::MetricsSnapshot;
 use strata_storage::{CacheStats, Options, Regime, StateDb};
 
+use super::access_lists::AccessListFile;
 use super::ahead::{Blocks, NextBlock, SendersTiming};
 use super::chain_file::FileBlock;
 use super::error::ImportChainError;
@@ -50,6 +51,10 @@ pub(crate) struct ImportRun {
     /// Items (accounts, slots, trie paths) the warmers loaded from the
     /// access lists, summed over the blocks.
     pub(crate) prefetched: u64,
+    /// The `--access-lists` file the blocks' lists came with, if any.
+    pub(crate) access_lists: Option<PathBuf>,
+    /// What the lists were used for.
+    pub(crate) access_list: AccessListUse,
     /// The datadir's last block before the run (0: just created).
     pub(crate) resumed_after: u64,
     /// Blocks executed and committed.
@@ -132,6 +137,10 @@ pub(crate) struct Import<'a> {
     pub(crate) cold: bool,
     /// A block trace of the chain whose access lists are prefetched.
     pub(crate) prefetch: Option<&'a Path>,
+    /// The access lists of the chain's Amsterdam blocks.
+    pub(crate) access_lists: Option<&'a Path>,
+    /// What they are used for beyond their check.
+    pub(crate) access_list: AccessListUse,
     /// Whether to draw a progress bar or log lines.
     pub(crate) progress: bool,
 }
@@ -150,6 +159,8 @@ impl Import<'_> {
             senders,
             cold,
             prefetch,
+            access_lists,
+            access_list,
             progress,
         } = self;
         let warmers = options.warmers;
@@ -167,6 +178,7 @@ impl Import<'_> {
         let mut lists = prefetch
             .map(|trace| PrefetchTrace::open(trace, chain))
             .transpose()?;
+        let mut list_file = access_lists.map(AccessListFile::open).transpose()?;
         let mut blocks = Blocks::open(chain, senders, &chain_start.spec, resumed_after)?;
         let mut spec = chain_start.spec.clone();
         let mut ancestors: VecDeque<(DecodedBlock, U256)> = VecDeque::new();
@@ -184,6 +196,8 @@ impl Import<'_> {
             cold,
             prefetch: prefetch.map(Path::to_owned),
             prefetched: 0,
+            access_lists: access_lists.map(Path::to_owned),
+            access_list,
             resumed_after,
             blocks: 0,
             transactions: 0,
@@ -220,6 +234,17 @@ impl Import<'_> {
                 .into());
             }
             let difficulty = parent_difficulty + block.header().difficulty;
+            // The block's access list comes with it, as the engine API's
+            // payload carries it (read for skipped blocks too, to stay in step).
+            let given = list_file
+                .as_mut()
+                .map(|file| file.next_for(block.header()))
+                .transpose()?
+                .flatten();
+            let block = match given {
+                Some(list) => block.with_access_list(list),
+                None => block,
+            };
             if number <= resumed_after {
                 check_known(
                     &db,
@@ -250,7 +275,7 @@ impl Import<'_> {
                         prefetch: list.as_ref(),
                         root,
                         senders: recovered.as_ref(),
-                        ..ExecuteOptions::default()
+                        access_list,
                     };
                     execute_block_with(&db, &spec, &block, &chain_ancestors, options)
                 }

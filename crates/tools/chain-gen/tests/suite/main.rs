@@ -5,7 +5,7 @@ mod strata;
 
 use std::path::Path;
 
-use strata_chain_gen::GenConfig;
+use strata_chain_gen::{Fork, GenConfig};
 
 /// The small chain the tests generate: 200 accounts, 20 contracts, 3
 /// blocks of about 2 Mgas.
@@ -16,6 +16,7 @@ pub fn small_config(seed: u64) -> GenConfig {
         blocks: 3,
         gas_per_block: 2_000_000,
         seed,
+        fork: Fork::Cancun,
     }
 }
 

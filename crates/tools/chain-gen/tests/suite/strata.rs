@@ -3,10 +3,10 @@
 //! header checks, gas used, receipts root, logs bloom and the state root
 //! strata computes.
 
-use strata_chain_gen::{CHAIN_FILE, GENESIS_FILE, write_chain};
+use strata_chain_gen::{ACCESS_LISTS_FILE, CHAIN_FILE, Fork, GENESIS_FILE, GenConfig, write_chain};
 use strata_executor::consensus::Ancestor;
 use strata_executor::ef_tests::case_options;
-use strata_executor::{GenesisBlock, execute_block};
+use strata_executor::{ExecError, GenesisBlock, execute_block};
 use strata_storage::StateDb;
 
 use super::{read_blocks, small_config};
@@ -40,4 +40,130 @@ fn strata_executes_every_generated_block() {
     }
     assert_eq!(db.root(), summary.head.2);
     assert_eq!(db.last_block(), Some(3));
+}
+
+/// Every fork `gen-chain --fork` makes: strata executes each block of the
+/// chain (from Prague the system contracts' calls and the requests hash,
+/// from Amsterdam the block's access list: the one the generator wrote
+/// beside it is the one strata's execution builds), and reaches the
+/// generator's roots, which alloy-trie computed.
+#[test]
+fn strata_executes_every_fork_the_generator_makes() {
+    for fork in [Fork::Cancun, Fork::Prague, Fork::Osaka, Fork::Amsterdam] {
+        let dir = tempfile::tempdir().unwrap();
+        let config = GenConfig {
+            fork,
+            ..small_config(11)
+        };
+        let summary = write_chain(&config, dir.path(), |_| {}).expect("generates");
+        assert_eq!(summary.reverted, 0, "{fork:?}: the mix reverts nothing");
+        let genesis =
+            GenesisBlock::read(&dir.path().join(GENESIS_FILE)).expect("genesis.json reads");
+        let lists =
+            (fork == Fork::Amsterdam).then(|| read_lists(&dir.path().join(ACCESS_LISTS_FILE)));
+        assert_eq!(
+            dir.path().join(ACCESS_LISTS_FILE).exists(),
+            fork == Fork::Amsterdam
+        );
+        let store = tempfile::tempdir().unwrap();
+        let db = StateDb::open(store.path(), case_options()).expect("opens");
+        db.init_genesis_with_hash(&genesis.alloc, genesis.hash)
+            .expect("genesis");
+        let mut parent = (genesis.header.clone(), genesis.hash);
+        for (index, block) in read_blocks(&dir.path().join(CHAIN_FILE))
+            .into_iter()
+            .enumerate()
+        {
+            let header = block.header().clone();
+            assert_eq!(header.requests_hash.is_some(), fork >= Fork::Prague);
+            assert_eq!(
+                header.block_access_list_hash.is_some(),
+                fork >= Fork::Amsterdam
+            );
+            let given = lists.as_ref().map(|lists| lists[index].clone());
+            let block = match given.clone() {
+                Some(list) => block.with_access_list(list),
+                None => block,
+            };
+            let ancestors = [Ancestor {
+                hash: parent.1,
+                header: &parent.0,
+                ommers: &[],
+            }];
+            let executed = execute_block(&db, &genesis.spec, &block, &ancestors)
+                .unwrap_or_else(|e| panic!("{fork:?} block {}: {e}", block.number()));
+            assert_eq!(executed.root, header.state_root);
+            assert_eq!(
+                executed.access_list, given,
+                "{fork:?} block {}",
+                header.number
+            );
+            parent = (header, block.hash);
+        }
+        assert_eq!(db.root(), summary.head.2, "{fork:?}");
+    }
+}
+
+/// An Amsterdam block that comes with a list other than the one its
+/// execution builds is refused, naming the difference, and nothing of it
+/// is written: the store stays at its parent, with its parent's root.
+#[test]
+fn a_block_with_a_wrong_access_list_is_refused_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = GenConfig {
+        fork: Fork::Amsterdam,
+        ..small_config(12)
+    };
+    write_chain(&config, dir.path(), |_| {}).expect("generates");
+    let genesis = GenesisBlock::read(&dir.path().join(GENESIS_FILE)).expect("genesis.json reads");
+    let mut lists = read_lists(&dir.path().join(ACCESS_LISTS_FILE));
+    let block = read_blocks(&dir.path().join(CHAIN_FILE)).remove(0);
+    let store = tempfile::tempdir().unwrap();
+    let db = StateDb::open(store.path(), case_options()).expect("opens");
+    let root = db
+        .init_genesis_with_hash(&genesis.alloc, genesis.hash)
+        .expect("genesis");
+    // One balance after the block, off by one wei.
+    let mut wrong = lists.remove(0);
+    let account = wrong
+        .iter_mut()
+        .find(|account| !account.balance_changes.is_empty())
+        .expect("a balance changes");
+    let change = account.balance_changes.last_mut().unwrap();
+    change.post_balance += alloy_primitives::U256::from(1);
+    let address = account.address;
+    let ancestors = [Ancestor {
+        hash: genesis.hash,
+        header: &genesis.header,
+        ommers: &[],
+    }];
+    let error = execute_block(
+        &db,
+        &genesis.spec,
+        &block.with_access_list(wrong),
+        &ancestors,
+    )
+    .expect_err("a wrong list is refused");
+    let text = error.to_string();
+    assert!(
+        text.contains("access list") && text.to_lowercase().contains(&format!("{address:x}")[..8]),
+        "{text}"
+    );
+    match error {
+        ExecError::Invalid { reason, .. } => assert_eq!(reason.check(), "access-list"),
+        other => panic!("{other}"),
+    }
+    assert_eq!(db.last_block(), Some(0));
+    assert_eq!(db.root(), root);
+}
+
+/// The lists of an access-lists file, one RLP list after another.
+fn read_lists(path: &std::path::Path) -> Vec<alloy_eip7928::BlockAccessList> {
+    let bytes = std::fs::read(path).expect("the access lists read");
+    let mut rest = bytes.as_slice();
+    let mut lists = Vec::new();
+    while !rest.is_empty() {
+        lists.push(alloy_rlp::Decodable::decode(&mut rest).expect("a list decodes"));
+    }
+    lists
 }
