@@ -4,6 +4,7 @@
 //! the header's state root expected. A block refused by any check leaves
 //! nothing behind.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use alloy_primitives::B256;
@@ -52,6 +53,11 @@ pub struct ExecutedBlock {
     /// (EIP-7928; equal to the one that came with the block, and hashing
     /// to its header's `blockAccessListHash`).
     pub access_list: Option<alloy_eip7928::BlockAccessList>,
+    /// With the block's own list used ([`AccessListUse::Use`]): whether
+    /// the root computed from it alongside execution was the block's
+    /// (`false`: the writes held what the list cannot say, and the root
+    /// was computed from them after the block).
+    pub root_from_list: Option<bool>,
 }
 
 /// How [`execute_block_with`] runs a block.
@@ -172,10 +178,20 @@ pub fn execute_block_with(
     // the body checks and the senders' recovery, which a prefetch then
     // overlaps; dropped uncommitted when the block is refused.
     let mut writer = db.begin_block(number).map_err(store)?;
-    if let Some(list) = options.prefetch {
-        writer.prefetch(list);
-    } else if let (Some(list), AccessListUse::Use) = (&block.access_list, options.access_list) {
-        writer.prefetch(&prefetch_list(list));
+    // The block's own list (EIP-7928), used: its keys warm the store and
+    // its post-state gives the root on a thread of its own while the block
+    // executes (checked against the writes when the root is taken).
+    let list_root = match (&block.access_list, options.access_list) {
+        (Some(list), AccessListUse::Use) => Some(Arc::new(prefetch_list(list))),
+        _ => None,
+    };
+    match (options.prefetch, &list_root) {
+        (Some(list), _) => writer.prefetch(list),
+        (None, Some(list)) => writer.prefetch(list),
+        (None, None) => {}
+    }
+    if let Some(list) = &list_root {
+        writer.root_alongside(list.clone()).map_err(store)?;
     }
     check_body_roots(&block.block).map_err(invalid)?;
     check_ommers(spec, &block.block, ancestors).map_err(invalid)?;
@@ -210,7 +226,7 @@ pub fn execute_block_with(
             block,
             transactions,
             writer,
-            options.root == RootTiming::Streamed,
+            options.root == RootTiming::Streamed && list_root.is_none(),
         )? {
             Some(run) => run,
             // A create over an account with storage: the bundle path
@@ -229,7 +245,19 @@ pub fn execute_block_with(
         access,
     } = run;
     let started = Instant::now();
-    let computed = writer.state_root().map_err(store)?;
+    let mut list_root_used = list_root.is_some();
+    let computed = match writer.state_root() {
+        // The list was checked against the one execution built (in the
+        // outcome's check): a difference here is one of form the list
+        // cannot carry, so the root comes from the writes.
+        Err(error @ strata_storage::Error::AccessListMismatch { .. }) if list_root.is_some() => {
+            tracing::warn!(block = number, %error, "the root from the access list is set aside; computing it from the writes");
+            list_root_used = false;
+            writer.discard_list_root();
+            writer.state_root().map_err(store)?
+        }
+        other => other.map_err(store)?,
+    };
     let root = started.elapsed();
     if computed != header.state_root {
         return Err(invalid(InvalidBlock::StateRoot {
@@ -260,6 +288,7 @@ pub fn execute_block_with(
         access,
         prefetched: committed.prefetched,
         access_list: outcome.access_list.take(),
+        root_from_list: list_root.is_some().then_some(list_root_used),
     })
 }
 

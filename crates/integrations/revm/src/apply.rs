@@ -84,12 +84,20 @@ fn apply_account(
         return write_fresh(writer, address, account, stats);
     }
     if account.is_empty() {
-        writer.delete_account(address);
-        stats.accounts_deleted += 1;
+        // EIP-161: a touched empty account goes; one that did not exist
+        // before stays absent, with nothing to write.
+        if !account.is_loaded_as_not_existing() {
+            writer.delete_account(address);
+            stats.accounts_deleted += 1;
+        }
         return Ok(());
     }
-    writer.put_account(address, &to_account(&account.info));
-    stats.accounts_written += 1;
+    // An account touched but not changed (a call's target, a warm read)
+    // holds what the block already has: nothing to write.
+    if account.info != account.original_info() {
+        writer.put_account(address, &to_account(&account.info));
+        stats.accounts_written += 1;
+    }
     if account.info.code_hash != account.original_info().code_hash {
         put_code(writer, address, &account.info, stats)?;
     }

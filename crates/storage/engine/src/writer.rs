@@ -244,6 +244,23 @@ impl BlockWriter {
         Ok(())
     }
 
+    /// Drops the root computed alongside from an access list
+    /// ([`BlockWriter::root_alongside`]) and its check of the writes: the
+    /// next [`BlockWriter::state_root`] or [`BlockWriter::commit`] computes
+    /// the root from the block's writes. For a caller that has checked the
+    /// list against the block's execution itself (an executor comparing it
+    /// with the list execution built), and meets an
+    /// [`Error::AccessListMismatch`] that is a difference of form, not of
+    /// content: a write the list cannot say (an empty account that EIP-161
+    /// removes when touched).
+    pub fn discard_list_root(&mut self) {
+        if let Some(handle) = self.alongside.take() {
+            let _ = handle.join();
+        }
+        self.listed = None;
+        self.prepared = None;
+    }
+
     /// Computes the block's state root while the block is written (reth's
     /// state root task): from now on, each [`BlockWriter::end_transaction`]
     /// hands the writes since the last one to a root thread, which folds
@@ -339,7 +356,15 @@ impl BlockWriter {
     /// block's writes now differ from the list's.
     fn check_listed(&self) -> Result<()> {
         match &self.listed {
-            Some(listed) => access_list::check_writes(self.number, listed, &self.overlay),
+            Some(listed) => {
+                let before = self
+                    .inner
+                    .reader(self.base.clone(), None, Regime::Commitment)
+                    .untimed();
+                access_list::check_writes(self.number, listed, &self.overlay, |domain, key| {
+                    before.get_latest(domain, key)
+                })
+            }
             None => Ok(()),
         }
     }

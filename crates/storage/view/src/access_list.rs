@@ -135,7 +135,15 @@ pub fn stage(
 
 /// The first key where `found` (the block's writes) differs from
 /// `expected` (the access list's), as an [`Error::AccessListMismatch`].
-pub fn check_writes(block: u64, expected: &Overlay, found: &Overlay) -> Result<()> {
+/// A key one side writes and the other does not is no difference when the
+/// written value is the one `before` (the state before the block) holds:
+/// writing what is there changes nothing.
+pub fn check_writes(
+    block: u64,
+    expected: &Overlay,
+    found: &Overlay,
+    before: impl Fn(Domain, &[u8]) -> Result<Option<Bytes>>,
+) -> Result<()> {
     for domain in [Domain::Account, Domain::Storage, Domain::Code] {
         let (listed, written) = (expected.entries(domain), found.entries(domain));
         let mut listed_iter = listed.iter().peekable();
@@ -166,7 +174,11 @@ pub fn check_writes(block: u64, expected: &Overlay, found: &Overlay) -> Result<(
                     out
                 }
             };
-            if listed_value != written_value {
+            let unchanged = match (listed_value, written_value) {
+                (Some(value), None) | (None, Some(value)) => *value == before(domain, &key)?,
+                _ => false,
+            };
+            if listed_value != written_value && !unchanged {
                 return Err(Error::AccessListMismatch {
                     block,
                     domain,
@@ -177,7 +189,17 @@ pub fn check_writes(block: u64, expected: &Overlay, found: &Overlay) -> Result<(
             }
         }
     }
-    if let Some(address) = expected.wiped().symmetric_difference(found.wiped()).next() {
+    // Wiping the storage of an account that did not exist before the
+    // block (a contract created at a fresh address) wipes nothing.
+    let mut differing_wipes = expected.wiped().symmetric_difference(found.wiped());
+    let first_real_wipe = loop {
+        match differing_wipes.next() {
+            None => break None,
+            Some(address) if before(Domain::Account, address.as_slice())?.is_none() => continue,
+            Some(address) => break Some(address),
+        }
+    };
+    if let Some(address) = first_real_wipe {
         let listed = expected.wiped().contains(address);
         return Err(Error::AccessListMismatch {
             block,
@@ -322,26 +344,67 @@ mod tests {
         assert_eq!(prefetch_items(&list()).len(), 6);
     }
 
+    fn nothing_before(_: Domain, _: &[u8]) -> Result<Option<Bytes>> {
+        Ok(None)
+    }
+
+    #[test]
+    fn a_write_of_the_value_already_there_is_no_difference() {
+        let mut listed = Overlay::default();
+        stage(&list(), &mut listed, |_, _| Ok(None)).unwrap();
+        let mut written = listed.clone();
+        let (address, slot) = (Address::repeat_byte(3), B256::ZERO);
+        written.put_storage(address, slot, U256::from(1));
+        let key = written
+            .entries(Domain::Storage)
+            .keys()
+            .find(|key| key.starts_with(address.as_slice()))
+            .cloned()
+            .expect("the slot's key");
+        let value = written.entries(Domain::Storage)[&key].clone();
+        let same = |domain: Domain, at: &[u8]| {
+            Ok(if domain == Domain::Storage && at == key.as_slice() {
+                value.clone()
+            } else {
+                None
+            })
+        };
+        check_writes(5, &listed, &written, same).unwrap();
+        assert!(check_writes(5, &listed, &written, nothing_before).is_err());
+    }
+
     #[test]
     fn the_first_differing_key_is_named() {
         let mut listed = Overlay::default();
         stage(&list(), &mut listed, |_, _| Ok(None)).unwrap();
         let mut written = listed.clone();
-        check_writes(5, &listed, &written).unwrap();
+        check_writes(5, &listed, &written, nothing_before).unwrap();
         written.put_storage(
             Address::repeat_byte(1),
             B256::with_last_byte(1),
             U256::from(6),
         );
-        let error = check_writes(5, &listed, &written).unwrap_err().to_string();
+        let error = check_writes(5, &listed, &written, nothing_before)
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("block 5"), "{error}");
         assert!(error.contains("0x06"), "{error}");
         let mut extra = listed.clone();
         extra.put_storage(Address::repeat_byte(3), B256::ZERO, U256::from(1));
-        let error = check_writes(5, &listed, &extra).unwrap_err().to_string();
+        let error = check_writes(5, &listed, &extra, nothing_before)
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("not written"), "{error}");
         let mut wiped = listed.clone();
         wiped.delete_account(Address::repeat_byte(4));
-        assert!(check_writes(5, &listed, &wiped).is_err());
+        // Wiping an account that did not exist wipes nothing; one that did, does.
+        check_writes(5, &listed, &wiped, nothing_before).unwrap();
+        let existed = |domain: Domain, key: &[u8]| {
+            Ok(
+                (domain == Domain::Account && key == Address::repeat_byte(4).as_slice())
+                    .then(|| Bytes::from_static(b"an account")),
+            )
+        };
+        assert!(check_writes(5, &listed, &wiped, existed).is_err());
     }
 }

@@ -45,7 +45,8 @@ fn strata_executes_every_generated_block() {
 /// Every fork `gen-chain --fork` makes: strata executes each block of the
 /// chain (from Prague the system contracts' calls and the requests hash,
 /// from Amsterdam the block's access list: the one the generator wrote
-/// beside it is the one strata's execution builds), and reaches the
+/// beside it is the one strata's execution builds, and the root strata
+/// computes from it alongside execution is the block's), and reaches the
 /// generator's roots, which alloy-trie computed.
 #[test]
 fn strata_executes_every_fork_the_generator_makes() {
