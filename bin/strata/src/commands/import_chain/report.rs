@@ -84,6 +84,20 @@ pub(super) fn print_run(out: &mut Lines, run: &ImportRun) {
     out.line(format_args!(
         "per block p50/p99 ms: execution {exec50:.2}/{exec99:.2}, root {root50:.2}/{root99:.2}, commit {commit50:.2}/{commit99:.2}"
     ));
+    let from_list: Vec<bool> = run
+        .per_block
+        .iter()
+        .filter_map(|b| b.root_from_list)
+        .collect();
+    if !from_list.is_empty() {
+        let used = from_list.iter().filter(|&&used| used).count();
+        let (wait50, wait99) = p50_p99(&run.per_block, |b| b.root_wait_ms.unwrap_or(0.0));
+        out.line(format_args!(
+            "root from each block's access list, alongside execution: {used} of {} blocks ({} set aside, computed from the writes); its wait after the EVM p50/p99 ms {wait50:.2}/{wait99:.2}",
+            from_list.len(),
+            from_list.len() - used
+        ));
+    }
     let folds: u64 = run.per_block.iter().map(|b| b.root_folds).sum();
     if folds > 0 {
         let (wait50, wait99) = p50_p99(&run.per_block, |b| b.root_wait_ms.unwrap_or(0.0));

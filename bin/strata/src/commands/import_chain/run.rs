@@ -112,6 +112,11 @@ pub(crate) struct BlockRow {
     /// Items the warmers loaded from its access list (0 without
     /// `--prefetch` or without warmers).
     pub(crate) prefetched: u64,
+    /// With its own access list used: whether the root computed from it
+    /// alongside execution was the block's (`false`: set aside, computed
+    /// from the writes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) root_from_list: Option<bool>,
 }
 
 /// The store and what the import needs besides the file.
@@ -342,6 +347,7 @@ impl ImportRun {
             root_wait_ms: executed.root_wait.map(ms),
             commit_ms: ms(t.commit),
             prefetched: executed.prefetched,
+            root_from_list: executed.root_from_list,
         });
     }
 }
