@@ -659,6 +659,9 @@ pub(crate) fn copy_datadir(datadir: &Path) -> Result<LockedDir, CliError> {
     remove_stale(parent, SWEEP_PREFIX);
     let copy = LockedDir::new_in(parent, SWEEP_PREFIX).map_err(CliError::file(parent))?;
     copy_tree(datadir, copy.path())?;
+    std::fs::File::open(copy.path())
+        .and_then(|dir| dir.sync_all())
+        .map_err(CliError::file(copy.path()))?;
     Ok(copy)
 }
 
@@ -671,6 +674,12 @@ fn copy_tree(from: &Path, to: &Path) -> Result<(), CliError> {
             copy_tree(&source, &target)?;
         } else {
             std::fs::copy(&source, &target).map_err(CliError::file(&source))?;
+            // On disk before the run: else its write-back competes with the
+            // run's own writes and fsyncs, and the runs of a sweep differ
+            // by how much of the copy is still dirty.
+            std::fs::File::open(&target)
+                .and_then(|file| file.sync_all())
+                .map_err(CliError::file(&target))?;
         }
     }
     Ok(())
