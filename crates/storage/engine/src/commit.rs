@@ -94,6 +94,21 @@ impl PreparedBlock {
     pub(crate) fn root(&self) -> B256 {
         self.output.root
     }
+
+    /// Takes the block's hash and header from `written` (the writer's own
+    /// overlay): a block prepared from other writes (an access list's, for
+    /// a root computed alongside execution) or before they were set keeps
+    /// them, so BLOCKHASH and calls at the block find them.
+    pub(crate) fn label_as(&mut self, written: &Overlay) {
+        if self.overlay.block_hash == written.block_hash
+            && self.overlay.block_header == written.block_header
+        {
+            return;
+        }
+        let overlay = Arc::make_mut(&mut self.overlay);
+        overlay.block_hash = written.block_hash;
+        overlay.block_header = written.block_header.clone();
+    }
 }
 
 /// Computes the root of `overlay` as block `number` on top of `base` and

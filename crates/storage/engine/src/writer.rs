@@ -480,13 +480,14 @@ impl BlockWriter {
         let number = self.number;
         let inner = self.inner.clone();
         let result = inner.check_poisoned().and_then(|()| {
-            let prepared = match self.prepared.take() {
+            let mut prepared = match self.prepared.take() {
                 Some(prepared) => prepared,
                 None => self.prepare()?,
             };
             // Also when `state_root` joined the list's root and the block was
             // written to since.
             self.check_listed()?;
+            prepared.label_as(&self.overlay);
             let prefetched = self.stop_prefetch();
             let mut info = persist_block(&self.inner, prepared, self.expected_root)?;
             info.prefetched = prefetched;

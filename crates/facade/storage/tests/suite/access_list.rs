@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use alloy_primitives::{Address, B256, U256};
+use bytes::Bytes;
 use strata_storage::telemetry::Tier;
 use strata_storage::{
     Account, AccountAccess, BlockAccessList, Domain, Error, Options, Regime, StateDb,
@@ -230,6 +231,30 @@ fn the_root_computed_alongside_execution_is_the_commits_root() {
         U256::from(402)
     );
     assert!(db.verify().unwrap().is_ok());
+}
+
+/// A block whose root came from its list keeps its hash and header (set on
+/// the writer, not in the list): BLOCKHASH and calls at the block read
+/// them back.
+#[test]
+fn a_block_committed_with_its_lists_root_keeps_its_hash_and_header() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = StateDb::open(dir.path(), options(0)).unwrap();
+    genesis(&db);
+    let list = Arc::new(list(1));
+    let mut block = db.begin_block(1).unwrap();
+    block.root_alongside(list.clone()).unwrap();
+    block.apply_access_list(&list).unwrap();
+    let hash = B256::repeat_byte(0xab);
+    block.set_block_hash(hash);
+    block.set_block_header(Bytes::from_static(b"the header's bytes"));
+    block.commit().unwrap();
+    let latest = db.latest();
+    assert_eq!(latest.block_hash(1).unwrap(), Some(hash));
+    assert_eq!(
+        latest.block_header(1).unwrap().as_deref(),
+        Some(b"the header's bytes".as_slice())
+    );
 }
 
 #[test]

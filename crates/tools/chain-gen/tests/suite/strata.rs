@@ -99,6 +99,12 @@ fn strata_executes_every_fork_the_generator_makes() {
                 "{fork:?} block {}",
                 header.number
             );
+            assert_eq!(
+                db.latest().block_hash(header.number).unwrap(),
+                Some(block.hash),
+                "{fork:?} block {}: its hash, for BLOCKHASH",
+                header.number
+            );
             parent = (header, block.hash);
         }
         assert_eq!(db.root(), summary.head.2, "{fork:?}");
