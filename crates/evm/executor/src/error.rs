@@ -152,10 +152,11 @@ pub enum InvalidBlock {
         executed: B256,
     },
     /// EIP-7928: the access list that came with the block differs from
-    /// the one its execution built (or does not hash to its header's).
+    /// the one its execution built.
     #[error("the block's access list is not what it read and wrote: {difference}")]
     AccessListDiffers {
-        /// The first difference: address, field, transaction index.
+        /// The first difference: the account (its position in the lists
+        /// and its address) and which of its changes or reads differ.
         difference: String,
     },
     /// EIP-7928: the access list that came with the block does not decode,

@@ -232,7 +232,11 @@ pub fn execute_block_with(
             // A create over an account with storage: the bundle path
             // decides it (EIP-7610), over a writer opened again.
             None => {
-                let writer = db.begin_block(number).map_err(store)?;
+                let mut writer = db.begin_block(number).map_err(store)?;
+                if let Some(list) = &list_root {
+                    writer.prefetch(list);
+                    writer.root_alongside(list.clone()).map_err(store)?;
+                }
                 crate::via_bundle::execute(db, spec, block, transactions, writer, false)?
             }
         },

@@ -92,10 +92,14 @@ fn apply_account(
         }
         return Ok(());
     }
-    // An account touched but not changed (a call's target, a warm read)
-    // holds what the block already has: nothing to write.
-    if account.info != account.original_info() {
-        writer.put_account(address, &to_account(&account.info));
+    // An account touched but holding what the block already has (a call's
+    // target, a warm read) needs no write. Compared with the block as
+    // written so far, not with revm's original: a journal that ran several
+    // transactions resets the original when a later one loads the account
+    // again, after an earlier one changed it.
+    let present = to_account(&account.info);
+    if writer.account(&address)?.as_ref() != Some(&present) {
+        writer.put_account(address, &present);
         stats.accounts_written += 1;
     }
     if account.info.code_hash != account.original_info().code_hash {

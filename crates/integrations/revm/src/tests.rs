@@ -370,6 +370,36 @@ fn one_journal_selfdestruct_then_refund_matches_per_tx_commits() {
     assert_eq!(reader.storage(&PRE, &word(2)).unwrap(), U256::ZERO);
 }
 
+/// One journal over two transactions: BOB is paid in the first and only
+/// touched by the second, which makes revm take his paid balance as his
+/// original; the payment is still written.
+#[test]
+fn one_journal_keeps_a_change_the_next_transaction_only_touches() {
+    let spec = SpecId::SHANGHAI;
+    let dir = tempfile::tempdir().unwrap();
+    let db = StateDb::open(dir.path(), Options::default()).unwrap();
+    let alloc = genesis();
+    let mut oracle = oracle::seeded(&alloc);
+    db.init_genesis(&alloc).unwrap();
+    let txs = vec![
+        tx(ALICE, 0, TxKind::Call(BOB), U256::from(5), Bytes::new()),
+        tx(ALICE, 1, TxKind::Call(BOB), U256::ZERO, Bytes::new()),
+    ];
+    for tx in &txs {
+        assert!(oracle_transact(&mut oracle, spec, 1, tx.clone()).is_success());
+    }
+    let mut evm = strata_evm(db.reader(Regime::Exec), spec, 1);
+    let out = evm.transact_many_finalize(txs.into_iter()).unwrap();
+    drop(evm);
+    assert!(out.result.iter().all(|r| r.is_success()));
+
+    let mut writer = db.begin_block(1).unwrap();
+    apply_evm_state(&mut writer, &out.state).unwrap();
+    let root = writer.commit().unwrap().root;
+    assert_eq!(root, oracle::state_root(&oracle));
+    assert_same_state(&db, &oracle, "one journal, a change then a touch");
+}
+
 #[test]
 fn revm_reads_are_timed_in_the_exec_regime() {
     let dir = tempfile::tempdir().unwrap();

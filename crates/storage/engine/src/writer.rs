@@ -205,9 +205,14 @@ impl BlockWriter {
     /// while the caller executes the block (and [`prefetch`]es it):
     /// `list` must carry the block's post-state. [`BlockWriter::commit`]
     /// (or [`BlockWriter::state_root`]) then waits for that root and checks
-    /// that the block wrote exactly what `list` says — any difference
-    /// refuses the block with [`Error::AccessListMismatch`], naming the
-    /// first differing key, writing nothing and leaving the store usable.
+    /// that the block wrote what `list` says (a write of the value already
+    /// there, or a wipe of storage at an address that had no account, is
+    /// no difference) — any other difference refuses the block with
+    /// [`Error::AccessListMismatch`], naming the first differing key,
+    /// writing nothing and leaving the store usable; a caller that has
+    /// checked the list by other means may then
+    /// [`discard_list_root`](BlockWriter::discard_list_root) and take the
+    /// root of the writes.
     ///
     /// Replaces a [`BlockWriter::stream_root`].
     ///

@@ -14,8 +14,9 @@
 //! commitment path the writes touch into the branch cache, while the
 //! caller executes; [`root_alongside`](crate::BlockWriter::root_alongside)
 //! also computes the block's state root from the listed values on a thread
-//! of its own, and `commit` then checks that the block wrote exactly what
-//! the list says.
+//! of its own, and `commit` then checks that the block wrote what the list
+//! says ([`check_writes`]: a write of the value already there is no
+//! difference).
 
 use alloy_primitives::{Address, B256, KECCAK256_EMPTY, U256, keccak256};
 use bytes::Bytes;

@@ -180,7 +180,21 @@ pub fn write_chain(
     let mut chain_file = PendingFile::create(dir.join(CHAIN_FILE))?;
     let mut lists_file = match config.fork {
         Fork::Amsterdam => Some(PendingFile::create(dir.join(ACCESS_LISTS_FILE))?),
-        _ => None,
+        _ => {
+            // An earlier Amsterdam chain's lists would not be this chain's.
+            let stale = dir.join(ACCESS_LISTS_FILE);
+            match std::fs::remove_file(&stale) {
+                Ok(()) => {}
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                Err(source) => {
+                    return Err(GenError::Write {
+                        path: stale,
+                        source,
+                    });
+                }
+            }
+            None
+        }
     };
     let mut rlp = Vec::new();
     for _ in 0..config.blocks {

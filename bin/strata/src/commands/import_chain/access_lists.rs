@@ -67,4 +67,18 @@ impl AccessListFile {
         }
         Ok(Some(list))
     }
+
+    /// Whether the file holds more after the lists read so far (lists for
+    /// blocks the chain file does not have): a warning, not an error, since
+    /// every list used was checked against its block.
+    pub(super) fn warn_if_more(&mut self) {
+        let offset = self.items.position();
+        if offset as u64 != self.items.len() {
+            tracing::warn!(
+                file = %self.items.path().display(),
+                offset,
+                "the access-lists file holds more after the chain's last block's list"
+            );
+        }
+    }
 }

@@ -109,10 +109,12 @@ pub struct ImportChainArgs {
     /// is checked against its header alone.
     #[arg(long, value_name = "FILE")]
     pub access_lists: Option<PathBuf>,
-    /// What the --access-lists lists are used for: `use` (the store's
-    /// warmers load everything a block's list names as soon as the block's
-    /// writer is open: the default) or `ignore` (checked only, the block
-    /// runs as if it had none); "use,ignore" sweeps both.
+    /// What the --access-lists lists are used for: `use` (the default:
+    /// each block's root is computed from its list's post-state on a
+    /// thread of its own while the EVM runs, and with --warmers the store's
+    /// warmers load everything the list names as soon as the block's writer
+    /// is open) or `ignore` (checked only, the block runs as if it had
+    /// none); "use,ignore" sweeps both.
     #[arg(long, value_name = "USE", default_value = "use", value_delimiter = ',',
           value_parser = access_list_use, requires = "access_lists")]
     pub access_list: Vec<AccessListUse>,

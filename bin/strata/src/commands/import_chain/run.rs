@@ -302,6 +302,9 @@ impl Import<'_> {
             ancestors.push_front((block, difficulty));
             ancestors.truncate(ANCESTORS);
         }
+        if let Some(file) = list_file.as_mut() {
+            file.warn_if_more();
+        }
         run.wall = started.elapsed().saturating_sub(run.list_reading);
         bar.finish(run.done(), run.wall);
         run.reads = db.metrics().snapshot_and_reset();
