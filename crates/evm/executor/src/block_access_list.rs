@@ -9,8 +9,9 @@
 //! path's database and hands every commit to revm's list builder; the list
 //! it builds is then checked by [`check_access_list`].
 
+use alloy_eip7928::constants::ITEM_COST;
 use alloy_eip7928::{
-    BlockAccessList, compute_block_access_list_hash, first_bal_divergence,
+    BlockAccessList, compute_block_access_list_hash, first_bal_divergence, total_bal_items,
     validate_block_access_list,
 };
 use alloy_evm::block::BalIndexedDatabase;
@@ -102,7 +103,15 @@ pub(crate) fn check_access_list(
     built: &BlockAccessList,
     given: Option<&BlockAccessList>,
     transactions: usize,
+    gas_limit: u64,
 ) -> Result<(), InvalidBlock> {
+    // EIP-7928: the list's items (each account, each slot it changes or
+    // reads) cost ITEM_COST gas each, within the block's gas limit.
+    let items = total_bal_items(built);
+    let most = gas_limit / ITEM_COST as u64;
+    if items > most {
+        return Err(InvalidBlock::AccessListTooLarge { items, most });
+    }
     if let Some(given) = given {
         validate_block_access_list(given, transactions)
             .map_err(|error| InvalidBlock::AccessListMalformed(error.to_string()))?;

@@ -159,6 +159,15 @@ pub enum InvalidBlock {
         /// and its address) and which of its changes or reads differ.
         difference: String,
     },
+    /// EIP-7928: the block's access list holds more items (accounts and
+    /// slots) than its gas limit pays for at 2,000 gas an item.
+    #[error("the block's access list holds {items} items, its gas limit pays for {most}")]
+    AccessListTooLarge {
+        /// Accounts plus the slots they change or read.
+        items: u64,
+        /// The gas limit over the gas of an item.
+        most: u64,
+    },
     /// EIP-7928: the access list that came with the block does not decode,
     /// or breaks its order and uniqueness rules.
     #[error("the block's access list is malformed: {0}")]
@@ -240,6 +249,7 @@ impl InvalidBlock {
             Self::AccessListHash { .. } => "access-list-hash",
             Self::AccessListDiffers { .. } => "access-list",
             Self::AccessListMalformed(_) => "access-list-malformed",
+            Self::AccessListTooLarge { .. } => "access-list-too-large",
             Self::GasUsed { .. } => "gas-used",
             Self::ReceiptsRoot { .. } => "receipts-root",
             Self::LogsBloom { .. } => "logs-bloom",

@@ -365,6 +365,7 @@ pub(crate) fn check_outcome(
             built,
             block.access_list.as_deref(),
             block.block.body.transactions.len(),
+            header.gas_limit,
         )?;
     }
     Ok(())
