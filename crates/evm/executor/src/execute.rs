@@ -178,9 +178,10 @@ pub fn execute_block_with(
     // the body checks and the senders' recovery, which a prefetch then
     // overlaps; dropped uncommitted when the block is refused.
     let mut writer = db.begin_block(number).map_err(store)?;
-    // The block's own list (EIP-7928), used: its keys warm the store and
-    // its post-state gives the root on a thread of its own while the block
-    // executes (checked against the writes when the root is taken).
+    // The block's own list (EIP-7928), used: its keys warm the store from
+    // now on, and its post-state gives the root on a thread of its own
+    // while the block executes (checked against the writes when the root
+    // is taken).
     let list_root = match (&block.access_list, options.access_list) {
         (Some(list), AccessListUse::Use) => Some(Arc::new(prefetch_list(list))),
         _ => None,
@@ -189,9 +190,6 @@ pub fn execute_block_with(
         (Some(list), _) => writer.prefetch(list),
         (None, Some(list)) => writer.prefetch(list),
         (None, None) => {}
-    }
-    if let Some(list) = &list_root {
-        writer.root_alongside(list.clone()).map_err(store)?;
     }
     check_body_roots(&block.block).map_err(invalid)?;
     check_ommers(spec, &block.block, ancestors).map_err(invalid)?;
@@ -207,6 +205,11 @@ pub fn execute_block_with(
         }
     };
     let checks = started.elapsed();
+    // After the body and sender checks: a block they refuse does not wait
+    // for a root (a dropped writer joins its root thread).
+    if let Some(list) = &list_root {
+        writer.root_alongside(list.clone()).map_err(store)?;
+    }
 
     let run = match options.state {
         StatePath::Bundle => crate::via_bundle::execute(
