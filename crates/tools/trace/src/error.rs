@@ -64,6 +64,14 @@ pub enum TraceError {
         /// The field name as written.
         field: String,
     },
+    /// The block's `access_list` is not an EIP-7928 list.
+    #[error("line {line}: field \"access_list\": {message}")]
+    AccessList {
+        /// 1-based line number.
+        line: usize,
+        /// Why it does not decode.
+        message: String,
+    },
     /// A top-level field of the line has a bad value.
     #[error("line {line}: field {field:?}: {source}")]
     Field {
@@ -204,6 +212,7 @@ impl TraceError {
             | Self::UnknownKind { line, .. }
             | Self::MissingField { line, .. }
             | Self::UnknownField { line, .. }
+            | Self::AccessList { line, .. }
             | Self::Field { line, .. }
             | Self::Address { line, .. }
             | Self::Account { line, .. }

@@ -67,6 +67,9 @@ pub struct TraceBlock {
     pub reads: BTreeMap<Address, AccountRead>,
     /// Accounts (and slots) the block changed, with their values after the block.
     pub writes: BTreeMap<Address, AccountWrite>,
+    /// From Amsterdam, the block's access list (EIP-7928) as its execution
+    /// built it, when the trace carries it.
+    pub access_list: Option<alloy_eip7928::BlockAccessList>,
 }
 
 /// An account as the block found it (prestateTracer default-mode shape).

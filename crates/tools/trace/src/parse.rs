@@ -38,6 +38,8 @@ struct RawLine<'a> {
     reads: Entries<'a, RawRead<'a>>,
     #[serde(default, borrow)]
     writes: Entries<'a, RawWrite<'a>>,
+    #[serde(default)]
+    access_list: Option<serde_json::Value>,
 }
 
 /// A `reads` entry as written.
@@ -223,6 +225,7 @@ fn parse_genesis(raw: RawLine<'_>, line: usize) -> Result<TraceLine, TraceError>
         line,
         "genesis",
     )?;
+    reject_present(raw.access_list.is_some(), "access_list", line, "genesis")?;
     let alloc = match raw.alloc {
         RawGenesis::Missing => {
             return Err(TraceError::MissingField {
@@ -275,12 +278,24 @@ fn parse_block(raw: RawLine<'_>, line: usize) -> Result<TraceBlock, TraceError> 
         writes.push((key.clone(), parse_write(entry, &key, line)?));
     }
     let writes = addresses(writes, line, "writes")?;
+    let access_list = raw
+        .access_list
+        .map(|value| {
+            alloy_eip7928::BlockAccessList::deserialize(value).map_err(|error| {
+                TraceError::AccessList {
+                    line,
+                    message: error.to_string(),
+                }
+            })
+        })
+        .transpose()?;
     Ok(TraceBlock {
         number,
         gas_used,
         state_root,
         reads,
         writes,
+        access_list,
     })
 }
 

@@ -104,7 +104,17 @@ fn render_block(block: &TraceBlock, out: &mut String) {
         let _ = write!(out, r#""{}":"#, hex::encode_prefixed(address));
         render_write(write, out);
     }
-    out.push_str("}}");
+    out.push('}');
+    if let Some(list) = &block.access_list {
+        out.push_str(r#","access_list":"#);
+        // alloy-eip7928's JSON (the engine API's and the fixtures' shape).
+        // Its fields are numbers, hex strings and lists: serde_json fails
+        // only on maps with non-string keys or a failing Serialize impl,
+        // neither of which it has.
+        let json = serde_json::to_string(list).expect("an access list serializes to JSON");
+        out.push_str(&json);
+    }
+    out.push('}');
 }
 
 fn render_read(read: &AccountRead, out: &mut String) {

@@ -99,5 +99,6 @@ fn trace_block(executed: &ExecutedBlock, access: &BlockAccess) -> TraceBlock {
         state_root: Some(executed.root),
         reads,
         writes,
+        access_list: executed.access_list.clone(),
     }
 }

@@ -146,6 +146,7 @@ impl BlockBuilder {
             state_root: None,
             reads,
             writes: draft.writes,
+            access_list: None,
         }
     }
 

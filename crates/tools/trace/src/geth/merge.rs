@@ -123,6 +123,7 @@ pub fn merge_block(
         state_root: None,
         reads,
         writes,
+        access_list: None,
     })
 }
 

@@ -414,12 +414,30 @@ fn sample_block() -> TraceBlock {
             ..AccountWrite::default()
         },
     );
+    // An EIP-7928 list, which the line carries as the engine API writes it.
+    let access_list = vec![alloy_eip7928::AccountChanges {
+        address: Address::repeat_byte(0x42),
+        storage_changes: vec![alloy_eip7928::SlotChanges::new(
+            U256::from(1),
+            vec![alloy_eip7928::StorageChange::new(
+                alloy_eip7928::BlockAccessIndex::new(1),
+                U256::from(7),
+            )],
+        )],
+        storage_reads: vec![U256::from(2)],
+        balance_changes: vec![alloy_eip7928::BalanceChange::new(
+            alloy_eip7928::BlockAccessIndex::new(2),
+            U256::from(1_000),
+        )],
+        ..Default::default()
+    }];
     TraceBlock {
         number: 5,
         gas_used: Some(30_000_000),
         state_root: Some(B256::repeat_byte(0x12)),
         reads,
         writes,
+        access_list: Some(access_list),
     }
 }
 
