@@ -92,6 +92,14 @@ pub enum CliError {
         #[source]
         source: Box<VerifyError>,
     },
+    /// An input file that is not what the command takes.
+    #[error("{path}: {problem}")]
+    Input {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        problem: InputProblem,
+    },
     /// Bad or missing arguments that clap cannot express.
     #[error("{0}")]
     Usage(String),
@@ -363,4 +371,50 @@ pub struct ResumeMismatch {
     pub trace_root: alloy_primitives::B256,
     /// The datadir's root at `block`.
     pub datadir_root: alloy_primitives::B256,
+}
+
+/// What is wrong with an input file ([`CliError::Input`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum InputProblem {
+    /// `init --chain`: the file does not parse as a geth genesis.
+    #[error("not a geth genesis: {0}")]
+    NotGethGenesis(String),
+    /// `init --chain`: the genesis allocates accounts (the state comes
+    /// from `--state`).
+    #[error(
+        "--chain takes a genesis without \"alloc\" (the state comes from --state); this one allocates {accounts} accounts"
+    )]
+    ChainWithAlloc {
+        /// How many accounts it allocates.
+        accounts: usize,
+    },
+    /// `init --chain`: the genesis describes another block than the one
+    /// the dump is imported as.
+    #[error(
+        "it describes block {describes}, but the dump is imported as block {imported} (--block)"
+    )]
+    OtherBlock {
+        /// The block the genesis describes.
+        describes: u64,
+        /// The block the dump is imported as.
+        imported: u64,
+    },
+    /// `init --chain`: no block-0 header can be built from the genesis.
+    #[error("no header: {0}")]
+    NoHeader(String),
+    /// `import-geth --block-header`: the document is not a header object.
+    #[error("expected a block header object, found {found}")]
+    NotAHeader {
+        /// What the document holds instead, shortened.
+        found: String,
+    },
+    /// `import-geth --block-header`: a header field has a bad value.
+    #[error("field {field:?}: {reason}")]
+    HeaderField {
+        /// The field.
+        field: String,
+        /// Why its value is refused.
+        reason: String,
+    },
 }

@@ -12,7 +12,7 @@ use strata_storage::genesis::{ValueError, parse_hash, parse_u64, short};
 use strata_trace::geth::{diff_frames, merge_block, parse_document, prestate_frames};
 use strata_trace::{TraceLine, line_to_string};
 
-use crate::CliError;
+use crate::{CliError, InputProblem};
 
 /// Arguments of `strata import-geth`: `--prestate`, `--diff` or both are
 /// required (the usage line shows the pair as `<--prestate <FILE>|--diff
@@ -57,18 +57,25 @@ fn read_document(path: &Path) -> Result<Value, CliError> {
 }
 
 fn header_field<T>(path: &Path, field: &str, result: Result<T, ValueError>) -> Result<T, CliError> {
-    result.map_err(|e| CliError::Usage(format!("{}: field {field:?}: {e}", path.display())))
+    result.map_err(|e| CliError::Input {
+        path: path.to_owned(),
+        problem: InputProblem::HeaderField {
+            field: field.to_owned(),
+            reason: e.to_string(),
+        },
+    })
 }
 
 fn read_header(path: &Path) -> Result<Header, CliError> {
     let doc = read_document(path)?;
     let header = doc.get("result").unwrap_or(&doc);
     if !header.is_object() {
-        return Err(CliError::Usage(format!(
-            "{}: expected a block header object, found {}",
-            path.display(),
-            short(header)
-        )));
+        return Err(CliError::Input {
+            path: path.to_owned(),
+            problem: InputProblem::NotAHeader {
+                found: short(header),
+            },
+        });
     }
     let mut out = Header::default();
     if let Some(v) = header.get("number") {

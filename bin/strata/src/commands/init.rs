@@ -20,8 +20,8 @@ use strata_storage::import::{ImportOptions, ImportReport};
 use strata_storage::{DB_FILE, ReadOnlyStateDb, StateDb};
 
 use super::datadir::inspect_options;
-use crate::CliError;
 use crate::output::{Lines, print_text};
+use crate::{CliError, InputProblem};
 
 /// Largest `init --block`: a billion blocks (about 380 years of 12 s
 /// slots); far beyond it, the step numbers of the files' names overflow
@@ -198,25 +198,26 @@ impl ChainStart {
     /// genesis' number) with `root`.
     fn read(path: &Path, root: B256, block: u64) -> Result<Self, CliError> {
         let text = std::fs::read_to_string(path).map_err(CliError::file(path))?;
-        let genesis: alloy_genesis::Genesis = serde_json::from_str(&text).map_err(|error| {
-            CliError::Usage(format!("{}: not a geth genesis: {error}", path.display()))
-        })?;
+        let input = |problem| CliError::Input {
+            path: path.to_owned(),
+            problem,
+        };
+        let genesis: alloy_genesis::Genesis = serde_json::from_str(&text)
+            .map_err(|error| input(InputProblem::NotGethGenesis(error.to_string())))?;
         if !genesis.alloc.is_empty() {
-            return Err(CliError::Usage(format!(
-                "{}: --chain takes a genesis without \"alloc\" (the state comes from --state);                  this one allocates {} accounts",
-                path.display(),
-                genesis.alloc.len()
-            )));
+            return Err(input(InputProblem::ChainWithAlloc {
+                accounts: genesis.alloc.len(),
+            }));
         }
         let number = genesis.number.unwrap_or(0);
         if number != block {
-            return Err(CliError::Usage(format!(
-                "{} describes block {number}, but the dump is imported as block {block} (--block)",
-                path.display()
-            )));
+            return Err(input(InputProblem::OtherBlock {
+                describes: number,
+                imported: block,
+            }));
         }
         let header = genesis_header(&genesis, root)
-            .map_err(|error| CliError::Usage(format!("{}: no header: {error}", path.display())))?;
+            .map_err(|error| input(InputProblem::NoHeader(error.to_string())))?;
         Ok(Self {
             hash: header.hash_slow(),
             header_rlp: bytes::Bytes::from(alloy_rlp::encode(&header)),
