@@ -9,7 +9,12 @@ use crate::common::{strata, strata_err, strata_ok};
 
 /// `strata gen-chain` with a small state and 2 Mgas blocks; its stderr.
 pub(crate) fn gen_chain(out: &std::path::Path, seed: &str) -> String {
-    let run = strata(&[
+    gen_chain_with(out, seed, &[])
+}
+
+/// [`gen_chain`] with `extra` arguments (e.g. `--fork amsterdam`).
+pub(crate) fn gen_chain_with(out: &std::path::Path, seed: &str, extra: &[&str]) -> String {
+    let mut args = vec![
         "gen-chain",
         "--accounts",
         "300",
@@ -23,7 +28,9 @@ pub(crate) fn gen_chain(out: &std::path::Path, seed: &str) -> String {
         seed,
         "--out",
         out.to_str().unwrap(),
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    let run = strata(&args);
     assert!(
         run.status.success(),
         "gen-chain failed:\n{}",
@@ -227,24 +234,7 @@ fn settings_out_of_range_are_refused() {
 fn an_amsterdam_chain_imports_with_its_access_lists_and_a_wrong_list_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("chain");
-    let out_s = out.to_str().unwrap();
-    let run = strata(&[
-        "gen-chain",
-        "--accounts",
-        "300",
-        "--contracts",
-        "30",
-        "--blocks",
-        "4",
-        "--gas-per-block",
-        "2000000",
-        "--fork",
-        "amsterdam",
-        "--out",
-        out_s,
-    ]);
-    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
-    assert!(run.status.success(), "{stderr}");
+    let stderr = gen_chain_with(&out, "1", &["--fork", "amsterdam"]);
     assert!(stderr.contains("access-lists.rlp"), "{stderr}");
     let expected_root = hex_after(&stderr, "state root ").to_string();
     let lists = out.join("access-lists.rlp");

@@ -126,12 +126,9 @@ where
     match collisions {
         None => {
             let evm = factory.evm_factory().create_evm(db, env);
-            drive(
-                spec,
-                header,
-                transactions,
-                factory.create_executor(evm, ctx()),
-            )
+            let mut executor = factory.create_executor(evm, ctx());
+            drive_steps(spec, header, transactions, &mut executor)?;
+            finish(executor)
         }
         Some(watcher) => {
             let evm = factory
@@ -145,26 +142,6 @@ where
             finish(executor)
         }
     }
-}
-
-/// The block's transactions through `executor`, then its post-execution
-/// changes.
-fn drive<E, DB>(
-    spec: &ChainSpec,
-    header: &Header,
-    transactions: &[Recovered<TxEnvelope>],
-    mut executor: E,
-) -> Result<Outcome, RunError>
-where
-    E: BlockExecutor<
-            Transaction = TxEnvelope,
-            Receipt = alloy_consensus::ReceiptEnvelope,
-            Evm: Evm<DB = RecordingDb<DB>>,
-        >,
-    DB: alloy_evm::block::StateDB,
-{
-    drive_steps(spec, header, transactions, &mut executor)?;
-    finish(executor)
 }
 
 /// The pre-execution changes, the transactions, and (from Prague) the

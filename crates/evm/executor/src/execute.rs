@@ -93,9 +93,11 @@ pub struct ExecuteOptions<'a> {
 /// refuses the block when the two differ.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum AccessListUse {
-    /// The store's warmers load every account, slot and code it names, and
-    /// the trie paths of what it changes, as soon as the block's writer is
-    /// open (unless [`ExecuteOptions::prefetch`] gives another list).
+    /// The block's root is computed from the list's post-state on a thread
+    /// of its own while the EVM runs, and the store's warmers (if any) load
+    /// every account, slot and code it names, and the trie paths of what it
+    /// changes, as soon as the block's writer is open (unless
+    /// [`ExecuteOptions::prefetch`] gives another list to load).
     #[default]
     Use,
     /// Checked only: the block runs as if it had none (the baseline the
@@ -186,10 +188,8 @@ pub fn execute_block_with(
         (Some(list), AccessListUse::Use) => Some(Arc::new(prefetch_list(list))),
         _ => None,
     };
-    match (options.prefetch, &list_root) {
-        (Some(list), _) => writer.prefetch(list),
-        (None, Some(list)) => writer.prefetch(list),
-        (None, None) => {}
+    if let Some(list) = options.prefetch.or(list_root.as_deref()) {
+        writer.prefetch(list);
     }
     check_body_roots(&block.block).map_err(invalid)?;
     check_ommers(spec, &block.block, ancestors).map_err(invalid)?;

@@ -330,22 +330,20 @@ fn prague_delegation_stores_the_new_code_of_an_existing_account() {
     assert_eq!(reader.storage(&BOB, &word(5)).unwrap(), U256::from(0x55));
 }
 
-/// One revm journal over two transactions (`transact_many_finalize`): the
-/// genesis contract selfdestructs, then receives value. The single
-/// `EvmState` marks it selfdestructed yet alive; strata must wipe it and
-/// keep the new balance, as revm's own per-transaction commits do.
-#[test]
-fn one_journal_selfdestruct_then_refund_matches_per_tx_commits() {
+/// Runs `txs` in one revm journal over strata (`transact_many_finalize`)
+/// and one by one in the oracle, applies the journal's single state as
+/// block 1, and checks its root and whole state against the oracle's;
+/// returns the store (and the folder it lives in) and that state.
+fn one_journal_matches_the_oracle(
+    txs: Vec<TxEnv>,
+    what: &str,
+) -> (tempfile::TempDir, StateDb, revm::state::EvmState) {
     let spec = SpecId::SHANGHAI;
     let dir = tempfile::tempdir().unwrap();
     let db = StateDb::open(dir.path(), Options::default()).unwrap();
     let alloc = genesis();
     let mut oracle = oracle::seeded(&alloc);
     db.init_genesis(&alloc).unwrap();
-    let txs = vec![
-        tx(ALICE, 0, TxKind::Call(PRE), U256::ZERO, Bytes::new()),
-        tx(BOB, 0, TxKind::Call(PRE), U256::from(5), Bytes::new()),
-    ];
     for tx in &txs {
         assert!(oracle_transact(&mut oracle, spec, 1, tx.clone()).is_success());
     }
@@ -353,14 +351,30 @@ fn one_journal_selfdestruct_then_refund_matches_per_tx_commits() {
     let out = evm.transact_many_finalize(txs.into_iter()).unwrap();
     drop(evm);
     assert!(out.result.iter().all(|r| r.is_success()));
-    let pre = &out.state[&PRE];
-    assert!(pre.is_selfdestructed() && !pre.is_selfdestructed_locally());
 
     let mut writer = db.begin_block(1).unwrap();
     apply_evm_state(&mut writer, &out.state).unwrap();
     let root = writer.commit().unwrap().root;
-    assert_eq!(root, oracle::state_root(&oracle));
-    assert_same_state(&db, &oracle, "one journal");
+    assert_eq!(root, oracle::state_root(&oracle), "{what}");
+    assert_same_state(&db, &oracle, what);
+    (dir, db, out.state)
+}
+
+/// One revm journal over two transactions (`transact_many_finalize`): the
+/// genesis contract selfdestructs, then receives value. The single
+/// `EvmState` marks it selfdestructed yet alive; strata must wipe it and
+/// keep the new balance, as revm's own per-transaction commits do.
+#[test]
+fn one_journal_selfdestruct_then_refund_matches_per_tx_commits() {
+    let (_dir, db, state) = one_journal_matches_the_oracle(
+        vec![
+            tx(ALICE, 0, TxKind::Call(PRE), U256::ZERO, Bytes::new()),
+            tx(BOB, 0, TxKind::Call(PRE), U256::from(5), Bytes::new()),
+        ],
+        "one journal",
+    );
+    let pre = &state[&PRE];
+    assert!(pre.is_selfdestructed() && !pre.is_selfdestructed_locally());
     let reader = db.reader(Regime::Exec);
     let pre = reader.account(&PRE).unwrap().unwrap();
     assert_eq!(
@@ -375,29 +389,13 @@ fn one_journal_selfdestruct_then_refund_matches_per_tx_commits() {
 /// original; the payment is still written.
 #[test]
 fn one_journal_keeps_a_change_the_next_transaction_only_touches() {
-    let spec = SpecId::SHANGHAI;
-    let dir = tempfile::tempdir().unwrap();
-    let db = StateDb::open(dir.path(), Options::default()).unwrap();
-    let alloc = genesis();
-    let mut oracle = oracle::seeded(&alloc);
-    db.init_genesis(&alloc).unwrap();
-    let txs = vec![
-        tx(ALICE, 0, TxKind::Call(BOB), U256::from(5), Bytes::new()),
-        tx(ALICE, 1, TxKind::Call(BOB), U256::ZERO, Bytes::new()),
-    ];
-    for tx in &txs {
-        assert!(oracle_transact(&mut oracle, spec, 1, tx.clone()).is_success());
-    }
-    let mut evm = strata_evm(db.reader(Regime::Exec), spec, 1);
-    let out = evm.transact_many_finalize(txs.into_iter()).unwrap();
-    drop(evm);
-    assert!(out.result.iter().all(|r| r.is_success()));
-
-    let mut writer = db.begin_block(1).unwrap();
-    apply_evm_state(&mut writer, &out.state).unwrap();
-    let root = writer.commit().unwrap().root;
-    assert_eq!(root, oracle::state_root(&oracle));
-    assert_same_state(&db, &oracle, "one journal, a change then a touch");
+    one_journal_matches_the_oracle(
+        vec![
+            tx(ALICE, 0, TxKind::Call(BOB), U256::from(5), Bytes::new()),
+            tx(ALICE, 1, TxKind::Call(BOB), U256::ZERO, Bytes::new()),
+        ],
+        "one journal, a change then a touch",
+    );
 }
 
 #[test]

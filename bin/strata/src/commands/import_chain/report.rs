@@ -46,10 +46,7 @@ pub(super) fn print_run(out: &mut Lines, run: &ImportRun) {
         super::root_name(run.root),
         run.senders.name(),
         run.cold,
-        match run.access_lists {
-            Some(_) => super::access_list_name(run.access_list),
-            None => "none",
-        },
+        run.lists_name().unwrap_or("none"),
         run.blocks,
         run.resumed_after,
         run.transactions,
@@ -179,10 +176,7 @@ pub(super) fn print_sweep(out: &mut Lines, runs: &[ImportRun]) {
             super::path_name(run.state),
             super::root_name(run.root),
             run.senders.name(),
-            match run.access_lists {
-                Some(_) => super::access_list_name(run.access_list),
-                None => "none",
-            },
+            run.lists_name().unwrap_or("none"),
             mgas_per_s(run.gas, run.wall),
             mgas_per_s(run.gas, run.totals.execution),
             run.totals.checks.as_secs_f64(),
@@ -269,10 +263,7 @@ pub(super) fn write_json(
             warmers: Some(run.warmers),
             cold: Some(run.cold),
             prefetch: run.prefetch.as_ref().map(|p| p.display().to_string()),
-            access_lists: run
-                .access_lists
-                .as_ref()
-                .map(|_| super::access_list_name(run.access_list)),
+            access_lists: run.lists_name(),
             prefetched: Some(run.prefetched),
             list_reading_s: Some(s(run.list_reading)),
             preloaded: None,

@@ -326,6 +326,14 @@ impl ImportRun {
         }
     }
 
+    /// With `--access-lists`: what the lists were used for (`use` or
+    /// `ignore`).
+    pub(crate) fn lists_name(&self) -> Option<&'static str> {
+        self.access_lists
+            .as_ref()
+            .map(|_| super::access_list_name(self.access_list))
+    }
+
     fn add(&mut self, executed: &strata_executor::ExecutedBlock) {
         let t = &executed.timings;
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
