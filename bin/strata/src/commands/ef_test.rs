@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use strata_executor::StatePath;
-use strata_executor::ef_tests::run_paths;
+use strata_executor::ef_tests::{RunOptions, run_paths};
 
 use crate::CliError;
 use crate::output::Lines;
@@ -36,6 +36,11 @@ pub struct EfTestArgs {
     /// reader, its bundle applied after the block, as reth does).
     #[arg(long, value_name = "PATH", default_value = "writer", value_parser = state_path)]
     pub state_path: StatePath,
+    /// Threads that run each Amsterdam block's transactions ahead of their
+    /// turn from the block's access list, on the writer path (0: one after
+    /// the other). The block's result is the serial one either way.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub transaction_workers: usize,
 }
 
 /// `bundle` or `writer`.
@@ -65,7 +70,10 @@ pub(crate) fn run(args: EfTestArgs) -> Result<(), CliError> {
         &args.paths,
         args.filter.as_deref(),
         scratch.path(),
-        args.state_path,
+        RunOptions {
+            state: args.state_path,
+            transaction_workers: args.transaction_workers,
+        },
         |done, total| {
             if done % 100 == 0 || done == total {
                 tracing::info!(done, total, "ef-test: fixture files");

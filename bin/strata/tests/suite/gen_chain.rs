@@ -252,9 +252,22 @@ fn an_amsterdam_chain_imports_with_its_access_lists_and_a_wrong_list_is_refused(
         "use,ignore",
         "--warmers",
         "2",
+        "--transaction-workers",
+        "0,2",
     ]);
     assert!(stdout.contains("access lists use"), "{stdout}");
     assert!(stdout.contains("access lists ignore"), "{stdout}");
+    // With the lists used, two workers run every transaction ahead and
+    // each is committed as run: the lists are right.
+    assert!(
+        stdout.contains("(2 workers): ") && stdout.contains(" executed again in their turn"),
+        "{stdout}"
+    );
+    let ahead_line = stdout
+        .lines()
+        .find(|line| line.starts_with("transactions ahead of their turn"))
+        .expect("the run with workers reports them");
+    assert!(ahead_line.ends_with(", 0 executed again in their turn"), "{ahead_line}");
     assert!(
         stdout.contains(&format!("final root {expected_root}")),
         "{stdout}"

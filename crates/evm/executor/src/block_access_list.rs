@@ -43,6 +43,11 @@ impl<DB> RecordingDb<DB> {
         }
     }
 
+    /// The database under the recording.
+    pub(crate) fn inner_mut(&mut self) -> &mut DB {
+        &mut self.inner
+    }
+
     /// The list built, in the canonical order (by address, then slot and
     /// index); `None` when not recording.
     pub(crate) fn take_list(&mut self) -> Option<BlockAccessList> {

@@ -34,6 +34,8 @@ pub(crate) struct PathRun {
     pub(crate) execution: std::time::Duration,
     pub(crate) apply: std::time::Duration,
     pub(crate) access: Option<BlockAccess>,
+    /// How the transactions ran ahead of their turn, when they did.
+    pub(crate) ahead: Option<crate::parallel::TransactionsAhead>,
 }
 
 /// Gives `writer` what the store keeps beside the block's state: its hash
@@ -92,37 +94,8 @@ where
     let header = block.header();
     let env = crate::evm_env(spec, header);
     let db = RecordingDb::new(db, spec.is_amsterdam_active_at_timestamp(header.timestamp));
-    let mut executor_spec = if spec.is_dao_block(header.number) {
-        spec.with_fork(EthereumHardfork::Dao, ForkCondition::Never)
-    } else {
-        spec.clone()
-    };
-    // alloy-evm 0.39 reads Amsterdam from the executor's spec for one thing
-    // only: the EIP-8282 builder request calls after the transactions, of
-    // a later devnet than the bal@v5.7.0 release strata follows (the EVM's
-    // rules come from `env`, which keeps Amsterdam).
-    if spec.is_amsterdam_active_at_timestamp(header.timestamp) {
-        executor_spec = executor_spec.with_fork(EthereumHardfork::Amsterdam, ForkCondition::Never);
-    }
-    let factory = EthBlockExecutorFactory::new(
-        AlloyReceiptBuilder::default(),
-        executor_spec,
-        EthEvmFactory::default(),
-    );
-    let ctx = || EthBlockExecutionCtx {
-        parent_hash: header.parent_hash,
-        parent_beacon_block_root: header.parent_beacon_block_root,
-        ommers: &block.block.body.ommers,
-        withdrawals: block
-            .block
-            .body
-            .withdrawals
-            .as_ref()
-            .map(|w| std::borrow::Cow::Borrowed(w.as_slice())),
-        extra_data: header.extra_data.clone(),
-        tx_count_hint: Some(transactions.len()),
-        slot_number: header.slot_number,
-    };
+    let factory = executor_factory(spec, header);
+    let ctx = || execution_ctx(block, transactions.len());
     match collisions {
         None => {
             let evm = factory.evm_factory().create_evm(db, env);
@@ -141,6 +114,52 @@ where
             }
             finish(executor)
         }
+    }
+}
+
+/// The block executor factory alloy-evm runs `header`'s block with: the
+/// chain's rules, without the DAO fork at the DAO block (the caller makes
+/// that change, see [`apply_dao_change`]) and, from Amsterdam, without
+/// alloy-evm 0.39's one use of Amsterdam in the executor's spec: the
+/// EIP-8282 builder request calls after the transactions, of a later
+/// devnet than the bal@v5.7.0 release strata follows (the EVM's rules come
+/// from the environment, which keeps Amsterdam).
+pub(crate) fn executor_factory(
+    spec: &ChainSpec,
+    header: &Header,
+) -> EthBlockExecutorFactory<AlloyReceiptBuilder, ChainSpec, EthEvmFactory> {
+    let mut executor_spec = if spec.is_dao_block(header.number) {
+        spec.with_fork(EthereumHardfork::Dao, ForkCondition::Never)
+    } else {
+        spec.clone()
+    };
+    if spec.is_amsterdam_active_at_timestamp(header.timestamp) {
+        executor_spec = executor_spec.with_fork(EthereumHardfork::Amsterdam, ForkCondition::Never);
+    }
+    EthBlockExecutorFactory::new(
+        AlloyReceiptBuilder::default(),
+        executor_spec,
+        EthEvmFactory::default(),
+    )
+}
+
+/// What alloy-evm's executor needs of `block` beyond its header's
+/// environment, for a block of `transactions` transactions.
+pub(crate) fn execution_ctx(block: &DecodedBlock, transactions: usize) -> EthBlockExecutionCtx<'_> {
+    let header = block.header();
+    EthBlockExecutionCtx {
+        parent_hash: header.parent_hash,
+        parent_beacon_block_root: header.parent_beacon_block_root,
+        ommers: &block.block.body.ommers,
+        withdrawals: block
+            .block
+            .body
+            .withdrawals
+            .as_ref()
+            .map(|w| std::borrow::Cow::Borrowed(w.as_slice())),
+        extra_data: header.extra_data.clone(),
+        tx_count_hint: Some(transactions),
+        slot_number: header.slot_number,
     }
 }
 
@@ -182,7 +201,7 @@ where
 
 /// The post-execution changes (system calls, rewards, withdrawals) and
 /// what the block gave.
-fn finish<E, DB>(executor: E) -> Result<Outcome, RunError>
+pub(crate) fn finish<E, DB>(executor: E) -> Result<Outcome, RunError>
 where
     E: BlockExecutor<
             Transaction = TxEnvelope,
@@ -206,7 +225,7 @@ where
 /// EIP-7002 and EIP-7251: from Prague on, a block whose withdrawal-request
 /// or consolidation-request contract has no code when its system call runs
 /// (after the transactions) is invalid.
-fn check_request_contracts<DB>(db: &mut DB) -> Result<(), RunError>
+pub(crate) fn check_request_contracts<DB>(db: &mut DB) -> Result<(), RunError>
 where
     DB: revm::Database,
 {
@@ -260,7 +279,7 @@ where
 
 /// Sorts alloy-evm's error into a refused block (a transaction or a
 /// block-level rule) or a failure of the database under the EVM.
-fn block_error(index: Option<usize>, error: BlockExecutionError) -> RunError {
+pub(crate) fn block_error(index: Option<usize>, error: BlockExecutionError) -> RunError {
     match (&error, index) {
         (
             BlockExecutionError::Validation(BlockValidationError::InvalidTx { error, .. }),

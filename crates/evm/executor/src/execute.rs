@@ -19,7 +19,9 @@ use crate::consensus::{
 };
 use crate::error::{ExecError, InvalidBlock};
 use crate::evm_run::PathRun;
+use crate::parallel::TransactionsAhead;
 use crate::senders::{RecoveredSenders, recover_now};
+use crate::via_writer::RunAhead;
 
 /// What executing and committing a block took and gave.
 #[derive(Clone, Debug)]
@@ -58,6 +60,9 @@ pub struct ExecutedBlock {
     /// (`false`: the writes held what the list cannot say, and the root
     /// was computed from them after the block).
     pub root_from_list: Option<bool>,
+    /// With [`ExecuteOptions::transaction_workers`] and the block's own
+    /// list used: how its transactions ran ahead of their turn.
+    pub transactions_ahead: Option<TransactionsAhead>,
 }
 
 /// How [`execute_block_with`] runs a block.
@@ -86,6 +91,14 @@ pub struct ExecuteOptions<'a> {
     /// What the access list that came with an Amsterdam block is used for
     /// beyond its check.
     pub access_list: AccessListUse,
+    /// Threads that run an Amsterdam block's transactions ahead of their
+    /// turn from its own list, when the list is used
+    /// ([`AccessListUse::Use`]) on the writer path: each transaction runs
+    /// over the state before the block with the list's changes of the
+    /// steps before it, and is committed in its turn when every value it
+    /// read holds there (else executed again). 0: every transaction runs
+    /// in its turn on the block's thread.
+    pub transaction_workers: usize,
 }
 
 /// What the access list that came with a block ([`DecodedBlock::access_list`])
@@ -211,6 +224,13 @@ pub fn execute_block_with(
         writer.root_alongside(list.clone()).map_err(store)?;
     }
 
+    let ahead = match (&block.access_list, &list_root) {
+        (Some(list), Some(_)) if options.transaction_workers > 0 => Some(RunAhead {
+            list,
+            workers: options.transaction_workers,
+        }),
+        _ => None,
+    };
     let run = match options.state {
         StatePath::Bundle => crate::via_bundle::execute(
             db,
@@ -230,6 +250,7 @@ pub fn execute_block_with(
             transactions,
             writer,
             options.root == RootTiming::Streamed && list_root.is_none(),
+            ahead,
         )? {
             Some(run) => run,
             // A create over an account with storage: the bundle path
@@ -250,6 +271,7 @@ pub fn execute_block_with(
         execution,
         apply,
         access,
+        ahead,
     } = run;
     let started = Instant::now();
     let mut list_root_used = list_root.is_some();
@@ -296,6 +318,7 @@ pub fn execute_block_with(
         prefetched: committed.prefetched,
         access_list: outcome.access_list.take(),
         root_from_list: list_root.is_some().then_some(list_root_used),
+        transactions_ahead: ahead,
     })
 }
 

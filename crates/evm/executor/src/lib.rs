@@ -27,6 +27,7 @@ mod error;
 mod evm_run;
 mod execute;
 mod memory;
+mod parallel;
 mod senders;
 mod via_bundle;
 mod via_writer;
@@ -40,6 +41,7 @@ pub use execute::{
     execute_block, execute_block_with,
 };
 pub use memory::{MemoryBlock, MemoryChain};
+pub use parallel::TransactionsAhead;
 pub use senders::RecoveredSenders;
 /// The chain's rules, from strata-chainspec, at the paths they have had.
 pub use strata_chainspec::{

@@ -94,6 +94,7 @@ pub(crate) fn execute(
         execution,
         apply: started.elapsed(),
         access,
+        ahead: None,
     })
 }
 

@@ -23,10 +23,22 @@ use crate::block::DecodedBlock;
 use crate::eip7610::has_storage_only;
 use crate::error::{ExecError, InvalidBlock};
 use crate::evm_run::{PathRun, check_outcome, label_block, run_error, run_evm};
+use crate::parallel::WrittenKeys;
+
+/// The transactions of an Amsterdam block run ahead of their turn from its
+/// access list ([`crate::parallel`]).
+#[derive(Clone, Copy)]
+pub(crate) struct RunAhead<'a> {
+    /// The list that came with the block.
+    pub(crate) list: &'a alloy_eip7928::BlockAccessList,
+    /// Threads running transactions ahead.
+    pub(crate) workers: usize,
+}
 
 /// Runs `block` with the EVM over its writer (just opened); with
 /// `stream_root`, the root is folded as each transaction ends
-/// (`BlockWriter::stream_root`). `None` when the block creates a contract
+/// (`BlockWriter::stream_root`); with `ahead`, its transactions run ahead
+/// of their turn from its list. `None` when the block creates a contract
 /// over an account with storage (EIP-7610): the writer is dropped, and the
 /// caller runs the block on the bundle path, which decides the collision.
 pub(crate) fn execute(
@@ -36,6 +48,7 @@ pub(crate) fn execute(
     transactions: &[Recovered<TxEnvelope>],
     mut writer: BlockWriter,
     stream_root: bool,
+    ahead: Option<RunAhead<'_>>,
 ) -> Result<Option<PathRun>, ExecError> {
     let number = block.number();
     let store = |source| ExecError::Store {
@@ -53,9 +66,21 @@ pub(crate) fn execute(
         inner: writer_database(&mut writer),
         head: db.reader(Regime::Exec),
         collision: false,
+        written: ahead.map(|_| WrittenKeys::default()),
     };
-    let outcome = run_evm(spec, block, transactions, &mut checked, None)
-        .map_err(|error| run_error(number, block.hash, error))?;
+    let (outcome, ahead) = match ahead {
+        Some(RunAhead { list, workers }) => {
+            let (outcome, counts) =
+                crate::parallel::run(db, spec, block, transactions, list, workers, &mut checked)
+                    .map_err(|error| run_error(number, block.hash, error))?;
+            (outcome, Some(counts))
+        }
+        None => (
+            run_evm(spec, block, transactions, &mut checked, None)
+                .map_err(|error| run_error(number, block.hash, error))?,
+            None,
+        ),
+    };
     let execution = started.elapsed();
     let CheckedWriter {
         inner, collision, ..
@@ -79,6 +104,7 @@ pub(crate) fn execute(
         execution,
         apply: Duration::ZERO,
         access: None,
+        ahead,
     }))
 }
 
@@ -106,13 +132,16 @@ fn dao_change(writer: &mut BlockWriter) -> Result<(), strata_storage::Error> {
 /// contract created over an account that has storage (EIP-7610, which
 /// revm 43 does not check): such a block is run again on the bundle path,
 /// which decides it.
-struct CheckedWriter<'w> {
-    inner: WriterDatabase<'w>,
+pub(crate) struct CheckedWriter<'w> {
+    pub(crate) inner: WriterDatabase<'w>,
     head: StateReader,
     /// A transaction created a contract over an account that had storage,
     /// or that could not be checked: the bundle path runs the block again
     /// and decides (or reports the store's error).
     collision: bool,
+    /// The keys committed so far, when transactions run ahead
+    /// ([`crate::parallel`]) need them.
+    pub(crate) written: Option<WrittenKeys>,
 }
 
 impl std::fmt::Debug for CheckedWriter<'_> {
@@ -150,6 +179,9 @@ impl DatabaseCommit for CheckedWriter<'_> {
                 .iter()
                 .filter(|(_, account)| account.is_created())
                 .any(|(address, _)| has_storage_only(&self.head, address).unwrap_or(true));
+        }
+        if let Some(written) = &mut self.written {
+            written.record(&changes);
         }
         self.inner.commit(changes);
     }

@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 
 use strata_executor::StatePath;
-use strata_executor::ef_tests::{CaseOutcome, fixture_files, run_paths};
+use strata_executor::ef_tests::{CaseOutcome, RunOptions, fixture_files, run_paths};
 
 /// One file in this many of GeneralStateTests runs with `STRATA_EF_TESTS=sample`.
 const SAMPLE_STRIDE: usize = 8;
@@ -42,8 +42,14 @@ fn blockchain_tests_execute_over_strata() {
     let files = selected_files(&root);
     assert!(files.len() > 100, "only {} fixture files", files.len());
     let scratch = tempfile::tempdir().expect("a temp folder");
-    let report = run_paths(&files, None, scratch.path(), StatePath::Writer, |_, _| {})
-        .expect("the fixtures read");
+    let report = run_paths(
+        &files,
+        None,
+        scratch.path(),
+        RunOptions::on(StatePath::Writer),
+        |_, _| {},
+    )
+    .expect("the fixtures read");
     for line in report.lines() {
         println!("{line}");
     }
@@ -76,8 +82,14 @@ fn execution_spec_tests_of_prague_and_osaka_pass_with_no_skip() {
     let files = fixture_files(std::slice::from_ref(&root)).expect("list the fixtures");
     assert!(files.len() > 100, "only {} fixture files", files.len());
     let scratch = tempfile::tempdir().expect("a temp folder");
-    let report = run_paths(&files, None, scratch.path(), StatePath::Writer, |_, _| {})
-        .expect("the fixtures read");
+    let report = run_paths(
+        &files,
+        None,
+        scratch.path(),
+        RunOptions::on(StatePath::Writer),
+        |_, _| {},
+    )
+    .expect("the fixtures read");
     for line in report.lines() {
         println!("{line}");
     }
@@ -96,8 +108,9 @@ fn execution_spec_tests_of_prague_and_osaka_pass_with_no_skip() {
 /// release): every block's access list is built from its execution and
 /// checked against its header and the list beside it, so each block whose
 /// list is wrong is refused and leaves nothing behind (the runner compares
-/// the head and the whole state after the case), on both state paths, with
-/// the same outcome case by case. The cases revm 43 runs by a later
+/// the head and the whole state after the case), on both state paths and
+/// with the transactions run ahead from the lists on two workers, with the
+/// same outcome case by case. The cases revm 43 runs by a later
 /// devnet's rules still fail (ARCHITECTURE.md, "Forks"): the floor below
 /// is today's count, so a regression fails here.
 #[test]
@@ -108,7 +121,15 @@ fn amsterdam_blocks_build_and_check_their_access_lists() {
     let files = fixture_files(std::slice::from_ref(&root)).expect("list the fixtures");
     assert!(files.len() > 200, "only {} fixture files", files.len());
     let mut failed_by_path = Vec::new();
-    for state in [StatePath::Writer, StatePath::Bundle] {
+    let runs = [
+        RunOptions::on(StatePath::Writer),
+        RunOptions::on(StatePath::Bundle),
+        RunOptions {
+            transaction_workers: 2,
+            ..RunOptions::on(StatePath::Writer)
+        },
+    ];
+    for state in runs {
         let scratch = tempfile::tempdir().expect("a temp folder");
         let report =
             run_paths(&files, None, scratch.path(), state, |_, _| {}).expect("the fixtures read");
@@ -152,6 +173,10 @@ fn amsterdam_blocks_build_and_check_their_access_lists() {
         failed_by_path[0], failed_by_path[1],
         "the writer and bundle paths disagree on which cases fail"
     );
+    assert_eq!(
+        failed_by_path[0], failed_by_path[2],
+        "transactions run ahead from the lists and one by one disagree on which cases fail"
+    );
 }
 
 /// EIP-7610 decided by strata: the three cases whose block creates a
@@ -172,8 +197,14 @@ fn creates_over_storage_are_collisions_on_both_paths() {
     .collect();
     for state in [StatePath::Writer, StatePath::Bundle] {
         let scratch = tempfile::tempdir().expect("a temp folder");
-        let report =
-            run_paths(&files, None, scratch.path(), state, |_, _| {}).expect("the fixtures read");
+        let report = run_paths(
+            &files,
+            None,
+            scratch.path(),
+            RunOptions::on(state),
+            |_, _| {},
+        )
+        .expect("the fixtures read");
         let total = report.total();
         assert_eq!(
             (total.passed, total.failed, total.skipped),
@@ -194,8 +225,14 @@ fn the_bundle_path_passes_the_sample() {
     };
     let files = sample_files(&root);
     let scratch = tempfile::tempdir().expect("a temp folder");
-    let report = run_paths(&files, None, scratch.path(), StatePath::Bundle, |_, _| {})
-        .expect("the fixtures read");
+    let report = run_paths(
+        &files,
+        None,
+        scratch.path(),
+        RunOptions::on(StatePath::Bundle),
+        |_, _| {},
+    )
+    .expect("the fixtures read");
     let total = report.total();
     assert!(total.passed > 500, "only {} cases passed", total.passed);
     assert_eq!(
@@ -225,7 +262,11 @@ fn an_accepted_block_the_fixture_calls_invalid_fails_the_case() {
     let mut case = strata_executor::ef_tests::parse_case(&file, &name, value).expect("parse");
     case.blocks[0].expect_exception = Some("TransactionException.MADE_UP".to_string());
     let scratch = tempfile::tempdir().expect("a temp folder");
-    match strata_executor::ef_tests::run_case(&case, scratch.path(), StatePath::Bundle) {
+    match strata_executor::ef_tests::run_case(
+        &case,
+        scratch.path(),
+        RunOptions::on(StatePath::Bundle),
+    ) {
         CaseOutcome::Failed { block, message } => {
             assert_eq!(block, Some(0));
             assert!(message.contains("was accepted"), "{message}");

@@ -118,6 +118,14 @@ pub struct ImportChainArgs {
     #[arg(long, value_name = "USE", default_value = "use", value_delimiter = ',',
           value_parser = access_list_use, requires = "access_lists")]
     pub access_list: Vec<AccessListUse>,
+    /// Threads that run each Amsterdam block's transactions ahead of their
+    /// turn from its access list when the list is used (writer path): each
+    /// transaction runs over the state before the block with the list's
+    /// changes of the steps before it, and is committed in its turn when
+    /// every value it read still holds (else executed again). 0 (the
+    /// default): one after the other; "0,2" sweeps both.
+    #[arg(long, value_name = "N", default_value = "0", value_delimiter = ',')]
+    pub transaction_workers: Vec<usize>,
     /// Start every run cold: after the genesis (or the resume check) the
     /// store is closed, the datadir's files are evicted from the page cache
     /// (posix_fadvise) and the store is reopened with empty caches before
@@ -217,13 +225,22 @@ pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
             ));
         }
     };
-    let mut combos: Vec<(usize, StatePath, RootTiming, SendersTiming, AccessListUse)> = Vec::new();
+    let mut combos: Vec<RunSettings> = Vec::new();
     for &warmers in &args.warmers.0 {
         for &state in &args.state_path {
             for &root in &args.root {
                 for &senders in &args.senders {
                     for &lists in &args.access_list {
-                        combos.push((warmers, state, root, senders, lists));
+                        for &transaction_workers in &args.transaction_workers {
+                            combos.push(RunSettings {
+                                warmers,
+                                state,
+                                root,
+                                senders,
+                                lists,
+                                transaction_workers,
+                            });
+                        }
                     }
                 }
             }
@@ -245,10 +262,18 @@ pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
         }
     }
     let mut runs: Vec<ImportRun> = Vec::new();
-    for (index, &(warmers, state, root, senders, lists)) in combos.iter().enumerate() {
+    for (index, settings) in combos.iter().enumerate() {
+        let RunSettings {
+            warmers,
+            state,
+            root,
+            senders,
+            lists,
+            transaction_workers,
+        } = *settings;
         if sweep {
             eprintln!(
-                "run {}/{}: warmers {warmers}, state path {}, root {}, senders {}, access lists {}",
+                "run {}/{}: warmers {warmers}, state path {}, root {}, senders {}, access lists {}, transaction workers {transaction_workers}",
                 index + 1,
                 combos.len(),
                 path_name(state),
@@ -272,6 +297,7 @@ pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
             prefetch: args.prefetch.as_deref(),
             access_lists: args.access_lists.as_deref(),
             access_list: lists,
+            transaction_workers,
             progress: true,
         }
         .run()?;
@@ -344,6 +370,17 @@ fn root_timing(text: &str) -> Result<RootTiming, String> {
             "unknown root timing {other:?} (expected streamed or after)"
         )),
     }
+}
+
+/// One run of a sweep: a value of each swept setting.
+#[derive(Clone, Copy)]
+struct RunSettings {
+    warmers: usize,
+    state: StatePath,
+    root: RootTiming,
+    senders: SendersTiming,
+    lists: AccessListUse,
+    transaction_workers: usize,
 }
 
 /// `use` or `ignore`: [`AccessListUse`] as `--access-list` names it.

@@ -40,13 +40,14 @@ fn p50_p99(rows: &[BlockRow], field: impl Fn(&BlockRow) -> f64) -> (f64, f64) {
 /// One strata run.
 pub(super) fn print_run(out: &mut Lines, run: &ImportRun) {
     out.line(format_args!(
-        "== import-chain: warmers {}, state path {}, root {}, senders {}, cold {}, access lists {}: {} blocks after block {}, {} transactions, {:.1} Mgas ==",
+        "== import-chain: warmers {}, state path {}, root {}, senders {}, cold {}, access lists {}, transaction workers {}: {} blocks after block {}, {} transactions, {:.1} Mgas ==",
         run.warmers,
         super::path_name(run.state),
         super::root_name(run.root),
         run.senders.name(),
         run.cold,
         run.lists_name().unwrap_or("none"),
+        run.transaction_workers,
         run.blocks,
         run.resumed_after,
         run.transactions,
@@ -93,6 +94,13 @@ pub(super) fn print_run(out: &mut Lines, run: &ImportRun) {
             "root from each block's access list, alongside execution: {used} of {} blocks ({} set aside, computed from the writes); its wait after the EVM p50/p99 ms {wait50:.2}/{wait99:.2}",
             from_list.len(),
             from_list.len() - used
+        ));
+    }
+    let ahead = &run.ahead;
+    if ahead.committed + ahead.executed_again > 0 {
+        out.line(format_args!(
+            "transactions ahead of their turn, from each block's access list ({} workers): {} committed as run ahead, {} executed again in their turn",
+            ahead.workers, ahead.committed, ahead.executed_again
         ));
     }
     let folds: u64 = run.per_block.iter().map(|b| b.root_folds).sum();
@@ -156,12 +164,13 @@ pub(super) fn print_baseline(out: &mut Lines, baseline: &BaselineRun, strata: &I
 /// The sweep's runs side by side.
 pub(super) fn print_sweep(out: &mut Lines, runs: &[ImportRun]) {
     out.line(format_args!(
-        "{:>8} {:>7} {:>9} {:>8} {:>6} {:>14} {:>14} {:>9} {:>9} {:>9} {:>9}",
+        "{:>8} {:>7} {:>9} {:>8} {:>6} {:>10} {:>14} {:>14} {:>9} {:>9} {:>9} {:>9}",
         "warmers",
         "state",
         "root",
         "senders",
         "lists",
+        "tx workers",
         "block Mgas/s",
         "exec Mgas/s",
         "checks s",
@@ -171,12 +180,13 @@ pub(super) fn print_sweep(out: &mut Lines, runs: &[ImportRun]) {
     ));
     for run in runs {
         out.line(format_args!(
-            "{:>8} {:>7} {:>9} {:>8} {:>6} {:>14.1} {:>14.1} {:>9.3} {:>9.3} {:>9.3} {:>9.3}",
+            "{:>8} {:>7} {:>9} {:>8} {:>6} {:>10} {:>14.1} {:>14.1} {:>9.3} {:>9.3} {:>9.3} {:>9.3}",
             run.warmers,
             super::path_name(run.state),
             super::root_name(run.root),
             run.senders.name(),
             run.lists_name().unwrap_or("none"),
+            run.transaction_workers,
             mgas_per_s(run.gas, run.wall),
             mgas_per_s(run.gas, run.totals.execution),
             run.totals.checks.as_secs_f64(),
@@ -221,6 +231,12 @@ struct RunJson<'a> {
     access_lists: Option<&'static str>,
     /// Items the warmers loaded from them (strata only).
     prefetched: Option<u64>,
+    /// Threads running transactions ahead from the lists (strata only).
+    transaction_workers: Option<usize>,
+    /// Transactions committed as run ahead (strata only).
+    transactions_committed_ahead: Option<usize>,
+    /// Transactions run ahead but executed again in their turn (strata only).
+    transactions_executed_again: Option<usize>,
     /// Reading the access lists from the trace, outside `wall_s` (strata only).
     list_reading_s: Option<f64>,
     /// `genesis` or the state dump the database was preloaded from
@@ -265,6 +281,9 @@ pub(super) fn write_json(
             prefetch: run.prefetch.as_ref().map(|p| p.display().to_string()),
             access_lists: run.lists_name(),
             prefetched: Some(run.prefetched),
+            transaction_workers: Some(run.transaction_workers),
+            transactions_committed_ahead: Some(run.ahead.committed),
+            transactions_executed_again: Some(run.ahead.executed_again),
             list_reading_s: Some(s(run.list_reading)),
             preloaded: None,
             blocks: run.blocks,
@@ -294,6 +313,9 @@ pub(super) fn write_json(
             prefetch: None,
             access_lists: None,
             prefetched: None,
+            transaction_workers: None,
+            transactions_committed_ahead: None,
+            transactions_executed_again: None,
             list_reading_s: None,
             preloaded: Some(baseline.preloaded.clone()),
             blocks: baseline.blocks,

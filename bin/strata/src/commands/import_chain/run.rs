@@ -12,7 +12,7 @@ use alloy_primitives::{B256, U256};
 use strata_executor::consensus::Ancestor;
 use strata_executor::{
     AccessListUse, BlockTimings, DecodedBlock, ExecuteOptions, GenesisBlock, RootTiming, StatePath,
-    execute_block_with,
+    TransactionsAhead, execute_block_with,
 };
 use strata_storage::telemetry::MetricsSnapshot;
 use strata_storage::{CacheStats, Options, Regime, StateDb};
@@ -55,6 +55,10 @@ pub(crate) struct ImportRun {
     pub(crate) access_lists: Option<PathBuf>,
     /// What the lists were used for.
     pub(crate) access_list: AccessListUse,
+    /// Threads running each block's transactions ahead from its list.
+    pub(crate) transaction_workers: usize,
+    /// How the transactions ran ahead, summed over the blocks that did.
+    pub(crate) ahead: TransactionsAhead,
     /// The datadir's last block before the run (0: just created).
     pub(crate) resumed_after: u64,
     /// Blocks executed and committed.
@@ -146,6 +150,9 @@ pub(crate) struct Import<'a> {
     pub(crate) access_lists: Option<&'a Path>,
     /// What they are used for beyond their check.
     pub(crate) access_list: AccessListUse,
+    /// Threads running each Amsterdam block's transactions ahead from its
+    /// list (0: one after the other).
+    pub(crate) transaction_workers: usize,
     /// Whether to draw a progress bar or log lines.
     pub(crate) progress: bool,
 }
@@ -166,6 +173,7 @@ impl Import<'_> {
             prefetch,
             access_lists,
             access_list,
+            transaction_workers,
             progress,
         } = self;
         let warmers = options.warmers;
@@ -203,6 +211,8 @@ impl Import<'_> {
             prefetched: 0,
             access_lists: access_lists.map(Path::to_owned),
             access_list,
+            transaction_workers,
+            ahead: TransactionsAhead::default(),
             resumed_after,
             blocks: 0,
             transactions: 0,
@@ -281,6 +291,7 @@ impl Import<'_> {
                         root,
                         senders: recovered.as_ref(),
                         access_list,
+                        transaction_workers,
                     };
                     execute_block_with(&db, &spec, &block, &chain_ancestors, options)
                 }
@@ -346,6 +357,11 @@ impl ImportRun {
         self.totals.root += t.root;
         self.totals.commit += t.commit;
         self.prefetched += executed.prefetched;
+        if let Some(ahead) = executed.transactions_ahead {
+            self.ahead.workers = self.ahead.workers.max(ahead.workers);
+            self.ahead.committed += ahead.committed;
+            self.ahead.executed_again += ahead.executed_again;
+        }
         self.per_block.push(BlockRow {
             block: executed.number,
             gas_used: executed.gas_used,

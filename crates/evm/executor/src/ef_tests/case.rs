@@ -2,7 +2,7 @@
 //! executed (the invalid ones refused), then the head, the state root and
 //! every account of the post state read back through strata.
 
-use crate::execute::StatePath;
+use super::RunOptions;
 use std::path::Path;
 
 use alloy_consensus::Header;
@@ -60,9 +60,9 @@ pub fn case_options() -> Options {
 }
 
 /// Runs `case` over a fresh store in a temporary folder inside `scratch`
-/// (removed when the case ends), the EVM reaching the state by `state`.
-pub fn run_case(case: &Case, scratch: &Path, state: StatePath) -> CaseOutcome {
-    match run(case, scratch, state) {
+/// (removed when the case ends), each block executed as `options` say.
+pub fn run_case(case: &Case, scratch: &Path, options: RunOptions) -> CaseOutcome {
+    match run(case, scratch, options) {
         Ok(outcome) => outcome,
         Err(failure) => failure.into_outcome(),
     }
@@ -97,7 +97,7 @@ impl Failure {
     }
 }
 
-fn run(case: &Case, scratch: &Path, state: StatePath) -> Result<CaseOutcome, Failure> {
+fn run(case: &Case, scratch: &Path, options: RunOptions) -> Result<CaseOutcome, Failure> {
     let spec = match ChainSpec::from_test_network(&case.network) {
         Ok(spec) => spec,
         Err(error @ ChainSpecError::Unsupported { .. }) => {
@@ -139,7 +139,7 @@ fn run(case: &Case, scratch: &Path, state: StatePath) -> Result<CaseOutcome, Fai
         )));
     }
 
-    let mut chain = Chain::new(&db, &spec, state, genesis, genesis_hash);
+    let mut chain = Chain::new(&db, &spec, options, genesis, genesis_hash);
     let mut accepted = 0;
     let mut refused_by = Vec::new();
     for (index, fixture) in case.blocks.iter().enumerate() {

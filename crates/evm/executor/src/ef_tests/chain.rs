@@ -10,11 +10,12 @@ use alloy_hardforks::EthereumHardforks;
 use alloy_primitives::{B256, U256};
 use strata_storage::StateDb;
 
+use super::RunOptions;
 use crate::ChainSpec;
 use crate::block::DecodedBlock;
 use crate::consensus::Ancestor;
 use crate::error::{ExecError, InvalidBlock};
-use crate::execute::{ExecuteOptions, ExecutedBlock, StatePath, execute_block_with};
+use crate::execute::{ExecuteOptions, ExecutedBlock, execute_block_with};
 
 /// How many ancestors the ommer rules look at.
 const ANCESTORS: usize = 7;
@@ -35,7 +36,7 @@ struct Known {
 pub(crate) struct Chain<'a> {
     db: &'a StateDb,
     spec: &'a ChainSpec,
-    state: StatePath,
+    options: RunOptions,
     known: HashMap<B256, Known>,
     /// The store's branch: `canonical[n]` is the hash of its block `n`.
     canonical: Vec<B256>,
@@ -46,7 +47,7 @@ impl<'a> Chain<'a> {
     pub(crate) fn new(
         db: &'a StateDb,
         spec: &'a ChainSpec,
-        state: StatePath,
+        options: RunOptions,
         genesis: Header,
         hash: B256,
     ) -> Self {
@@ -60,7 +61,7 @@ impl<'a> Chain<'a> {
         Self {
             db,
             spec,
-            state,
+            options,
             known: HashMap::from([(hash, known)]),
             canonical: vec![hash],
         }
@@ -153,7 +154,8 @@ impl<'a> Chain<'a> {
                 &block,
                 &ancestors,
                 ExecuteOptions {
-                    state: self.state,
+                    state: self.options.state,
+                    transaction_workers: self.options.transaction_workers,
                     ..ExecuteOptions::default()
                 },
             )?

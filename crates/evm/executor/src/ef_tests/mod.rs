@@ -48,6 +48,27 @@ pub enum RunnerError {
     },
 }
 
+/// How the runner executes each block of a case.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunOptions {
+    /// How the EVM reaches the state.
+    pub state: StatePath,
+    /// Threads running an Amsterdam block's transactions ahead of their
+    /// turn from its list ([`crate::ExecuteOptions::transaction_workers`];
+    /// 0: one after the other).
+    pub transaction_workers: usize,
+}
+
+impl RunOptions {
+    /// Blocks run on `state`, their transactions one after the other.
+    pub fn on(state: StatePath) -> Self {
+        Self {
+            state,
+            transaction_workers: 0,
+        }
+    }
+}
+
 /// Every `.json` file under each of `paths` (a path may be a file), sorted.
 /// Symbolic links are followed, but each folder is walked and each file
 /// counted once, whatever names lead to it: a link back up (a loop) or two
@@ -108,14 +129,14 @@ impl Walk {
 /// Runs every case of every fixture file under `paths` whose file path or
 /// case name contains `filter` (all without one), in parallel on rayon's
 /// pool, each case's store in a folder of its own inside `scratch`;
-/// the EVM reaching the state by `state`;
+/// each block executed as `options` say;
 /// `progress(files done, files)` after each file. The report's
 /// folders are relative to the deepest folder holding every path.
 pub fn run_paths(
     paths: &[PathBuf],
     filter: Option<&str>,
     scratch: &Path,
-    state: StatePath,
+    options: RunOptions,
     mut progress: impl FnMut(usize, usize) + Send,
 ) -> Result<Report, RunnerError> {
     let started = Instant::now();
@@ -134,7 +155,7 @@ pub fn run_paths(
             .collect();
         let mut file_reports: Vec<CaseReport> = selected
             .into_par_iter()
-            .map(|(name, value)| run_one(file, &folder, name, value, scratch, state))
+            .map(|(name, value)| run_one(file, &folder, name, value, scratch, options))
             .collect::<Result<_, _>>()?;
         reports.append(&mut file_reports);
         progress(done + 1, total);
@@ -148,11 +169,11 @@ fn run_one(
     name: String,
     value: serde_json::Value,
     scratch: &Path,
-    state: StatePath,
+    options: RunOptions,
 ) -> Result<CaseReport, RunnerError> {
     let started = Instant::now();
     let case = parse_case(file, &name, value)?;
-    let outcome = run_case(&case, scratch, state);
+    let outcome = run_case(&case, scratch, options);
     Ok(CaseReport {
         file: file.to_path_buf(),
         folder: folder.to_string(),

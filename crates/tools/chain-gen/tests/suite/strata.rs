@@ -6,7 +6,9 @@
 use strata_chain_gen::{ACCESS_LISTS_FILE, CHAIN_FILE, Fork, GENESIS_FILE, GenConfig, write_chain};
 use strata_executor::consensus::Ancestor;
 use strata_executor::ef_tests::case_options;
-use strata_executor::{ExecError, GenesisBlock, execute_block};
+use strata_executor::{
+    ExecError, ExecuteOptions, GenesisBlock, TransactionsAhead, execute_block, execute_block_with,
+};
 use strata_storage::StateDb;
 
 use super::{read_blocks, small_config};
@@ -162,6 +164,106 @@ fn a_block_with_a_wrong_access_list_is_refused_and_writes_nothing() {
     }
     assert_eq!(db.last_block(), Some(0));
     assert_eq!(db.root(), root);
+}
+
+/// An Amsterdam chain's transactions run ahead of their turn from each
+/// block's list, on two workers: every block reaches the roots, gas and
+/// list of the serial run (and its header's), with every transaction
+/// committed as run ahead; a block whose list has one wrong balance is
+/// still refused by the list's check, with nothing written.
+#[test]
+fn transactions_run_ahead_from_the_list_match_the_serial_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = GenConfig {
+        fork: Fork::Amsterdam,
+        ..small_config(13)
+    };
+    write_chain(&config, dir.path(), |_| {}).expect("generates");
+    let genesis = GenesisBlock::read(&dir.path().join(GENESIS_FILE)).expect("genesis.json reads");
+    let lists = read_lists(&dir.path().join(ACCESS_LISTS_FILE));
+    let open = || {
+        let store = tempfile::tempdir().unwrap();
+        let db = StateDb::open(store.path(), case_options()).expect("opens");
+        db.init_genesis_with_hash(&genesis.alloc, genesis.hash)
+            .expect("genesis");
+        (store, db)
+    };
+    let (_serial_dir, serial) = open();
+    let (_ahead_dir, ahead) = open();
+    let blocks = read_blocks(&dir.path().join(CHAIN_FILE));
+    let mut parent = (genesis.header.clone(), genesis.hash);
+    for (block, list) in blocks.into_iter().zip(lists) {
+        let block = block.with_access_list(list);
+        let header = block.header().clone();
+        let ancestors = [Ancestor {
+            hash: parent.1,
+            header: &parent.0,
+            ommers: &[],
+        }];
+        let run = |db: &StateDb, transaction_workers| {
+            let options = ExecuteOptions {
+                transaction_workers,
+                ..ExecuteOptions::default()
+            };
+            execute_block_with(db, &genesis.spec, &block, &ancestors, options)
+                .unwrap_or_else(|e| panic!("block {}: {e}", header.number))
+        };
+        let one_by_one = run(&serial, 0);
+        let run_ahead = run(&ahead, 2);
+        assert_eq!(one_by_one.transactions_ahead, None);
+        assert_eq!(
+            run_ahead.transactions_ahead,
+            Some(TransactionsAhead {
+                workers: 2.min(run_ahead.transactions),
+                committed: run_ahead.transactions,
+                executed_again: 0,
+            }),
+            "block {}",
+            header.number
+        );
+        assert!(run_ahead.transactions > 1, "block {}", header.number);
+        assert_eq!(run_ahead.root, header.state_root);
+        assert_eq!(run_ahead.root, one_by_one.root);
+        assert_eq!(run_ahead.gas_used, one_by_one.gas_used);
+        assert_eq!(run_ahead.access_list, one_by_one.access_list);
+        parent = (header, block.hash);
+    }
+    assert_eq!(ahead.root(), serial.root());
+
+    // The coinbase's balance after the first transaction, off by one wei:
+    // every later transaction that read it from the list reads it again.
+    let (_store, db) = open();
+    let block = read_blocks(&dir.path().join(CHAIN_FILE)).remove(0);
+    let mut wrong = read_lists(&dir.path().join(ACCESS_LISTS_FILE)).remove(0);
+    let coinbase = block.header().beneficiary;
+    let account = wrong
+        .iter_mut()
+        .find(|account| account.address == coinbase)
+        .expect("the coinbase is in the list");
+    account.balance_changes[0].post_balance += alloy_primitives::U256::from(1);
+    let ancestors = [Ancestor {
+        hash: genesis.hash,
+        header: &genesis.header,
+        ommers: &[],
+    }];
+    let options = ExecuteOptions {
+        transaction_workers: 2,
+        ..ExecuteOptions::default()
+    };
+    let error = execute_block_with(
+        &db,
+        &genesis.spec,
+        &block.with_access_list(wrong),
+        &ancestors,
+        options,
+    )
+    .expect_err("a wrong list is refused");
+    match error {
+        ExecError::Invalid { reason, .. } => assert_eq!(reason.check(), "access-list"),
+        other => panic!("{other}"),
+    }
+    assert_eq!(db.last_block(), Some(0));
+    assert_eq!(db.root(), genesis.header.state_root);
 }
 
 /// The lists of an access-lists file, one RLP list after another.
