@@ -267,7 +267,10 @@ fn an_amsterdam_chain_imports_with_its_access_lists_and_a_wrong_list_is_refused(
         .lines()
         .find(|line| line.starts_with("transactions ahead of their turn"))
         .expect("the run with workers reports them");
-    assert!(ahead_line.ends_with(", 0 executed again in their turn"), "{ahead_line}");
+    assert!(
+        ahead_line.ends_with(", 0 executed again in their turn"),
+        "{ahead_line}"
+    );
     assert!(
         stdout.contains(&format!("final root {expected_root}")),
         "{stdout}"

@@ -26,11 +26,28 @@ use crate::ledger::Change;
 use strata_view::error::{Error, Result, db_err};
 use strata_view::fileset::FileSet;
 
-/// Imports `accounts` into the empty store of `inner`.
+/// Imports `accounts` into the empty store of `inner`, as the block
+/// `options` names.
 pub(crate) fn import(
     inner: &Arc<Inner>,
     accounts: impl AccountSource,
     options: &ImportOptions,
+) -> Result<ImportReport> {
+    let block = OwnedBlockId {
+        hash: options.block_hash,
+        header: options.block_header.clone(),
+    };
+    import_as(inner, accounts, options, |_| Ok(block))
+}
+
+/// [`import`], the block's hash and header given by `block_of` from the
+/// state root once the files are built (a genesis's header holds its root),
+/// before anything is listed.
+pub(crate) fn import_as(
+    inner: &Arc<Inner>,
+    accounts: impl AccountSource,
+    options: &ImportOptions,
+    block_of: impl FnOnce(B256) -> Result<OwnedBlockId>,
 ) -> Result<ImportReport> {
     if let Some(last) = inner.current.load().block() {
         return Err(Error::ImportIntoNonEmpty { last });
@@ -50,14 +67,15 @@ pub(crate) fn import(
         codes,
         mut report,
     } = strata_bulk::import::build(accounts, options, scratch.path(), &target)?;
+    let block = block_of(head.root)?;
     let started = Instant::now();
     // Only a failure from here on can leave the store between two states.
     let committed = commit(
         inner,
         head,
         BlockId {
-            hash: options.block_hash,
-            header: options.block_header.as_deref(),
+            hash: block.hash,
+            header: block.header.as_deref(),
         },
         &files,
         target.to_step,
@@ -67,6 +85,12 @@ pub(crate) fn import(
     report.write += started.elapsed();
     drop(scratch);
     Ok(report)
+}
+
+/// The imported block's hash and header, where the caller has them.
+pub(crate) struct OwnedBlockId {
+    pub(crate) hash: Option<B256>,
+    pub(crate) header: Option<bytes::Bytes>,
 }
 
 /// What identifies the imported block, where the caller gave it.

@@ -285,6 +285,46 @@ fn import_and_genesis_build_the_same_state() {
     assert_state(&genesis, &model, "genesis");
 }
 
+/// A genesis of 100,000 accounts or more is written as files, as an
+/// import is (a small one goes into redb): its root is the model's
+/// (alloy-trie), block 0 keeps its hash, every key reads as the model has
+/// it, and a block commits on top and survives a reopen.
+#[test]
+fn a_large_genesis_is_written_as_files() {
+    let mut rng = StdRng::seed_from_u64(44);
+    let model = random_model(&mut rng, 100_000);
+    let alloc: BTreeMap<Address, GenesisAccount> =
+        shuffled_input(&mut rng, &model).into_iter().collect();
+    let dir = tempfile::tempdir().unwrap();
+    let hash = B256::repeat_byte(0x42);
+    let root = {
+        let db = StateDb::open(dir.path(), small_options()).unwrap();
+        let root = db.init_genesis_with_hash(&alloc, hash).unwrap();
+        assert_eq!(root, model_root(&model));
+        assert_eq!(db.last_block(), Some(0));
+        assert_eq!(db.latest().block_hash(0).unwrap(), Some(hash));
+        let files = std::fs::read_dir(dir.path().join(FILES_DIR))
+            .unwrap()
+            .count();
+        assert_eq!(files, 4, "one file per domain");
+        assert!(!dir.path().join(IMPORT_DIR).exists(), "scratch removed");
+        assert_state(&db, &model, "large genesis");
+        let (address, entry) = model.iter().next().unwrap();
+        let mut block = db.begin_block(1).unwrap();
+        let changed = Account {
+            balance: entry.account.balance + U256::from(1),
+            ..entry.account
+        };
+        block.put_account(*address, &changed);
+        let root = block.commit().unwrap().root;
+        db.close().unwrap();
+        root
+    };
+    let db = StateDb::open(dir.path(), small_options()).unwrap();
+    assert_eq!((db.last_block(), db.root()), (Some(1), root));
+    assert_eq!(db.latest().block_hash(0).unwrap(), Some(hash));
+}
+
 /// A write that fails after some files are whole (a full disk) refuses the
 /// import and removes the files it had written; the store stays empty and
 /// usable.
