@@ -100,9 +100,60 @@ pub enum CliError {
         /// What is wrong with it.
         problem: InputProblem,
     },
-    /// Bad or missing arguments that clap cannot express.
+    /// Arguments that do not go together, in a way clap cannot express
+    /// (nothing was read or written).
     #[error("{0}")]
-    Usage(String),
+    Flags(#[from] FlagError),
+    /// `RUST_LOG` is not a filter.
+    #[error("RUST_LOG={filter:?} is not a valid filter: {reason}")]
+    LogFilter {
+        /// The variable's value.
+        filter: String,
+        /// The parser's message.
+        reason: String,
+    },
+    /// `unwind --to` names a block the datadir cannot restore.
+    #[error(
+        "datadir {datadir}: cannot unwind to block {target}: the head is block {head} and at most the last {depth} blocks can be restored; nothing was changed"
+    )]
+    UnwindOutOfReach {
+        /// The data directory.
+        datadir: PathBuf,
+        /// The block asked for.
+        target: u64,
+        /// The datadir's last block.
+        head: u64,
+        /// How many blocks back it can restore.
+        depth: u64,
+    },
+    /// `unwind` on a datadir that holds no blocks.
+    #[error("datadir {datadir} holds no blocks: there is nothing to unwind")]
+    NothingToUnwind {
+        /// The data directory.
+        datadir: PathBuf,
+    },
+    /// An account whose code the datadir does not hold (a damaged datadir).
+    #[error("{datadir}: account {address} has code hash {code_hash} but no code is stored for it")]
+    MissingCode {
+        /// The data directory.
+        datadir: PathBuf,
+        /// The account.
+        address: alloy_primitives::Address,
+        /// Its code hash.
+        code_hash: alloy_primitives::B256,
+    },
+    /// A trace's block is not the one after the datadir's last.
+    #[error(
+        "{trace}: block {number} does not follow the datadir's last block (expected block {expected})"
+    )]
+    TraceDoesNotFollow {
+        /// The trace file.
+        trace: PathBuf,
+        /// The trace's block.
+        number: u64,
+        /// The block after the datadir's last.
+        expected: u64,
+    },
     /// The storage engine failed on a data directory.
     #[error("datadir {datadir}: {source}")]
     Storage {
@@ -373,6 +424,121 @@ pub struct ResumeMismatch {
     pub datadir_root: alloy_primitives::B256,
 }
 
+/// Arguments that do not go together ([`CliError::Flags`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FlagError {
+    /// A flag that lets another process read the datadir while it is
+    /// written, without every commit fsynced.
+    #[error(
+        "{flag} needs every commit durable (--sync-every 1, not {sync_every}): a second process sees only durable commits"
+    )]
+    NeedsDurableCommits {
+        /// The flag.
+        flag: &'static str,
+        /// The `--sync-every` given.
+        sync_every: u64,
+    },
+    /// A flag that needs one run, given with a sweep.
+    #[error(
+        "{flag} with a sweep: give one warmer count, state path, root timing and senders timing"
+    )]
+    NotWithSweep {
+        /// The flag.
+        flag: &'static str,
+    },
+    /// `--baseline memory` without the state it starts from.
+    #[error(
+        "--baseline memory {starts}: give --genesis, or --baseline-state with a state dump of that block (the file `init --state` read, e.g. gen-chain's state.jsonl)"
+    )]
+    BaselineNeedsState {
+        /// What the baseline starts from.
+        starts: &'static str,
+    },
+    /// A count that must be at least 1.
+    #[error("--step-size, --keep-steps and --sync-every must be at least 1")]
+    ZeroCount,
+    /// A memory tier smaller than one flush batch.
+    #[error(
+        "--memory-mib {memory_mib} is below --flush-mib {flush_mib}: the memory tier must hold a flush batch"
+    )]
+    MemoryBelowFlush {
+        /// `--memory-mib`.
+        memory_mib: u64,
+        /// `--flush-mib`.
+        flush_mib: u64,
+    },
+    /// A sweep whose `--datadir` holds no store to copy.
+    #[error(
+        "a sweep with --datadir starts every run from a copy of {datadir}, which holds no store (replay once with that --datadir to build it, or drop --datadir for fresh temporary ones)"
+    )]
+    SweepWithoutStore {
+        /// The datadir.
+        datadir: PathBuf,
+    },
+    /// `--genesis` for a trace that carries its own.
+    #[error("{trace}: the trace has a genesis line; --genesis {genesis} is not needed")]
+    GenesisNotNeeded {
+        /// The trace.
+        trace: PathBuf,
+        /// The `--genesis` given.
+        genesis: PathBuf,
+    },
+    /// `--block-hash` other than the hash of the block `--chain` describes.
+    #[error(
+        "--block-hash {given} is not the hash of the block {chain} describes with the dump's root ({built})"
+    )]
+    OtherBlockHash {
+        /// The `--chain` file.
+        chain: PathBuf,
+        /// The hash given.
+        given: alloy_primitives::B256,
+        /// The hash of the block built from `--chain` and the dump's root.
+        built: alloy_primitives::B256,
+    },
+    /// `--sort-memory` more than the machine can give.
+    #[error("--sort-memory {mib} MiB is more than {limit}: the sorts allocate that budget at once")]
+    SortMemory {
+        /// The budget asked for.
+        mib: u64,
+        /// What it exceeds (the machine's memory, or its address space).
+        limit: String,
+    },
+    /// A count too large for the generator.
+    #[error(
+        "--accounts {accounts} + --contracts {contracts} is more than {most} genesis accounts (the generator keeps the whole state in memory)"
+    )]
+    TooManyAccounts {
+        /// `--accounts`.
+        accounts: usize,
+        /// `--contracts`.
+        contracts: usize,
+        /// The most it takes.
+        most: usize,
+    },
+    /// `import-geth` cannot tell the block's number.
+    #[error("the block number is unknown: pass --number N or --block-header FILE")]
+    UnknownBlockNumber,
+    /// `import-chain --trace-out` into a datadir past the trace's start.
+    #[error(
+        "--trace-out starts its trace at {start}, but {datadir} already holds blocks up to {last}: {remedy}"
+    )]
+    TraceOutPastStart {
+        /// Where the trace starts ("block N, which the file's first block
+        /// builds on", or "the genesis").
+        start: String,
+        /// The datadir.
+        datadir: PathBuf,
+        /// Its last block.
+        last: u64,
+        /// What to give instead.
+        remedy: &'static str,
+    },
+    /// `gen-chain`'s settings do not make a chain.
+    #[error("{0}")]
+    GenChain(Box<strata_chain_gen::GenError>),
+}
+
 /// What is wrong with an input file ([`CliError::Input`]).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -403,6 +569,9 @@ pub enum InputProblem {
     /// `init --chain`: no block-0 header can be built from the genesis.
     #[error("no header: {0}")]
     NoHeader(String),
+    /// A trace's genesis line after its first line.
+    #[error("a genesis line after the first line")]
+    GenesisLineNotFirst,
     /// `import-geth --block-header`: the document is not a header object.
     #[error("expected a block header object, found {found}")]
     NotAHeader {

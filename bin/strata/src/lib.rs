@@ -19,5 +19,7 @@ pub mod output;
 mod output_file;
 mod scratch;
 
-pub use error::{CliError, InputProblem, ReplayReadMismatch, ReplayRootMismatch, ResumeMismatch};
+pub use error::{
+    CliError, FlagError, InputProblem, ReplayReadMismatch, ReplayRootMismatch, ResumeMismatch,
+};
 pub use output_file::OutputRefusal;

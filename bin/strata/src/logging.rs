@@ -26,11 +26,9 @@ pub fn init(format: LogFormat) -> Result<(), CliError> {
     let filter = EnvFilter::builder()
         .with_default_directive(LevelFilter::INFO.into())
         .from_env()
-        .map_err(|error| {
-            CliError::Usage(format!(
-                "RUST_LOG={:?} is not a valid filter: {error}",
-                std::env::var(EnvFilter::DEFAULT_ENV).unwrap_or_default()
-            ))
+        .map_err(|error| CliError::LogFilter {
+            filter: std::env::var(EnvFilter::DEFAULT_ENV).unwrap_or_default(),
+            reason: error.to_string(),
         })?;
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)

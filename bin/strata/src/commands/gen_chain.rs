@@ -10,7 +10,7 @@ use strata_chain_gen::{
     MIN_GAS_PER_BLOCK, STATE_FILE, write_chain,
 };
 
-use crate::CliError;
+use crate::{CliError, FlagError};
 
 /// Arguments of `strata gen-chain`.
 #[derive(Debug, Clone, Args)]
@@ -68,7 +68,7 @@ pub(super) fn run(args: GenChainArgs) -> Result<(), CliError> {
     })
     .map_err(|error| match error {
         GenError::Write { path, source } => CliError::File { path, source },
-        GenError::Config { .. } => CliError::Usage(error.to_string()),
+        GenError::Config { .. } => FlagError::GenChain(Box::new(error)).into(),
         other => CliError::GenChain(Box::new(other)),
     })?;
     eprintln!("{}", sentence(&summary, &args.out));

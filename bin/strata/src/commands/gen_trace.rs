@@ -11,8 +11,8 @@ use strata_trace::generator::{
     MAX_SLOTS_PER_ACCOUNT, SlotDensity, generate_with,
 };
 
-use crate::CliError;
 use crate::output_file::{OutputFile, Protected};
+use crate::{CliError, FlagError};
 
 /// Arguments of `strata gen-trace`.
 #[derive(Debug, Clone, Args)]
@@ -78,11 +78,12 @@ fn per_block_count() -> RangedU64ValueParser<usize> {
 
 pub(super) fn run(args: GenTraceArgs) -> Result<(), CliError> {
     if args.accounts + args.contracts > MAX_GENESIS_ACCOUNTS {
-        return Err(CliError::Usage(format!(
-            "--accounts {} + --contracts {} is more than {MAX_GENESIS_ACCOUNTS} genesis accounts \
-             (the generator keeps the whole state in memory)",
-            args.accounts, args.contracts
-        )));
+        return Err(FlagError::TooManyAccounts {
+            accounts: args.accounts,
+            contracts: args.contracts,
+            most: MAX_GENESIS_ACCOUNTS,
+        }
+        .into());
     }
     let config = GenConfig {
         accounts: args.accounts,

@@ -12,7 +12,7 @@ use strata_storage::genesis::{ValueError, parse_hash, parse_u64, short};
 use strata_trace::geth::{diff_frames, merge_block, parse_document, prestate_frames};
 use strata_trace::{TraceLine, line_to_string};
 
-use crate::{CliError, InputProblem};
+use crate::{CliError, FlagError, InputProblem};
 
 /// Arguments of `strata import-geth`: `--prestate`, `--diff` or both are
 /// required (the usage line shows the pair as `<--prestate <FILE>|--diff
@@ -134,11 +134,7 @@ pub(super) fn run(args: ImportGethArgs) -> Result<(), CliError> {
         .or(header.number)
         .or_else(|| prestate_doc.as_ref().and_then(fixture_number))
         .or_else(|| diff_doc.as_ref().and_then(fixture_number))
-        .ok_or_else(|| {
-            CliError::Usage(
-                "the block number is unknown: pass --number N or --block-header FILE".to_owned(),
-            )
-        })?;
+        .ok_or(FlagError::UnknownBlockNumber)?;
     let geth_path = args
         .diff
         .clone()

@@ -21,7 +21,7 @@ use strata_storage::{DB_FILE, ReadOnlyStateDb, StateDb};
 
 use super::datadir::inspect_options;
 use crate::output::{Lines, print_text};
-use crate::{CliError, InputProblem};
+use crate::{CliError, FlagError, InputProblem};
 
 /// Largest `init --block`: a billion blocks (about 380 years of 12 s
 /// slots); far beyond it, the step numbers of the files' names overflow
@@ -79,11 +79,12 @@ pub(super) fn run(args: InitArgs) -> Result<(), CliError> {
     if let (Some(chain), Some(given)) = (&chain, args.block_hash)
         && chain.hash != given
     {
-        return Err(CliError::Usage(format!(
-            "--block-hash {given} is not the hash of the block {} describes with the dump's root ({})",
-            args.chain.as_deref().unwrap_or(Path::new("")).display(),
-            chain.hash
-        )));
+        return Err(FlagError::OtherBlockHash {
+            chain: args.chain.clone().unwrap_or_default(),
+            given,
+            built: chain.hash,
+        }
+        .into());
     }
     // Refused before the writer's open, which would rewrite bytes of the
     // database: a datadir holding blocks is left exactly as it was.

@@ -42,7 +42,8 @@ pub use export::ExportArgs;
 pub use gen_trace::GenTraceArgs;
 pub use get::{GetArgs, GetWhat};
 pub use import_chain::{
-    Baseline, BaselineStateError, ImportChainArgs, ImportChainError, PrefetchError, SendersTiming,
+    Baseline, BaselineStateError, ContinueProblem, ImportChainArgs, ImportChainError,
+    PrefetchError, SendersTiming,
 };
 pub use import_geth::ImportGethArgs;
 pub use init::InitArgs;

@@ -67,19 +67,19 @@ fn refused_or_done(args: &UnwindArgs) -> Result<Option<String>, CliError> {
         return Ok(Some(head_text(Some(last), root)));
     }
     if args.to > last || args.to < last.saturating_sub(depth) {
-        return Err(CliError::Usage(format!(
-            "datadir {}: cannot unwind to block {}: the head is block {last} and at most the last {depth} blocks can be restored; nothing was changed",
-            args.datadir.display(),
-            args.to
-        )));
+        return Err(CliError::UnwindOutOfReach {
+            datadir: args.datadir.clone(),
+            target: args.to,
+            head: last,
+            depth,
+        });
     }
     Ok(None)
 }
 
 /// The error for a datadir that holds no blocks.
 fn nothing_to_unwind(datadir: &std::path::Path) -> CliError {
-    CliError::Usage(format!(
-        "datadir {} holds no blocks: there is nothing to unwind",
-        datadir.display()
-    ))
+    CliError::NothingToUnwind {
+        datadir: datadir.to_owned(),
+    }
 }

@@ -19,9 +19,9 @@ use strata_storage::{VerifyOptions, VerifyReport};
 
 use super::datadir::inspect_options;
 use super::replay::total_memory_bytes;
-use crate::CliError;
 use crate::output::{print_json, print_text};
 use crate::scratch::{LockedDir, VERIFY_PREFIX, remove_stale};
+use crate::{CliError, FlagError};
 
 /// Arguments of `strata verify`.
 #[derive(Debug, Clone, Args)]
@@ -161,15 +161,18 @@ fn sort_budget(mib: u64, memory: Option<u64>) -> Result<usize, CliError> {
     if let Some(memory) = memory
         && bytes > memory
     {
-        return Err(CliError::Usage(format!(
-            "--sort-memory {mib} MiB is more than this machine's memory ({} MiB): the sorts allocate that budget at once",
-            memory >> 20
-        )));
+        return Err(FlagError::SortMemory {
+            mib,
+            limit: format!("this machine's memory ({} MiB)", memory >> 20),
+        }
+        .into());
     }
     usize::try_from(bytes).map_err(|_| {
-        CliError::Usage(format!(
-            "--sort-memory {mib} MiB does not fit in this machine's address space"
-        ))
+        FlagError::SortMemory {
+            mib,
+            limit: "this machine's address space".to_owned(),
+        }
+        .into()
     })
 }
 

@@ -117,11 +117,11 @@ fn write_dump(
             } else {
                 let code = reader.code_by_hash(&account.code_hash).map_err(read)?;
                 let code = code.ok_or_else(|| {
-                    Failure::Cli(CliError::Usage(format!(
-                        "{}: account {address} has code hash {} but no code is stored for it",
-                        args.datadir.display(),
-                        account.code_hash
-                    )))
+                    Failure::Cli(CliError::MissingCode {
+                        datadir: args.datadir.clone(),
+                        address,
+                        code_hash: account.code_hash,
+                    })
                 })?;
                 Bytes::from(code)
             };

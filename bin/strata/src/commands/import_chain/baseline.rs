@@ -15,8 +15,8 @@ use strata_storage::genesis::GenesisAlloc;
 
 use super::chain_file::{ChainFile, FileBlock};
 use super::start::ChainStart;
-use crate::CliError;
 use crate::commands::init::Dump;
+use crate::{CliError, FlagError};
 
 /// What the in-memory run measured over the blocks strata executed.
 #[derive(Debug, Clone)]
@@ -140,9 +140,10 @@ pub(crate) fn run(
             start.header.difficulty,
         ),
         (BaselineStart::Genesis, None) => {
-            return Err(CliError::Usage(
-                "--baseline memory starts from the genesis allocation or a state dump: give --genesis or --baseline-state".into(),
-            ));
+            return Err(FlagError::BaselineNeedsState {
+                starts: "starts from the genesis allocation or a state dump",
+            }
+            .into());
         }
     };
     let mut file = ChainFile::open(chain)?;

@@ -23,6 +23,16 @@ pub enum ImportChainError {
         /// What is wrong.
         reason: String,
     },
+    /// The datadir cannot continue the chain file without its genesis.
+    #[error(
+        "{datadir} {why}: give the chain's genesis with --genesis (or create the datadir with `strata init --state … --chain …`)"
+    )]
+    CannotContinue {
+        /// The datadir.
+        datadir: PathBuf,
+        /// What it lacks.
+        why: ContinueProblem,
+    },
     /// The chain file holds no block.
     #[error("{chain} holds no block")]
     EmptyChain {
@@ -163,4 +173,30 @@ impl From<ImportChainError> for crate::CliError {
     fn from(error: ImportChainError) -> Self {
         crate::CliError::ImportChain(Box::new(error))
     }
+}
+
+/// What a datadir lacks to continue a chain without its genesis
+/// ([`ImportChainError::CannotContinue`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ContinueProblem {
+    /// `init --chain` recorded no chain configuration in it.
+    #[error("records no chain configuration")]
+    NoChainConfig,
+    /// The chain merges at a total difficulty, which the datadir does not keep.
+    #[error(
+        "belongs to a chain that merges at a total difficulty, which the datadir does not keep"
+    )]
+    MergesAtDifficulty,
+    /// It holds no block.
+    #[error("holds no block")]
+    NoBlock,
+    /// It keeps no header of the chain file's first block's parent.
+    #[error(
+        "keeps no header of block {parent}, the parent of the file's first block (headers of the last 256 blocks are kept)"
+    )]
+    NoParentHeader {
+        /// The parent's number.
+        parent: u64,
+    },
 }

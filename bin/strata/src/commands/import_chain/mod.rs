@@ -29,13 +29,13 @@ use strata_storage::{Durability, Options};
 
 use super::ef_test::state_path;
 use super::replay::{MAX_CACHE_MIB, WarmerList, copy_datadir, format_bytes, warmer_list};
-use crate::CliError;
 use crate::output::Lines;
 use crate::output_file::{OutputFile, Protected};
+use crate::{CliError, FlagError};
 pub use ahead::SendersTiming;
 use baseline::BaselineStart;
 pub use baseline::BaselineStateError;
-pub use error::ImportChainError;
+pub use error::{ContinueProblem, ImportChainError};
 pub use prefetch::PrefetchError;
 use run::{Import, ImportRun};
 use start::ChainStart;
@@ -183,10 +183,11 @@ pub enum Baseline {
 
 pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
     if args.share && args.sync_every > 1 {
-        return Err(CliError::Usage(format!(
-            "--share needs every commit durable (--sync-every 1, not {}): a second process sees only durable commits",
-            args.sync_every
-        )));
+        return Err(FlagError::NeedsDurableCommits {
+            flag: "--share",
+            sync_every: args.sync_every,
+        }
+        .into());
     }
     // The outputs first: checked against the datadir and the inputs before
     // anything is read or opened, and written beside their targets.
@@ -220,9 +221,10 @@ pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
         }
         (Some(Baseline::Memory), None, Some(_)) => Some(BaselineStart::Genesis),
         (Some(Baseline::Memory), None, None) => {
-            return Err(CliError::Usage(
-                "--baseline memory preloads the state the file's first block builds on: give --genesis, or --baseline-state with a state dump of that block (the file `init --state` read, e.g. gen-chain's state.jsonl)".into(),
-            ));
+            return Err(FlagError::BaselineNeedsState {
+                starts: "preloads the state the file's first block builds on",
+            }
+            .into());
         }
     };
     let mut combos: Vec<RunSettings> = Vec::new();
@@ -249,9 +251,7 @@ pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
     let sweep = combos.len() > 1;
     if sweep && (args.trace_out.is_some() || args.share) {
         let flag = if args.share { "--share" } else { "--trace-out" };
-        return Err(CliError::Usage(format!(
-            "{flag} with a sweep: give one warmer count, state path, root timing and senders timing"
-        )));
+        return Err(FlagError::NotWithSweep { flag }.into());
     }
     let mut trace_out = trace_file.map(TraceOut::new);
     if sweep {

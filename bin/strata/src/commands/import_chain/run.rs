@@ -25,7 +25,7 @@ use super::prefetch::PrefetchTrace;
 use super::progress::{Done, Progress};
 use super::start::ChainStart;
 use super::trace_out::TraceOut;
-use crate::CliError;
+use crate::{CliError, FlagError};
 
 /// Blocks kept as ancestors: the parent and six more for the ommer rules.
 const ANCESTORS: usize = 8;
@@ -391,10 +391,13 @@ fn start_from_datadir(
     let start = chain_start.header.number;
     let last = db.last_block().unwrap_or(start);
     if trace_out && last > start {
-        return Err(CliError::Usage(format!(
-            "--trace-out starts its trace at block {start}, which the file's first block builds on, but {} already holds blocks up to {last}: give a datadir at block {start} (as `init --state` leaves it)",
-            datadir.display()
-        )));
+        return Err(FlagError::TraceOutPastStart {
+            start: format!("block {start}, which the file's first block builds on"),
+            datadir: datadir.to_owned(),
+            last,
+            remedy: "give a datadir at that block (as `init --state` leaves it)",
+        }
+        .into());
     }
     Ok(last)
 }
@@ -450,10 +453,13 @@ fn start(
         .into());
     }
     if trace_out.is_some() && last > genesis_number {
-        return Err(CliError::Usage(format!(
-            "--trace-out starts its trace at the genesis, but {} already holds blocks up to {last}: give a new datadir",
-            datadir.display()
-        )));
+        return Err(FlagError::TraceOutPastStart {
+            start: "the genesis".to_owned(),
+            datadir: datadir.to_owned(),
+            last,
+            remedy: "give a new datadir",
+        }
+        .into());
     }
     if last > genesis_number {
         eprintln!(

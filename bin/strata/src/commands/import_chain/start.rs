@@ -14,7 +14,7 @@ use strata_executor::{ChainSpec, GenesisBlock};
 use strata_storage::{BLOCK_HASH_WINDOW, Options, ReadOnlyStateDb, Regime};
 
 use super::chain_file::ChainFile;
-use super::error::ImportChainError;
+use super::error::{ContinueProblem, ImportChainError};
 use crate::CliError;
 
 /// Where the file's chain starts.
@@ -51,10 +51,9 @@ impl ChainStart {
     /// datadir keeps (the last 256), and the datadir must record the
     /// chain's configuration.
     pub(crate) fn from_datadir(datadir: &Path, chain: &Path) -> Result<Self, CliError> {
-        let need_genesis = |why: String| {
-            CliError::Usage(format!(
-                "{why}: give the chain's genesis with --genesis (or create the datadir with `strata init --state … --chain …`)"
-            ))
+        let need_genesis = |why: ContinueProblem| ImportChainError::CannotContinue {
+            datadir: datadir.to_owned(),
+            why,
         };
         let Some(first) = ChainFile::open(chain)?.next_block()? else {
             return Err(ImportChainError::EmptyChain {
@@ -68,12 +67,7 @@ impl ChainStart {
         let config = db
             .chain_config()
             .map_err(CliError::storage(datadir))?
-            .ok_or_else(|| {
-                need_genesis(format!(
-                    "{} records no chain configuration",
-                    datadir.display()
-                ))
-            })?;
+            .ok_or_else(|| need_genesis(ContinueProblem::NoChainConfig))?;
         let spec = ChainSpec::from_recorded(&config).map_err(|source| {
             ImportChainError::RecordedConfig {
                 datadir: datadir.to_owned(),
@@ -84,15 +78,12 @@ impl ChainStart {
             .pending_terminal_total_difficulty()
             .is_some_and(|ttd| !ttd.is_zero())
         {
-            return Err(need_genesis(format!(
-                "the chain of {} merges at a total difficulty, which the datadir does not keep",
-                datadir.display()
-            )));
+            return Err(need_genesis(ContinueProblem::MergesAtDifficulty).into());
         }
         let head = db
             .last_block()
             .map_err(CliError::storage(datadir))?
-            .ok_or_else(|| need_genesis(format!("{} holds no block", datadir.display())))?;
+            .ok_or_else(|| need_genesis(ContinueProblem::NoBlock))?;
         let parent =
             first
                 .number()
@@ -115,12 +106,7 @@ impl ChainStart {
         let rlp = reader
             .block_header(parent)
             .map_err(CliError::storage(datadir))?
-            .ok_or_else(|| {
-                need_genesis(format!(
-                    "{} keeps no header of block {parent}, the parent of the file's first block (headers of the last 256 blocks are kept)",
-                    datadir.display()
-                ))
-            })?;
+            .ok_or_else(|| need_genesis(ContinueProblem::NoParentHeader { parent }))?;
         let header =
             Header::decode(&mut rlp.as_ref()).map_err(|source| ImportChainError::StoredHeader {
                 datadir: datadir.to_owned(),

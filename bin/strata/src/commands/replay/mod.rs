@@ -21,9 +21,9 @@ use std::sync::Arc;
 use clap::Args;
 use strata_storage::CacheKind;
 
-use crate::CliError;
 use crate::output::Lines;
 use crate::output_file::{OutputFile, Protected};
+use crate::{CliError, FlagError};
 pub(crate) use host::{format_bytes, peak_rss_bytes, total_memory_bytes};
 pub(crate) use json::ReadCell;
 pub(crate) use report::print_reads;
@@ -237,32 +237,31 @@ pub(super) fn run(args: ReplayArgs) -> Result<(), CliError> {
         && let Some(datadir) = &args.datadir
         && !datadir.join(strata_storage::DB_FILE).exists()
     {
-        return Err(CliError::Usage(format!(
-            "a sweep with --datadir starts every run from a copy of {}, which holds no store (replay once with that --datadir to build it, or drop --datadir for fresh temporary ones)",
-            datadir.display()
-        )));
+        return Err(FlagError::SweepWithoutStore {
+            datadir: datadir.clone(),
+        }
+        .into());
     }
     if (args.observer_process || args.share) && args.sync_every > 1 {
-        return Err(CliError::Usage(format!(
-            "--{} needs every commit durable (--sync-every 1, not {}): a second process sees only durable commits",
-            if args.share {
-                "share"
+        return Err(FlagError::NeedsDurableCommits {
+            flag: if args.share {
+                "--share"
             } else {
-                "observer-process"
+                "--observer-process"
             },
-            args.sync_every
-        )));
+            sync_every: args.sync_every,
+        }
+        .into());
     }
     if args.memory_mib < args.flush_mib {
-        return Err(CliError::Usage(format!(
-            "--memory-mib {} is below --flush-mib {}: the memory tier must hold a flush batch",
-            args.memory_mib, args.flush_mib
-        )));
+        return Err(FlagError::MemoryBelowFlush {
+            memory_mib: args.memory_mib,
+            flush_mib: args.flush_mib,
+        }
+        .into());
     }
     if args.step_size == Some(0) || args.keep_steps == 0 || args.sync_every == 0 {
-        return Err(CliError::Usage(
-            "--step-size, --keep-steps and --sync-every must be at least 1".into(),
-        ));
+        return Err(FlagError::ZeroCount.into());
     }
     let context = json::Context::now();
     let current = Arc::new(metrics::CurrentStore::default());

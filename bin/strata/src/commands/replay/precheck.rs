@@ -108,8 +108,9 @@ pub(super) fn check_step_size(
 /// The error of a trace block `number` where block `expected` (the one
 /// after the datadir's last) belongs.
 pub(super) fn not_following(trace: &Path, number: u64, expected: u64) -> CliError {
-    CliError::Usage(format!(
-        "{}: block {number} does not follow the datadir's last block (expected block {expected})",
-        trace.display(),
-    ))
+    CliError::TraceDoesNotFollow {
+        trace: trace.to_owned(),
+        number,
+        expected,
+    }
 }

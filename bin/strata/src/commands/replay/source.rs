@@ -10,7 +10,7 @@ use alloy_primitives::B256;
 use strata_storage::genesis::{GenesisAlloc, parse_alloc_json};
 use strata_trace::{TraceBlock, TraceLine, TraceReader};
 
-use crate::CliError;
+use crate::{CliError, FlagError, InputProblem};
 
 /// Where a trace starts.
 pub(crate) struct Start {
@@ -51,11 +51,11 @@ impl TraceSource {
         match source.next_line()? {
             Some(TraceLine::Genesis { alloc, state_root }) => {
                 if let Some(file) = genesis_file {
-                    return Err(CliError::Usage(format!(
-                        "{}: the trace has a genesis line; --genesis {} is not needed",
-                        path.display(),
-                        file.display()
-                    )));
+                    return Err(FlagError::GenesisNotNeeded {
+                        trace: path.to_owned(),
+                        genesis: file.to_owned(),
+                    }
+                    .into());
                 }
                 start.genesis = Some(alloc);
                 start.genesis_root = state_root;
@@ -132,8 +132,8 @@ fn is_state_dump(path: &Path) -> Result<bool, CliError> {
 }
 
 fn unreachable_genesis(path: &Path) -> Result<Option<TraceBlock>, CliError> {
-    Err(CliError::Usage(format!(
-        "{}: a genesis line after the first line",
-        path.display()
-    )))
+    Err(CliError::Input {
+        path: path.to_owned(),
+        problem: InputProblem::GenesisLineNotFirst,
+    })
 }
