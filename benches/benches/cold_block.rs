@@ -266,10 +266,7 @@ fn build_datadir(
 ) {
     let db = StateDb::open(
         datadir,
-        Options {
-            durability: Durability::EveryN(u64::MAX),
-            ..Options::default()
-        },
+        Options::default().with_durability(Durability::EveryN(u64::MAX)),
     )
     .expect("open the datadir");
     db.init_genesis(&genesis).expect("genesis");
@@ -302,11 +299,9 @@ fn run_block(
     }
     let db = StateDb::open(
         datadir,
-        Options {
-            warmers: if mode.prefetch() { warmers } else { 0 },
-            background_maintenance: false,
-            ..Options::default()
-        },
+        Options::default()
+            .with_warmers(if mode.prefetch() { warmers } else { 0 })
+            .with_background_maintenance(false),
     )
     .expect("open the datadir");
     let started = Instant::now();

@@ -64,15 +64,13 @@ impl Sizes {
 }
 
 fn options(warmers: usize) -> Options {
-    Options {
-        share_with_readers: true,
-        background_maintenance: true,
-        warmers,
+    Options::default()
+        .with_share_with_readers(true)
+        .with_background_maintenance(true)
+        .with_warmers(warmers)
         // Small steps: collate, merge and prune run every few blocks.
-        step_size: 4,
-        keep_steps_in_db: 1,
-        ..Options::default()
-    }
+        .with_step_size(4)
+        .with_keep_steps_in_db(1)
 }
 
 /// Observe until `stop`, keeping every sample.

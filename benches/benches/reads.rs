@@ -349,13 +349,11 @@ impl DbFixture {
         let misses = (0..PROBES)
             .map(|_| (0..key_len).map(|_| rng.random::<u8>()).collect())
             .collect();
-        let options = Options {
-            step_size: 1,
-            keep_steps_in_db: 1,
-            background_maintenance: false,
-            warmers: 0,
-            ..Options::default()
-        };
+        let options = Options::default()
+            .with_step_size(1)
+            .with_keep_steps_in_db(1)
+            .with_background_maintenance(false)
+            .with_warmers(0);
         let db_dir = tempfile::tempdir().expect("temp dir");
         let in_db = StateDb::open(db_dir.path(), options.clone()).expect("open");
         in_db.init_genesis(&alloc).expect("genesis");

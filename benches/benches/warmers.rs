@@ -759,15 +759,13 @@ struct SweepRow {
 }
 
 fn sweep_options(config: StoreConfig, warmers: usize) -> Options {
-    Options {
-        warmers,
-        cache_kind: config.cache,
-        mutex_telemetry_baseline: config.mutex_telemetry,
-        background_maintenance: false,
+    Options::default()
+        .with_warmers(warmers)
+        .with_cache_kind(config.cache)
+        .with_mutex_telemetry_baseline(config.mutex_telemetry)
+        .with_background_maintenance(false)
         // Every block's changes stay in the db tier; the state is in redb.
-        step_size: 1 << 20,
-        ..Options::default()
-    }
+        .with_step_size(1 << 20)
 }
 
 /// A genesis of `accounts` accounts (one in 50 with 20 slots) and one block

@@ -11,13 +11,11 @@ use crate::CliError;
 /// Options for a short-lived inspection: no background maintenance, no
 /// warmers, small caches.
 pub(crate) fn inspect_options() -> Options {
-    Options {
-        background_maintenance: false,
-        warmers: 0,
-        cache_bytes: 16 << 20,
-        db_cache_bytes: 64 << 20,
-        ..Options::default()
-    }
+    Options::default()
+        .with_background_maintenance(false)
+        .with_warmers(0)
+        .with_cache_bytes(16 << 20)
+        .with_db_cache_bytes(64 << 20)
 }
 
 /// Open the existing datadir `dir`; fails (creating nothing) when it holds

@@ -88,10 +88,7 @@ pub(super) fn run(args: ServeArgs) -> Result<(), CliError> {
         .as_deref()
         .map(strata_executor::GenesisBlock::read)
         .transpose()?;
-    let options = Options {
-        read_metrics: true,
-        ..Options::default()
-    };
+    let options = Options::default().with_read_metrics(true);
     let db = Arc::new(
         ReadOnlyStateDb::open(&args.datadir, options).map_err(CliError::storage(&args.datadir))?,
     );

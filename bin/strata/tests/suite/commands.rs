@@ -242,10 +242,7 @@ fn root_and_get_read_beside_a_sharing_writer() {
     let (_, roots) = trace_roots(&small);
     let alone = strata_ok(&["get", "--datadir", db, "account", ADDR_EOA]);
 
-    let shared = strata_storage::Options {
-        share_with_readers: true,
-        ..strata_storage::Options::default()
-    };
+    let shared = strata_storage::Options::default().with_share_with_readers(true);
     let writer = strata_storage::StateDb::open(&datadir, shared).unwrap();
     assert_eq!(
         strata_ok(&["root", "--datadir", db]).trim(),

@@ -47,12 +47,10 @@ fn check_datadir(
     roots: &std::collections::BTreeMap<u64, B256>,
     kill: usize,
 ) -> Option<u64> {
-    let options = Options {
-        step_size: 2,
-        keep_steps_in_db: 1,
-        background_maintenance: false,
-        ..Options::default()
-    };
+    let options = Options::default()
+        .with_step_size(2)
+        .with_keep_steps_in_db(1)
+        .with_background_maintenance(false);
     let db = StateDb::open(datadir, options)
         .unwrap_or_else(|e| panic!("kill {kill}: reopen {}: {e}", datadir.display()));
     let last = db.last_block();

@@ -19,13 +19,7 @@ use strata_storage::{Options, Regime, StateDb};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let datadir = tempfile::tempdir()?;
-    let db = StateDb::open(
-        datadir.path(),
-        Options {
-            warmers: 4,
-            ..Options::default()
-        },
-    )?;
+    let db = StateDb::open(datadir.path(), Options::default().with_warmers(4))?;
     let (alice, bob) = (Address::repeat_byte(0xa1), Address::repeat_byte(0xb0));
     let alloc = GenesisAlloc::from([(
         alice,

@@ -339,15 +339,9 @@ fn bad_requests_get_the_errors_clients_expect() {
 fn every_answer_sees_the_block_committed_before_the_request() {
     let dir = tempfile::tempdir().unwrap();
     datadir(dir.path());
-    let shared = Options {
-        share_with_readers: true,
-        ..Options::default()
-    };
+    let shared = Options::default().with_share_with_readers(true);
     let writer = StateDb::open(dir.path(), shared).unwrap();
-    let manual = Options {
-        follow_interval: std::time::Duration::from_secs(3600),
-        ..Options::default()
-    };
+    let manual = Options::default().with_follow_interval(std::time::Duration::from_secs(3600));
     let db = Arc::new(ReadOnlyStateDb::open(dir.path(), manual).unwrap());
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let server = start_server(&runtime, db, Limits::default());

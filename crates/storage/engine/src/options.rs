@@ -13,7 +13,11 @@ pub enum Durability {
 }
 
 /// Settings of a [`crate::StateDb`]; `Options::default()` suits a full node.
+/// New settings may come in any release: build one from the default with
+/// the `with_*` methods (`Options::default().with_warmers(4)`), or set
+/// its fields on a default value.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Options {
     /// Blocks per step: the unit of collation into files. Fixed at creation.
     pub step_size: u64,
@@ -118,4 +122,46 @@ impl Default for Options {
             flush_txn_keys: 16_384,
         }
     }
+}
+
+/// One `with_*` method per setting: `Options::default().with_warmers(4)`.
+macro_rules! with_setters {
+    ($($(#[$cfg:meta])* $field:ident: $ty:ty => $name:ident;)*) => {
+        impl Options {
+            $(
+                $(#[$cfg])*
+                #[doc = concat!("Returns these options with [`Options::", stringify!($field), "`] set to `value`.")]
+                #[must_use]
+                pub fn $name(mut self, value: $ty) -> Self {
+                    self.$field = value;
+                    self
+                }
+            )*
+        }
+    };
+}
+
+with_setters! {
+    step_size: u64 => with_step_size;
+    keep_steps_in_db: u64 => with_keep_steps_in_db;
+    unwind_depth: u64 => with_unwind_depth;
+    durability: Durability => with_durability;
+    cache_kind: CacheKind => with_cache_kind;
+    cache_bytes: u64 => with_cache_bytes;
+    value_cache_bytes: u64 => with_value_cache_bytes;
+    warmers: usize => with_warmers;
+    read_metrics: bool => with_read_metrics;
+    background_maintenance: bool => with_background_maintenance;
+    parallel_commitment_threshold: usize => with_parallel_commitment_threshold;
+    db_cache_bytes: usize => with_db_cache_bytes;
+    #[cfg(feature = "test-utils")]
+    mutex_telemetry_baseline: bool => with_mutex_telemetry_baseline;
+    #[cfg(feature = "test-utils")]
+    pause_points: Option<std::sync::Arc<crate::PausePoints>> => with_pause_points;
+    share_with_readers: bool => with_share_with_readers;
+    follow_interval: std::time::Duration => with_follow_interval;
+    flush_batch_bytes: u64 => with_flush_batch_bytes;
+    memory_budget_bytes: u64 => with_memory_budget_bytes;
+    journal_segment_bytes: u64 => with_journal_segment_bytes;
+    flush_txn_keys: usize => with_flush_txn_keys;
 }

@@ -658,20 +658,7 @@ fn check_reads_of(db: &StateDb, model: &Model, lenient: bool, context: &str) {
 
 /// The options of a fuzzed store (and of the foreign one) with `config`.
 pub(super) fn store_options(config: Config, points: Option<Arc<PausePoints>>) -> Options {
-    Options {
-        step_size: config.step_size,
-        keep_steps_in_db: config.keep_steps_in_db,
-        unwind_depth: config.unwind_depth,
-        durability: Durability::EveryBlock,
-        background_maintenance: false,
-        parallel_commitment_threshold: config.parallel_threshold,
-        cache_bytes: 1 << 20,
-        db_cache_bytes: 1 << 20,
-        read_metrics: false,
-        journal_segment_bytes: SEGMENT_BYTES,
-        pause_points: points,
-        ..Options::default()
-    }
+    Options::default().with_step_size(config.step_size).with_keep_steps_in_db(config.keep_steps_in_db).with_unwind_depth(config.unwind_depth).with_durability(Durability::EveryBlock).with_background_maintenance(false).with_parallel_commitment_threshold(config.parallel_threshold).with_cache_bytes(1 << 20).with_db_cache_bytes(1 << 20).with_read_metrics(false).with_journal_segment_bytes(SEGMENT_BYTES).with_pause_points(points)
 }
 
 /// Applies one write to the block and the model; a slot or code write to a

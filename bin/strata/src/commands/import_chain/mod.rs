@@ -425,16 +425,14 @@ fn prepare_datadir(args: &ImportChainArgs, genesis: &GenesisBlock) -> Result<(),
 
 /// The store's options for a run with `warmers`.
 fn options(args: &ImportChainArgs, warmers: usize) -> Options {
-    Options {
-        warmers,
-        cache_bytes: args.cache_mib << 20,
-        read_metrics: true,
-        background_maintenance: true,
-        share_with_readers: args.share,
-        durability: match args.sync_every {
+    Options::default()
+        .with_warmers(warmers)
+        .with_cache_bytes(args.cache_mib << 20)
+        .with_read_metrics(true)
+        .with_background_maintenance(true)
+        .with_share_with_readers(args.share)
+        .with_durability(match args.sync_every {
             1 => Durability::EveryBlock,
             n => Durability::EveryN(n),
-        },
-        ..Options::default()
-    }
+        })
 }

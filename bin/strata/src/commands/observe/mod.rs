@@ -83,10 +83,7 @@ pub(super) fn run(args: ObserveArgs) -> Result<(), CliError> {
         }
         None => None,
     };
-    let options = Options {
-        db_cache_bytes: 256 << 20,
-        ..Options::default()
-    };
+    let options = Options::default().with_db_cache_bytes(256 << 20);
     let db = ReadOnlyStateDb::open(&args.datadir, options.clone())
         .map_err(CliError::storage(&args.datadir))?;
     let keys = match trace_keys {

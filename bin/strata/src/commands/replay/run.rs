@@ -181,24 +181,22 @@ pub(super) fn replay_once(
             temp.path().to_owned()
         }
     };
-    let options = Options {
-        step_size: args.step_size_or_default(),
-        keep_steps_in_db: args.keep_steps,
-        cache_kind: cache,
-        cache_bytes: args.cache_mib << 20,
-        warmers,
-        read_metrics: true,
-        background_maintenance: true,
-        durability: match args.sync_every {
+    let options = Options::default()
+        .with_step_size(args.step_size_or_default())
+        .with_keep_steps_in_db(args.keep_steps)
+        .with_cache_kind(cache)
+        .with_cache_bytes(args.cache_mib << 20)
+        .with_warmers(warmers)
+        .with_read_metrics(true)
+        .with_background_maintenance(true)
+        .with_durability(match args.sync_every {
             1 => Durability::EveryBlock,
             n => Durability::EveryN(n),
-        },
-        share_with_readers: args.observer_process || args.share,
-        flush_batch_bytes: args.flush_mib << 20,
-        memory_budget_bytes: args.memory_mib << 20,
-        value_cache_bytes: args.value_cache_mib << 20,
-        ..Options::default()
-    };
+        })
+        .with_share_with_readers(args.observer_process || args.share)
+        .with_flush_batch_bytes(args.flush_mib << 20)
+        .with_memory_budget_bytes(args.memory_mib << 20)
+        .with_value_cache_bytes(args.value_cache_mib << 20);
     let first_block = source.peek_block()?.map(|b| b.number);
     precheck::check_resume(args, &datadir, &mut source, &start, first_block)?;
     let mut db = StateDb::open(&datadir, options.clone()).map_err(CliError::storage(&datadir))?;

@@ -47,16 +47,14 @@ pub enum CaseOutcome {
 /// Store settings for one small case: no fsync per block (a case's store
 /// is thrown away), small caches, no background threads.
 pub fn case_options() -> Options {
-    Options {
-        durability: Durability::EveryN(u64::MAX),
-        cache_bytes: 1 << 20,
-        value_cache_bytes: 1 << 20,
-        db_cache_bytes: 1 << 20,
-        background_maintenance: false,
-        read_metrics: false,
-        memory_budget_bytes: 64 << 20,
-        ..Options::default()
-    }
+    Options::default()
+        .with_durability(Durability::EveryN(u64::MAX))
+        .with_cache_bytes(1 << 20)
+        .with_value_cache_bytes(1 << 20)
+        .with_db_cache_bytes(1 << 20)
+        .with_background_maintenance(false)
+        .with_read_metrics(false)
+        .with_memory_budget_bytes(64 << 20)
 }
 
 /// Runs `case` over a fresh store in a temporary folder inside `scratch`

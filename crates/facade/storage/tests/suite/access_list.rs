@@ -75,10 +75,7 @@ fn list(number: u64) -> BlockAccessList {
 }
 
 fn options(warmers: usize) -> Options {
-    Options {
-        warmers,
-        ..small_options()
-    }
+    small_options().with_warmers(warmers)
 }
 
 fn count(db: &StateDb, domain: Domain, tier: Tier, regime: Regime) -> u64 {
@@ -323,14 +320,7 @@ fn a_block_that_differs_from_its_list_is_refused_and_the_store_goes_on() {
 #[test]
 fn a_zero_capacity_value_cache_reads_the_tiers() {
     let dir = tempfile::tempdir().unwrap();
-    let db = StateDb::open(
-        dir.path(),
-        Options {
-            value_cache_bytes: 0,
-            ..options(0)
-        },
-    )
-    .unwrap();
+    let db = StateDb::open(dir.path(), (options(0)).with_value_cache_bytes(0)).unwrap();
     genesis(&db);
     assert_eq!(db.latest().account(&who(4)).unwrap().unwrap().nonce, 4);
     assert_eq!(

@@ -58,10 +58,7 @@ fn code_is_found_by_hash_and_block_hashes_keep_a_window() {
 #[test]
 fn block_headers_travel_with_their_blocks_through_flush_reopen_followers_and_unwind() {
     let dir = tempfile::tempdir().unwrap();
-    let shared = Options {
-        share_with_readers: true,
-        ..small_options()
-    };
+    let shared = small_options().with_share_with_readers(true);
     let header = |number: u64| bytes::Bytes::from(format!("rlp header of block {number}"));
     let who = Address::with_last_byte(11);
     let db = StateDb::open(dir.path(), shared.clone()).unwrap();
@@ -139,10 +136,7 @@ fn block_headers_travel_with_their_blocks_through_flush_reopen_followers_and_unw
 #[test]
 fn the_chain_configuration_is_recorded_for_later_processes() {
     let dir = tempfile::tempdir().unwrap();
-    let shared = Options {
-        share_with_readers: true,
-        ..small_options()
-    };
+    let shared = small_options().with_share_with_readers(true);
     let db = StateDb::open(dir.path(), shared.clone()).unwrap();
     assert_eq!(db.chain_config().unwrap(), None);
     db.set_chain_config(br#"{"chainId":1}"#).unwrap();
@@ -261,11 +255,9 @@ fn read_only_opens_are_refused_with_the_reason() {
     // Sharing needs every commit durable.
     let err = StateDb::open(
         dir.path(),
-        Options {
-            share_with_readers: true,
-            durability: Durability::EveryN(4),
-            ..Options::default()
-        },
+        Options::default()
+            .with_share_with_readers(true)
+            .with_durability(Durability::EveryN(4)),
     )
     .err()
     .expect("EveryN with readers");
@@ -276,28 +268,18 @@ fn read_only_opens_are_refused_with_the_reason() {
     // would never end.
     for (options, named) in [
         (
-            Options {
-                memory_budget_bytes: 0,
-                flush_batch_bytes: 0,
-                ..Options::default()
-            },
+            Options::default()
+                .with_memory_budget_bytes(0)
+                .with_flush_batch_bytes(0),
             "memory_budget_bytes",
         ),
         (
-            Options {
-                memory_budget_bytes: 1 << 20,
-                flush_batch_bytes: 2 << 20,
-                ..Options::default()
-            },
+            Options::default()
+                .with_memory_budget_bytes(1 << 20)
+                .with_flush_batch_bytes(2 << 20),
             "flush_batch_bytes",
         ),
-        (
-            Options {
-                flush_txn_keys: 0,
-                ..Options::default()
-            },
-            "flush_txn_keys",
-        ),
+        (Options::default().with_flush_txn_keys(0), "flush_txn_keys"),
     ] {
         let err = StateDb::open(dir.path(), options).err().expect(named);
         assert!(matches!(err, Error::InvalidOptions(_)), "{err}");
@@ -308,10 +290,7 @@ fn read_only_opens_are_refused_with_the_reason() {
 #[test]
 fn a_read_only_handle_opens_a_closed_datadir_and_sees_reopened_writers() {
     let dir = tempfile::tempdir().unwrap();
-    let shared = Options {
-        share_with_readers: true,
-        ..small_options()
-    };
+    let shared = small_options().with_share_with_readers(true);
     let who = Address::with_last_byte(9);
     let write = |db: &StateDb, number: u64| commit_nonce(db, number, who);
     let db = StateDb::open(dir.path(), shared.clone()).unwrap();
@@ -351,20 +330,14 @@ fn wait_for_block(follower: &ReadOnlyStateDb, block: u64) -> strata_storage::Sta
 #[test]
 fn a_read_only_handle_reports_a_damaged_new_file() {
     let dir = tempfile::tempdir().unwrap();
-    let shared = Options {
-        share_with_readers: true,
-        ..small_options()
-    };
+    let shared = small_options().with_share_with_readers(true);
     let db = StateDb::open(dir.path(), shared).unwrap();
     let write = |number: u64| commit_nonce(&db, number, Address::with_last_byte(number as u8));
     for number in 0..4u64 {
         write(number);
     }
     // The follower thread stays out of the way: this test refreshes by hand.
-    let manual = Options {
-        follow_interval: std::time::Duration::from_secs(3600),
-        ..Options::default()
-    };
+    let manual = Options::default().with_follow_interval(std::time::Duration::from_secs(3600));
     let follower = ReadOnlyStateDb::open(dir.path(), manual.clone()).unwrap();
     assert_eq!(follower.last_block().unwrap(), Some(3));
     let files_dir = dir.path().join(strata_storage::FILES_DIR);
@@ -421,10 +394,7 @@ fn commit_nonce(db: &StateDb, number: u64, who: Address) -> strata_storage::Comm
 #[test]
 fn a_read_only_handle_sees_a_same_root_sibling_block() {
     let dir = tempfile::tempdir().unwrap();
-    let shared = Options {
-        share_with_readers: true,
-        ..small_options()
-    };
+    let shared = small_options().with_share_with_readers(true);
     let db = StateDb::open(dir.path(), shared).unwrap();
     let who = Address::with_last_byte(5);
     let block_one = |hash: B256| {
@@ -441,10 +411,7 @@ fn a_read_only_handle_sees_a_same_root_sibling_block() {
     };
     commit_nonce(&db, 0, who);
     let first = block_one(B256::repeat_byte(0xa1));
-    let manual = Options {
-        follow_interval: std::time::Duration::from_secs(3600),
-        ..Options::default()
-    };
+    let manual = Options::default().with_follow_interval(std::time::Duration::from_secs(3600));
     let follower = ReadOnlyStateDb::open(dir.path(), manual.clone()).unwrap();
     let hash_seen = || {
         follower
@@ -468,10 +435,7 @@ fn a_read_only_handle_sees_a_same_root_sibling_block() {
 #[test]
 fn a_reader_at_a_recent_block_sees_that_block_whole() {
     let dir = tempfile::tempdir().unwrap();
-    let options = Options {
-        unwind_depth: 3,
-        ..small_options()
-    };
+    let options = small_options().with_unwind_depth(3);
     let db = StateDb::open(dir.path(), options.clone()).unwrap();
     let who = Address::with_last_byte(9);
     let mut roots = Vec::new();
@@ -539,17 +503,11 @@ fn a_reader_at_a_recent_block_sees_that_block_whole() {
 #[test]
 fn a_read_only_handle_catches_up_with_every_committed_block() {
     let dir = tempfile::tempdir().unwrap();
-    let shared = Options {
-        share_with_readers: true,
-        ..small_options()
-    };
+    let shared = small_options().with_share_with_readers(true);
     let db = StateDb::open(dir.path(), shared).unwrap();
     let who = Address::with_last_byte(9);
     commit_nonce(&db, 0, who);
-    let manual = Options {
-        follow_interval: std::time::Duration::from_secs(3600),
-        ..Options::default()
-    };
+    let manual = Options::default().with_follow_interval(std::time::Duration::from_secs(3600));
     let follower = ReadOnlyStateDb::open(dir.path(), manual).unwrap();
     assert_eq!(follower.catch_up().unwrap(), Some(0));
     let segments = || {
@@ -627,10 +585,7 @@ fn the_writer_and_a_follower_answer_through_one_read_trait() {
     }
 
     let dir = tempfile::tempdir().unwrap();
-    let options = Options {
-        share_with_readers: true,
-        ..Options::default()
-    };
+    let options = Options::default().with_share_with_readers(true);
     let db = StateDb::open(dir.path(), options).unwrap();
     let address = Address::repeat_byte(0x42);
     for block in 0..4u64 {

@@ -24,13 +24,11 @@ fn one_off(block: u64) -> Address {
 type OpenReader = Arc<dyn Fn(Regime) -> StateReader + Send + Sync>;
 
 fn workload_options(share_with_readers: bool) -> Options {
-    Options {
-        step_size: 2,
-        keep_steps_in_db: 1,
-        background_maintenance: true,
-        share_with_readers,
-        ..Options::default()
-    }
+    Options::default()
+        .with_step_size(2)
+        .with_keep_steps_in_db(1)
+        .with_background_maintenance(true)
+        .with_share_with_readers(share_with_readers)
 }
 
 #[test]

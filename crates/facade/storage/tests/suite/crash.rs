@@ -194,11 +194,9 @@ impl FileSystem for RecordingFs {
 }
 
 fn options(durability: Durability) -> Options {
-    Options {
-        durability,
-        background_maintenance: false,
-        ..crate::model::small_options()
-    }
+    crate::model::small_options()
+        .with_durability(durability)
+        .with_background_maintenance(false)
 }
 
 fn who(i: u64) -> Address {

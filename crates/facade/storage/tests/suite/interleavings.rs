@@ -74,19 +74,17 @@ struct Chain {
 impl Chain {
     fn open(dir: &std::path::Path) -> Chain {
         let points = Arc::new(PausePoints::new());
-        let options = Options {
-            step_size: 2,
-            keep_steps_in_db: 1,
-            unwind_depth: 8,
+        let options = Options::default()
+            .with_step_size(2)
+            .with_keep_steps_in_db(1)
+            .with_unwind_depth(8)
             // Every task runs when a test starts it.
-            background_maintenance: false,
-            flush_batch_bytes: 1 << 30,
-            memory_budget_bytes: 2 << 30,
-            flush_txn_keys: 5,
-            journal_segment_bytes: 2 << 10,
-            pause_points: Some(points.clone()),
-            ..Options::default()
-        };
+            .with_background_maintenance(false)
+            .with_flush_batch_bytes(1 << 30)
+            .with_memory_budget_bytes(2 << 30)
+            .with_flush_txn_keys(5)
+            .with_journal_segment_bytes(2 << 10)
+            .with_pause_points(Some(points.clone()));
         let db = Arc::new(StateDb::open(dir, options.clone()).unwrap());
         Chain {
             db,

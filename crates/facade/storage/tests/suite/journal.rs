@@ -12,11 +12,9 @@ use crate::model::small_options;
 
 /// Nothing is flushed unless the test asks.
 fn unflushed_options() -> Options {
-    Options {
-        flush_batch_bytes: u64::MAX,
-        memory_budget_bytes: u64::MAX,
-        ..small_options()
-    }
+    small_options()
+        .with_flush_batch_bytes(u64::MAX)
+        .with_memory_budget_bytes(u64::MAX)
 }
 
 fn who(i: u64) -> Address {
@@ -271,10 +269,7 @@ fn open_error(datadir: &Path, options: Options) -> Error {
 #[test]
 fn a_flipped_length_in_a_middle_frame_is_refused_by_every_open_and_nothing_is_cut() {
     let dir = tempfile::tempdir().unwrap();
-    let options = Options {
-        journal_segment_bytes: 1 << 20,
-        ..unflushed_options()
-    };
+    let options = unflushed_options().with_journal_segment_bytes(1 << 20);
     let db = StateDb::open(dir.path(), options.clone()).unwrap();
     for block in 0..6 {
         commit(&db, block);

@@ -86,22 +86,20 @@ fn code(variant: u8) -> Bytes {
 }
 
 pub(crate) fn small_options() -> Options {
-    Options {
-        step_size: 2,
-        keep_steps_in_db: 1,
-        unwind_depth: 6,
-        background_maintenance: false,
-        parallel_commitment_threshold: 8,
+    Options::default()
+        .with_step_size(2)
+        .with_keep_steps_in_db(1)
+        .with_unwind_depth(6)
+        .with_background_maintenance(false)
+        .with_parallel_commitment_threshold(8)
         // A few blocks per flush, so blocks sit in every tier.
-        flush_batch_bytes: 2 << 10,
-        memory_budget_bytes: 6 << 10,
-        journal_segment_bytes: 4 << 10,
+        .with_flush_batch_bytes(2 << 10)
+        .with_memory_budget_bytes(6 << 10)
+        .with_journal_segment_bytes(4 << 10)
         // Several redb transactions per flush.
-        flush_txn_keys: 5,
+        .with_flush_txn_keys(5)
         // A value cache that evicts.
-        value_cache_bytes: 16 << 10,
-        ..Options::default()
-    }
+        .with_value_cache_bytes(16 << 10)
 }
 
 /// Applies one write to the store and the model; storage writes to a missing

@@ -23,13 +23,11 @@ const ROOT_27: B256 = b256!("92a33bcf3823d87b03f8e24f8faf71be8f6e3e8cba636fa0b90
 const ROOT_23: B256 = b256!("3aa3f6313d05ae44bf11d79668df37539a732ed4b60f2c5ed3effd7b0b84977e");
 
 fn options() -> Options {
-    Options {
-        step_size: 4,
-        keep_steps_in_db: 1,
-        unwind_depth: 4,
-        background_maintenance: false,
-        ..Options::default()
-    }
+    Options::default()
+        .with_step_size(4)
+        .with_keep_steps_in_db(1)
+        .with_unwind_depth(4)
+        .with_background_maintenance(false)
 }
 
 fn who(i: u64) -> Address {

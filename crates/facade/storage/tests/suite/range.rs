@@ -115,11 +115,9 @@ fn ranges_match_the_model_across_every_tier_a_writer_and_an_older_block() {
     let dir = tempfile::tempdir().unwrap();
     // Blocks stay in the memory tier until an explicit compaction, so the
     // newest versions of many keys sit above older ones in redb and files.
-    let options = strata_storage::Options {
-        flush_batch_bytes: 1 << 20,
-        memory_budget_bytes: 1 << 21,
-        ..small_options()
-    };
+    let options = small_options()
+        .with_flush_batch_bytes(1 << 20)
+        .with_memory_budget_bytes(1 << 21);
     let db = StateDb::open(dir.path(), options).unwrap();
     let mut rng = StdRng::seed_from_u64(11);
     let mut model = Model::default();

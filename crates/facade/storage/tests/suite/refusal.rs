@@ -71,10 +71,7 @@ fn stage(writer: &mut strata_storage::BlockWriter, number: u64, variant: u64) {
 }
 
 fn options(warmers: usize) -> Options {
-    Options {
-        warmers,
-        ..small_options()
-    }
+    small_options().with_warmers(warmers)
 }
 
 /// The roots of blocks 1..=3 with the right writes, from a separate store.
@@ -227,10 +224,7 @@ fn after_a_disk_full_commit_every_refusal_names_the_block_and_the_first_cause() 
     let dir = tempfile::tempdir().unwrap();
     let disk = FillingDisk::default();
     let journal_disk = Arc::new(FaultyFileSystem::new(Arc::new(MemFileSystem::new())));
-    let options = Options {
-        durability: Durability::EveryBlock,
-        ..options(1)
-    };
+    let options = (options(1)).with_durability(Durability::EveryBlock);
     let db = StateDb::open_with_io(
         dir.path(),
         options,
@@ -278,11 +272,9 @@ fn a_disk_full_flush_poisons_the_store_and_names_the_cause() {
     let dir = tempfile::tempdir().unwrap();
     let disk = FillingDisk::default();
     // Nothing is flushed before the test asks.
-    let options = Options {
-        flush_batch_bytes: u64::MAX,
-        memory_budget_bytes: u64::MAX,
-        ..options(1)
-    };
+    let options = (options(1))
+        .with_flush_batch_bytes(u64::MAX)
+        .with_memory_budget_bytes(u64::MAX);
     let db = StateDb::open_with_io(
         dir.path(),
         options,
@@ -318,11 +310,9 @@ fn close_reports_a_failed_final_flush_and_the_journal_keeps_the_blocks() {
     let disk = FillingDisk::default();
     let journal = Arc::new(MemFileSystem::new());
     // Nothing is flushed before the close.
-    let options = Options {
-        flush_batch_bytes: u64::MAX,
-        memory_budget_bytes: u64::MAX,
-        ..options(1)
-    };
+    let options = (options(1))
+        .with_flush_batch_bytes(u64::MAX)
+        .with_memory_budget_bytes(u64::MAX);
     let db = StateDb::open_with_io(
         dir.path(),
         options.clone(),
@@ -372,13 +362,11 @@ fn a_flush_cut_between_its_transactions_loses_nothing() {
         }
         (db.root(), state_of(&db))
     };
-    let options = Options {
-        flush_batch_bytes: u64::MAX,
-        memory_budget_bytes: u64::MAX,
+    let options = options(0)
+        .with_flush_batch_bytes(u64::MAX)
+        .with_memory_budget_bytes(u64::MAX)
         // Several redb transactions per flush.
-        flush_txn_keys: 16,
-        ..options(0)
-    };
+        .with_flush_txn_keys(16);
     let mut cuts = 0;
     for syncs in 0.. {
         let dir = tempfile::tempdir().unwrap();

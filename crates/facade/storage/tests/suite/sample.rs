@@ -10,14 +10,12 @@ use strata_storage::keys::storage_key;
 use strata_storage::{Account, Domain, Options, ReadOnlyStateDb, StateDb};
 
 fn options() -> Options {
-    Options {
-        step_size: 2,
-        keep_steps_in_db: 1,
-        background_maintenance: false,
-        warmers: 0,
-        share_with_readers: true,
-        ..Options::default()
-    }
+    Options::default()
+        .with_step_size(2)
+        .with_keep_steps_in_db(1)
+        .with_background_maintenance(false)
+        .with_warmers(0)
+        .with_share_with_readers(true)
 }
 
 fn address(n: u16) -> Address {

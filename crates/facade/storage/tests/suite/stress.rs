@@ -24,19 +24,17 @@ use crate::oracle::{Model, assert_reads_match, model_root};
 
 fn options(rng: &mut StdRng) -> Options {
     let flush_batch_bytes = rng.random_range(1u64..6) << 10;
-    Options {
-        step_size: rng.random_range(1..=4),
-        keep_steps_in_db: rng.random_range(1..=2),
-        unwind_depth: rng.random_range(3..=8),
-        background_maintenance: true,
-        parallel_commitment_threshold: 8,
-        flush_batch_bytes,
-        memory_budget_bytes: flush_batch_bytes * rng.random_range(1..=4),
-        journal_segment_bytes: rng.random_range(1u64..8) << 10,
-        flush_txn_keys: rng.random_range(1..8),
-        value_cache_bytes: if rng.random_bool(0.5) { 16 << 10 } else { 0 },
-        ..Options::default()
-    }
+    Options::default()
+        .with_step_size(rng.random_range(1..=4))
+        .with_keep_steps_in_db(rng.random_range(1..=2))
+        .with_unwind_depth(rng.random_range(3..=8))
+        .with_background_maintenance(true)
+        .with_parallel_commitment_threshold(8)
+        .with_flush_batch_bytes(flush_batch_bytes)
+        .with_memory_budget_bytes(flush_batch_bytes * rng.random_range(1..=4))
+        .with_journal_segment_bytes(rng.random_range(1u64..8) << 10)
+        .with_flush_txn_keys(rng.random_range(1..8))
+        .with_value_cache_bytes(if rng.random_bool(0.5) { 16 << 10 } else { 0 })
 }
 
 fn random_write(rng: &mut StdRng) -> Write {

@@ -20,13 +20,11 @@ const COMMITMENT: TableDefinition<&[u8], &[u8]> = TableDefinition::new("commitme
 const STEP_LEN: usize = 8;
 
 fn options() -> Options {
-    Options {
-        step_size: 2,
-        keep_steps_in_db: 1,
-        background_maintenance: false,
-        warmers: 0,
-        ..Options::default()
-    }
+    Options::default()
+        .with_step_size(2)
+        .with_keep_steps_in_db(1)
+        .with_background_maintenance(false)
+        .with_warmers(0)
 }
 
 fn contract(n: u8) -> Address {
@@ -373,10 +371,7 @@ fn an_account_too_large_to_hold_is_sorted_on_its_own_and_verifies() {
 /// A flushed datadir whose journal holds blocks 0..12 in several segments
 /// (a new segment per open), the newest segment's blocks unflushed.
 fn journaled_store(dir: &Path) -> Vec<std::path::PathBuf> {
-    let options = Options {
-        unwind_depth: 64,
-        ..options()
-    };
+    let options = options().with_unwind_depth(64);
     for round in 0..4u64 {
         let db = StateDb::open(dir, options.clone()).unwrap();
         for block in round * 3..round * 3 + 3 {

@@ -73,7 +73,7 @@ enum Refresh {
 /// use strata_engine::{Account, Options, ReadOnlyStateDb, Regime, StateDb};
 ///
 /// let dir = tempfile::tempdir().unwrap();
-/// let shared = Options { share_with_readers: true, ..Options::default() };
+/// let shared = Options::default().with_share_with_readers(true);
 /// let writer = StateDb::open(dir.path(), shared).unwrap();
 /// let mut block = writer.begin_block(0).unwrap();
 /// block.put_account(Address::ZERO, &Account { nonce: 1, ..Account::default() });
