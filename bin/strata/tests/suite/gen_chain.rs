@@ -254,6 +254,11 @@ fn an_amsterdam_chain_imports_with_its_access_lists_and_a_wrong_list_is_refused(
         "2",
         "--transaction-workers",
         "0,2",
+        // The smallest memory tier and flush batch the flags take.
+        "--flush-mib",
+        "1",
+        "--memory-mib",
+        "2",
     ]);
     assert!(stdout.contains("access lists use"), "{stdout}");
     assert!(stdout.contains("access lists ignore"), "{stdout}");
@@ -275,6 +280,27 @@ fn an_amsterdam_chain_imports_with_its_access_lists_and_a_wrong_list_is_refused(
         stdout.contains(&format!("final root {expected_root}")),
         "{stdout}"
     );
+
+    // A memory tier smaller than its flush batch is refused before the
+    // datadir is made.
+    let small = dir.path().join("small");
+    let stderr = strata_err(&[
+        "import-chain",
+        out.join("chain.rlp").to_str().unwrap(),
+        "--genesis",
+        out.join("genesis.json").to_str().unwrap(),
+        "--datadir",
+        small.to_str().unwrap(),
+        "--flush-mib",
+        "4",
+        "--memory-mib",
+        "2",
+    ]);
+    assert!(
+        stderr.contains("--memory-mib 2 is below --flush-mib 4"),
+        "{stderr}"
+    );
+    assert!(!small.exists());
 
     // The file with its first two lists swapped: block 1 meets block 2's.
     let bytes = std::fs::read(&lists).unwrap();

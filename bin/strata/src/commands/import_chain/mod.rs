@@ -171,6 +171,16 @@ pub struct ImportChainArgs {
     #[arg(long, value_name = "MIB", default_value_t = 256,
           value_parser = clap::value_parser!(u64).range(1..=MAX_CACHE_MIB))]
     pub cache_mib: u64,
+    /// Flush the memory tier to redb in the background once its blocks hold
+    /// this many MiB of keys and values.
+    #[arg(long, value_name = "MIB", default_value_t = Options::default().flush_batch_bytes >> 20,
+          value_parser = clap::value_parser!(u64).range(1..=MAX_CACHE_MIB))]
+    pub flush_mib: u64,
+    /// The memory tier's budget: a commit that finds it fuller waits for
+    /// the flush (at least --flush-mib).
+    #[arg(long, value_name = "MIB", default_value_t = Options::default().memory_budget_bytes >> 20,
+          value_parser = clap::value_parser!(u64).range(1..=MAX_CACHE_MIB))]
+    pub memory_mib: u64,
 }
 
 /// The database the baseline executes over.
@@ -182,6 +192,13 @@ pub enum Baseline {
 }
 
 pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
+    if args.memory_mib < args.flush_mib {
+        return Err(FlagError::MemoryBelowFlush {
+            memory_mib: args.memory_mib,
+            flush_mib: args.flush_mib,
+        }
+        .into());
+    }
     if args.share && args.sync_every > 1 {
         return Err(FlagError::NeedsDurableCommits {
             flag: "--share",
@@ -428,6 +445,8 @@ fn options(args: &ImportChainArgs, warmers: usize) -> Options {
     Options::default()
         .with_warmers(warmers)
         .with_cache_bytes(args.cache_mib << 20)
+        .with_flush_batch_bytes(args.flush_mib << 20)
+        .with_memory_budget_bytes(args.memory_mib << 20)
         .with_read_metrics(true)
         .with_background_maintenance(true)
         .with_share_with_readers(args.share)
