@@ -189,12 +189,29 @@ where
             .execute_transaction_with_index(tx, index)
             .map_err(|error| block_error(Some(index), error))?;
     }
-    executor
-        .evm_mut()
-        .db_mut()
-        .set_bal_index(transactions.len() as u64 + 1);
+    after_transactions(
+        spec,
+        header,
+        transactions.len(),
+        executor.evm_mut().db_mut(),
+    )
+}
+
+/// What follows a block's `transactions` transactions before alloy-evm's
+/// `finish`: the list's index moves one past the last transaction, and
+/// from Prague the request contracts must have code.
+pub(crate) fn after_transactions<DB>(
+    spec: &ChainSpec,
+    header: &Header,
+    transactions: usize,
+    db: &mut RecordingDb<DB>,
+) -> Result<(), RunError>
+where
+    DB: alloy_evm::block::StateDB + std::fmt::Debug,
+{
+    db.set_bal_index(transactions as u64 + 1);
     if spec.is_prague_active_at_timestamp(header.timestamp) {
-        check_request_contracts(executor.evm_mut().db_mut())?;
+        check_request_contracts(db)?;
     }
     Ok(())
 }

@@ -33,7 +33,6 @@ use alloy_eip7928::BlockAccessList;
 use alloy_evm::block::{BalIndexedDatabase, BlockExecutor, BlockExecutorFactory};
 use alloy_evm::eth::EthTxResult;
 use alloy_evm::{Evm, EvmEnv, EvmFactory, FromRecoveredTx};
-use alloy_hardforks::EthereumHardforks;
 use revm::context::result::HaltReason;
 use revm::context::{Block, TxEnv};
 use revm::context_interface::Cfg;
@@ -46,8 +45,7 @@ use crate::ChainSpec;
 use crate::block::DecodedBlock;
 use crate::block_access_list::RecordingDb;
 use crate::evm_run::{
-    Outcome, RunError, block_error, check_request_contracts, execution_ctx, executor_factory,
-    finish,
+    Outcome, RunError, after_transactions, block_error, execution_ctx, executor_factory, finish,
 };
 use crate::via_writer::CheckedWriter;
 use overlay::{ListOverlay, ListView, Reads};
@@ -210,13 +208,12 @@ fn commit_in_turn(
             }
         }
     }
-    executor
-        .evm_mut()
-        .db_mut()
-        .set_bal_index(transactions.len() as u64 + 1);
-    if spec.is_prague_active_at_timestamp(header.timestamp) {
-        check_request_contracts(executor.evm_mut().db_mut())?;
-    }
+    after_transactions(
+        spec,
+        header,
+        transactions.len(),
+        executor.evm_mut().db_mut(),
+    )?;
     Ok((finish(executor)?, counts))
 }
 
