@@ -269,7 +269,8 @@ fn build_datadir(
         Options::default().with_durability(Durability::EveryN(u64::MAX)),
     )
     .expect("open the datadir");
-    db.init_genesis(&genesis).expect("genesis");
+    db.init_genesis(&genesis, strata_storage::GenesisName::Unnamed)
+        .expect("genesis");
     drop(genesis);
     for block in blocks {
         let mut writer = db.begin_block(block.number).expect("begin");

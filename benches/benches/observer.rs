@@ -101,7 +101,8 @@ fn main() {
         .collect();
     let keys = KeyPool::new(addresses.clone(), slots);
     let db = StateDb::open(dir.path(), options(sizes.warmers)).expect("open");
-    db.init_genesis(&alloc).expect("genesis");
+    db.init_genesis(&alloc, strata_storage::GenesisName::Unnamed)
+        .expect("genesis");
     drop(alloc);
     let follower = ReadOnlyStateDb::open(dir.path(), Options::default()).expect("read-only open");
     let blocks: Vec<_> = (0..sizes.blocks)

@@ -92,7 +92,8 @@ fn main() {
         .iter()
         .map(|c| (*c, *alloc[c].storage.keys().next().unwrap()))
         .collect();
-    db.init_genesis(&alloc).unwrap();
+    db.init_genesis(&alloc, strata_storage::GenesisName::Unnamed)
+        .unwrap();
     drop(alloc);
     let all = targets(&set_slots, &addresses, per_round);
     let reader = db.latest();

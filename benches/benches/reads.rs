@@ -356,10 +356,14 @@ impl DbFixture {
             .with_warmers(0);
         let db_dir = tempfile::tempdir().expect("temp dir");
         let in_db = StateDb::open(db_dir.path(), options.clone()).expect("open");
-        in_db.init_genesis(&alloc).expect("genesis");
+        in_db
+            .init_genesis(&alloc, strata_storage::GenesisName::Unnamed)
+            .expect("genesis");
         let files_dir = tempfile::tempdir().expect("temp dir");
         let in_files = StateDb::open(files_dir.path(), options).expect("open");
-        in_files.init_genesis(&alloc).expect("genesis");
+        in_files
+            .init_genesis(&alloc, strata_storage::GenesisName::Unnamed)
+            .expect("genesis");
         in_files
             .begin_block(1)
             .expect("block")

@@ -184,8 +184,10 @@ fn main() {
         let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         let a = StateDb::open(dir_a.path(), Options::default()).unwrap();
         let b = StateDb::open(dir_b.path(), Options::default()).unwrap();
-        a.init_genesis(&alloc).unwrap();
-        b.init_genesis(&alloc).unwrap();
+        a.init_genesis(&alloc, strata_storage::GenesisName::Unnamed)
+            .unwrap();
+        b.init_genesis(&alloc, strata_storage::GenesisName::Unnamed)
+            .unwrap();
         let (writer_way, writer_root) = by_writer(&a, &block);
         let (bundle_way, bundle_root) = by_bundle(&b, &block);
         assert_eq!(

@@ -862,7 +862,8 @@ fn state_db_sweep(run: &Run) {
     let (alloc, writes) = sweep_state(accounts);
     let genesis_root = {
         let db = StateDb::open(dir.path(), sweep_options(CONFIGS[0], 0)).expect("open");
-        db.init_genesis(&alloc).expect("genesis")
+        db.init_genesis(&alloc, strata_storage::GenesisName::Unnamed)
+            .expect("genesis")
     };
     drop(alloc);
     println!(

@@ -101,7 +101,7 @@ pub(super) fn run(args: InitArgs) -> Result<(), CliError> {
     let printed = match input {
         Input::Genesis(alloc) => {
             let root = db
-                .init_genesis(&alloc)
+                .init_genesis(&alloc, strata_storage::GenesisName::Unnamed)
                 .map_err(CliError::storage(&args.datadir))?;
             let slots: usize = alloc.values().map(|a| a.storage.len()).sum();
             print_text(&format!(

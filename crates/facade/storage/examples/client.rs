@@ -30,7 +30,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     )]);
     // Block 0's hash is served to BLOCKHASH(0); `init_chain_genesis` (feature
     // `alloy-genesis`) builds it from an `alloy_genesis::Genesis` instead.
-    db.init_genesis_with_hash(&alloc, B256::repeat_byte(0x01))?;
+    db.init_genesis(
+        &alloc,
+        strata_storage::GenesisName::Hash(B256::repeat_byte(0x01)),
+    )?;
 
     // Block 1: one transfer executed by revm 43 over the block's writer (its
     // reader sees the block's earlier transactions; reads timed as Exec).

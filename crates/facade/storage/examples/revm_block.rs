@@ -43,7 +43,10 @@ fn main() -> Result<(), Box<dyn Error>> {
             ..Default::default()
         },
     )]);
-    println!("genesis  root {}", db.init_genesis(&alloc)?);
+    println!(
+        "genesis  root {}",
+        db.init_genesis(&alloc, strata_storage::GenesisName::Unnamed)?
+    );
 
     let counter = sender.create(1);
     let deploy: Bytes = [INIT.as_slice(), COUNTER.as_slice()].concat().into();

@@ -31,7 +31,7 @@
 //!     alice,
 //!     GenesisAccount { balance: U256::from(10u64.pow(18)), ..Default::default() },
 //! )]);
-//! db.init_genesis(&alloc)?;
+//! db.init_genesis(&alloc, strata_engine::GenesisName::Unnamed)?;
 //!
 //! // Execute over the last committed block, reads timed as Exec.
 //! let mut evm = Context::mainnet().with_db(exec_database(&db)).build_mainnet();

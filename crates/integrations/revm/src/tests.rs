@@ -118,7 +118,9 @@ fn run_blocks_with(
     let db = StateDb::open(dir.path(), Options::default()).unwrap();
     let alloc = genesis();
     let mut oracle = oracle::seeded(&alloc);
-    let genesis_root = db.init_genesis(&alloc).unwrap();
+    let genesis_root = db
+        .init_genesis(&alloc, strata_engine::GenesisName::Unnamed)
+        .unwrap();
     assert_eq!(
         genesis_root,
         oracle::state_root(&oracle),
@@ -343,7 +345,8 @@ fn one_journal_matches_the_oracle(
     let db = StateDb::open(dir.path(), Options::default()).unwrap();
     let alloc = genesis();
     let mut oracle = oracle::seeded(&alloc);
-    db.init_genesis(&alloc).unwrap();
+    db.init_genesis(&alloc, strata_engine::GenesisName::Unnamed)
+        .unwrap();
     for tx in &txs {
         assert!(oracle_transact(&mut oracle, spec, 1, tx.clone()).is_success());
     }
@@ -402,7 +405,8 @@ fn one_journal_keeps_a_change_the_next_transaction_only_touches() {
 fn revm_reads_are_timed_in_the_exec_regime() {
     let dir = tempfile::tempdir().unwrap();
     let db = StateDb::open(dir.path(), Options::default()).unwrap();
-    db.init_genesis(&genesis()).unwrap();
+    db.init_genesis(&genesis(), strata_engine::GenesisName::Unnamed)
+        .unwrap();
     db.metrics().reset();
 
     let mut evm = Context::mainnet()
@@ -450,7 +454,8 @@ fn revm_reads_are_timed_in_the_exec_regime() {
 fn database_ref_answers_and_refuses_with_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
     let db = StateDb::open(dir.path(), Options::default()).unwrap();
-    db.init_genesis(&genesis()).unwrap();
+    db.init_genesis(&genesis(), strata_engine::GenesisName::Unnamed)
+        .unwrap();
     let mut writer = db.begin_block(1).unwrap();
     writer.set_block_hash(block_hash(1));
     writer.commit().unwrap();
@@ -509,7 +514,8 @@ fn database_ref_answers_and_refuses_with_clear_errors() {
 fn a_code_hash_without_bytecode_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let db = StateDb::open(dir.path(), Options::default()).unwrap();
-    db.init_genesis(&genesis()).unwrap();
+    db.init_genesis(&genesis(), strata_engine::GenesisName::Unnamed)
+        .unwrap();
     let original = as_revm(&db.reader(Regime::Exec))
         .basic_ref(BOB)
         .unwrap()

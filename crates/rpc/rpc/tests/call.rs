@@ -69,8 +69,11 @@ fn executed(record: bool) -> Executed {
     let genesis = GenesisBlock::new(generator.genesis()).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let db = StateDb::open(dir.path(), Options::default()).unwrap();
-    db.init_genesis_with_header(&genesis.alloc, genesis.hash, genesis.header_rlp())
-        .unwrap();
+    db.init_genesis(
+        &genesis.alloc,
+        strata_storage::GenesisName::HashAndHeader(genesis.hash, genesis.header_rlp()),
+    )
+    .unwrap();
     if record {
         db.set_chain_config(&genesis.recorded_config()).unwrap();
     }

@@ -40,7 +40,10 @@ fn datadir(dir: &std::path::Path) -> Vec<B256> {
             ..Default::default()
         },
     );
-    let mut roots = vec![db.init_genesis(&alloc).unwrap()];
+    let mut roots = vec![
+        db.init_genesis(&alloc, strata_storage::GenesisName::Unnamed)
+            .unwrap(),
+    ];
     for block in 1..=5u64 {
         let mut writer = db.begin_block(block).unwrap();
         put_first_account(&mut writer, block);

@@ -30,6 +30,19 @@ const PARALLEL_GENESIS: usize = 4096;
 /// thousand keys cost less than building files.
 const FILES_GENESIS_ACCOUNTS: usize = 100_000;
 
+/// How a genesis names its block 0 beside its state
+/// ([`crate::StateDb::init_genesis`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GenesisName {
+    /// Neither a hash nor a header is stored for block 0.
+    Unnamed,
+    /// Block 0's hash, served to `BLOCKHASH(0)` by the blocks after it.
+    Hash(B256),
+    /// Block 0's hash and its header as the client encodes it (RLP for
+    /// Ethereum; a chain import continues from it).
+    HashAndHeader(B256, Bytes),
+}
+
 /// Block 0's hash and, when the client has one, its header (as the client
 /// encodes it).
 pub(crate) struct BlockZero {

@@ -48,6 +48,7 @@ mod writer_slot;
 
 pub use commit::CommitInfo;
 pub use figures::{DomainFiles, StoreFigures, WeakStateDb};
+pub use genesis_init::GenesisName;
 pub use ledger::FlushStats;
 pub use maintenance::MaintenanceReport;
 pub use options::{Durability, Options};

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use redb::{ReadableDatabase, TableHandle};
 use strata_cache::{CacheStats, WarmupPool, build_cache};
 
-use crate::genesis_init::BlockZero;
+use crate::genesis_init::{BlockZero, GenesisName};
 use crate::inner::Inner;
 use crate::ledger::{FlushStats, FlushWorker, Ledger};
 use crate::maintenance::{self, MaintenanceReport, MaintenanceWorker};
@@ -324,39 +324,26 @@ impl StateDb {
         Ok(BlockWriter::new(&self.inner, write_side, number))
     }
 
-    /// Writes the initial state `alloc` as block 0 of an empty store and
-    /// returns its state root (bulk-built, streaming, in hashed-key order).
-    /// No block hash is stored for block 0; see
-    /// [`StateDb::init_genesis_with_hash`].
-    pub fn init_genesis(&self, alloc: &strata_genesis::GenesisAlloc) -> Result<B256> {
-        Ok(self.write_genesis(alloc, |_| Ok(None))?.0)
-    }
-
-    /// Like [`StateDb::init_genesis`], and stores `hash` as block 0's hash,
-    /// which BLOCKHASH(0) serves in the blocks after it.
-    pub fn init_genesis_with_hash(
+    /// Writes the initial state `alloc` as block 0 of an empty store,
+    /// named as `block` says (its hash, served to `BLOCKHASH(0)` by the
+    /// blocks after it, and its header, served by
+    /// `StateReader::block_header(0)` while block 0 is among the last 256),
+    /// and returns its state root (bulk-built, in hashed-key order; from
+    /// 100,000 accounts on written as immutable files).
+    pub fn init_genesis(
         &self,
         alloc: &strata_genesis::GenesisAlloc,
-        hash: B256,
+        block: GenesisName,
     ) -> Result<B256> {
-        let block_zero = BlockZero { hash, header: None };
-        Ok(self.write_genesis(alloc, |_| Ok(Some(block_zero)))?.0)
-    }
-
-    /// Like [`StateDb::init_genesis_with_hash`], and stores block 0's
-    /// `header` as the client encodes it (RLP for Ethereum), served by
-    /// `StateReader::block_header(0)` while block 0 is among the last 256.
-    pub fn init_genesis_with_header(
-        &self,
-        alloc: &strata_genesis::GenesisAlloc,
-        hash: B256,
-        header: Bytes,
-    ) -> Result<B256> {
-        let block_zero = BlockZero {
-            hash,
-            header: Some(header),
+        let block_zero = match block {
+            GenesisName::Unnamed => None,
+            GenesisName::Hash(hash) => Some(BlockZero { hash, header: None }),
+            GenesisName::HashAndHeader(hash, header) => Some(BlockZero {
+                hash,
+                header: Some(header),
+            }),
         };
-        Ok(self.write_genesis(alloc, |_| Ok(Some(block_zero)))?.0)
+        Ok(self.write_genesis(alloc, |_| Ok(block_zero))?.0)
     }
 
     /// Writes `genesis` — a genesis as clients hold it, e.g. from reth's

@@ -432,8 +432,11 @@ fn prepare_datadir(args: &ImportChainArgs, genesis: &GenesisBlock) -> Result<(),
     let db = strata_storage::StateDb::open(&args.datadir, options(args, 0))
         .map_err(CliError::storage(&args.datadir))?;
     if db.last_block().is_none() {
-        db.init_genesis_with_header(&genesis.alloc, genesis.hash, genesis.header_rlp())
-            .map_err(CliError::storage(&args.datadir))?;
+        db.init_genesis(
+            &genesis.alloc,
+            strata_storage::GenesisName::HashAndHeader(genesis.hash, genesis.header_rlp()),
+        )
+        .map_err(CliError::storage(&args.datadir))?;
         db.set_chain_config(&genesis.recorded_config())
             .map_err(CliError::storage(&args.datadir))?;
     }

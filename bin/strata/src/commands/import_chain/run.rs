@@ -414,7 +414,10 @@ fn start(
     let genesis_number = genesis.header.number;
     let Some(last) = db.last_block() else {
         let root = db
-            .init_genesis_with_header(&genesis.alloc, genesis.hash, genesis.header_rlp())
+            .init_genesis(
+                &genesis.alloc,
+                strata_storage::GenesisName::HashAndHeader(genesis.hash, genesis.header_rlp()),
+            )
             .map_err(CliError::storage(datadir))?;
         if root != genesis.header.state_root {
             return Err(ImportChainError::GenesisRoot {

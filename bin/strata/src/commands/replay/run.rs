@@ -392,7 +392,9 @@ fn prepare(
     }
     let empty = Default::default();
     let alloc = start.genesis.as_ref().unwrap_or(&empty);
-    let root = db.init_genesis(alloc).map_err(CliError::storage(datadir))?;
+    let root = db
+        .init_genesis(alloc, strata_storage::GenesisName::Unnamed)
+        .map_err(CliError::storage(datadir))?;
     if let Some(expected) = start.genesis_root
         && root != expected
     {

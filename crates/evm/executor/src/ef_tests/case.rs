@@ -124,10 +124,12 @@ fn run(case: &Case, scratch: &Path, options: RunOptions) -> Result<CaseOutcome, 
     let db = StateDb::open(dir.path(), case_options())
         .map_err(|e| Failure::case(format!("open: {e}")))?;
     let root = db
-        .init_genesis_with_header(
+        .init_genesis(
             &alloc,
-            genesis_hash,
-            bytes::Bytes::from(alloy_rlp::encode(&genesis)),
+            strata_storage::GenesisName::HashAndHeader(
+                genesis_hash,
+                bytes::Bytes::from(alloy_rlp::encode(&genesis)),
+            ),
         )
         .map_err(|e| Failure::case(format!("genesis: {e}")))?;
     if root != genesis.state_root {

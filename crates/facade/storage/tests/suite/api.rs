@@ -175,7 +175,9 @@ fn refused_requests_name_the_problem_and_leave_the_store_usable() {
         err.to_string().contains("cannot unwind to block 7"),
         "{err}"
     );
-    let err = db.init_genesis(&Default::default()).unwrap_err();
+    let err = db
+        .init_genesis(&Default::default(), strata_storage::GenesisName::Unnamed)
+        .unwrap_err();
     assert!(matches!(err, Error::GenesisExists { last: 0 }), "{err}");
     // None of that poisoned the store.
     let mut writer = db.begin_block(1).unwrap();

@@ -262,7 +262,9 @@ fn import_and_genesis_build_the_same_state() {
     let genesis_dir = tempfile::tempdir().unwrap();
     let genesis = StateDb::open(genesis_dir.path(), small_options()).unwrap();
     let alloc: BTreeMap<Address, GenesisAccount> = input.iter().cloned().collect();
-    let genesis_root = genesis.init_genesis(&alloc).unwrap();
+    let genesis_root = genesis
+        .init_genesis(&alloc, strata_storage::GenesisName::Unnamed)
+        .unwrap();
     let import_dir = tempfile::tempdir().unwrap();
     let imported = StateDb::open(import_dir.path(), small_options()).unwrap();
     // Runs in a caller's folder go to a folder of their own, removed after;
@@ -299,7 +301,9 @@ fn a_large_genesis_is_written_as_files() {
     let hash = B256::repeat_byte(0x42);
     let root = {
         let db = StateDb::open(dir.path(), small_options()).unwrap();
-        let root = db.init_genesis_with_hash(&alloc, hash).unwrap();
+        let root = db
+            .init_genesis(&alloc, strata_storage::GenesisName::Hash(hash))
+            .unwrap();
         assert_eq!(root, model_root(&model));
         assert_eq!(db.last_block(), Some(0));
         assert_eq!(db.latest().block_hash(0).unwrap(), Some(hash));

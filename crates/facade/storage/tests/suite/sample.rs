@@ -72,7 +72,8 @@ fn write_store(db: &StateDb, model: &mut Model) {
         }
         alloc.insert(address, genesis);
     }
-    db.init_genesis(&alloc).unwrap();
+    db.init_genesis(&alloc, strata_storage::GenesisName::Unnamed)
+        .unwrap();
     let commit = |block: u64, model: &mut Model, deletes: &[u16], creates: &[u16]| {
         let mut writer = db.begin_block(block).unwrap();
         for &n in deletes {

@@ -114,7 +114,8 @@ fn blockchain_tests_pre_and_post_roots() {
             let dir = tempfile::tempdir().unwrap();
             let db = StateDb::open(dir.path(), crate::model::small_options()).unwrap();
             assert_eq!(
-                db.init_genesis(&pre).unwrap(),
+                db.init_genesis(&pre, strata_storage::GenesisName::Unnamed)
+                    .unwrap(),
                 genesis_root,
                 "{context}: pre root"
             );

@@ -57,7 +57,8 @@ fn make_store(dir: &Path) {
         alloc.insert(contract(n), account);
     }
     let db = StateDb::open(dir, options()).unwrap();
-    db.init_genesis(&alloc).unwrap();
+    db.init_genesis(&alloc, strata_storage::GenesisName::Unnamed)
+        .unwrap();
     for block in 1..=4u64 {
         let mut writer = db.begin_block(block).unwrap();
         for n in [3u8, 9, 30] {
@@ -344,7 +345,8 @@ fn an_account_too_large_to_hold_is_sorted_on_its_own_and_verifies() {
         },
     );
     let db = StateDb::open(dir.path(), options()).unwrap();
-    db.init_genesis(&alloc).unwrap();
+    db.init_genesis(&alloc, strata_storage::GenesisName::Unnamed)
+        .unwrap();
     let whole = db.verify().unwrap();
     assert!(whole.is_ok(), "{:#?}", whole.problems);
     assert_eq!(whole.slots, 3000 + (1..=20u64).map(|n| n % 4).sum::<u64>());

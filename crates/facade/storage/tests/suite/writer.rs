@@ -71,7 +71,8 @@ fn a_second_writer_on_the_same_thread_is_refused_not_deadlocked() {
         db.begin_block(0).err(),
         db.try_begin_block(0).err(),
         db.unwind_to(0).err(),
-        db.init_genesis(&Default::default()).err(),
+        db.init_genesis(&Default::default(), strata_storage::GenesisName::Unnamed)
+            .err(),
     ] {
         let busy = busy.expect("refused while the writer is open");
         assert!(

@@ -23,7 +23,10 @@ fn strata_executes_every_generated_block() {
     let store = tempfile::tempdir().unwrap();
     let db = StateDb::open(store.path(), case_options()).expect("opens");
     let root = db
-        .init_genesis_with_hash(&genesis.alloc, genesis.hash)
+        .init_genesis(
+            &genesis.alloc,
+            strata_storage::GenesisName::Hash(genesis.hash),
+        )
         .expect("genesis");
     assert_eq!(root, genesis.header.state_root);
 
@@ -70,8 +73,11 @@ fn strata_executes_every_fork_the_generator_makes() {
         );
         let store = tempfile::tempdir().unwrap();
         let db = StateDb::open(store.path(), case_options()).expect("opens");
-        db.init_genesis_with_hash(&genesis.alloc, genesis.hash)
-            .expect("genesis");
+        db.init_genesis(
+            &genesis.alloc,
+            strata_storage::GenesisName::Hash(genesis.hash),
+        )
+        .expect("genesis");
         let mut parent = (genesis.header.clone(), genesis.hash);
         for (index, block) in read_blocks(&dir.path().join(CHAIN_FILE))
             .into_iter()
@@ -130,7 +136,10 @@ fn a_block_with_a_wrong_access_list_is_refused_and_writes_nothing() {
     let store = tempfile::tempdir().unwrap();
     let db = StateDb::open(store.path(), case_options()).expect("opens");
     let root = db
-        .init_genesis_with_hash(&genesis.alloc, genesis.hash)
+        .init_genesis(
+            &genesis.alloc,
+            strata_storage::GenesisName::Hash(genesis.hash),
+        )
         .expect("genesis");
     // One balance after the block, off by one wei.
     let mut wrong = lists.remove(0);
@@ -184,8 +193,11 @@ fn transactions_run_ahead_from_the_list_match_the_serial_run() {
     let open = || {
         let store = tempfile::tempdir().unwrap();
         let db = StateDb::open(store.path(), case_options()).expect("opens");
-        db.init_genesis_with_hash(&genesis.alloc, genesis.hash)
-            .expect("genesis");
+        db.init_genesis(
+            &genesis.alloc,
+            strata_storage::GenesisName::Hash(genesis.hash),
+        )
+        .expect("genesis");
         (store, db)
     };
     let (_serial_dir, serial) = open();
