@@ -117,7 +117,7 @@ pub(super) fn run(args: VerifyArgs) -> Result<(), CliError> {
     let sort_memory_bytes = sort_budget(args.sort_memory, total_memory_bytes())?;
     let scratch = scratch_folder(args.temp_dir.as_deref())?;
     let report = with_redb_panics_quiet(|| {
-        strata_storage::verify_datadir_with(
+        strata_storage::verify_datadir(
             &args.datadir,
             &inspect_options(),
             &VerifyOptions {

@@ -61,7 +61,7 @@ fn check_datadir(
     };
     assert_eq!(db.root(), expected, "kill {kill}: root of block {last:?}");
     let report = db
-        .verify()
+        .verify(&Default::default())
         .unwrap_or_else(|e| panic!("kill {kill}: verify: {e}"));
     assert!(
         report.is_ok(),

@@ -68,7 +68,5 @@ pub use strata_view::access_list::{self, AccountAccess, BlockAccessList};
 pub use strata_view::error::{DbError, Error, Result};
 pub use strata_view::reader::StateReader;
 pub use strata_view::stats::{JournalStats, LiveSize, MemoryStats};
-pub use verify::{
-    IntegrityTiming, VerifyOptions, VerifyReport, verify_datadir, verify_datadir_with,
-};
+pub use verify::{IntegrityTiming, VerifyOptions, VerifyReport, verify_datadir};
 pub use writer::BlockWriter;

@@ -467,15 +467,9 @@ impl StateDb {
     /// what is wrong, as [`crate::verify_datadir`]'s does. While the
     /// segments are read, flushes wait and commits wait for their journal
     /// append (a read of the journal's bytes); the rest runs beside them.
-    /// Uses the default [`VerifyOptions`](crate::VerifyOptions) (256 MiB of
-    /// sorts spilling to the system's temp folder).
-    pub fn verify(&self) -> Result<crate::verify::VerifyReport> {
-        self.verify_with(&crate::verify::VerifyOptions::default())
-    }
-
-    /// [`StateDb::verify`] with the sorts' memory and scratch folder chosen
-    /// by `options`.
-    pub fn verify_with(
+    /// The sorts take `options`' memory and scratch folder
+    /// (`VerifyOptions::default()`: 256 MiB, the system's temp folder).
+    pub fn verify(
         &self,
         options: &crate::verify::VerifyOptions,
     ) -> Result<crate::verify::VerifyReport> {

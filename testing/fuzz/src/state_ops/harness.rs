@@ -458,7 +458,7 @@ impl Harness {
     fn check_verify(&self, context: &str) {
         let report = self
             .db()
-            .verify()
+            .verify(&Default::default())
             .unwrap_or_else(|e| panic!("{context}: verify: {e}"));
         assert!(report.is_ok(), "{context}: verify: {:?}", report.problems);
         assert_eq!(

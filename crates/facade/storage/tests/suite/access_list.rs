@@ -227,7 +227,7 @@ fn the_root_computed_alongside_execution_is_the_commits_root() {
         db.latest().storage(&who(2), &slot(2)).unwrap(),
         U256::from(402)
     );
-    assert!(db.verify().unwrap().is_ok());
+    assert!(db.verify(&Default::default()).unwrap().is_ok());
 }
 
 /// A block whose root came from its list keeps its hash and header (set on
@@ -314,7 +314,7 @@ fn a_block_that_differs_from_its_list_is_refused_and_the_store_goes_on() {
     let mut block = db.begin_block(2).unwrap();
     block.put_account(who(77), &Account::default());
     block.commit().unwrap();
-    assert!(db.verify().unwrap().is_ok());
+    assert!(db.verify(&Default::default()).unwrap().is_ok());
 }
 
 #[test]

@@ -211,7 +211,7 @@ fn verify_reports_a_damaged_file_by_name() {
         commit_nonce(&db, number, Address::with_last_byte(number as u8));
     }
     db.compact().unwrap();
-    let clean = db.verify().unwrap();
+    let clean = db.verify(&Default::default()).unwrap();
     assert!(clean.is_ok(), "{:?}", clean.problems);
     assert!(clean.files_checked > 0);
     assert_eq!(clean.computed_root, db.root());
@@ -225,7 +225,7 @@ fn verify_reports_a_damaged_file_by_name() {
     let at = bytes.len() - 3;
     bytes[at] ^= 0x40;
     std::fs::write(&victim, &bytes).unwrap();
-    let damaged = db.verify().unwrap();
+    let damaged = db.verify(&Default::default()).unwrap();
     let name = victim.file_name().unwrap().to_string_lossy().into_owned();
     assert!(
         damaged.problems.iter().any(|p| p.contains(&name)),

@@ -269,7 +269,7 @@ fn check_images(roots: &[B256], images: Vec<Image>, durability: Durability, dir:
                 roots[block as usize],
                 "image {i}: root of block {block}"
             );
-            let report = db.verify().unwrap();
+            let report = db.verify(&Default::default()).unwrap();
             assert!(report.is_ok(), "image {i}: {:?}", report.problems);
             let reader = db.reader(Regime::Exec);
             let account = reader.account(&who(block)).unwrap().unwrap();
@@ -347,7 +347,7 @@ fn a_power_cut_at_any_point_of_an_unwind_leaves_it_undone_or_done() {
             .unwrap_or_else(|e| panic!("unwind image {i} does not open: {e}"));
         let block = db.last_block().unwrap();
         assert_eq!(db.root(), roots[block as usize], "unwind image {i}: root");
-        let report = db.verify().unwrap();
+        let report = db.verify(&Default::default()).unwrap();
         assert!(report.is_ok(), "unwind image {i}: {:?}", report.problems);
         match block {
             b if b == last => {

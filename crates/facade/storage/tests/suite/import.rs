@@ -186,7 +186,7 @@ fn an_imported_state_reads_continues_and_reopens_like_the_model() {
     assert_eq!(db.last_block(), Some(BLOCK + 5));
     assert_eq!(db.root(), model_root(&model));
     assert_state(&db, &model, "after reopen");
-    db.verify().unwrap();
+    db.verify(&Default::default()).unwrap();
 }
 
 #[test]
@@ -475,7 +475,7 @@ fn an_account_too_large_to_hold_streams_to_the_root_of_one_held_whole() {
             .len(),
         200_000
     );
-    db.verify().unwrap();
+    db.verify(&Default::default()).unwrap();
 }
 
 /// A streamed line's refusals name its line (and the slot); nothing is

@@ -143,7 +143,7 @@ impl Chain {
                 "{when}: slot of account {i} at block {block}"
             );
         }
-        let report = db.verify().unwrap();
+        let report = db.verify(&Default::default()).unwrap();
         assert!(
             report.is_ok(),
             "{when}: verify at block {block}: {report:?}"

@@ -82,7 +82,7 @@ fn blocks_only_the_journal_holds_come_back_after_a_crash() {
 
     let db = StateDb::open(dir.path(), unflushed_options()).unwrap();
     assert_at(&db, 5, roots[5], "recovered");
-    let report = db.verify().unwrap();
+    let report = db.verify(&Default::default()).unwrap();
     assert!(report.is_ok(), "{:?}", report.problems);
     // The replayed blocks flush like committed ones, and stay unwindable.
     assert_eq!(db.flush().unwrap(), 6);
@@ -182,7 +182,7 @@ fn unwind_reaches_back_through_memory_redb_and_files() {
     db.abandon();
     let db = StateDb::open(dir.path(), unflushed_options()).unwrap();
     assert_at(&db, 6, root, "after unwind, commit and crash");
-    let report = db.verify().unwrap();
+    let report = db.verify(&Default::default()).unwrap();
     assert!(report.is_ok(), "{:?}", report.problems);
 }
 
@@ -218,7 +218,7 @@ fn code_a_later_block_of_the_same_flush_replaced_is_found_by_hash_after_unwind()
         reader.code_by_hash(&first).unwrap(),
         Some(codes[0].0.clone())
     );
-    let report = db.verify().unwrap();
+    let report = db.verify(&Default::default()).unwrap();
     assert!(report.is_ok(), "{:?}", report.problems);
 }
 
@@ -512,7 +512,9 @@ fn a_datadir_of_the_first_journal_format_is_converted_by_a_writer_and_explained_
     let db = StateDb::open(dir.path(), unflushed_options()).unwrap();
     assert_at(&db, 2, root, "reopened after the conversion");
     drop(db);
-    let report = strata_storage::verify_datadir(dir.path(), &unflushed_options()).unwrap();
+    let report =
+        strata_storage::verify_datadir(dir.path(), &unflushed_options(), &Default::default())
+            .unwrap();
     assert!(report.is_ok(), "{:?}", report.problems);
 }
 
@@ -556,7 +558,9 @@ fn a_clones_flushed_segment_is_refused_by_reads_at_a_block_verify_and_the_writer
         Ok(_) => panic!("a read at block 4 was served from the clone's undo data"),
     }
     drop(reader);
-    let report = strata_storage::verify_datadir(a.path(), &unflushed_options()).unwrap();
+    let report =
+        strata_storage::verify_datadir(a.path(), &unflushed_options(), &Default::default())
+            .unwrap();
     assert!(
         report
             .problems

@@ -256,7 +256,7 @@ fn run(steps: Vec<Step>) {
     drop(db);
     let db = StateDb::open(dir.path(), small_options()).unwrap();
     check(&db, &model, "final reopen");
-    let report = db.verify().unwrap();
+    let report = db.verify(&Default::default()).unwrap();
     assert!(report.is_ok(), "verify: {:?}", report.problems);
     assert_eq!(report.computed_root, model_root(&model));
 }

@@ -94,7 +94,7 @@ fn a_datadir_of_the_pre_split_build_opens_as_a_writer_replays_its_journal_and_ve
             .unwrap(),
         U256::from(27)
     );
-    let report = db.verify().unwrap();
+    let report = db.verify(&Default::default()).unwrap();
     assert!(report.is_ok(), "{report:?}");
     // The state at block 23, undone from the journal's unwind data.
     assert_eq!(db.unwind_to(23).unwrap(), ROOT_23);

@@ -136,7 +136,7 @@ fn a_block_with_another_root_is_refused_and_leaves_nothing_behind() {
     drop(db);
     let db = StateDb::open(dir.path(), options(0)).unwrap();
     assert_eq!(db.root(), roots[2]);
-    let report = db.verify().unwrap();
+    let report = db.verify(&Default::default()).unwrap();
     assert!(report.problems.is_empty(), "{:?}", report.problems);
 }
 
@@ -406,10 +406,16 @@ fn a_flush_cut_between_its_transactions_loses_nothing() {
         assert_eq!(db.last_block(), Some(3), "cut after {syncs} fsyncs");
         assert_eq!(db.root(), reference.0, "cut after {syncs} fsyncs");
         assert_eq!(state_of(&db), reference.1, "cut after {syncs} fsyncs");
-        assert!(db.verify().unwrap().is_ok(), "cut after {syncs} fsyncs");
+        assert!(
+            db.verify(&Default::default()).unwrap().is_ok(),
+            "cut after {syncs} fsyncs"
+        );
         db.flush().unwrap();
         assert_eq!(state_of(&db), reference.1, "cut after {syncs} fsyncs");
-        assert!(db.verify().unwrap().is_ok(), "cut after {syncs} fsyncs");
+        assert!(
+            db.verify(&Default::default()).unwrap().is_ok(),
+            "cut after {syncs} fsyncs"
+        );
         drop(db);
         let db = open();
         assert_eq!(state_of(&db), reference.1, "cut after {syncs} fsyncs");

@@ -88,7 +88,7 @@ fn run(blocks: Vec<Block>) {
     // Every stored record is the one the values imply, and the two stores
     // hold the same records (a fold's write of a record back to its bytes
     // is a no-op; a record created and deleted within a block is not left).
-    assert!(streamed.verify().unwrap().is_ok());
+    assert!(streamed.verify(&Default::default()).unwrap().is_ok());
     streamed.close().unwrap();
     plain.close().unwrap();
     let commitment = |dir: &std::path::Path| {

@@ -142,7 +142,7 @@ fn stress_run(seed: u64) {
         model_root(&model),
         "{context}: root before close"
     );
-    let report = db.verify().unwrap();
+    let report = db.verify(&Default::default()).unwrap();
     assert!(
         report.is_ok(),
         "{context}: verify before close: {:?}",
@@ -156,7 +156,7 @@ fn stress_run(seed: u64) {
         "{context}: root after reopen"
     );
     check_reader(&db, &states, &format!("{context}: after reopen"));
-    let report = db.verify().unwrap();
+    let report = db.verify(&Default::default()).unwrap();
     assert!(
         report.is_ok(),
         "{context}: verify after reopen: {:?}",

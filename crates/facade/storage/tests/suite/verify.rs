@@ -11,7 +11,6 @@ use redb::{ReadableTable, TableDefinition};
 use strata_storage::genesis::{GenesisAccount, GenesisAlloc};
 use strata_storage::{
     Account, DB_FILE, Options, StateDb, VerifyOptions, VerifyReport, verify_datadir,
-    verify_datadir_with,
 };
 use strata_test_support::tree_contents;
 
@@ -88,7 +87,7 @@ fn verify_datadir_is_clean_on_a_sound_store_and_changes_no_byte() {
     make_store(dir.path());
     let before = tree_contents(dir.path());
     assert!(before.len() > 2, "files were collated: {before:?}");
-    let report = verify_datadir(dir.path(), &Options::default()).unwrap();
+    let report = verify_datadir(dir.path(), &Options::default(), &Default::default()).unwrap();
     assert_clean(&report);
     assert!(report.files_checked > 0);
     let timing = report.integrity.expect("redb's integrity check ran");
@@ -103,7 +102,7 @@ fn verify_datadir_is_clean_on_a_sound_store_and_changes_no_byte() {
     );
     // The library's verify on an open store agrees.
     let db = StateDb::open(dir.path(), options()).unwrap();
-    assert_clean(&db.verify().unwrap());
+    assert_clean(&db.verify(&Default::default()).unwrap());
 }
 
 #[test]
@@ -117,14 +116,16 @@ fn code_that_no_longer_hashes_to_the_code_hash_is_reported() {
         let mut writer = db.begin_block(5).unwrap();
         writer.put_code(contract(12), Bytes::from_static(&[0xfe]).0);
         writer.commit().unwrap();
-        let report = db.verify().unwrap();
+        let report = db.verify(&Default::default()).unwrap();
         assert_eq!(
             report.computed_root, report.stored_root,
             "code is not in the trie"
         );
         assert_code_problem(&report);
     }
-    assert_code_problem(&verify_datadir(dir.path(), &Options::default()).unwrap());
+    assert_code_problem(
+        &verify_datadir(dir.path(), &Options::default(), &Default::default()).unwrap(),
+    );
 }
 
 fn assert_code_problem(report: &VerifyReport) {
@@ -212,11 +213,11 @@ fn a_flipped_storage_root_in_a_commitment_record_is_reported() {
         true
     });
     assert_one_differing_record(
-        &verify_datadir(dir.path(), &Options::default()).unwrap(),
+        &verify_datadir(dir.path(), &Options::default(), &Default::default()).unwrap(),
         &key,
     );
     let db = StateDb::open(dir.path(), options()).unwrap();
-    assert_one_differing_record(&db.verify().unwrap(), &key);
+    assert_one_differing_record(&db.verify(&Default::default()).unwrap(), &key);
 }
 
 #[test]
@@ -232,7 +233,7 @@ fn a_flipped_child_reference_in_a_commitment_record_is_reported() {
         true
     });
     assert_one_differing_record(
-        &verify_datadir(dir.path(), &Options::default()).unwrap(),
+        &verify_datadir(dir.path(), &Options::default(), &Default::default()).unwrap(),
         &key,
     );
 }
@@ -246,8 +247,8 @@ fn verify_in_a_tiny_sort_budget_spills_runs_agrees_and_leaves_no_scratch() {
         sort_memory_bytes: 600,
         temp_dir: Some(scratch.path().to_path_buf()),
     };
-    let whole = verify_datadir(dir.path(), &Options::default()).unwrap();
-    let spilled = verify_datadir_with(dir.path(), &Options::default(), &tiny).unwrap();
+    let whole = verify_datadir(dir.path(), &Options::default(), &Default::default()).unwrap();
+    let spilled = verify_datadir(dir.path(), &Options::default(), &tiny).unwrap();
     assert_clean(&whole);
     assert_clean(&spilled);
     assert_eq!(whole.sort_runs, 0, "the default budget holds this state");
@@ -268,7 +269,7 @@ fn verify_in_a_tiny_sort_budget_spills_runs_agrees_and_leaves_no_scratch() {
         "verify removed its scratch folder"
     );
     let db = StateDb::open(dir.path(), options()).unwrap();
-    let open_spilled = db.verify_with(&tiny).unwrap();
+    let open_spilled = db.verify(&tiny).unwrap();
     assert_clean(&open_spilled);
     assert_eq!(counts(&open_spilled), counts(&whole));
 }
@@ -296,7 +297,7 @@ fn storage_and_code_of_no_account_are_reported_and_left_out_of_the_trie() {
     slot_key.extend_from_slice(B256::with_last_byte(1).as_slice());
     insert_raw(dir.path(), "storage", &slot_key, &[0x2a]);
     insert_raw(dir.path(), "code", ghost.as_slice(), &[0x60, 0x00]);
-    let report = verify_datadir(dir.path(), &Options::default()).unwrap();
+    let report = verify_datadir(dir.path(), &Options::default(), &Default::default()).unwrap();
     let text = report.problems.join("\n");
     assert_eq!(report.problems.len(), 2, "{text}");
     assert!(
@@ -347,7 +348,7 @@ fn an_account_too_large_to_hold_is_sorted_on_its_own_and_verifies() {
     let db = StateDb::open(dir.path(), options()).unwrap();
     db.init_genesis(&alloc, strata_storage::GenesisName::Unnamed)
         .unwrap();
-    let whole = db.verify().unwrap();
+    let whole = db.verify(&Default::default()).unwrap();
     assert!(whole.is_ok(), "{:#?}", whole.problems);
     assert_eq!(whole.slots, 3000 + (1..=20u64).map(|n| n % 4).sum::<u64>());
     // 64 KiB: an account of more than ~58 slots goes through a sort of its
@@ -357,7 +358,7 @@ fn an_account_too_large_to_hold_is_sorted_on_its_own_and_verifies() {
         sort_memory_bytes: 64 << 10,
         temp_dir: Some(scratch.path().to_path_buf()),
     };
-    let streamed = db.verify_with(&small_budget).unwrap();
+    let streamed = db.verify(&small_budget).unwrap();
     assert!(streamed.is_ok(), "{:#?}", streamed.problems);
     assert!(streamed.sort_runs > 5, "runs: {}", streamed.sort_runs);
     assert_eq!(
@@ -418,13 +419,13 @@ fn assert_problem_names(report: &VerifyReport, what: &[&str]) {
 fn a_damaged_flushed_segment_is_reported() {
     let dir = tempfile::tempdir().unwrap();
     let segments = journaled_store(dir.path());
-    let report = verify_datadir(dir.path(), &options()).unwrap();
+    let report = verify_datadir(dir.path(), &options(), &Default::default()).unwrap();
     assert!(report.is_ok() && report.notes.is_empty(), "{report:?}");
     // B3: a byte of the oldest segment, which holds only flushed blocks.
     let mut bytes = std::fs::read(&segments[0]).unwrap();
     bytes[100] ^= 0x04;
     std::fs::write(&segments[0], &bytes).unwrap();
-    let report = verify_datadir(dir.path(), &options()).unwrap();
+    let report = verify_datadir(dir.path(), &options(), &Default::default()).unwrap();
     let name = segments[0]
         .file_name()
         .unwrap()
@@ -440,7 +441,7 @@ fn a_missing_middle_segment_is_reported() {
     let dir = tempfile::tempdir().unwrap();
     let segments = journaled_store(dir.path());
     std::fs::remove_file(&segments[1]).unwrap();
-    let report = verify_datadir(dir.path(), &options()).unwrap();
+    let report = verify_datadir(dir.path(), &options(), &Default::default()).unwrap();
     assert_problem_names(&report, &["expected block 3, found block 6"]);
     assert!(StateDb::open(dir.path(), options()).is_err());
 }
@@ -452,7 +453,7 @@ fn a_segment_copied_under_an_earlier_name_is_reported() {
     // The segment of blocks 6..9 copied in as if it began at block 4.
     let earlier = segments[1].with_file_name("journal-00000000000000000004.log");
     std::fs::copy(&segments[2], &earlier).unwrap();
-    let report = verify_datadir(dir.path(), &options()).unwrap();
+    let report = verify_datadir(dir.path(), &options(), &Default::default()).unwrap();
     assert_problem_names(
         &report,
         &["journal-00000000000000000004.log", "its name block 4"],
@@ -469,7 +470,7 @@ fn a_torn_tail_is_a_note_and_verify_is_ok() {
     let len = bytes.len();
     bytes.truncate(len - 10);
     std::fs::write(newest, &bytes).unwrap();
-    let report = verify_datadir(dir.path(), &options()).unwrap();
+    let report = verify_datadir(dir.path(), &options(), &Default::default()).unwrap();
     assert!(report.is_ok(), "{:?}", report.problems);
     assert!(
         report.notes.iter().any(|n| n.contains("torn tail")),

@@ -124,17 +124,12 @@ impl VerifyReport {
 /// could not be looked at (none there, another format, a writer that does
 /// not share it).
 ///
-/// Memory: `options.db_cache_bytes` and the default [`VerifyOptions`]
-/// (256 MiB of sorts, spilling to the system's temp folder); see
-/// [`verify_datadir_with`].
-pub fn verify_datadir(datadir: impl AsRef<Path>, options: &Options) -> Result<VerifyReport> {
-    verify_datadir_with(datadir, options, &VerifyOptions::default())
-}
-
-/// [`verify_datadir`] with the sorts' memory and scratch folder chosen by
-/// `verify_options`: peak memory is their budget plus a fixed margin and
-/// the largest single account's storage, whatever the state's size.
-pub fn verify_datadir_with(
+/// Memory: `options.db_cache_bytes` and the sorts' budget in
+/// `verify_options` (its scratch folder takes what they spill): peak memory
+/// is that budget plus a fixed margin and the largest single account's
+/// storage, whatever the state's size. `VerifyOptions::default()`: 256 MiB,
+/// spilling to the system's temp folder.
+pub fn verify_datadir(
     datadir: impl AsRef<Path>,
     options: &Options,
     verify_options: &VerifyOptions,

@@ -43,11 +43,11 @@ fn a_sound_window_rebuilds_every_block() {
     let db = blocks(dir.path(), 7);
     db.flush().unwrap();
     // Blocks 6..=1 undone: block 0 keeps no unwind data.
-    let report = db.verify().unwrap();
+    let report = db.verify(&Default::default()).unwrap();
     assert!(report.is_ok(), "{:#?}", report.problems);
     assert_eq!(report.unwind_blocks_checked, 6);
     db.abandon();
-    let report = verify_datadir(dir.path(), &options()).unwrap();
+    let report = verify_datadir(dir.path(), &options(), &Default::default()).unwrap();
     assert!(report.is_ok(), "{:#?}", report.problems);
     assert_eq!(report.unwind_blocks_checked, 6);
     // The window's depth bounds the walk.
@@ -55,7 +55,7 @@ fn a_sound_window_rebuilds_every_block() {
         unwind_depth: 2,
         ..options()
     };
-    let report = verify_datadir(dir.path(), &shallow).unwrap();
+    let report = verify_datadir(dir.path(), &shallow, &Default::default()).unwrap();
     assert!(report.is_ok(), "{:#?}", report.problems);
     assert_eq!(report.unwind_blocks_checked, 2);
 }
@@ -65,11 +65,11 @@ fn a_rechecksummed_unwind_value_of_an_unflushed_block_is_refused_by_verify() {
     let dir = tempfile::tempdir().unwrap();
     blocks(dir.path(), 7).abandon();
     change_an_unwind_value_of_block_3(dir.path());
-    assert_refuses_block_3(&verify_datadir(dir.path(), &options()).unwrap());
+    assert_refuses_block_3(&verify_datadir(dir.path(), &options(), &Default::default()).unwrap());
     // A writer opens it (the replayed values are right) and refuses the
     // unwind through block 3; its own verify says so first.
     let db = StateDb::open(dir.path(), options()).unwrap();
-    assert_refuses_block_3(&db.verify().unwrap());
+    assert_refuses_block_3(&db.verify(&Default::default()).unwrap());
     assert!(db.unwind_to(2).is_err());
 }
 
@@ -80,9 +80,9 @@ fn a_rechecksummed_unwind_value_of_a_flushed_block_is_refused_by_verify() {
     assert_eq!(db.flush().unwrap(), 7);
     drop(db);
     change_an_unwind_value_of_block_3(dir.path());
-    assert_refuses_block_3(&verify_datadir(dir.path(), &options()).unwrap());
+    assert_refuses_block_3(&verify_datadir(dir.path(), &options(), &Default::default()).unwrap());
     let db = StateDb::open(dir.path(), options()).unwrap();
-    assert_refuses_block_3(&db.verify().unwrap());
+    assert_refuses_block_3(&db.verify(&Default::default()).unwrap());
     assert!(db.unwind_to(2).is_err());
     // Outside a window of 2 blocks, block 3's data is not used: no problem.
     drop(db);
@@ -90,6 +90,6 @@ fn a_rechecksummed_unwind_value_of_a_flushed_block_is_refused_by_verify() {
         unwind_depth: 2,
         ..options()
     };
-    let report = verify_datadir(dir.path(), &shallow).unwrap();
+    let report = verify_datadir(dir.path(), &shallow, &Default::default()).unwrap();
     assert!(report.is_ok(), "{:#?}", report.problems);
 }
