@@ -34,6 +34,7 @@ mod options;
 mod pause;
 mod read_only;
 mod replay_check;
+mod retained;
 mod root_stream;
 mod sample;
 mod state_db;

@@ -14,6 +14,7 @@ use crate::inner::Inner;
 use crate::ledger::{FlushStats, FlushWorker, Ledger};
 use crate::maintenance::{self, MaintenanceReport, MaintenanceWorker};
 use crate::options::Options;
+use crate::retained::Retained;
 use crate::writer::BlockWriter;
 use crate::writer_slot::{Wait, WriterTicket};
 use strata_db::meta::{self, FORMAT_VERSION, Meta};
@@ -235,25 +236,15 @@ impl StateDb {
             return Ok(self.inner.reader(snapshot, None, regime));
         }
         let last = last.unwrap_or(0);
-        let oldest = snapshot
-            .history
-            .oldest_reachable()
-            .unwrap_or(last)
-            .max(last.saturating_sub(self.inner.options.unwind_depth));
-        let not_retained = Error::StateNotRetained {
-            block,
-            oldest,
-            last,
-        };
-        if block < oldest || block >= last {
-            return Err(not_retained);
-        }
+        let window = Retained::new(&snapshot.history, last, self.inner.options.unwind_depth);
+        window.check(block)?;
         let Some(undo) = snapshot.history.undo_to(block, last) else {
-            return Err(not_retained);
+            return Err(window.not_retained(block));
         };
         let root = match snapshot.history.root_of(block) {
             Some(root) => root,
-            None => crate::ledger::root_of(&self.inner, block)?.ok_or(not_retained)?,
+            None => crate::ledger::root_of(&self.inner, block)?
+                .ok_or_else(|| window.not_retained(block))?,
         };
         let at = strata_types::Head { block, root };
         let head_root = snapshot.root();

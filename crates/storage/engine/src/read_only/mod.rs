@@ -27,6 +27,7 @@ use strata_cache::CacheStats;
 use strata_db::cow::CopyOnWriteBackend;
 
 use crate::options::Options;
+use crate::retained::Retained;
 use strata_db::meta::{self, FORMAT_VERSION, Meta};
 use strata_db::tables::{META, ROOTS};
 use strata_files::{FileError, FileSystem, OsFileSystem};
@@ -208,19 +209,11 @@ impl ReadOnlyStateDb {
             return Ok(StateReader::new(snapshot, None, regime, metrics));
         }
         let (history, roots) = self.journal_history(block, last)?;
-        let oldest = history
-            .oldest_reachable()
-            .unwrap_or(last)
-            .max(last.saturating_sub(self.unwind_depth))
-            .min(last);
-        let not_retained = Error::StateNotRetained {
-            block,
-            oldest,
-            last,
-        };
+        let window = Retained::new(&history, last, self.unwind_depth);
+        window.check(block)?;
         // The journal read must continue the snapshot: the same newest root.
-        if block < oldest || block >= last || roots.get(&last) != Some(&snapshot.root()) {
-            return Err(not_retained);
+        if roots.get(&last) != Some(&snapshot.root()) {
+            return Err(window.not_retained(block));
         }
         // The roots redb keeps for the window (of flushed blocks) must be
         // the ones the journal gives.
@@ -238,7 +231,7 @@ impl ReadOnlyStateDb {
             (None, stored) => stored,
         };
         let (Some(undo), Some(root)) = (history.undo_to(block, last), root) else {
-            return Err(not_retained);
+            return Err(window.not_retained(block));
         };
         let at = Head { block, root };
         let head_root = snapshot.root();
