@@ -34,16 +34,12 @@ fn sample_files(root: &std::path::Path) -> Vec<PathBuf> {
         .collect()
 }
 
-#[test]
-fn blockchain_tests_execute_over_strata() {
-    let Some(root) = strata_test_support::vectors("ef_blockchain_tests") else {
-        return;
-    };
-    let files = selected_files(&root);
-    assert!(files.len() > 100, "only {} fixture files", files.len());
+/// Runs every case of `files` on the writer path, each block's
+/// transactions one after the other, and prints the report.
+fn run_on_the_writer_path(files: &[std::path::PathBuf]) -> strata_executor::ef_tests::Report {
     let scratch = tempfile::tempdir().expect("a temp folder");
     let report = run_paths(
-        &files,
+        files,
         None,
         scratch.path(),
         RunOptions::on(StatePath::Writer),
@@ -53,6 +49,17 @@ fn blockchain_tests_execute_over_strata() {
     for line in report.lines() {
         println!("{line}");
     }
+    report
+}
+
+#[test]
+fn blockchain_tests_execute_over_strata() {
+    let Some(root) = strata_test_support::vectors("ef_blockchain_tests") else {
+        return;
+    };
+    let files = selected_files(&root);
+    assert!(files.len() > 100, "only {} fixture files", files.len());
+    let report = run_on_the_writer_path(&files);
     let total = report.total();
     assert!(total.passed > 500, "only {} cases passed", total.passed);
     assert_eq!(total.failed, 0, "failures: see the report above");
@@ -81,18 +88,7 @@ fn execution_spec_tests_of_prague_and_osaka_pass_with_no_skip() {
     };
     let files = fixture_files(std::slice::from_ref(&root)).expect("list the fixtures");
     assert!(files.len() > 100, "only {} fixture files", files.len());
-    let scratch = tempfile::tempdir().expect("a temp folder");
-    let report = run_paths(
-        &files,
-        None,
-        scratch.path(),
-        RunOptions::on(StatePath::Writer),
-        |_, _| {},
-    )
-    .expect("the fixtures read");
-    for line in report.lines() {
-        println!("{line}");
-    }
+    let report = run_on_the_writer_path(&files);
     let total = report.total();
     assert_eq!(total.failed, 0, "failures: see the report above");
     assert_eq!(total.skipped, 0, "skips: see the report above");
