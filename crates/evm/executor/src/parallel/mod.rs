@@ -114,7 +114,7 @@ pub(crate) fn run(
             }
         }
         drop(send);
-        let result = commit_in_turn(spec, block, transactions, writer, &receive);
+        let result = commit_in_turn(spec, block, env, transactions, writer, &receive);
         stop.store(true, Ordering::Relaxed);
         result.map(|(outcome, mut counts)| {
             counts.workers = started;
@@ -165,10 +165,11 @@ impl Worker<'_> {
 /// The block's thread: the system calls before the transactions, each
 /// transaction in its turn (its run ahead committed when its reads hold,
 /// else executed again), then what follows the transactions, all through
-/// alloy-evm's executor over `writer`.
+/// alloy-evm's executor over `writer`, in the block's `env`.
 fn commit_in_turn(
     spec: &ChainSpec,
     block: &DecodedBlock,
+    env: EvmEnv,
     transactions: &[Recovered<TxEnvelope>],
     writer: &mut CheckedWriter<'_>,
     receive: &Receiver<Arrival>,
@@ -177,7 +178,7 @@ fn commit_in_turn(
     let factory = executor_factory(spec, header);
     let evm = factory
         .evm_factory()
-        .create_evm(RecordingDb::new(writer, true), crate::evm_env(spec, header));
+        .create_evm(RecordingDb::new(writer, true), env);
     let mut executor = factory.create_executor(evm, execution_ctx(block, transactions.len()));
     executor
         .apply_pre_execution_changes()
@@ -229,7 +230,6 @@ fn wait_for(
             return Some(ahead);
         }
         match receive.recv() {
-            Ok((at, Some(ahead))) if at == index => return Some(ahead),
             Ok((at, ahead)) if at == index => return ahead,
             Ok((at, ahead)) => arrived[at] = ahead,
             Err(_) => return None,

@@ -17,9 +17,13 @@ use strata_storage::revm::{ReaderDatabase, RevmError};
 pub(crate) struct ListView<'l> {
     accounts: HashMap<Address, &'l AccountChanges>,
     /// Each code the list sets, hashed and analysed once for every
-    /// transaction that runs it: by address, in the order of its changes.
-    codes: HashMap<Address, Vec<Result<ListedCode, String>>>,
+    /// transaction that runs it: by address, with the index of each change,
+    /// in their order.
+    codes: HashMap<Address, Vec<ListedCodeAt>>,
 }
+
+/// A code the list sets at a step's index, or why revm refuses it.
+type ListedCodeAt = (u64, Result<ListedCode, String>);
 
 /// A code the list sets: its hash and revm's analysed bytecode.
 #[derive(Clone)]
@@ -61,7 +65,10 @@ impl<'l> ListView<'l> {
                     let codes = account
                         .code_changes
                         .iter()
-                        .map(|change| ListedCode::analyse(&change.new_code))
+                        .map(|change| {
+                            let at = change.block_access_index.get();
+                            (at, ListedCode::analyse(&change.new_code))
+                        })
                         .collect();
                     (account.address, codes)
                 })
@@ -84,13 +91,10 @@ impl<'l> ListView<'l> {
             nonce: last_before(&account.nonce_changes, index, |c| {
                 (c.block_access_index.get(), c.new_nonce)
             }),
-            code: account
-                .code_changes
-                .iter()
-                .zip(self.codes.get(address).into_iter().flatten())
-                .take_while(|(change, _)| change.block_access_index.get() < index)
-                .last()
-                .map(|(_, code)| code),
+            code: self
+                .codes
+                .get(address)
+                .and_then(|codes| last_before(codes, index, |(at, code)| (*at, code))),
         }
     }
 
