@@ -124,23 +124,15 @@ fn strata_executes_every_fork_the_generator_makes() {
 /// is written: the store stays at its parent, with its parent's root.
 #[test]
 fn a_block_with_a_wrong_access_list_is_refused_and_writes_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = GenConfig {
-        fork: Fork::Amsterdam,
-        ..small_config(12)
-    };
-    write_chain(&config, dir.path(), |_| {}).expect("generates");
-    let genesis = GenesisBlock::read(&dir.path().join(GENESIS_FILE)).expect("genesis.json reads");
-    let mut lists = read_lists(&dir.path().join(ACCESS_LISTS_FILE));
-    let block = read_blocks(&dir.path().join(CHAIN_FILE)).remove(0);
-    let store = tempfile::tempdir().unwrap();
-    let db = StateDb::open(store.path(), case_options()).expect("opens");
-    let root = db
-        .init_genesis(
-            &genesis.alloc,
-            strata_storage::GenesisName::Hash(genesis.hash),
-        )
-        .expect("genesis");
+    let AmsterdamChain {
+        genesis,
+        mut blocks,
+        mut lists,
+        ..
+    } = amsterdam_chain(12);
+    let block = blocks.remove(0);
+    let (_store, db) = store_at_genesis(&genesis);
+    let root = db.root();
     // One balance after the block, off by one wei.
     let mut wrong = lists.remove(0);
     let account = wrong
@@ -182,27 +174,16 @@ fn a_block_with_a_wrong_access_list_is_refused_and_writes_nothing() {
 /// still refused by the list's check, with nothing written.
 #[test]
 fn transactions_run_ahead_from_the_list_match_the_serial_run() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = GenConfig {
-        fork: Fork::Amsterdam,
-        ..small_config(13)
-    };
-    write_chain(&config, dir.path(), |_| {}).expect("generates");
-    let genesis = GenesisBlock::read(&dir.path().join(GENESIS_FILE)).expect("genesis.json reads");
-    let lists = read_lists(&dir.path().join(ACCESS_LISTS_FILE));
-    let open = || {
-        let store = tempfile::tempdir().unwrap();
-        let db = StateDb::open(store.path(), case_options()).expect("opens");
-        db.init_genesis(
-            &genesis.alloc,
-            strata_storage::GenesisName::Hash(genesis.hash),
-        )
-        .expect("genesis");
-        (store, db)
-    };
-    let (_serial_dir, serial) = open();
-    let (_ahead_dir, ahead) = open();
-    let blocks = read_blocks(&dir.path().join(CHAIN_FILE));
+    let AmsterdamChain {
+        genesis,
+        blocks,
+        lists,
+        ..
+    } = amsterdam_chain(13);
+    let (_serial_dir, serial) = store_at_genesis(&genesis);
+    let (_ahead_dir, ahead) = store_at_genesis(&genesis);
+    // The first block and its list, kept for the wrong list below.
+    let (first_block, mut wrong) = (blocks[0].clone(), lists[0].clone());
     let mut parent = (genesis.header.clone(), genesis.hash);
     for (block, list) in blocks.into_iter().zip(lists) {
         let block = block.with_access_list(list);
@@ -244,9 +225,8 @@ fn transactions_run_ahead_from_the_list_match_the_serial_run() {
 
     // The coinbase's balance after the first transaction, off by one wei:
     // every later transaction that read it from the list reads it again.
-    let (_store, db) = open();
-    let block = read_blocks(&dir.path().join(CHAIN_FILE)).remove(0);
-    let mut wrong = read_lists(&dir.path().join(ACCESS_LISTS_FILE)).remove(0);
+    let (_store, db) = store_at_genesis(&genesis);
+    let block = first_block;
     let coinbase = block.header().beneficiary;
     let account = wrong
         .iter_mut()
@@ -276,6 +256,42 @@ fn transactions_run_ahead_from_the_list_match_the_serial_run() {
     }
     assert_eq!(db.last_block(), Some(0));
     assert_eq!(db.root(), genesis.header.state_root);
+}
+
+/// A generated Amsterdam chain (`small_config(seed)`): its genesis, its
+/// blocks and their access lists, and the folder they were written to.
+struct AmsterdamChain {
+    _dir: tempfile::TempDir,
+    genesis: GenesisBlock,
+    blocks: Vec<strata_executor::DecodedBlock>,
+    lists: Vec<alloy_eip7928::BlockAccessList>,
+}
+
+fn amsterdam_chain(seed: u64) -> AmsterdamChain {
+    let dir = tempfile::tempdir().unwrap();
+    let config = GenConfig {
+        fork: Fork::Amsterdam,
+        ..small_config(seed)
+    };
+    write_chain(&config, dir.path(), |_| {}).expect("generates");
+    AmsterdamChain {
+        genesis: GenesisBlock::read(&dir.path().join(GENESIS_FILE)).expect("genesis.json reads"),
+        blocks: read_blocks(&dir.path().join(CHAIN_FILE)),
+        lists: read_lists(&dir.path().join(ACCESS_LISTS_FILE)),
+        _dir: dir,
+    }
+}
+
+/// A fresh store holding `genesis` as block 0, with its hash.
+fn store_at_genesis(genesis: &GenesisBlock) -> (tempfile::TempDir, StateDb) {
+    let store = tempfile::tempdir().unwrap();
+    let db = StateDb::open(store.path(), case_options()).expect("opens");
+    db.init_genesis(
+        &genesis.alloc,
+        strata_storage::GenesisName::Hash(genesis.hash),
+    )
+    .expect("genesis");
+    (store, db)
 }
 
 /// The lists of an access-lists file, one RLP list after another.
