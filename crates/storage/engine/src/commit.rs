@@ -9,6 +9,7 @@ use alloy_primitives::{Address, B256};
 use bytes::Bytes;
 use strata_commitment::{CommitOutput, CommitStats, ComputeOptions, compute_root};
 
+use crate::error::{Error, Result};
 use crate::inner::Inner;
 use crate::root_stream::{self, RootStream};
 use strata_journal::{BlockRecord, Previous, RecordWrite};
@@ -16,9 +17,8 @@ use strata_telemetry::CommitFigures;
 use strata_types::Head;
 use strata_types::domain::{Domain, Regime};
 use strata_types::keys::ROOT_RECORD_KEY;
-use strata_view::error::{Error, Result};
 use strata_view::overlay::Overlay;
-use strata_view::reader::StateReader;
+use strata_view::reader::StateReader as ViewReader;
 use strata_view::snapshot::Snapshot;
 use strata_view::sources::{CachedBranches, OverlayState, hashed_paths};
 use strata_view::trie_update::trie_update;
@@ -444,7 +444,7 @@ fn block_record(
 /// the block) reads it. Commitment records keep none: unwind recomputes them from the
 /// restored state (records are canonical), which halves the journal.
 /// Block 0 keeps none (there is nothing to unwind to).
-fn previous_values(before: &StateReader, overlay: &Overlay, block: u64) -> Result<Vec<Previous>> {
+fn previous_values(before: &ViewReader, overlay: &Overlay, block: u64) -> Result<Vec<Previous>> {
     let mut out = Vec::with_capacity(overlay.len());
     for (domain, key, _) in state_writes(overlay) {
         if block == 0 {

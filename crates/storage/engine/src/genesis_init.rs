@@ -7,6 +7,7 @@ use alloy_primitives::{B256, keccak256};
 use bytes::Bytes;
 use strata_commitment::{AccountLeaf, SortedAccount, build_from_sorted};
 
+use crate::error::{Error, Result, db_err};
 use crate::inner::Inner;
 use crate::ledger::Change;
 use strata_db::value;
@@ -17,7 +18,6 @@ use strata_types::account::{Account, code_hash, encode_slot_value};
 use strata_types::domain::Domain;
 use strata_types::keys::ROOT_RECORD_KEY;
 use strata_types::keys::storage_key;
-use strata_view::error::{Error, Result, db_err};
 
 /// States at least this large are bulk-built on rayon, 16 sub-tries at once.
 const PARALLEL_GENESIS: usize = 4096;

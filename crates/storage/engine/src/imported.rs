@@ -21,9 +21,9 @@ use strata_types::datadir::IMPORT_DIR;
 use strata_types::keys::ROOT_RECORD_KEY;
 use strata_types::{Domain, Head};
 
+use crate::error::{Error, Result, db_err};
 use crate::inner::Inner;
 use crate::ledger::Change;
-use strata_view::error::{Error, Result, db_err};
 use strata_view::fileset::FileSet;
 
 /// Imports `accounts` into the empty store of `inner`, as the block

@@ -8,15 +8,15 @@ use arc_swap::ArcSwap;
 use parking_lot::{Mutex, MutexGuard};
 use strata_cache::{PrefixCache, ValueCache, WarmupPool};
 
+use crate::error::{Error, Result};
 use crate::ledger::Ledger;
 use crate::options::Options;
 use strata_files::FileSystem;
 use strata_telemetry::{ReadMetrics, StoreMetrics};
 use strata_types::Head;
 use strata_types::domain::Regime;
-use strata_view::error::{Error, Result};
 use strata_view::overlay::Overlay;
-use strata_view::reader::StateReader;
+use strata_view::reader::StateReader as ViewReader;
 use strata_view::snapshot::Snapshot;
 
 /// Everything a `StateDb`, its writers and its maintenance thread share.
@@ -121,8 +121,8 @@ impl Inner {
         snapshot: Arc<Snapshot>,
         overlay: Option<Arc<Overlay>>,
         regime: Regime,
-    ) -> StateReader {
-        StateReader::new(snapshot, overlay, regime, self.metrics.clone())
+    ) -> ViewReader {
+        ViewReader::new(snapshot, overlay, regime, self.metrics.clone())
             .with_values(self.values.clone())
     }
 

@@ -21,6 +21,7 @@ use bytes::Bytes;
 use parking_lot::{Mutex, MutexGuard};
 use redb::{ReadableDatabase, ReadableTable};
 
+use crate::error::{Error, Result, db_err};
 use crate::inner::{CommitGuard, Inner};
 use crate::options::Options;
 use crate::pause::{self, PausePoint};
@@ -35,7 +36,6 @@ use strata_journal::{
 use strata_types::Head;
 use strata_types::domain::Domain;
 use strata_types::keys::ROOT_RECORD_KEY;
-use strata_view::error::{Error, Result, db_err};
 use strata_view::fileset::FileSet;
 use strata_view::history::{BlockUndo, History};
 use strata_view::memory::MemoryTier;

@@ -24,6 +24,7 @@
 #![deny(missing_docs)]
 
 mod commit;
+mod error;
 mod figures;
 mod genesis_init;
 mod imported;
@@ -33,6 +34,7 @@ mod maintenance;
 mod options;
 mod pause;
 mod read_only;
+mod reader;
 mod replay_check;
 mod retained;
 mod root_stream;
@@ -48,6 +50,7 @@ mod writer;
 mod writer_slot;
 
 pub use commit::CommitInfo;
+pub use error::{DbError, Error, Result};
 pub use figures::{DomainFiles, StoreFigures, WeakStateDb};
 pub use genesis_init::GenesisName;
 pub use ledger::FlushStats;
@@ -56,6 +59,7 @@ pub use options::{Durability, Options};
 #[cfg(feature = "test-utils")]
 pub use pause::{PausePoint, PausePoints};
 pub use read_only::ReadOnlyStateDb;
+pub use reader::StateReader;
 pub use state_db::{DbStats, DomainStats, FileStats, StateDb};
 pub use state_read::StateRead;
 pub use strata_cache::{CacheKind, CacheStats, MAX_WARMERS};
@@ -66,8 +70,6 @@ pub use strata_db::panic_message;
 pub use strata_db::tables::BLOCK_HASH_WINDOW;
 pub use strata_types::{Account, Domain, Regime};
 pub use strata_view::access_list::{self, AccountAccess, BlockAccessList};
-pub use strata_view::error::{DbError, Error, Result};
-pub use strata_view::reader::StateReader;
 pub use strata_view::stats::{JournalStats, LiveSize, MemoryStats};
 pub use verify::{IntegrityTiming, VerifyOptions, VerifyReport, verify_datadir};
 pub use writer::BlockWriter;

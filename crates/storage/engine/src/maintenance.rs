@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use redb::ReadableTable;
 
+use crate::error::{Error, Result, db_err};
 use crate::inner::Inner;
 use crate::ledger::Change;
 use crate::pause::{self, PausePoint};
@@ -21,7 +22,6 @@ use strata_files::{
     FileError, FileMeta, FileSystem, SortedFile, SortedFileWriter, TEMP_SUFFIX, merge_files,
 };
 use strata_types::domain::Domain;
-use strata_view::error::{Error, Result, db_err};
 
 /// What one maintenance run did.
 #[derive(Clone, Debug, Default)]

@@ -14,10 +14,10 @@
 //! one commitment pass over the union of the replayed writes (bounded by
 //! `memory_budget_bytes`), paid only at open.
 
+use crate::error::{Error, Result};
 use crate::inner::Inner;
 use strata_commitment::{ComputeOptions, compute_root, record_key};
 use strata_types::domain::{Domain, Regime};
-use strata_view::error::{Error, Result};
 use strata_view::overlay::Overlay;
 use strata_view::sources::{OverlayState, ReaderBranches};
 use strata_view::trie_update::trie_update;

@@ -2,7 +2,7 @@
 //! rule for the writer's store and a read-only one, whose histories come
 //! from memory and from the journal.
 
-use strata_view::error::{Error, Result};
+use crate::error::{Error, Result};
 use strata_view::history::History;
 
 /// The blocks before the last one that `history` can rebuild, at most

@@ -22,6 +22,7 @@ use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::error::{Error, Result};
 use alloy_primitives::{Address, B256};
 use bytes::Bytes;
 use strata_commitment::{
@@ -30,7 +31,6 @@ use strata_commitment::{
 };
 use strata_types::domain::{Domain, Regime};
 use strata_types::keys::{address_key, split_storage_key, storage_key};
-use strata_view::error::{Error, Result};
 use strata_view::overlay::Overlay;
 use strata_view::snapshot::Snapshot;
 use strata_view::sources::{CachedBranches, OverlayState};

@@ -8,9 +8,9 @@ use bytes::Bytes;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+use crate::error::Result;
 use crate::read_only::ReadOnlyStateDb;
 use strata_types::domain::Domain;
-use strata_view::error::Result;
 use strata_view::snapshot::Snapshot;
 
 impl ReadOnlyStateDb {

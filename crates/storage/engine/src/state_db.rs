@@ -9,6 +9,9 @@ use bytes::Bytes;
 use redb::{ReadableDatabase, TableHandle};
 use strata_cache::{CacheStats, WarmupPool, build_cache};
 
+use crate::StateReader;
+use crate::error::guarded;
+use crate::error::{Error, Result, db_err};
 use crate::genesis_init::{BlockZero, GenesisName};
 use crate::inner::Inner;
 use crate::ledger::{FlushStats, FlushWorker, Ledger};
@@ -23,10 +26,8 @@ use strata_db::{DomainTables, HeadTables};
 use strata_files::{FileSystem, OsFileSystem};
 use strata_telemetry::ReadMetrics;
 use strata_types::domain::Regime;
-use strata_view::error::guarded;
-use strata_view::error::{Error, Result, db_err};
 use strata_view::fileset::FileSet;
-use strata_view::reader::StateReader;
+use strata_view::reader::StateReader as ViewReader;
 use strata_view::snapshot::Snapshot;
 
 pub use strata_view::stats::{DbStats, DomainStats, FileStats};
@@ -208,8 +209,10 @@ impl StateDb {
 
     /// A read handle on the last committed block for `regime`.
     pub fn reader(&self, regime: Regime) -> StateReader {
-        self.inner
-            .reader(self.inner.current.load_full(), None, regime)
+        StateReader::new(
+            self.inner
+                .reader(self.inner.current.load_full(), None, regime),
+        )
     }
 
     /// The last committed block, or `None` for an empty datadir.
@@ -229,6 +232,11 @@ impl StateDb {
     /// [`Error::StateNotRetained`] outside the window, or for blocks
     /// flushed before this open whose journal records could not be read.
     pub fn reader_at(&self, block: u64, regime: Regime) -> Result<StateReader> {
+        self.view_at(block, regime).map(StateReader::new)
+    }
+
+    /// The engine's reader behind [`StateDb::reader_at`].
+    fn view_at(&self, block: u64, regime: Regime) -> Result<ViewReader> {
         let snapshot = self.inner.current.load_full();
         let last = snapshot.block();
         let metrics = self.inner.metrics.clone();
@@ -248,7 +256,7 @@ impl StateDb {
         };
         let at = strata_types::Head { block, root };
         let head_root = snapshot.root();
-        let reader = StateReader::at(snapshot, undo, at, regime, metrics)
+        let reader = ViewReader::at(snapshot, undo, at, regime, metrics)
             .with_values(self.inner.values.clone());
         self.checked.check_once(block, head_root, || {
             let cache = self.inner.cache.clone();
@@ -273,12 +281,12 @@ impl StateDb {
         slots: &[B256],
     ) -> Result<crate::AccountProof> {
         let cache = self.inner.cache.clone();
-        self.reader_at(block, Regime::Exec)?.proof_recomputed(
+        Ok(self.view_at(block, Regime::Exec)?.proof_recomputed(
             address,
             slots,
             |head| strata_view::sources::CachedBranches::for_commitment(head, cache),
             self.inner.options.parallel_commitment_threshold,
-        )
+        )?)
     }
 
     /// The root of `block` if it is still retained for unwind.
@@ -489,12 +497,12 @@ impl StateDb {
     /// Sizes of the tiers: db entries and files per domain.
     pub fn stats(&self) -> Result<DbStats> {
         let (blocks, bytes) = self.inner.ledger.journal_extent();
-        strata_view::stats::collect(
+        Ok(strata_view::stats::collect(
             &self.inner.current.load_full(),
             self.inner.step_size,
             self.cache_stats(),
             strata_view::stats::JournalStats { blocks, bytes },
-        )
+        )?)
     }
 
     /// Closes the store as a crash would after the last commit returned:

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use alloy_primitives::{B256, keccak256};
 use bytes::Bytes;
 
+use crate::error::{Error, Result, db_err};
 use crate::inner::Inner;
 use crate::ledger::{self, Change};
 use crate::pause::{self, PausePoint};
@@ -23,7 +24,6 @@ use strata_types::Head;
 use strata_types::domain::Domain;
 use strata_types::domain::Regime;
 use strata_types::keys::ROOT_RECORD_KEY;
-use strata_view::error::{Error, Result, db_err};
 use strata_view::overlay::Overlay;
 use strata_view::sources::CachedBranches;
 use strata_view::trie_update::records_at;
@@ -111,7 +111,7 @@ fn recompute_commitment(
     let branches = CachedBranches::for_commitment(reader(None), inner.cache.clone());
     let state = reader(Some(overlay.clone()));
     let parallel = inner.options.parallel_commitment_threshold;
-    records_at(&branches, state, &overlay, head, parallel)
+    Ok(records_at(&branches, state, &overlay, head, parallel)?)
 }
 
 /// The value each state key had after `target`: the previous value

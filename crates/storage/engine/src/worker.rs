@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use strata_view::error::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Requests to a background thread, and news of the runs it finished.
 #[derive(Default)]

@@ -8,16 +8,17 @@ use alloy_primitives::{Address, B256, U256};
 use bytes::Bytes;
 use strata_cache::WarmupTicket;
 
+use crate::StateReader;
 use crate::commit::{CommitInfo, PreparedBlock, persist_block, prepare_block, prepare_streamed};
+use crate::error::{Error, Result};
 use crate::inner::Inner;
 use crate::root_stream::{RootStream, Touched};
 use crate::writer_slot::WriterTicket;
 use strata_types::account::Account;
 use strata_types::domain::{Domain, Regime};
 use strata_view::access_list::{self, BlockAccessList};
-use strata_view::error::{Error, Result};
 use strata_view::overlay::Overlay;
-use strata_view::reader::StateReader;
+use strata_view::reader::StateReader as ViewReader;
 use strata_view::snapshot::Snapshot;
 
 /// Writes block `number`. Nothing of the block is visible to other readers
@@ -161,9 +162,11 @@ impl BlockWriter {
                 }
             }
         });
-        access_list::stage(list, self.overlay_mut(), |overlay, address| {
-            read_account(overlay, &base, address)
-        })
+        Ok(access_list::stage(
+            list,
+            self.overlay_mut(),
+            |overlay, address| read_account(overlay, &base, address),
+        )?)
     }
 
     /// Starts loading everything `list` names while the caller executes the
@@ -366,9 +369,12 @@ impl BlockWriter {
                     .inner
                     .reader(self.base.clone(), None, Regime::Commitment)
                     .untimed();
-                access_list::check_writes(self.number, listed, &self.overlay, |domain, key| {
-                    before.get_latest(domain, key)
-                })
+                Ok(access_list::check_writes(
+                    self.number,
+                    listed,
+                    &self.overlay,
+                    |domain, key| before.get_latest(domain, key),
+                )?)
             }
             None => Ok(()),
         }
@@ -392,7 +398,7 @@ impl BlockWriter {
     /// the commitment's own and cannot be written here.
     pub fn put_raw(&mut self, domain: Domain, key: &[u8], value: Option<Bytes>) -> Result<()> {
         if domain == Domain::Commitment {
-            return Err(strata_view::error::Error::CommitmentDomainWrite);
+            return Err(crate::error::Error::CommitmentDomainWrite);
         }
         self.touch(|t| t.raw(domain, key));
         self.overlay_mut().put(domain, key.to_vec(), value);
@@ -417,26 +423,28 @@ impl BlockWriter {
     /// A read handle over the last committed block plus this block's writes
     /// so far; later writes of the block are not visible through it.
     pub fn reader(&self, regime: Regime) -> StateReader {
-        self.inner
-            .reader(self.base.clone(), Some(self.overlay.clone()), regime)
+        StateReader::new(
+            self.inner
+                .reader(self.base.clone(), Some(self.overlay.clone()), regime),
+        )
     }
 
     /// Reads `key` as this block sees it now (Exec regime).
     pub fn get_latest(&self, domain: Domain, key: &[u8]) -> Result<Option<Bytes>> {
-        self.view().get_latest(domain, key)
+        Ok(self.view().get_latest(domain, key)?)
     }
 
     /// The account as this block sees it now.
     pub fn account(&self, address: &Address) -> Result<Option<Account>> {
-        self.view().account(address)
+        Ok(self.view().account(address)?)
     }
 
     /// A storage slot as this block sees it now.
     pub fn storage(&self, address: &Address, slot: &B256) -> Result<U256> {
-        self.view().storage(address, slot)
+        Ok(self.view().storage(address, slot)?)
     }
 
-    fn view(&self) -> StateReader {
+    fn view(&self) -> ViewReader {
         // Shares the overlay; the next write copies it only if this handle is
         // still alive (it is dropped at the end of each read call).
         self.inner
@@ -523,9 +531,9 @@ impl Drop for BlockWriter {
 /// `base` holds.
 fn read_account(
     overlay: &Overlay,
-    base: &StateReader,
+    base: &ViewReader,
     address: &Address,
-) -> Result<Option<Account>> {
+) -> strata_view::error::Result<Option<Account>> {
     match overlay.get(Domain::Account, address.as_slice()) {
         Some(None) => Ok(None),
         Some(Some(raw)) => strata_view::reader::decode_account(address.as_slice(), raw).map(Some),

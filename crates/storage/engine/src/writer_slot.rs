@@ -8,7 +8,7 @@ use std::thread::{self, ThreadId};
 
 use parking_lot::{Condvar, Mutex};
 
-use strata_view::error::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Who holds the write side, and a way to wait for it.
 #[derive(Default)]

@@ -21,7 +21,7 @@
 use alloy_primitives::{Address, B256, KECCAK256_EMPTY, U256, keccak256};
 use bytes::Bytes;
 
-use crate::error::{Error, Result};
+use crate::error::{ReadError, Result};
 use crate::overlay::Overlay;
 use crate::sources::{account_path, storage_path};
 use strata_types::account::Account;
@@ -135,7 +135,7 @@ pub fn stage(
 }
 
 /// The first key where `found` (the block's writes) differs from
-/// `expected` (the access list's), as an [`Error::AccessListMismatch`].
+/// `expected` (the access list's), as an [`ReadError::AccessListMismatch`].
 /// A key one side writes and the other does not is no difference when the
 /// written value is the one `before` (the state before the block) holds:
 /// writing what is there changes nothing.
@@ -180,7 +180,7 @@ pub fn check_writes(
                 _ => false,
             };
             if listed_value != written_value && !unchanged {
-                return Err(Error::AccessListMismatch {
+                return Err(ReadError::AccessListMismatch {
                     block,
                     domain,
                     key: alloy_primitives::hex::encode(&key),
@@ -202,7 +202,7 @@ pub fn check_writes(
     };
     if let Some(address) = first_real_wipe {
         let listed = expected.wiped().contains(address);
-        return Err(Error::AccessListMismatch {
+        return Err(ReadError::AccessListMismatch {
             block,
             domain: Domain::Storage,
             key: address.to_string(),

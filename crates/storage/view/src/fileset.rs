@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::error::{Error, Result};
+use crate::error::{ReadError, Result};
 use strata_db::meta::Manifest;
 use strata_files::{FileError, FileSystem, FileValue, SortedFile, lookup_newest_first};
 use strata_types::domain::Domain;
@@ -56,7 +56,7 @@ impl FileSet {
                 let path = dir.join(&entry.name);
                 let file = SortedFile::open(fs.as_ref(), &path)?;
                 if file.checksum() != entry.checksum {
-                    return Err(Error::File(FileError::Corrupted {
+                    return Err(ReadError::File(FileError::Corrupted {
                         file: path,
                         offset: 0,
                         what: format!(

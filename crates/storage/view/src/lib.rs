@@ -12,9 +12,13 @@
 //!
 //! The engine (`strata-engine`) builds and publishes these views: it owns
 //! the writer, the journal-backed ledger, flush, maintenance, unwind and
-//! verify. This crate knows none of that; it sits one floor below and is
-//! also where the store's [`error::Error`] lives, so that a reader's errors
-//! and the engine's are one type.
+//! verify. This crate knows none of that; it sits one floor below.
+//!
+//! **Internal.** This crate is the engine's building blocks, not an API:
+//! only the engine depends on it, and its items change with the engine.
+//! Clients use `strata-storage`, whose reader (`StateReader`), error
+//! (`Error`, which takes in this crate's [`error::ReadError`] variant by
+//! variant) and access-list types are the engine's.
 #![deny(missing_docs)]
 
 pub mod access_list;

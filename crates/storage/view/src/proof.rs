@@ -7,7 +7,7 @@ use alloy_primitives::{Address, B256};
 use strata_commitment::{AccountProof, BranchSource};
 use strata_types::Regime;
 
-use crate::error::{Error, Result};
+use crate::error::{ReadError, Result};
 use crate::reader::StateReader;
 use crate::sources::{OverlayState, ReaderBranches, RecordsOver};
 use crate::trie_update::records_at;
@@ -18,23 +18,23 @@ impl StateReader {
     /// node on each key's path, built from the stored commitment records,
     /// for present and absent keys alike. Served for the last committed
     /// block: a reader at an older block or a block writer's reader (its
-    /// records are not computed yet) gets [`Error::ProofUnavailable`].
+    /// records are not computed yet) gets [`ReadError::ProofUnavailable`].
     pub fn proof(&self, address: &Address, slots: &[B256]) -> Result<AccountProof> {
         if self.older_block().is_some() {
-            return Err(Error::ProofUnavailable(
+            return Err(ReadError::ProofUnavailable(
                 "a reader at an older block has no commitment records of its own; \
                  StateDb::proof_at computes them",
             ));
         }
         if self.overlay().is_some() {
-            return Err(Error::ProofUnavailable(
+            return Err(ReadError::ProofUnavailable(
                 "a block writer's reader has no commitment records for its writes yet",
             ));
         }
         let branches = ReaderBranches::new(self.clone());
         let state = OverlayState::new(self.clone());
         strata_commitment::prove(&branches, &state, address, slots).map_err(|source| {
-            Error::Commitment {
+            ReadError::Commitment {
                 block: self.block().unwrap_or(0),
                 source,
             }
@@ -69,7 +69,7 @@ impl StateReader {
         let branches = RecordsOver::new(writes, head);
         let state = OverlayState::new(self.clone());
         strata_commitment::prove(&branches, &state, address, slots).map_err(|source| {
-            Error::Commitment {
+            ReadError::Commitment {
                 block: at.block,
                 source,
             }
@@ -79,7 +79,7 @@ impl StateReader {
     /// For a reader at an older block: recomputes the commitment of the
     /// state it reads along the paths its undo overlay touches, from the
     /// head's records (`head_branches`), and fails with
-    /// [`Error::RootMismatch`] unless that is the root the block had.
+    /// [`ReadError::RootMismatch`] unless that is the root the block had.
     /// What the undo data rebuilds is then the state of that root, whatever
     /// the journal it came from held. Nothing for a reader of the head.
     pub fn check_rebuilt<B: BranchSource>(

@@ -291,7 +291,7 @@ mod tests {
         let failing: Source<'static> = Box::new(
             [
                 Ok((Bytes::from_static(b"a"), Some(Bytes::new()))),
-                Err(crate::error::Error::InvalidOptions("bad tier".into())),
+                Err(crate::error::ReadError::InvalidOptions("bad tier".into())),
             ]
             .into_iter(),
         );
@@ -301,7 +301,7 @@ mod tests {
             true
         });
         assert!(
-            matches!(result, Err(crate::error::Error::InvalidOptions(_))),
+            matches!(result, Err(crate::error::ReadError::InvalidOptions(_))),
             "{result:?}"
         );
     }

@@ -5,11 +5,10 @@ use std::sync::Arc;
 use alloy_primitives::{Address, B256, U256};
 use bytes::Bytes;
 
-use crate::error::{Error, Result};
+use crate::error::{ReadError, Result, corrupt_record};
 use crate::overlay::Overlay;
 use crate::snapshot::{Found, Snapshot, ValueRef};
 use crate::value_keys::{code_hash_key, value_key};
-use alloy_primitives::hex::encode as hex;
 use strata_cache::{ValueCache, ValueSource};
 use strata_db::tables::BLOCK_HASH_WINDOW;
 use strata_telemetry::{ReadMetrics, Tier};
@@ -168,7 +167,7 @@ impl StateReader {
             let lookup = values.get_or_load(head, &value_key(domain, key), || {
                 let (value, tier) = self.snapshot.get(domain, key)?;
                 found = tier;
-                Ok::<_, Error>(value)
+                Ok::<_, ReadError>(value)
             })?;
             let tier = match lookup.source {
                 ValueSource::Cache => Tier::ValueCache,
@@ -312,22 +311,14 @@ fn tier_of(found: Found) -> Tier {
     }
 }
 
-/// An account record as stored under `key`, or [`Error::CorruptRecord`]
+/// An account record as stored under `key`, or a corrupt-record error
 /// naming the key.
 pub fn decode_account(key: &[u8], raw: &[u8]) -> Result<Account> {
-    Account::decode(raw).map_err(|what| Error::CorruptRecord {
-        domain: Domain::Account,
-        key: hex(key),
-        what: what.to_string(),
-    })
+    Account::decode(raw).map_err(|what| corrupt_record(Domain::Account, key, what.to_string()))
 }
 
 /// A storage slot's value as stored under `key`, or
-/// [`Error::CorruptRecord`] naming the key.
+/// a corrupt-record error naming the key.
 pub fn decode_slot(key: &[u8], raw: &[u8]) -> Result<U256> {
-    decode_slot_value(raw).map_err(|what| Error::CorruptRecord {
-        domain: Domain::Storage,
-        key: hex(key),
-        what: what.to_string(),
-    })
+    decode_slot_value(raw).map_err(|what| corrupt_record(Domain::Storage, key, what.to_string()))
 }

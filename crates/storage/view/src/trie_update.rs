@@ -8,7 +8,7 @@ use strata_commitment::{ComputeOptions, RecordWrite, TrieUpdate, compute_root};
 use strata_types::keys::split_storage_key;
 use strata_types::{Domain, Head};
 
-use crate::error::{Error, Result};
+use crate::error::{ReadError, Result};
 use crate::overlay::Overlay;
 use crate::reader::StateReader;
 use crate::sources::OverlayState;
@@ -47,13 +47,14 @@ pub fn records_at(
     let update = trie_update(undo);
     let state = OverlayState::new(state);
     let options = ComputeOptions { parallel_threshold };
-    let output =
-        compute_root(&update, branches, &state, &options).map_err(|source| Error::Commitment {
+    let output = compute_root(&update, branches, &state, &options).map_err(|source| {
+        ReadError::Commitment {
             block: head.block,
             source,
-        })?;
+        }
+    })?;
     if output.root != head.root {
-        return Err(Error::RootMismatch {
+        return Err(ReadError::RootMismatch {
             block: head.block,
             stored: head.root,
             computed: output.root,

@@ -5,11 +5,11 @@
 use std::collections::VecDeque;
 use std::path::Path;
 
+use crate::error::{Error, Result};
 use crate::ledger::check_recovered;
 use strata_db::meta::Meta;
 use strata_journal::{BlockRecord, JournalTail, TailMark};
 use strata_types::Head;
-use strata_view::error::{Error, Result};
 use strata_view::memory::MemoryTier;
 
 /// The journaled blocks a read-only handle has followed so far.

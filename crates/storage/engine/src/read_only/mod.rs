@@ -26,6 +26,9 @@ use redb::{ReadOnlyDatabase, ReadTransaction, ReadableDatabase, ReadableTable, T
 use strata_cache::CacheStats;
 use strata_db::cow::CopyOnWriteBackend;
 
+use crate::StateReader;
+use crate::error::guarded;
+use crate::error::{Error, Result, db_err};
 use crate::options::Options;
 use crate::retained::Retained;
 use strata_db::meta::{self, FORMAT_VERSION, Meta};
@@ -36,11 +39,10 @@ use strata_telemetry::ReadMetrics;
 use strata_types::Head;
 use strata_types::datadir::{DB_FILE, FILES_DIR, JOURNAL_DIR};
 use strata_types::domain::Regime;
-use strata_view::error::guarded;
-use strata_view::error::{Error, Result, db_err};
+use strata_view::error::ReadError;
 use strata_view::fileset::FileSet;
 use strata_view::history::{BlockUndo, History};
-use strata_view::reader::StateReader;
+use strata_view::reader::StateReader as ViewReader;
 use strata_view::snapshot::Snapshot;
 use strata_view::stats::DbStats;
 
@@ -186,12 +188,12 @@ impl ReadOnlyStateDb {
     /// A read handle on the newest committed block the follower thread
     /// has published (whose files are open and verified).
     pub fn reader(&self, regime: Regime) -> Result<StateReader> {
-        Ok(StateReader::new(
+        Ok(StateReader::new(ViewReader::new(
             self.follower.snapshot()?,
             None,
             regime,
             self.metrics.clone(),
-        ))
+        )))
     }
 
     /// A read handle on the state after `block`, one of the blocks the
@@ -202,11 +204,16 @@ impl ReadOnlyStateDb {
     /// after `block`). Fails with [`Error::StateNotRetained`] for a block
     /// outside the window.
     pub fn reader_at(&self, block: u64, regime: Regime) -> Result<StateReader> {
+        self.view_at(block, regime).map(StateReader::new)
+    }
+
+    /// The engine's reader behind [`ReadOnlyStateDb::reader_at`].
+    fn view_at(&self, block: u64, regime: Regime) -> Result<ViewReader> {
         let snapshot = self.follower.snapshot()?;
         let metrics = self.metrics.clone();
         let last = snapshot.block().unwrap_or(0);
         if snapshot.block() == Some(block) {
-            return Ok(StateReader::new(snapshot, None, regime, metrics));
+            return Ok(ViewReader::new(snapshot, None, regime, metrics));
         }
         let (history, roots) = self.journal_history(block, last)?;
         let window = Retained::new(&history, last, self.unwind_depth);
@@ -235,7 +242,7 @@ impl ReadOnlyStateDb {
         };
         let at = Head { block, root };
         let head_root = snapshot.root();
-        let reader = StateReader::at(snapshot, undo, at, regime, metrics);
+        let reader = ViewReader::at(snapshot, undo, at, regime, metrics);
         self.checked.check_once(block, head_root, || {
             reader.check_rebuilt(strata_view::sources::ReaderBranches::new, usize::MAX)
         })?;
@@ -252,12 +259,12 @@ impl ReadOnlyStateDb {
         address: &alloy_primitives::Address,
         slots: &[B256],
     ) -> Result<crate::AccountProof> {
-        self.reader_at(block, Regime::Exec)?.proof_recomputed(
+        Ok(self.view_at(block, Regime::Exec)?.proof_recomputed(
             address,
             slots,
             strata_view::sources::ReaderBranches::new,
             usize::MAX,
-        )
+        )?)
     }
 
     /// The chain's configuration the writer recorded
@@ -369,12 +376,12 @@ impl ReadOnlyStateDb {
     /// Sizes of the tiers of the block [`ReadOnlyStateDb::reader`] shows
     /// (the branch-cache counters are zero: this handle has no cache).
     pub fn stats(&self) -> Result<DbStats> {
-        strata_view::stats::collect(
+        Ok(strata_view::stats::collect(
             self.follower.snapshot()?.as_ref(),
             self.follower.step_size,
             CacheStats::default(),
             self.journal_stats(),
-        )
+        )?)
     }
 
     /// The journal's segments on disk: their bytes, and the blocks from the
@@ -400,7 +407,9 @@ impl ReadOnlyStateDb {
     /// The live keys and their raw bytes per domain at the block
     /// [`ReadOnlyStateDb::reader`] shows: a full scan of every tier.
     pub fn live_sizes(&self) -> Result<Vec<strata_view::stats::LiveSize>> {
-        strata_view::stats::live_sizes(self.follower.snapshot()?.as_ref())
+        Ok(strata_view::stats::live_sizes(
+            self.follower.snapshot()?.as_ref(),
+        )?)
     }
 
     /// The snapshot readers get now (for crate-internal checks such as
@@ -745,18 +754,18 @@ fn newest(
         } else {
             match FileSet::open_reusing(fs, files_dir, meta.manifest, previous) {
                 Ok(files) => Arc::new(files),
-                Err(Error::File(FileError::Io { file, op, source }))
+                Err(ReadError::File(FileError::Io { file, op, source }))
                     if source.kind() == std::io::ErrorKind::NotFound =>
                 {
                     last_error = Some(Error::File(FileError::Io { file, op, source }));
                     continue;
                 }
-                Err(other) => return Err(other),
+                Err(other) => return Err(other.into()),
             }
         };
         let head = followed.head();
         let memory = followed.memory().clone();
-        return Snapshot::from_txn(txn, head, files, memory).map(Some);
+        return Ok(Snapshot::from_txn(txn, head, files, memory).map(Some)?);
     }
     Err(last_error.unwrap_or(Error::FollowerOutrun {
         attempts: REFRESH_ATTEMPTS,

@@ -28,6 +28,7 @@ use alloy_primitives::{Address, B256, U256, keccak256};
 use rayon::prelude::*;
 use strata_commitment::{AccountLeaf, EMPTY_ROOT, StorageTrieBuilder};
 
+use crate::error::{Error, Result};
 use alloy_primitives::hex::encode as hex;
 use strata_bulk::account_trie::{
     BuiltStorage, LeafEntry, RepeatedSlot, SlotSort, SlotSortError, build_account_trie,
@@ -37,7 +38,6 @@ use strata_bulk::sort::{ExternalSorter, RunError, SortedPairs};
 use strata_types::account::{Account, decode_slot_value};
 use strata_types::domain::Domain;
 use strata_types::keys::{address_key, split_storage_key};
-use strata_view::error::{Error, Result};
 use strata_view::snapshot::Snapshot;
 
 use super::VerifyReport;
@@ -197,7 +197,7 @@ fn build_storage_tries(
                     let live = match snapshot.get(Domain::Account, address.as_slice()) {
                         Ok((found, _)) => found.is_some(),
                         Err(e) => {
-                            failed = Some(e);
+                            failed = Some(e.into());
                             return false;
                         }
                     };

@@ -2,8 +2,8 @@
 //! damaged page ends the verification: either becomes a problem naming what
 //! was being read.
 
-use strata_view::error::guarded as guarded_read;
-use strata_view::error::{Error, Result};
+use crate::error::guarded as guarded_read;
+use crate::error::{Error, Result};
 
 pub(super) use strata_db::panic_message;
 
@@ -15,8 +15,11 @@ pub(super) use strata_db::panic_message;
 /// into [`Error::Corrupt`]. Verify only reads, so a panic leaves nothing
 /// half-written: the stage's partial results are dropped and the other
 /// stages still run.
-pub(super) fn guarded<T>(what: &str, stage: impl FnOnce() -> Result<T>) -> Result<T, String> {
-    guarded_read("(verify)", stage).map_err(|error| match error {
+pub(super) fn guarded<T, E: Into<Error>>(
+    what: &str,
+    stage: impl FnOnce() -> Result<T, E>,
+) -> Result<T, String> {
+    guarded_read("(verify)", || stage().map_err(Into::into)).map_err(|error| match error {
         Error::Corrupt { what: cause, .. } => {
             format!("reading {what}: the database is damaged ({cause})")
         }
@@ -27,11 +30,11 @@ pub(super) fn guarded<T>(what: &str, stage: impl FnOnce() -> Result<T>) -> Resul
 #[cfg(test)]
 mod tests {
     use super::guarded;
-    use strata_view::error::Error;
+    use crate::error::Error;
 
     #[test]
     fn a_panic_becomes_a_problem_naming_what_was_read() {
-        let problem = guarded::<()>("redb table `account`", || panic!("unreachable page"))
+        let problem = guarded::<(), Error>("redb table `account`", || panic!("unreachable page"))
             .expect_err("the panic is caught");
         assert!(problem.contains("redb table `account`"), "{problem}");
         assert!(problem.contains("unreachable page"), "{problem}");
@@ -39,7 +42,7 @@ mod tests {
 
     #[test]
     fn an_error_becomes_a_problem_naming_what_was_read() {
-        let problem = guarded::<()>("redb table `code`", || {
+        let problem = guarded::<(), Error>("redb table `code`", || {
             Err(Error::InvalidOptions("boom".into()))
         })
         .expect_err("the error is kept");
@@ -47,6 +50,6 @@ mod tests {
             problem.starts_with("reading redb table `code`: "),
             "{problem}"
         );
-        assert_eq!(guarded("x", || Ok(7)), Ok(7));
+        assert_eq!(guarded("x", || Ok::<_, Error>(7)), Ok(7));
     }
 }

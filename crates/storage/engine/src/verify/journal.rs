@@ -18,6 +18,7 @@ use redb::ReadableDatabase;
 use strata_db::meta;
 use strata_db::tables::META;
 
+use crate::error::{Error, Result, db_err};
 use crate::inner::Inner;
 use crate::ledger::{check_recovered, ends_before_head};
 use crate::options::Options;
@@ -25,7 +26,6 @@ use crate::read_only::{JournalContext, journal_context};
 use strata_files::{FileSystem, OsFileSystem};
 use strata_journal::{self as journal, BlockRecord, Expect, Scan, Tip};
 use strata_types::datadir::JOURNAL_DIR;
-use strata_view::error::{Error, Result, db_err};
 use strata_view::snapshot::Snapshot;
 
 /// Checks the journal of `datadir`, adding what it finds to `report`, and

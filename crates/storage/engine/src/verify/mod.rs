@@ -23,6 +23,7 @@ use std::sync::Arc;
 
 use alloy_primitives::B256;
 
+use crate::error::{Error, Result};
 use crate::inner::Inner;
 use crate::options::Options;
 use alloy_primitives::hex::encode as hex;
@@ -31,7 +32,6 @@ use strata_files::{FileSystem, SortedFile};
 use strata_types::datadir::DB_FILE;
 use strata_types::domain::Domain;
 use strata_types::keys::ROOT_RECORD_KEY;
-use strata_view::error::{Error, Result};
 use strata_view::snapshot::Snapshot;
 
 use self::guard::guarded;

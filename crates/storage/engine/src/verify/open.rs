@@ -7,10 +7,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::error::{Error, Result};
 use crate::options::Options;
 use crate::read_only::ReadOnlyStateDb;
 use strata_files::{FileSystem, OsFileSystem};
-use strata_view::error::{Error, Result};
 use strata_view::snapshot::Snapshot;
 
 /// A datadir opened read-only: the newest commit and its files.

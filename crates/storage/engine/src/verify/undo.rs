@@ -20,14 +20,14 @@ use std::sync::Arc;
 use strata_commitment::record_key;
 
 use super::VerifyReport;
+use crate::error::{Error, Result};
 use strata_journal::{BlockRecord, Scan, ScannedFrame};
 use strata_telemetry::ReadMetrics;
 use strata_types::Head;
 use strata_types::domain::{Domain, Regime};
-use strata_view::error::{Error, Result};
 use strata_view::history::BlockUndo;
 use strata_view::overlay::Overlay;
-use strata_view::reader::StateReader;
+use strata_view::reader::StateReader as ViewReader;
 use strata_view::snapshot::Snapshot;
 use strata_view::sources::ReaderBranches;
 use strata_view::trie_update::records_at;
@@ -118,7 +118,7 @@ fn undo_block(
     undo.apply_to(&mut touched);
     undo.apply_to(Arc::make_mut(overlay));
     // Its commitment records are still the block's; its values the target's.
-    let state = StateReader::new(
+    let state = ViewReader::new(
         snapshot.clone(),
         Some(overlay.clone()),
         Regime::Commitment,
