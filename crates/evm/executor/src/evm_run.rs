@@ -27,6 +27,21 @@ use crate::eip7610::StorageCollisions;
 use crate::error::{ExecError, InvalidBlock};
 
 /// What either state path leaves: the block staged in its writer, the
+/// How a block's transactions ran ahead of their turn
+/// ([`ExecuteOptions::transaction_workers`](crate::ExecuteOptions)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TransactionsAhead {
+    /// Threads that ran transactions ahead.
+    pub workers: usize,
+    /// Transactions whose run ahead was committed: every value it read
+    /// held in its turn.
+    pub committed: usize,
+    /// Transactions executed again in their turn: a value read ahead no
+    /// longer held, the run ahead failed, or the block's gas left was
+    /// checked on the serial path.
+    pub executed_again: usize,
+}
+
 /// EVM's outcome (checked against the header) and the times.
 pub(crate) struct PathRun {
     pub(crate) writer: strata_storage::BlockWriter,
@@ -35,7 +50,7 @@ pub(crate) struct PathRun {
     pub(crate) apply: std::time::Duration,
     pub(crate) access: Option<BlockAccess>,
     /// How the transactions ran ahead of their turn, when they did.
-    pub(crate) ahead: Option<crate::parallel::TransactionsAhead>,
+    pub(crate) ahead: Option<TransactionsAhead>,
 }
 
 /// Gives `writer` what the store keeps beside the block's state: its hash

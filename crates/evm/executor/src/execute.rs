@@ -19,7 +19,7 @@ use crate::consensus::{
 };
 use crate::error::{ExecError, InvalidBlock};
 use crate::evm_run::PathRun;
-use crate::parallel::TransactionsAhead;
+use crate::evm_run::TransactionsAhead;
 use crate::senders::{RecoveredSenders, recover_now};
 use crate::via_writer::RunAhead;
 

@@ -36,12 +36,12 @@ pub use access::{AccountRead, AccountWrite, BlockAccess};
 pub use block::DecodedBlock;
 pub use block_access_list::prefetch_list;
 pub use error::{ExecError, InvalidBlock};
+pub use evm_run::TransactionsAhead;
 pub use execute::{
     AccessListUse, BlockTimings, ExecuteOptions, ExecutedBlock, RootTiming, StatePath,
     execute_block, execute_block_with,
 };
 pub use memory::{MemoryBlock, MemoryChain};
-pub use parallel::TransactionsAhead;
 pub use senders::RecoveredSenders;
 /// The chain's rules, from strata-chainspec, at the paths they have had.
 pub use strata_chainspec::{

@@ -6,7 +6,6 @@ use bytes::Bytes;
 use rayon::prelude::*;
 
 use crate::children::Children;
-use crate::compute::CommitStats;
 use crate::error::{CommitmentError, corrupted, path_hex};
 use crate::nibbles::{common_prefix, nibble, push_key_nibbles};
 use crate::node::{
@@ -18,6 +17,7 @@ use crate::record::{
     encode_branch_record, encode_root_cell,
 };
 use crate::source::{BranchSource, StateSource};
+use crate::stats::CommitStats;
 
 type Result<T> = std::result::Result<T, CommitmentError>;
 

@@ -44,26 +44,12 @@ use strata_storage::{Regime, StateDb};
 use crate::ChainSpec;
 use crate::block::DecodedBlock;
 use crate::block_access_list::RecordingDb;
+use crate::evm_run::TransactionsAhead;
 use crate::evm_run::{
     Outcome, RunError, after_transactions, block_error, execution_ctx, executor_factory, finish,
 };
 use crate::via_writer::CheckedWriter;
 use overlay::{ListOverlay, ListView, Reads};
-
-/// How a block's transactions ran ahead of their turn
-/// ([`ExecuteOptions::transaction_workers`](crate::ExecuteOptions)).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct TransactionsAhead {
-    /// Threads that ran transactions ahead.
-    pub workers: usize,
-    /// Transactions whose run ahead was committed: every value it read
-    /// held in its turn.
-    pub committed: usize,
-    /// Transactions executed again in their turn: a value read ahead no
-    /// longer held, the run ahead failed, or the block's gas left was
-    /// checked on the serial path.
-    pub executed_again: usize,
-}
 
 /// One transaction's run ahead: alloy-evm's result and what it read.
 struct Ahead {
