@@ -301,6 +301,16 @@ pub enum ExecError {
 }
 
 impl ExecError {
+    /// The block the error is about.
+    pub fn number(&self) -> u64 {
+        match self {
+            ExecError::Invalid { number, .. }
+            | ExecError::Store { number, .. }
+            | ExecError::Unsupported { number, .. }
+            | ExecError::Database { number, .. } => *number,
+        }
+    }
+
     /// The consensus check the block failed, if it was refused as invalid.
     pub fn invalid(&self) -> Option<&InvalidBlock> {
         match self {

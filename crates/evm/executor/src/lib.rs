@@ -26,6 +26,7 @@ mod eip7610;
 mod error;
 mod evm_run;
 mod execute;
+mod import;
 mod memory;
 mod parallel;
 mod senders;
@@ -40,6 +41,9 @@ pub use evm_run::TransactionsAhead;
 pub use execute::{
     AccessListUse, BlockTimings, ExecuteOptions, ExecutedBlock, RootTiming, StatePath,
     execute_block, execute_block_with,
+};
+pub use import::{
+    AheadError, ChainAnchor, ChainImporter, GenesisStart, ImportError, Imported, SendersAhead,
 };
 pub use memory::{MemoryBlock, MemoryChain};
 pub use senders::RecoveredSenders;

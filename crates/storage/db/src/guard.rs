@@ -29,9 +29,13 @@ pub fn guarded<T, E: From<SchemaError>>(
 }
 
 /// The text of a panic's payload (the one helper for every caught panic
-/// of strata: redb's here, a commit's in the engine's ledger).
+/// of strata: redb's here, a commit's in the engine's ledger). A payload
+/// still in its box (`&Box<dyn Any + Send>` coerces to the box itself, an
+/// easy slip) is opened, so its message is never lost.
 pub fn panic_message(payload: &(dyn Any + Send)) -> String {
-    if let Some(text) = payload.downcast_ref::<&str>() {
+    if let Some(boxed) = payload.downcast_ref::<Box<dyn Any + Send>>() {
+        panic_message(boxed.as_ref())
+    } else if let Some(text) = payload.downcast_ref::<&str>() {
         (*text).to_owned()
     } else if let Some(text) = payload.downcast_ref::<String>() {
         text.clone()
@@ -60,5 +64,16 @@ mod tests {
         );
         assert!(err.to_string().contains("page 7 is not a branch"), "{err}");
         assert_eq!(guarded::<_, SchemaError>("meta", || Ok(5)).unwrap(), 5);
+    }
+
+    #[test]
+    fn a_joined_threads_payload_gives_its_message_boxed_or_not() {
+        let payload = std::thread::spawn(|| panic!("root {} broke", 7))
+            .join()
+            .unwrap_err();
+        assert_eq!(panic_message(&payload), "root 7 broke");
+        assert_eq!(panic_message(&*payload), "root 7 broke");
+        let literal = std::thread::spawn(|| panic!("plain")).join().unwrap_err();
+        assert_eq!(panic_message(&literal), "plain");
     }
 }

@@ -33,6 +33,17 @@ pub enum ImportChainError {
         /// What it lacks.
         why: ContinueProblem,
     },
+    /// The importer refused a block for a reason this build does not name.
+    #[error("{chain}, the block at byte offset {offset}: {source}")]
+    Importer {
+        /// The chain file.
+        chain: PathBuf,
+        /// Where the block starts.
+        offset: usize,
+        /// The importer's refusal.
+        #[source]
+        source: strata_executor::ImportError,
+    },
     /// The chain file holds no block.
     #[error("{chain} holds no block")]
     EmptyChain {

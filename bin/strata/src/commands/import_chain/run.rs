@@ -4,18 +4,16 @@
 //! then execute and commit every further block, each root checked (each
 //! prefetched first from its access list when a trace is given).
 
-use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use alloy_primitives::{B256, U256};
-use strata_executor::consensus::Ancestor;
+use alloy_primitives::B256;
 use strata_executor::{
-    AccessListUse, BlockTimings, DecodedBlock, ExecuteOptions, GenesisBlock, RootTiming, StatePath,
-    TransactionsAhead, execute_block_with,
+    AccessListUse, BlockTimings, ChainAnchor, ChainImporter, ExecuteOptions, GenesisStart,
+    ImportError, Imported, RootTiming, StatePath, TransactionsAhead,
 };
 use strata_storage::telemetry::MetricsSnapshot;
-use strata_storage::{CacheStats, Options, Regime, StateDb};
+use strata_storage::{CacheStats, Options, StateDb};
 
 use super::access_lists::AccessListFile;
 use super::ahead::{Blocks, NextBlock, SendersTiming};
@@ -26,9 +24,6 @@ use super::progress::{Done, Progress};
 use super::start::ChainStart;
 use super::trace_out::TraceOut;
 use crate::{CliError, FlagError};
-
-/// Blocks kept as ancestors: the parent and six more for the ommer rules.
-const ANCESTORS: usize = 8;
 
 /// What one import did and measured.
 #[derive(Debug, Clone)]
@@ -179,7 +174,17 @@ impl Import<'_> {
         let warmers = options.warmers;
         let mut db = StateDb::open(datadir, options.clone()).map_err(CliError::storage(datadir))?;
         let resumed_after = match &chain_start.genesis {
-            Some(genesis) => start(&db, datadir, genesis, trace_out.as_deref_mut())?,
+            Some(genesis) => {
+                let place = FilePlace {
+                    offset: 0,
+                    hash: genesis.hash,
+                };
+                let importer = ChainImporter::from_genesis(&db, genesis)
+                    .map_err(|error| import_error(error, datadir, chain, chain_start, place))?;
+                let start = importer.genesis_start();
+                genesis_started(start, datadir, &db, trace_out.as_deref_mut(), genesis)?;
+                importer.resumes_after()
+            }
             None => start_from_datadir(&db, datadir, chain_start, trace_out.is_some())?,
         };
         if cold {
@@ -193,11 +198,14 @@ impl Import<'_> {
             .transpose()?;
         let mut list_file = access_lists.map(AccessListFile::open).transpose()?;
         let mut blocks = Blocks::open(chain, senders, &chain_start.spec, resumed_after)?;
-        let mut spec = chain_start.spec.clone();
-        let mut ancestors: VecDeque<(DecodedBlock, U256)> = VecDeque::new();
-        let mut parent = (
-            chain_start.header.number,
-            chain_start.hash,
+        let anchor = ChainAnchor {
+            header: chain_start.header.clone(),
+            hash: chain_start.hash,
+        };
+        let mut importer = ChainImporter::new(
+            &db,
+            chain_start.spec.clone(),
+            anchor,
             chain_start.header.difficulty,
         );
         let mut run = ImportRun {
@@ -234,21 +242,9 @@ impl Import<'_> {
             block: FileBlock { block, offset },
             senders: recovered,
             position,
-        }) = blocks.next()?
+        }) = blocks.next_block()?
         {
             let number = block.number();
-            let (parent_number, parent_hash, parent_difficulty) = parent;
-            if number != parent_number + 1 {
-                return Err(ImportChainError::OutOfOrder {
-                    chain: chain.to_owned(),
-                    offset,
-                    number,
-                    expected: parent_number + 1,
-                    first: chain_start.header.number + 1,
-                }
-                .into());
-            }
-            let difficulty = parent_difficulty + block.header().difficulty;
             // The block's access list comes with it, as the engine API's
             // payload carries it (read for skipped blocks too, to stay in step).
             let given = list_file
@@ -260,48 +256,29 @@ impl Import<'_> {
                 Some(list) => block.with_access_list(list),
                 None => block,
             };
-            if number <= resumed_after {
-                check_known(
-                    &db,
-                    datadir,
-                    chain,
-                    &block,
-                    offset,
-                    parent_hash,
-                    resumed_after,
-                )?;
-            } else {
-                if let Some(ttd) = spec.pending_terminal_total_difficulty()
-                    && parent_difficulty >= ttd
-                {
-                    spec = spec.with_merge_at(number);
-                }
-                let reading = Instant::now();
-                let list = lists
-                    .as_mut()
-                    .map(|lists| lists.list_for(&block))
-                    .transpose()?;
-                run.list_reading += reading.elapsed();
-                let executed = {
-                    let chain_ancestors = ancestor_list(&ancestors, chain_start);
-                    let options = ExecuteOptions {
-                        record_access: trace_out.is_some(),
-                        state,
-                        prefetch: list.as_ref(),
-                        root,
-                        senders: recovered.as_ref(),
-                        access_list,
-                        transaction_workers,
-                    };
-                    execute_block_with(&db, &spec, &block, &chain_ancestors, options)
-                }
-                .map_err(|source| CliError::BlockRefused {
-                    path: chain.to_owned(),
-                    number,
-                    hash: block.hash,
-                    offset,
-                    source: Box::new(source),
-                })?;
+            let reading = Instant::now();
+            let list = match &mut lists {
+                Some(lists) if number > resumed_after => Some(lists.list_for(&block)?),
+                _ => None,
+            };
+            run.list_reading += reading.elapsed();
+            let options = ExecuteOptions {
+                record_access: trace_out.is_some(),
+                state,
+                prefetch: list.as_ref(),
+                root,
+                senders: recovered.as_ref(),
+                access_list,
+                transaction_workers,
+            };
+            let place = FilePlace {
+                offset,
+                hash: block.hash,
+            };
+            let imported = importer
+                .import(block, options)
+                .map_err(|error| import_error(error, datadir, chain, chain_start, place))?;
+            if let Imported::Executed(executed) = imported {
                 if let (Some(out), Some(access)) = (trace_out.as_deref_mut(), &executed.access) {
                     out.block(&executed, access)?;
                 }
@@ -309,9 +286,6 @@ impl Import<'_> {
                 run.senders_ahead += recovered.as_ref().map_or(Duration::ZERO, |r| r.took());
                 bar.update(number, position, run.done(), started);
             }
-            parent = (number, block.hash, difficulty);
-            ancestors.push_front((block, difficulty));
-            ancestors.truncate(ANCESTORS);
         }
         if let Some(file) = list_file.as_mut() {
             file.warn_if_more();
@@ -402,130 +376,104 @@ fn start_from_datadir(
     Ok(last)
 }
 
-/// Writes the genesis into a new datadir (its root checked against
-/// alloy-trie's), or checks that an existing one belongs to this genesis.
-/// Returns the datadir's last block.
-fn start(
-    db: &StateDb,
+/// After the genesis was written or found: writes the trace's genesis line
+/// for a new datadir, and refuses `--trace-out` for one past it.
+fn genesis_started(
+    start: Option<GenesisStart>,
     datadir: &Path,
-    genesis: &GenesisBlock,
+    db: &StateDb,
     trace_out: Option<&mut TraceOut>,
-) -> Result<u64, CliError> {
-    let genesis_number = genesis.header.number;
-    let Some(last) = db.last_block() else {
-        let root = db
-            .init_genesis(
-                &genesis.alloc,
-                strata_storage::GenesisName::HashAndHeader(genesis.hash, genesis.header_rlp()),
-            )
-            .map_err(CliError::storage(datadir))?;
-        if root != genesis.header.state_root {
-            return Err(ImportChainError::GenesisRoot {
-                strata: root,
-                alloy_trie: genesis.header.state_root,
-            }
-            .into());
-        }
-        db.set_chain_config(&genesis.recorded_config())
-            .map_err(CliError::storage(datadir))?;
-        if let Some(out) = trace_out {
-            out.genesis(genesis)?;
-        }
-        return Ok(genesis_number);
-    };
-    if last < genesis_number {
-        return Err(ImportChainError::BeforeGenesis {
-            datadir: datadir.to_owned(),
-            last,
-            genesis: genesis_number,
-        }
-        .into());
-    }
-    let reader = db.reader(Regime::Exec);
-    let stored = reader
-        .block_hash(genesis_number)
-        .map_err(CliError::storage(datadir))?;
-    if stored.is_some_and(|hash| hash != genesis.hash)
-        || (last == genesis_number && db.root() != genesis.header.state_root)
-    {
-        return Err(ImportChainError::OtherGenesis {
-            datadir: datadir.to_owned(),
-            hash: genesis.hash,
-            root: genesis.header.state_root,
-        }
-        .into());
-    }
-    if trace_out.is_some() && last > genesis_number {
-        return Err(FlagError::TraceOutPastStart {
-            start: "the genesis".to_owned(),
-            datadir: datadir.to_owned(),
-            last,
-            remedy: "give a new datadir",
-        }
-        .into());
-    }
-    if last > genesis_number {
-        eprintln!(
-            "resuming {} after block {last} (root {})",
-            datadir.display(),
-            db.root()
-        );
-    }
-    Ok(last)
-}
-
-/// A block the datadir already holds: it must be the file's (same hash,
-/// where the datadir still has it; the same root at its head).
-fn check_known(
-    db: &StateDb,
-    datadir: &Path,
-    chain: &Path,
-    block: &DecodedBlock,
-    offset: usize,
-    parent_hash: B256,
-    head: u64,
+    genesis: &strata_executor::GenesisBlock,
 ) -> Result<(), CliError> {
-    let number = block.number();
-    let stored = db
-        .reader(Regime::Exec)
-        .block_hash(number)
-        .map_err(CliError::storage(datadir))?;
-    let differs = block.header().parent_hash != parent_hash
-        || stored.is_some_and(|hash| hash != block.hash)
-        || (number == head && db.root() != block.header().state_root);
-    if differs {
-        return Err(ImportChainError::OtherBlock {
-            datadir: datadir.to_owned(),
-            number,
-            chain: chain.to_owned(),
-            offset,
-            hash: block.hash,
+    match start {
+        Some(GenesisStart::Held { last }) if last > genesis.header.number => {
+            if trace_out.is_some() {
+                return Err(FlagError::TraceOutPastStart {
+                    start: "the genesis".to_owned(),
+                    datadir: datadir.to_owned(),
+                    last,
+                    remedy: "give a new datadir",
+                }
+                .into());
+            }
+            eprintln!(
+                "resuming {} after block {last} (root {})",
+                datadir.display(),
+                db.root()
+            );
         }
-        .into());
+        Some(GenesisStart::Written) => {
+            if let Some(out) = trace_out {
+                out.genesis(genesis)?;
+            }
+        }
+        _ => {}
     }
     Ok(())
 }
 
-/// The parent first, then older blocks, down to the block the file
-/// continues from.
-fn ancestor_list<'a>(
-    recent: &'a VecDeque<(DecodedBlock, U256)>,
-    start: &'a ChainStart,
-) -> Vec<Ancestor<'a>> {
-    let mut list: Vec<Ancestor<'a>> = recent
-        .iter()
-        .map(|(block, _)| Ancestor {
-            hash: block.hash,
-            header: block.header(),
-            ommers: &block.block.body.ommers,
-        })
-        .collect();
-    if list.len() < ANCESTORS {
-        list.push(Ancestor {
-            hash: start.hash,
-            header: &start.header,
-            ommers: &[],
-        });
+/// Where in the chain file a block starts, and which block it is.
+#[derive(Clone, Copy)]
+struct FilePlace {
+    offset: usize,
+    hash: B256,
+}
+
+/// An importer's refusal, told with the files it concerns.
+fn import_error(
+    error: ImportError,
+    datadir: &Path,
+    chain: &Path,
+    chain_start: &ChainStart,
+    place: FilePlace,
+) -> CliError {
+    let FilePlace { offset, hash } = place;
+    match error {
+        ImportError::OutOfOrder { number, expected } => ImportChainError::OutOfOrder {
+            chain: chain.to_owned(),
+            offset,
+            number,
+            expected,
+            first: chain_start.header.number + 1,
+        }
+        .into(),
+        ImportError::OtherBlock { number, hash } => ImportChainError::OtherBlock {
+            datadir: datadir.to_owned(),
+            number,
+            chain: chain.to_owned(),
+            offset,
+            hash,
+        }
+        .into(),
+        ImportError::Refused(source) => CliError::BlockRefused {
+            path: chain.to_owned(),
+            number: source.number(),
+            hash,
+            offset,
+            source,
+        },
+        ImportError::GenesisRoot { strata, alloy_trie } => {
+            ImportChainError::GenesisRoot { strata, alloy_trie }.into()
+        }
+        ImportError::BeforeGenesis { last, genesis } => ImportChainError::BeforeGenesis {
+            datadir: datadir.to_owned(),
+            last,
+            genesis,
+        }
+        .into(),
+        ImportError::OtherGenesis { hash, root } => ImportChainError::OtherGenesis {
+            datadir: datadir.to_owned(),
+            hash,
+            root,
+        }
+        .into(),
+        ImportError::Store(error) => CliError::storage(datadir)(error),
+        // `ImportError` is non-exhaustive: a variant added there is told
+        // as the library tells it, with the chain file's place.
+        other => CliError::ImportChain(Box::new(ImportChainError::Importer {
+            chain: chain.to_owned(),
+            offset,
+            source: other,
+        })),
     }
-    list
 }

@@ -7,7 +7,8 @@ use strata_chain_gen::{ACCESS_LISTS_FILE, CHAIN_FILE, Fork, GENESIS_FILE, GenCon
 use strata_executor::consensus::Ancestor;
 use strata_executor::ef_tests::case_options;
 use strata_executor::{
-    ExecError, ExecuteOptions, GenesisBlock, TransactionsAhead, execute_block, execute_block_with,
+    ChainImporter, ExecError, ExecuteOptions, GenesisBlock, GenesisStart, ImportError, Imported,
+    TransactionsAhead, execute_block, execute_block_with,
 };
 use strata_storage::StateDb;
 
@@ -45,6 +46,70 @@ fn strata_executes_every_generated_block() {
     }
     assert_eq!(db.root(), summary.head.2);
     assert_eq!(db.last_block(), Some(3));
+}
+
+/// The library's importer: a chain from its genesis, stopped after two
+/// blocks and resumed (the blocks the store holds checked, not executed),
+/// a block out of order refused, another chain's genesis refused.
+#[test]
+fn the_importer_takes_a_chain_resumes_it_and_refuses_what_does_not_follow() {
+    let dir = tempfile::tempdir().unwrap();
+    let summary = write_chain(&small_config(9), dir.path(), |_| {}).expect("generates");
+    let genesis = GenesisBlock::read(&dir.path().join(GENESIS_FILE)).expect("genesis.json reads");
+    let blocks = read_blocks(&dir.path().join(CHAIN_FILE));
+    let store = tempfile::tempdir().unwrap();
+
+    let db = StateDb::open(store.path(), case_options()).expect("opens");
+    let mut importer = ChainImporter::from_genesis(&db, &genesis).expect("genesis written");
+    assert_eq!(importer.genesis_start(), Some(GenesisStart::Written));
+    let error = importer
+        .import(blocks[1].clone(), ExecuteOptions::default())
+        .expect_err("block 2 before block 1");
+    assert!(
+        matches!(
+            error,
+            ImportError::OutOfOrder {
+                number: 2,
+                expected: 1
+            }
+        ),
+        "{error}"
+    );
+    for block in &blocks[..2] {
+        let imported = importer.import(block.clone(), ExecuteOptions::default());
+        assert!(
+            matches!(imported, Ok(Imported::Executed(_))),
+            "{imported:?}"
+        );
+    }
+    drop(importer);
+    db.close().expect("closes");
+
+    let db = StateDb::open(store.path(), case_options()).expect("reopens");
+    let mut importer = ChainImporter::from_genesis(&db, &genesis).expect("genesis held");
+    assert_eq!(
+        importer.genesis_start(),
+        Some(GenesisStart::Held { last: 2 })
+    );
+    assert_eq!(importer.resumes_after(), 2);
+    for block in &blocks[..2] {
+        let imported = importer.import(block.clone(), ExecuteOptions::default());
+        assert!(matches!(imported, Ok(Imported::Known)), "{imported:?}");
+    }
+    match importer.import(blocks[2].clone(), ExecuteOptions::default()) {
+        Ok(Imported::Executed(executed)) => assert_eq!(executed.root, summary.head.2),
+        other => panic!("block 3 executes, got {other:?}"),
+    }
+    assert_eq!(importer.parent(), (3, blocks[2].hash));
+    assert_eq!(db.last_block(), Some(3));
+
+    let other = tempfile::tempdir().unwrap();
+    write_chain(&small_config(10), other.path(), |_| {}).expect("generates");
+    let other = GenesisBlock::read(&other.path().join(GENESIS_FILE)).expect("reads");
+    let error = ChainImporter::from_genesis(&db, &other)
+        .err()
+        .expect("another chain");
+    assert!(matches!(error, ImportError::OtherGenesis { .. }), "{error}");
 }
 
 /// Every fork `gen-chain --fork` makes: strata executes each block of the
