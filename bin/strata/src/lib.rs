@@ -10,9 +10,11 @@
 //! `strata replay --observer-process`) is `commands::observe`.
 #![deny(missing_docs)]
 
+mod arg_values;
 pub mod cold;
 pub mod commands;
 pub mod error;
+mod host;
 pub mod logging;
 pub mod metrics_server;
 pub mod output;

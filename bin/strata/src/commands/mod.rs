@@ -34,6 +34,7 @@ use clap::{Parser, Subcommand};
 use crate::CliError;
 use crate::logging::LogFormat;
 
+pub use crate::arg_values::WarmerList;
 pub use check_trace::CheckTraceArgs;
 pub use compact::CompactArgs;
 pub use completions::CompletionsArgs;
@@ -41,18 +42,15 @@ pub use ef_test::EfTestArgs;
 pub use export::ExportArgs;
 pub use gen_trace::GenTraceArgs;
 pub use get::{GetArgs, GetWhat};
-pub use import_chain::{
-    Baseline, BaselineStateError, ContinueProblem, ImportChainArgs, ImportChainError,
-    PrefetchError, SendersTiming,
-};
+pub use import_chain::{Baseline, ImportChainArgs, SendersTiming};
 pub use import_geth::ImportGethArgs;
 pub use init::InitArgs;
 pub use man::ManArgs;
 pub use observe::ObserveArgs;
 pub use proof::{ProofArgs, response as proof_response};
-pub use replay::{ReplayArgs, RunResult, WarmerList};
+pub use replay::{ReplayArgs, RunResult};
 pub use root::RootArgs;
-pub use serve::{ServeArgs, ServeError};
+pub use serve::ServeArgs;
 pub use stats::StatsArgs;
 pub use unwind::UnwindArgs;
 pub use verify::VerifyArgs;

@@ -18,7 +18,7 @@ use serde::Serialize;
 use strata_storage::{VerifyOptions, VerifyReport};
 
 use super::datadir::inspect_options;
-use super::replay::total_memory_bytes;
+use crate::host::total_memory_bytes;
 use crate::output::{print_json, print_text};
 use crate::scratch::{LockedDir, VERIFY_PREFIX, remove_stale};
 use crate::{CliError, FlagError};
@@ -38,7 +38,7 @@ pub struct VerifyArgs {
     /// margin, whatever the state's size. 1 to 1,048,576 and at most the
     /// machine's memory (the budget is allocated at once).
     #[arg(long, value_name = "MIB", default_value_t = 256,
-          value_parser = clap::value_parser!(u64).range(1..=super::replay::MAX_CACHE_MIB))]
+          value_parser = clap::value_parser!(u64).range(1..=crate::arg_values::MAX_CACHE_MIB))]
     pub sort_memory: u64,
     /// Where those runs go (in a folder of their own, removed afterwards);
     /// default: the system's temp folder (TMPDIR). Never the datadir.

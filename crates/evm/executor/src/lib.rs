@@ -12,10 +12,20 @@
 //!   nothing of it is written.
 //! - [`RecoveredSenders`]: a block's senders recovered ahead of its
 //!   execution (an importer's, while the block before runs).
+//! - [`ChainImporter`]: a chain's blocks executed and committed in order,
+//!   from its genesis or any block the store holds, resuming after the
+//!   store's last block; [`SendersAhead`] recovers the next blocks' senders
+//!   on a thread of their own.
 //! - [`MemoryChain`]: the same blocks over revm's in-memory database, the
 //!   baseline strata's execution is measured against.
 //! - [`ef_tests`]: the runner of Ethereum's BlockchainTests (`strata ef-test`).
 #![deny(missing_docs)]
+
+/// The book's page on importing a chain from a client's code, compiled as
+/// this crate's doc-test so that it cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../../../book/src/guide/library/importing-a-chain.md")]
+struct BookImportingAChain;
 
 mod access;
 mod block;

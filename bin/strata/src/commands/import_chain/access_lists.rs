@@ -13,9 +13,9 @@ use alloy_consensus::Header;
 use alloy_eip7928::{BlockAccessList, compute_block_access_list_hash};
 use alloy_rlp::Decodable;
 
-use super::error::ImportChainError;
 use super::rlp_items::{ItemError, RlpItems};
 use crate::CliError;
+use crate::error::ImportChainError;
 
 /// Reads an access-lists file beside a chain file.
 #[derive(Debug)]

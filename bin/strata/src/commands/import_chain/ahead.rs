@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use strata_executor::{AheadError, ChainSpec, RecoveredSenders, SendersAhead};
 
 use super::chain_file::{ChainFile, FileBlock};
-use super::error::ImportChainError;
 use crate::error::CliError;
+use crate::error::ImportChainError;
 
 /// When a block's senders are recovered.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

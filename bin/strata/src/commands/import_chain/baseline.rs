@@ -5,17 +5,16 @@
 //! lookup, no root), so that strata's execution is shown beside the cost
 //! of a state layer that is free.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
-use alloy_primitives::{Address, B256};
 use strata_executor::{MemoryChain, alloc_state_root};
-use strata_storage::dump::DumpError;
 use strata_storage::genesis::GenesisAlloc;
 
 use super::chain_file::{ChainFile, FileBlock};
 use super::start::ChainStart;
 use crate::commands::init::Dump;
+use crate::error::BaselineStateError;
 use crate::{CliError, FlagError};
 
 /// What the in-memory run measured over the blocks strata executed.
@@ -31,62 +30,6 @@ pub(crate) struct BaselineRun {
     pub(crate) apply: Duration,
     /// What the database was preloaded with: `genesis`, or the dump's path.
     pub(crate) preloaded: String,
-}
-
-/// Why a `--baseline-state` dump cannot start the baseline.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum BaselineStateError {
-    /// A line of the dump could not be read.
-    #[error("--baseline-state {path}: {source}")]
-    Read {
-        /// The dump.
-        path: PathBuf,
-        /// What is wrong, with the line.
-        #[source]
-        source: Box<DumpError>,
-    },
-    /// The dump is the state of another block than the one the chain
-    /// file continues from.
-    #[error(
-        "--baseline-state {path} is the state with root {dump_root} (its first line), but the chain file's first block builds on block {block}, whose state root is {block_root}"
-    )]
-    OtherBlock {
-        /// The dump.
-        path: PathBuf,
-        /// The root the dump's first line names.
-        dump_root: B256,
-        /// The block the chain file continues from.
-        block: u64,
-        /// Its header's state root.
-        block_root: B256,
-    },
-    /// The dump's accounts do not give the root its first line names.
-    #[error(
-        "--baseline-state {path}: its first line names root {stated}, but its accounts give {computed} (alloy-trie)"
-    )]
-    Root {
-        /// The dump.
-        path: PathBuf,
-        /// The root of the first line.
-        stated: B256,
-        /// alloy-trie's root of the accounts.
-        computed: B256,
-    },
-    /// An account is listed twice.
-    #[error("--baseline-state {path}: account {address} is listed twice")]
-    Repeated {
-        /// The dump.
-        path: PathBuf,
-        /// The account.
-        address: Address,
-    },
-}
-
-impl From<BaselineStateError> for CliError {
-    fn from(error: BaselineStateError) -> Self {
-        CliError::BaselineState(Box::new(error))
-    }
 }
 
 /// Where the baseline's state comes from.

@@ -12,7 +12,6 @@ mod access_lists;
 mod ahead;
 mod baseline;
 mod chain_file;
-mod error;
 mod prefetch;
 mod progress;
 mod report;
@@ -28,15 +27,14 @@ use strata_executor::{AccessListUse, GenesisBlock, RootTiming, StatePath};
 use strata_storage::{Durability, Options};
 
 use super::ef_test::state_path;
-use super::replay::{MAX_CACHE_MIB, WarmerList, copy_datadir, format_bytes, warmer_list};
+use super::replay::copy_datadir;
+use crate::arg_values::{MAX_CACHE_MIB, WarmerList, warmer_list};
+use crate::host::format_bytes;
 use crate::output::Lines;
 use crate::output_file::{OutputFile, Protected};
 use crate::{CliError, FlagError};
 pub use ahead::SendersTiming;
 use baseline::BaselineStart;
-pub use baseline::BaselineStateError;
-pub use error::{ContinueProblem, ImportChainError};
-pub use prefetch::PrefetchError;
 use run::{Import, ImportRun};
 use start::ChainStart;
 use trace_out::TraceOut;
@@ -358,7 +356,7 @@ pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
     }
     out.line(format_args!(
         "peak RSS {}",
-        format_bytes(crate::commands::replay::peak_rss_bytes())
+        format_bytes(crate::host::peak_rss_bytes())
     ));
     out.line(format_args!(
         "final root {} at block {}",

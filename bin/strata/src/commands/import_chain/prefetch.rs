@@ -11,53 +11,7 @@ use strata_storage::BlockAccessList;
 use strata_trace::{TraceLine, TraceReader};
 
 use crate::CliError;
-
-/// Why a `--prefetch` trace cannot serve a block of the chain file.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum PrefetchError {
-    /// The trace has no line for the block: it ends before it, or starts
-    /// after it.
-    #[error("--prefetch {trace}: no access list for block {block} ({found})")]
-    Missing {
-        /// The trace file.
-        trace: PathBuf,
-        /// The block of the chain file.
-        block: u64,
-        /// What the trace has instead.
-        found: String,
-    },
-    /// The trace's line for the block records no state root, so nothing
-    /// ties it to the chain's block.
-    #[error(
-        "--prefetch {trace}: block {block} records no state root, so it cannot be matched to the chain's block {block}"
-    )]
-    NoRoot {
-        /// The trace file.
-        trace: PathBuf,
-        /// The block.
-        block: u64,
-    },
-    /// The trace's block is another chain's: its state root (or gas) is
-    /// not the one the chain's header carries.
-    #[error(
-        "--prefetch {trace} is not a trace of {chain}: block {block} has {field} {traced} in the trace, {expected} in the chain's header"
-    )]
-    OtherChain {
-        /// The trace file.
-        trace: PathBuf,
-        /// The chain file.
-        chain: PathBuf,
-        /// The block.
-        block: u64,
-        /// `state root` or `gas used`.
-        field: &'static str,
-        /// The trace's value.
-        traced: String,
-        /// The header's value.
-        expected: String,
-    },
-}
+use crate::error::PrefetchError;
 
 /// A block trace read forward, block by block, as the import goes.
 pub(crate) struct PrefetchTrace {

@@ -342,7 +342,7 @@ pub(super) fn write_json(
             mgas_per_s(first.gas, first.totals.execution) / mgas_per_s(b.gas, b.execution).max(1e-9)
         }),
         runs: json_runs,
-        peak_rss_bytes: crate::commands::replay::peak_rss_bytes(),
+        peak_rss_bytes: crate::host::peak_rss_bytes(),
         final_block: first.final_block,
         final_root: first.final_root,
     };

@@ -18,11 +18,11 @@ use strata_storage::{CacheStats, Options, StateDb};
 use super::access_lists::AccessListFile;
 use super::ahead::{Blocks, NextBlock, SendersTiming};
 use super::chain_file::FileBlock;
-use super::error::ImportChainError;
 use super::prefetch::PrefetchTrace;
 use super::progress::{Done, Progress};
 use super::start::ChainStart;
 use super::trace_out::TraceOut;
+use crate::error::ImportChainError;
 use crate::{CliError, FlagError};
 
 /// What one import did and measured.

@@ -14,8 +14,8 @@ use strata_executor::{ChainSpec, GenesisBlock};
 use strata_storage::{BLOCK_HASH_WINDOW, Options, ReadOnlyStateDb, Regime};
 
 use super::chain_file::ChainFile;
-use super::error::{ContinueProblem, ImportChainError};
 use crate::CliError;
+use crate::error::{ContinueProblem, ImportChainError};
 
 /// Where the file's chain starts.
 pub(crate) struct ChainStart {

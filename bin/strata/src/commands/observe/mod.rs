@@ -40,7 +40,7 @@ pub struct ObserveArgs {
     #[arg(long, value_name = "FILE", requires = "trace")]
     pub genesis: Option<PathBuf>,
     /// Observations per second.
-    #[arg(long, value_name = "RATE", default_value_t = 1000.0, value_parser = super::replay::observer_rate)]
+    #[arg(long, value_name = "RATE", default_value_t = 1000.0, value_parser = crate::arg_values::observer_rate)]
     pub rate: f64,
     /// How long to observe, in seconds (with --samples: until standard
     /// input closes, or this long if given).

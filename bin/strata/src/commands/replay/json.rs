@@ -15,9 +15,9 @@ use strata_storage::telemetry::CellSummary;
 use strata_storage::{Durability, Options};
 
 use super::ReplayArgs;
-use super::host::Host;
 use super::run::{BlockTiming, MaintenanceTotals, RunResult};
 use crate::CliError;
+use crate::host::Host;
 use crate::output_file::OutputFile;
 
 /// The version of the report's layout (`schema_version`).

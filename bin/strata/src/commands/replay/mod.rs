@@ -5,7 +5,6 @@
 //! observer that measures reads of a second thread while the replay runs.
 
 mod apply;
-mod host;
 mod json;
 mod metrics;
 mod plot;
@@ -21,10 +20,10 @@ use std::sync::Arc;
 use clap::Args;
 use strata_storage::CacheKind;
 
+use crate::arg_values::{MAX_CACHE_MIB, WarmerList, observer_rate, warmer_list};
 use crate::output::Lines;
 use crate::output_file::{OutputFile, Protected};
 use crate::{CliError, FlagError};
-pub(crate) use host::{format_bytes, peak_rss_bytes, total_memory_bytes};
 pub(crate) use json::ReadCell;
 pub(crate) use report::print_reads;
 pub use run::RunResult;
@@ -142,9 +141,6 @@ const MAX_STEP_SIZE: u64 = 1_000_000;
 const MAX_KEEP_STEPS: u64 = 1_000_000;
 /// Largest `--sync-every` (a power cut may lose up to this many blocks).
 const MAX_SYNC_EVERY: u64 = 1_000_000;
-/// Largest `--cache-mib` (1 TiB): `MIB << 20` must fit in 64 bits, and a
-/// branch cache larger than the machine's memory is a typo.
-pub(crate) const MAX_CACHE_MIB: u64 = 1 << 20;
 
 /// One run of a sweep: its warmers, branch cache and whether it prefetches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -156,27 +152,6 @@ pub(crate) struct Combo {
     /// Whether blocks are prefetched from their access lists (and their
     /// roots computed alongside the read check).
     pub(crate) prefetch: bool,
-}
-
-/// The list of warmer counts to run.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WarmerList(pub Vec<usize>);
-
-pub(crate) fn warmer_list(text: &str) -> Result<WarmerList, String> {
-    let max = strata_storage::MAX_WARMERS;
-    let counts = text
-        .split(',')
-        .map(|part| match part.trim().parse::<usize>() {
-            Ok(count) if count <= max => Ok(count),
-            Ok(count) => Err(format!(
-                "warmer count {count} is more than the limit of {max} warmer threads"
-            )),
-            Err(_) => Err(format!(
-                "invalid warmer count {part:?} (expected a list like \"0,2,4\", each at most {max})"
-            )),
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(WarmerList(counts))
 }
 
 fn on_off(text: &str) -> Result<bool, String> {
@@ -191,15 +166,6 @@ fn on_off(text: &str) -> Result<bool, String> {
 
 fn cache_kind(text: &str) -> Result<CacheKind, String> {
     text.trim().parse::<CacheKind>().map_err(|e| e.to_string())
-}
-
-pub(crate) fn observer_rate(text: &str) -> Result<f64, String> {
-    match text.parse::<f64>() {
-        Ok(rate) if rate.is_finite() && rate > 0.0 && rate <= 1_000_000.0 => Ok(rate),
-        _ => Err(format!(
-            "invalid observer rate {text:?} (expected reads per second, e.g. 1000)"
-        )),
-    }
 }
 
 pub(super) fn run(args: ReplayArgs) -> Result<(), CliError> {
@@ -293,7 +259,13 @@ pub(super) fn run(args: ReplayArgs) -> Result<(), CliError> {
         out.print()?;
     }
     if let Some(file) = json_file {
-        json::write(file, &args, &context, &results, host::peak_rss_bytes())?;
+        json::write(
+            file,
+            &args,
+            &context,
+            &results,
+            crate::host::peak_rss_bytes(),
+        )?;
     }
     if let Some(file) = plot_file {
         plot::draw(file, &results)?;
@@ -310,7 +282,7 @@ pub(super) fn run(args: ReplayArgs) -> Result<(), CliError> {
     let mut out = Lines::default();
     out.line(format_args!(
         "peak RSS {}",
-        host::format_bytes(host::peak_rss_bytes())
+        crate::host::format_bytes(crate::host::peak_rss_bytes())
     ));
     let last = results.last().expect("at least one run");
     out.line(format_args!(

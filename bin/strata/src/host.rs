@@ -7,30 +7,30 @@ use std::path::Path;
 
 /// The host at the start of a replay.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub(super) struct Host {
+pub(crate) struct Host {
     /// `std::env::consts::OS` ("linux", "macos", …).
-    pub(super) os: &'static str,
+    pub(crate) os: &'static str,
     /// `std::env::consts::ARCH` ("x86_64", "aarch64", …).
-    pub(super) arch: &'static str,
+    pub(crate) arch: &'static str,
     /// The kernel release (`/proc/sys/kernel/osrelease`), if known.
-    pub(super) kernel: Option<String>,
+    pub(crate) kernel: Option<String>,
     /// CPU threads this process may run on (`available_parallelism`).
-    pub(super) cores: Option<usize>,
+    pub(crate) cores: Option<usize>,
     /// Total memory in bytes (`MemTotal` of `/proc/meminfo`).
-    pub(super) memory_bytes: Option<u64>,
+    pub(crate) memory_bytes: Option<u64>,
     /// Load average over 1, 5 and 15 minutes (`/proc/loadavg`).
-    pub(super) load_average: Option<[f64; 3]>,
+    pub(crate) load_average: Option<[f64; 3]>,
 }
 
 impl Host {
     /// The host as it is now.
-    pub(super) fn now() -> Self {
+    pub(crate) fn now() -> Self {
         Self::read(Path::new("/proc"))
     }
 
     /// The host as described under `proc` (a procfs mount, or a directory
     /// laid out like one); missing or unreadable files give `None`.
-    pub(super) fn read(proc: &Path) -> Self {
+    pub(crate) fn read(proc: &Path) -> Self {
         let text = |path: &str| std::fs::read_to_string(proc.join(path)).ok();
         Host {
             os: std::env::consts::OS,

@@ -4,7 +4,10 @@
 
 use std::path::PathBuf;
 
-use alloy_primitives::B256;
+use alloy_primitives::{Address, B256};
+use strata_storage::dump::DumpError;
+
+use super::CliError;
 
 /// A chain file and a datadir (or genesis) that do not belong together.
 #[derive(Debug, thiserror::Error)]
@@ -180,9 +183,9 @@ pub enum ImportChainError {
     },
 }
 
-impl From<ImportChainError> for crate::CliError {
+impl From<ImportChainError> for CliError {
     fn from(error: ImportChainError) -> Self {
-        crate::CliError::ImportChain(Box::new(error))
+        CliError::ImportChain(Box::new(error))
     }
 }
 
@@ -210,4 +213,107 @@ pub enum ContinueProblem {
         /// The parent's number.
         parent: u64,
     },
+}
+
+/// Why a `--prefetch` trace cannot serve a block of the chain file.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PrefetchError {
+    /// The trace has no line for the block: it ends before it, or starts
+    /// after it.
+    #[error("--prefetch {trace}: no access list for block {block} ({found})")]
+    Missing {
+        /// The trace file.
+        trace: PathBuf,
+        /// The block of the chain file.
+        block: u64,
+        /// What the trace has instead.
+        found: String,
+    },
+    /// The trace's line for the block records no state root, so nothing
+    /// ties it to the chain's block.
+    #[error(
+        "--prefetch {trace}: block {block} records no state root, so it cannot be matched to the chain's block {block}"
+    )]
+    NoRoot {
+        /// The trace file.
+        trace: PathBuf,
+        /// The block.
+        block: u64,
+    },
+    /// The trace's block is another chain's: its state root (or gas) is
+    /// not the one the chain's header carries.
+    #[error(
+        "--prefetch {trace} is not a trace of {chain}: block {block} has {field} {traced} in the trace, {expected} in the chain's header"
+    )]
+    OtherChain {
+        /// The trace file.
+        trace: PathBuf,
+        /// The chain file.
+        chain: PathBuf,
+        /// The block.
+        block: u64,
+        /// `state root` or `gas used`.
+        field: &'static str,
+        /// The trace's value.
+        traced: String,
+        /// The header's value.
+        expected: String,
+    },
+}
+
+/// Why a `--baseline-state` dump cannot start the baseline.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BaselineStateError {
+    /// A line of the dump could not be read.
+    #[error("--baseline-state {path}: {source}")]
+    Read {
+        /// The dump.
+        path: PathBuf,
+        /// What is wrong, with the line.
+        #[source]
+        source: Box<DumpError>,
+    },
+    /// The dump is the state of another block than the one the chain
+    /// file continues from.
+    #[error(
+        "--baseline-state {path} is the state with root {dump_root} (its first line), but the chain file's first block builds on block {block}, whose state root is {block_root}"
+    )]
+    OtherBlock {
+        /// The dump.
+        path: PathBuf,
+        /// The root the dump's first line names.
+        dump_root: B256,
+        /// The block the chain file continues from.
+        block: u64,
+        /// Its header's state root.
+        block_root: B256,
+    },
+    /// The dump's accounts do not give the root its first line names.
+    #[error(
+        "--baseline-state {path}: its first line names root {stated}, but its accounts give {computed} (alloy-trie)"
+    )]
+    Root {
+        /// The dump.
+        path: PathBuf,
+        /// The root of the first line.
+        stated: B256,
+        /// alloy-trie's root of the accounts.
+        computed: B256,
+    },
+    /// An account is listed twice.
+    #[error("--baseline-state {path}: account {address} is listed twice")]
+    Repeated {
+        /// The dump.
+        path: PathBuf,
+        /// The account.
+        address: Address,
+    },
+}
+
+impl From<BaselineStateError> for CliError {
+    fn from(error: BaselineStateError) -> Self {
+        CliError::BaselineState(Box::new(error))
+    }
 }

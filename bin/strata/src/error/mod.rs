@@ -1,12 +1,18 @@
 //! The command line's error type: every failure of a command, with the file
 //! it concerns.
 
+mod import_chain;
+mod serve;
+
 use std::path::PathBuf;
 
 use strata_storage::genesis::GenesisError;
 use strata_trace::TraceError;
 use strata_trace::geth::GethError;
 use strata_trace::model::VerifyError;
+
+pub use import_chain::{BaselineStateError, ContinueProblem, ImportChainError, PrefetchError};
+pub use serve::ServeError;
 
 /// Why a `strata` command failed.
 #[derive(Debug, thiserror::Error)]
@@ -256,7 +262,7 @@ pub enum CliError {
     EfTest(#[source] Box<strata_executor::ef_tests::RunnerError>),
     /// `strata serve` could not start.
     #[error("serve: {0}")]
-    Serve(Box<crate::commands::ServeError>),
+    Serve(Box<ServeError>),
     /// A chain file's bytes at `offset` do not decode as a block.
     #[error("{path}: the block at byte offset {offset} does not decode: {reason}")]
     ChainRlp {
@@ -285,13 +291,13 @@ pub enum CliError {
     },
     /// A chain file and a datadir (or genesis) that do not belong together.
     #[error("import-chain: {0}")]
-    ImportChain(Box<crate::commands::ImportChainError>),
+    ImportChain(Box<ImportChainError>),
     /// An `import-chain --prefetch` trace that cannot serve the chain's blocks.
     #[error(transparent)]
-    Prefetch(Box<crate::commands::PrefetchError>),
+    Prefetch(Box<PrefetchError>),
     /// An `import-chain --baseline-state` dump that cannot start the baseline.
     #[error(transparent)]
-    BaselineState(Box<crate::commands::BaselineStateError>),
+    BaselineState(Box<BaselineStateError>),
     /// A genesis file the executor cannot start a chain from.
     #[error(transparent)]
     ChainGenesis(#[from] strata_executor::GenesisError),
