@@ -1,6 +1,7 @@
 //! Values of flags that several commands share, with their parsers and
 //! bounds: the warmer-count lists of `replay` and `import-chain`, the cache
-//! sizes, the observer's rate.
+//! sizes, the observer's rate, the transaction workers of `import-chain`
+//! and `ef-test`.
 
 /// Largest `--cache-mib` (1 TiB): `MIB << 20` must fit in 64 bits, and a
 /// branch cache larger than the machine's memory is a typo.
@@ -36,6 +37,21 @@ pub(crate) fn observer_rate(text: &str) -> Result<f64, String> {
         Ok(rate) if rate.is_finite() && rate > 0.0 && rate <= 1_000_000.0 => Ok(rate),
         _ => Err(format!(
             "invalid observer rate {text:?} (expected reads per second, e.g. 1000)"
+        )),
+    }
+}
+
+/// Parses a `--transaction-workers` count: at most
+/// [`strata_executor::MAX_TRANSACTION_WORKERS`].
+pub(crate) fn transaction_workers(text: &str) -> Result<usize, String> {
+    let max = strata_executor::MAX_TRANSACTION_WORKERS;
+    match text.trim().parse::<usize>() {
+        Ok(count) if count <= max => Ok(count),
+        Ok(count) => Err(format!(
+            "{count} transaction workers is more than the limit of {max}"
+        )),
+        Err(_) => Err(format!(
+            "invalid transaction worker count {text:?} (expected a number from 0 to {max})"
         )),
     }
 }

@@ -38,8 +38,10 @@ pub struct EfTestArgs {
     pub state_path: StatePath,
     /// Threads that run each Amsterdam block's transactions ahead of their
     /// turn from the block's access list, on the writer path (0: one after
-    /// the other). The block's result is the serial one either way.
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    /// the other). The block's result is the serial one either way. At
+    /// most 64.
+    #[arg(long, value_name = "N", default_value_t = 0,
+          value_parser = crate::arg_values::transaction_workers)]
     pub transaction_workers: usize,
 }
 

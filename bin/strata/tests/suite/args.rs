@@ -24,6 +24,29 @@ fn refused(args: &[&str], needles: &[&str]) {
 }
 
 #[test]
+fn transaction_workers_are_limited_to_64() {
+    refused(
+        &[
+            "import-chain",
+            "c.rlp",
+            "--datadir",
+            "d",
+            "--transaction-workers",
+            "0,65",
+        ],
+        &["65 transaction workers", "limit of 64"],
+    );
+    refused(
+        &["ef-test", "f.json", "--transaction-workers", "100000"],
+        &["100000 transaction workers", "limit of 64"],
+    );
+    refused(
+        &["ef-test", "f.json", "--transaction-workers", "two"],
+        &["invalid transaction worker count", "0 to 64"],
+    );
+}
+
+#[test]
 fn replay_warmers_are_limited_to_1024() {
     refused(
         &["replay", "t.jsonl", "--warmers", "0,1025"],

@@ -97,9 +97,15 @@ pub struct ExecuteOptions<'a> {
     /// over the state before the block with the list's changes of the
     /// steps before it, and is committed in its turn when every value it
     /// read holds there (else executed again). 0: every transaction runs
-    /// in its turn on the block's thread.
+    /// in its turn on the block's thread. At most
+    /// [`MAX_TRANSACTION_WORKERS`] run (and never more than the block has
+    /// transactions).
     pub transaction_workers: usize,
 }
+
+/// The most threads [`ExecuteOptions::transaction_workers`] starts for a
+/// block: past a few per core they only contend, and each holds an EVM.
+pub const MAX_TRANSACTION_WORKERS: usize = 64;
 
 /// What the access list that came with a block ([`DecodedBlock::access_list`])
 /// is used for. Either way the block's execution builds its own list and
@@ -227,7 +233,7 @@ pub fn execute_block_with(
     let ahead = match (&block.access_list, &list_root) {
         (Some(list), Some(_)) if options.transaction_workers > 0 => Some(RunAhead {
             list,
-            workers: options.transaction_workers,
+            workers: options.transaction_workers.min(MAX_TRANSACTION_WORKERS),
         }),
         _ => None,
     };

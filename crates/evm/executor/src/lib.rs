@@ -49,8 +49,8 @@ pub use block_access_list::prefetch_list;
 pub use error::{ExecError, InvalidBlock};
 pub use evm_run::TransactionsAhead;
 pub use execute::{
-    AccessListUse, BlockTimings, ExecuteOptions, ExecutedBlock, RootTiming, StatePath,
-    execute_block, execute_block_with,
+    AccessListUse, BlockTimings, ExecuteOptions, ExecutedBlock, MAX_TRANSACTION_WORKERS,
+    RootTiming, StatePath, execute_block, execute_block_with,
 };
 pub use import::{
     AheadError, ChainAnchor, ChainImporter, GenesisStart, ImportError, Imported, SendersAhead,

@@ -121,8 +121,9 @@ pub struct ImportChainArgs {
     /// transaction runs over the state before the block with the list's
     /// changes of the steps before it, and is committed in its turn when
     /// every value it read still holds (else executed again). 0 (the
-    /// default): one after the other; "0,2" sweeps both.
-    #[arg(long, value_name = "N", default_value = "0", value_delimiter = ',')]
+    /// default): one after the other; "0,2" sweeps both. At most 64.
+    #[arg(long, value_name = "N", default_value = "0", value_delimiter = ',',
+          value_parser = crate::arg_values::transaction_workers)]
     pub transaction_workers: Vec<usize>,
     /// Start every run cold: after the genesis (or the resume check) the
     /// store is closed, the datadir's files are evicted from the page cache
