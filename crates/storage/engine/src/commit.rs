@@ -436,6 +436,7 @@ fn block_record(
         hash: overlay.block_hash,
         header: overlay.block_header.clone(),
         writes,
+        branches_omitted: false,
     }
 }
 

@@ -21,6 +21,7 @@ use bytes::Bytes;
 use parking_lot::{Mutex, MutexGuard};
 use redb::{ReadableDatabase, ReadableTable};
 
+use crate::branches::{LeanRun, RecoveryRestore};
 use crate::error::{Error, Result, db_err};
 use crate::inner::{CommitGuard, Inner};
 use crate::options::Options;
@@ -139,7 +140,10 @@ impl Ledger {
     /// and cut, segments of the first format converted). Each record is
     /// then checked: that it decodes, that blocks follow each other, that
     /// its root record carries its block and root, and that it continues
-    /// the root of the block before.
+    /// the root of the block before. Each run of lean records gets its
+    /// branch records back from `restore_branches` (given the memory tier
+    /// and the head before the run's last record, the run and that record;
+    /// see [`crate::branches`]) before its last record is applied.
     ///
     /// With `void_after` (an unwind to that block committed in redb before
     /// its journal cut), the records after it are the unwound blocks: the
@@ -152,6 +156,7 @@ impl Ledger {
         flushed: Option<Head>,
         void_after: Option<u64>,
         options: &Options,
+        restore_branches: &mut RecoveryRestore<'_>,
     ) -> Result<Recovery> {
         let segment_bytes = options.journal_segment_bytes;
         let keep = history_blocks(options);
@@ -213,12 +218,37 @@ impl Ledger {
         });
         let mut memory = MemoryTier::default();
         let mut pending = VecDeque::new();
-        for record in replayed {
+        let mut apply = |record: BlockRecord, memory: &mut MemoryTier| {
             memory.apply(&record);
             if let Some(undo) = BlockUndo::from_record(&record, |i| &record.writes[i].previous) {
                 history = history.pushed(Arc::new(undo), keep);
             }
             pending.push_back(Arc::new(record));
+        };
+        // A run of lean records is applied as it comes, its last record
+        // held back until the run's branch records are rebuilt onto it.
+        let mut run = LeanRun::default();
+        let mut held: Option<BlockRecord> = None;
+        let mut before = flushed;
+        for record in replayed {
+            if let Some(mut last) = held.take() {
+                if !record.branches_omitted {
+                    restore_branches(&memory, before, &mut run, &mut last)?;
+                }
+                before = Some(head_of(&last));
+                apply(last, &mut memory);
+            }
+            if record.branches_omitted {
+                run.add(&record);
+                held = Some(record);
+            } else {
+                before = Some(head_of(&record));
+                apply(record, &mut memory);
+            }
+        }
+        if let Some(mut last) = held.take() {
+            restore_branches(&memory, before, &mut run, &mut last)?;
+            apply(last, &mut memory);
         }
         if !pending.is_empty() {
             tracing::info!(
@@ -248,11 +278,12 @@ impl Ledger {
         })
     }
 
-    /// Makes `record` durable (with `previous`, the previous value of each
-    /// write, appended to the journal, fsynced when `durable`) while another
-    /// thread adds it to a copy of the memory tier and runs `write_through`
-    /// (the branch cache); then publishes the block under `commit_lock`. A
-    /// failure or panic after the append poisons the store, as an I/O error
+    /// Makes `record` durable (lean: its plain writes with `previous`, the
+    /// previous value of each, and its root record; the branch records are
+    /// rebuilt from them on replay) while another thread adds the whole
+    /// record to a copy of the memory tier and runs `write_through` (the
+    /// branch cache); then publishes the block under `commit_lock`. The
+    /// append is fsynced when `durable`. A failure or panic after the append poisons the store, as an I/O error
     /// does (a panic is caught and reported as [`Error::Panicked`]).
     pub(crate) fn commit(
         &self,
@@ -268,7 +299,7 @@ impl Ledger {
             || -> Result<(Duration, u64)> {
                 let started = Instant::now();
                 let mut buffer = self.encode_buffer.lock();
-                record.encode_with_previous(&previous, &mut buffer);
+                record.encode_lean(&previous, &mut buffer);
                 let link = Link {
                     parent: base.head.map_or(B256::ZERO, |h| h.root),
                     root: record.root,
@@ -633,14 +664,18 @@ fn collapse(batch: &[Arc<BlockRecord>]) -> Collapsed {
 }
 
 /// Writes `batch` to redb: the newest value of every key (tagged with its
-/// block's step) in durable transactions of `flush_txn_keys` keys (see [`crate::Options`]), calling
-/// `between` after each but the last; the last also holds code by hash,
-/// roots, block hashes and the head. Until that last commit redb's head
-/// stays where it was, and every key written so far belongs to a journaled
-/// block after it, so a crash in between replays those blocks over the same
-/// keys and a reader (this process's memory tier, or a follower that reads
-/// the journal after its redb view) still sees them shadowed. Returns the
-/// keys written.
+/// block's step). The plain domains go in durable transactions of
+/// `flush_txn_keys` keys (see [`crate::Options`]), calling `between` after
+/// each; the last transaction holds every commitment record of the batch,
+/// code by hash, roots, block hashes and the head. Until that last commit
+/// redb's head stays where it was and so do its commitment records: every
+/// plain key written before belongs to a journaled block after the head,
+/// so a crash in between replays those blocks over the same keys and a
+/// reader (this process's memory tier, or a follower that reads the journal
+/// after its redb view) still sees them shadowed, and the branch records a
+/// replay rebuilds from lean journal records are walked over redb's
+/// records of one block, its head ([`crate::branches`]). Returns the keys
+/// written.
 fn write_batch(
     inner: &Inner,
     batch: &[Arc<BlockRecord>],
@@ -649,37 +684,46 @@ fn write_batch(
 ) -> Result<u64> {
     let collapsed = collapse(batch);
     let manifest = inner.current.load().files.manifest.clone();
-    let mut entries = Domain::ALL.into_iter().flat_map(|domain| {
-        collapsed[domain.index()]
-            .iter()
-            .map(move |(key, (block, value))| (domain, key, *block, value))
-    });
-    let total: usize = collapsed.iter().map(BTreeMap::len).sum();
-    let mut left = total;
-    loop {
-        let txn = inner.db.begin_write().map_err(db_err("begin write"))?;
+    let entries = |domains: &'static [Domain]| {
+        let collapsed = &collapsed;
+        domains.iter().flat_map(move |&domain| {
+            collapsed[domain.index()]
+                .iter()
+                .map(move |(key, (block, value))| (domain, key, *block, value))
+        })
+    };
+    let write = |txn: &redb::WriteTransaction,
+                 entries: &mut dyn Iterator<Item = (Domain, &Bytes, u64, &Option<Bytes>)>|
+     -> Result<()> {
+        let mut tables = DomainTables::open(txn)?;
+        for (domain, key, block, new) in entries {
+            // Newer than every file, also after an unwind into collated steps.
+            let step = manifest.db_step(domain, inner.step_of(block));
+            tables
+                .of(domain)
+                .insert(key.as_ref(), value::encode(step, new.as_deref()).as_slice())
+                .map_err(db_err("write value"))?;
+        }
+        Ok(())
+    };
+    const PLAIN: &[Domain] = &[Domain::Account, Domain::Storage, Domain::Code];
+    let plain: usize = PLAIN.iter().map(|d| collapsed[d.index()].len()).sum();
+    let mut plain_entries = entries(PLAIN);
+    let mut left = plain;
+    while left > 0 {
         let take = left.min(inner.options.flush_txn_keys);
         left -= take;
-        {
-            let mut tables = DomainTables::open(&txn)?;
-            for (domain, key, block, new) in entries.by_ref().take(take) {
-                // Newer than every file, also after an unwind into collated steps.
-                let step = manifest.db_step(domain, inner.step_of(block));
-                tables
-                    .of(domain)
-                    .insert(key.as_ref(), value::encode(step, new.as_deref()).as_slice())
-                    .map_err(db_err("write value"))?;
-            }
-        }
-        if left > 0 {
-            txn.commit().map_err(db_err("commit flush part"))?;
-            between()?;
-            continue;
-        }
-        write_block_tables(&txn, inner, batch, head)?;
-        txn.commit().map_err(db_err("commit flush"))?;
-        return Ok(total as u64);
+        let txn = inner.db.begin_write().map_err(db_err("begin write"))?;
+        write(&txn, &mut plain_entries.by_ref().take(take))?;
+        txn.commit().map_err(db_err("commit flush part"))?;
+        between()?;
     }
+    let txn = inner.db.begin_write().map_err(db_err("begin write"))?;
+    write(&txn, &mut entries(&[Domain::Commitment]))?;
+    write_block_tables(&txn, inner, batch, head)?;
+    txn.commit().map_err(db_err("commit flush"))?;
+    let total: usize = collapsed.iter().map(BTreeMap::len).sum();
+    Ok(total as u64)
 }
 
 /// The last part of a flush: code by hash, roots, block hashes and the head.
@@ -756,4 +800,12 @@ pub(crate) fn start_flusher(inner: Arc<Inner>) -> Result<FlushWorker> {
             }
         },
     )
+}
+
+/// The head a record's block leaves.
+fn head_of(record: &BlockRecord) -> Head {
+    Head {
+        block: record.block,
+        root: record.root,
+    }
 }

@@ -23,6 +23,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod branches;
 mod commit;
 mod error;
 mod figures;

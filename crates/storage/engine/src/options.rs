@@ -75,12 +75,15 @@ pub struct Options {
     pub memory_budget_bytes: u64,
     /// Size at which the journal starts a new segment file.
     pub journal_segment_bytes: u64,
-    /// Keys a flush writes per redb transaction (at least 1). redb copies
-    /// the pages a transaction changes and reuses the old copies only after
-    /// it commits and readers moved on, so one transaction over a large
-    /// batch of scattered keys would rewrite most of a big table and double
-    /// the file; smaller transactions bound that growth at the cost of one
-    /// fsync each.
+    /// Plain keys (account, storage, code) a flush writes per redb
+    /// transaction (at least 1). redb copies the pages a transaction
+    /// changes and reuses the old copies only after it commits and readers
+    /// moved on, so one transaction over a large batch of scattered keys
+    /// would rewrite most of a big table and double the file; smaller
+    /// transactions bound that growth at the cost of one fsync each. The
+    /// batch's commitment records all go in the last transaction, with the
+    /// head, so that redb's records are always those of its head (what a
+    /// replay of lean journal records rebuilds over).
     pub flush_txn_keys: usize,
 }
 

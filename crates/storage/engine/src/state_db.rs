@@ -149,6 +149,12 @@ impl StateDb {
             name: "datadir_id",
             what: "missing after the writer's open".into(),
         })?;
+        let metrics = Arc::new(if options.mutex_telemetry_baseline() {
+            ReadMetrics::mutex_baseline(options.read_metrics)
+        } else {
+            ReadMetrics::from_env(options.read_metrics)
+        });
+        let parallel_threshold = options.parallel_commitment_threshold;
         let recovery = Ledger::open(
             fs.clone(),
             &datadir,
@@ -156,17 +162,22 @@ impl StateDb {
             meta.head,
             meta.journal_void_after,
             &options,
+            &mut |memory, before, run, last| {
+                let snapshot = Snapshot::open(&db, before, files.clone(), memory.clone())?;
+                crate::branches::restore_branches(
+                    run,
+                    last,
+                    Arc::new(snapshot),
+                    &metrics,
+                    parallel_threshold,
+                )
+            },
         )?;
         if meta.journal_void_after.is_some() {
             crate::unwind::clear_void_mark_in(&db)?;
         }
         let mut snapshot = Snapshot::open(&db, recovery.head, files, recovery.memory)?;
         snapshot.history = recovery.history;
-        let metrics = Arc::new(if options.mutex_telemetry_baseline() {
-            ReadMetrics::mutex_baseline(options.read_metrics)
-        } else {
-            ReadMetrics::from_env(options.read_metrics)
-        });
         let cache = build_cache(options.cache_kind, options.cache_bytes);
         let warmup = WarmupPool::new(options.warmers)?;
         let background = options.background_maintenance;

@@ -1,11 +1,18 @@
 //! What one block's journal record holds and how it is encoded: the block,
-//! its root, hash and header, and every key it wrote in every domain
-//! (commitment records included) with the new value and, for unwind, the
-//! previous one.
+//! its root, hash and header, and every key it wrote with the new value
+//! and, for unwind, the previous one.
+//!
+//! A record of version 3 (what a writer appends) is *lean*: of the
+//! commitment domain it keeps the root record only. The branch records a
+//! block changes follow from the state before it and its plain writes, so
+//! whoever replays the record rebuilds them and checks the root they give
+//! against the record's ([`BlockRecord::branches_omitted`]). Versions 1 and
+//! 2 (written before) carry every branch record and are read as they are.
 //!
 //! ```text
-//! version u8 (1 or 2) | block u64 | root [32] | has_hash u8 | hash [32]?
-//! | (version 2 only) header_len u32 | header
+//! version u8 (1, 2 or 3) | block u64 | root [32] | has_hash u8 | hash [32]?
+//! | (version 2) header_len u32 | header
+//! | (version 3) has_header u8 | (header_len u32 | header)?
 //! | entries u32 | entry*
 //! entry: domain u8 | key_len u16 | key | value | prev
 //! value: 0 (deleted) | 1 len u32 bytes
@@ -18,6 +25,7 @@ use alloy_primitives::B256;
 use bytes::Bytes;
 
 use strata_types::domain::Domain;
+use strata_types::keys::ROOT_RECORD_KEY;
 
 /// The encoding version of a record without a header (and of every record
 /// before headers were kept).
@@ -25,6 +33,10 @@ const VERSION_NO_HEADER: u8 = 1;
 
 /// The encoding version of a record that carries the block's header.
 const VERSION_WITH_HEADER: u8 = 2;
+
+/// The encoding version of a lean record: the commitment's branch records
+/// left out (the root record kept), the header optional.
+const VERSION_LEAN: u8 = 3;
 
 /// A key's value before the block, as unwind needs it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -62,8 +74,14 @@ pub struct BlockRecord {
     /// The block's header as the client encodes it (RLP for Ethereum), when
     /// the caller gave one: opaque to the store, kept with the block's hash.
     pub header: Option<Bytes>,
-    /// Every key written, commitment records included.
+    /// Every key written: the plain state's, then the commitment's (the
+    /// root record last).
     pub writes: Vec<RecordWrite>,
+    /// Whether the commitment's branch records were left out of `writes`
+    /// (a lean record, as decoded from the journal): they must be rebuilt
+    /// from the state before the block and its plain writes, and the root
+    /// they give checked against `root`, before the record is applied.
+    pub branches_omitted: bool,
 }
 
 /// A record that cannot be decoded: what and at which byte.
@@ -77,10 +95,12 @@ pub struct RecordError {
 }
 
 impl BlockRecord {
-    /// Encodes the record into `out` (cleared first).
+    /// Encodes the record into `out` (cleared first), lean when it is
+    /// ([`BlockRecord::branches_omitted`]), so that a decoded record
+    /// encodes back to the same bytes.
     pub fn encode_into(&self, out: &mut Vec<u8>) {
         let writes = &self.writes;
-        self.encode_with(|i| &writes[i].previous, out);
+        self.encode_with(|i| &writes[i].previous, self.branches_omitted, out);
     }
 
     /// Encodes the record with the previous values `previous` gives (by
@@ -92,14 +112,40 @@ impl BlockRecord {
             self.writes.len(),
             "one previous value per write"
         );
-        self.encode_with(|i| &previous[i], out);
+        self.encode_with(|i| &previous[i], false, out);
     }
 
-    fn encode_with<'p>(&self, previous: impl Fn(usize) -> &'p Previous, out: &mut Vec<u8>) {
+    /// Encodes the record lean (version 3), with `previous` as in
+    /// [`BlockRecord::encode_with_previous`]: of the commitment domain only
+    /// the root record is kept, since the branch records derive from the
+    /// state before the block and its plain writes. Decoded, the record
+    /// says so ([`BlockRecord::branches_omitted`]).
+    pub fn encode_lean(&self, previous: &[Previous], out: &mut Vec<u8>) {
+        assert_eq!(
+            previous.len(),
+            self.writes.len(),
+            "one previous value per write"
+        );
+        self.encode_with(|i| &previous[i], true, out);
+    }
+
+    /// Whether a lean record keeps `write`: every plain write, and of the
+    /// commitment only the root record.
+    fn kept_lean(write: &RecordWrite) -> bool {
+        write.domain != Domain::Commitment || write.key.as_ref() == ROOT_RECORD_KEY
+    }
+
+    fn encode_with<'p>(
+        &self,
+        previous: impl Fn(usize) -> &'p Previous,
+        lean: bool,
+        out: &mut Vec<u8>,
+    ) {
         out.clear();
-        out.push(match self.header {
-            Some(_) => VERSION_WITH_HEADER,
-            None => VERSION_NO_HEADER,
+        out.push(match (lean, &self.header) {
+            (true, _) => VERSION_LEAN,
+            (false, Some(_)) => VERSION_WITH_HEADER,
+            (false, None) => VERSION_NO_HEADER,
         });
         out.extend_from_slice(&self.block.to_le_bytes());
         out.extend_from_slice(self.root.as_slice());
@@ -110,11 +156,22 @@ impl BlockRecord {
             }
             None => out.push(0),
         }
-        if let Some(header) = &self.header {
-            put_bytes(out, header);
+        match (&self.header, lean) {
+            (Some(header), true) => {
+                out.push(1);
+                put_bytes(out, header);
+            }
+            (None, true) => out.push(0),
+            (Some(header), false) => put_bytes(out, header),
+            (None, false) => {}
         }
-        out.extend_from_slice(&(self.writes.len() as u32).to_le_bytes());
+        let kept = |write: &RecordWrite| !lean || Self::kept_lean(write);
+        let count = self.writes.iter().filter(|w| kept(w)).count();
+        out.extend_from_slice(&(count as u32).to_le_bytes());
         for (index, write) in self.writes.iter().enumerate() {
+            if !kept(write) {
+                continue;
+            }
             debug_assert!(
                 write.key.len() <= u16::MAX as usize,
                 "key too long for a record"
@@ -146,7 +203,7 @@ impl BlockRecord {
         let bytes: &[u8] = payload;
         let mut reader = Reader { bytes, offset: 0 };
         let version = reader.u8("version")?;
-        if version != VERSION_NO_HEADER && version != VERSION_WITH_HEADER {
+        if ![VERSION_NO_HEADER, VERSION_WITH_HEADER, VERSION_LEAN].contains(&version) {
             return Err(reader.error(1, "unknown record version"));
         }
         let block = reader.u64("block")?;
@@ -156,7 +213,16 @@ impl BlockRecord {
             1 => Some(B256::from_slice(reader.take(32, "hash")?)),
             _ => return Err(reader.error(1, "bad hash flag")),
         };
-        let header = if version == VERSION_WITH_HEADER {
+        let has_header = match version {
+            VERSION_WITH_HEADER => true,
+            VERSION_LEAN => match reader.u8("header flag")? {
+                0 => false,
+                1 => true,
+                _ => return Err(reader.error(1, "bad header flag")),
+            },
+            _ => false,
+        };
+        let header = if has_header {
             Some(payload.slice_ref(reader.bytes("header")?))
         } else {
             None
@@ -195,12 +261,17 @@ impl BlockRecord {
         if reader.remaining() != 0 {
             return Err(reader.error(0, "bytes after the last entry"));
         }
+        let branches_omitted = version == VERSION_LEAN;
+        if branches_omitted && !writes.iter().all(Self::kept_lean) {
+            return Err(reader.error(0, "a lean record holds a branch record"));
+        }
         Ok(BlockRecord {
             block,
             root,
             hash,
             header,
             writes,
+            branches_omitted,
         })
     }
 }
@@ -312,7 +383,22 @@ mod tests {
                 hash: hash.map(B256::from),
                 header: header.map(Bytes::from),
                 writes,
+                branches_omitted: false,
             })
+    }
+
+    /// `record` as its lean encoding decodes: the branch records gone.
+    fn lean_of(record: &BlockRecord) -> BlockRecord {
+        BlockRecord {
+            writes: record
+                .writes
+                .iter()
+                .filter(|w| BlockRecord::kept_lean(w))
+                .cloned()
+                .collect(),
+            branches_omitted: true,
+            ..record.clone()
+        }
     }
 
     proptest! {
@@ -321,6 +407,25 @@ mod tests {
             let mut bytes = Vec::new();
             record.encode_into(&mut bytes);
             prop_assert_eq!(BlockRecord::decode(&Bytes::from(bytes)), Ok(record));
+        }
+
+        #[test]
+        fn lean_records_round_trip_without_their_branch_records(record in record()) {
+            let previous: Vec<Previous> = record.writes.iter().map(|w| w.previous.clone()).collect();
+            let mut bytes = Vec::new();
+            record.encode_lean(&previous, &mut bytes);
+            prop_assert_eq!(BlockRecord::decode(&Bytes::from(bytes)), Ok(lean_of(&record)));
+        }
+
+        #[test]
+        fn every_cut_of_a_lean_record_is_an_error(record in record()) {
+            let previous: Vec<Previous> = record.writes.iter().map(|w| w.previous.clone()).collect();
+            let mut bytes = Vec::new();
+            record.encode_lean(&previous, &mut bytes);
+            for cut in 0..bytes.len() {
+                let cut_bytes = Bytes::copy_from_slice(&bytes[..cut]);
+                prop_assert!(BlockRecord::decode(&cut_bytes).is_err(), "cut at {}", cut);
+            }
         }
 
         #[test]
@@ -342,6 +447,7 @@ mod tests {
             hash: Some(B256::repeat_byte(3)),
             header: None,
             writes: Vec::new(),
+            branches_omitted: false,
         };
         let mut bytes = Vec::new();
         record.encode_into(&mut bytes);
@@ -368,6 +474,7 @@ mod tests {
                 value: Some(Bytes::from_static(&[4])),
                 previous: Previous::Absent,
             }],
+            branches_omitted: false,
         };
         let mut bytes = Vec::new();
         record.encode_into(&mut bytes);
@@ -385,6 +492,34 @@ mod tests {
         assert_eq!(
             BlockRecord::decode(&Bytes::from(bytes)).map_err(|e| e.what),
             Err("bytes after the last entry")
+        );
+    }
+
+    #[test]
+    fn a_lean_record_that_holds_a_branch_record_is_refused() {
+        let record = BlockRecord {
+            block: 4,
+            root: B256::repeat_byte(1),
+            hash: None,
+            header: None,
+            writes: vec![RecordWrite {
+                domain: Domain::Commitment,
+                key: Bytes::from_static(&[0x12]),
+                value: Some(Bytes::from_static(&[4])),
+                previous: Previous::NotKept,
+            }],
+            branches_omitted: false,
+        };
+        // Written in full, then marked lean: the branch record is damage.
+        let mut bytes = Vec::new();
+        record.encode_into(&mut bytes);
+        let mut lean = vec![VERSION_LEAN];
+        lean.extend_from_slice(&bytes[1..1 + 8 + 32 + 1]);
+        lean.push(0);
+        lean.extend_from_slice(&bytes[1 + 8 + 32 + 1..]);
+        assert_eq!(
+            BlockRecord::decode(&Bytes::from(lean)).map_err(|e| e.what),
+            Err("a lean record holds a branch record")
         );
     }
 }

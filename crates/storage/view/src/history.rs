@@ -174,6 +174,7 @@ mod tests {
                     previous: previous.clone(),
                 })
                 .collect(),
+            branches_omitted: false,
         }
     }
 

@@ -275,6 +275,7 @@ mod tests {
                     previous: Previous::Absent,
                 })
                 .collect(),
+            branches_omitted: false,
         }
     }
 

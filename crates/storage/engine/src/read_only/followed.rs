@@ -4,11 +4,14 @@
 
 use std::collections::VecDeque;
 use std::path::Path;
+use std::sync::Arc;
 
+use crate::branches::{FollowRestore, LeanRun};
 use crate::error::{Error, Result};
 use crate::ledger::check_recovered;
 use strata_db::meta::Meta;
 use strata_journal::{BlockRecord, JournalTail, TailMark};
+use strata_telemetry::ReadMetrics;
 use strata_types::Head;
 use strata_view::memory::MemoryTier;
 
@@ -22,6 +25,11 @@ pub(super) struct Followed {
     /// The blocks after `flushed`, oldest first.
     records: VecDeque<BlockRecord>,
     memory: MemoryTier,
+    /// Untimed telemetry for the reads that rebuild lean records' branch
+    /// records (they are not a client's).
+    rebuild_metrics: Arc<ReadMetrics>,
+    /// `Options::parallel_commitment_threshold`, for those rebuilds.
+    parallel_threshold: usize,
 }
 
 /// What [`Followed::advance`] found.
@@ -29,6 +37,9 @@ pub(super) struct Followed {
 pub(super) enum Advance {
     /// The memory tier continues redb's head up to the newest journaled block.
     Continues,
+    /// The writer flushed past the state a lean record's branches were to
+    /// be rebuilt over: start over from a newer transaction.
+    Moved,
     /// The journal does not continue redb's head (the writer released or
     /// cut segments meanwhile): start over from a newer transaction.
     Gap {
@@ -40,15 +51,24 @@ pub(super) enum Advance {
 }
 
 impl Followed {
-    /// Follows the journal in `dir` (nothing read yet).
-    pub(super) fn new(dir: &Path) -> Followed {
+    /// Follows the journal in `dir` (nothing read yet); lean records'
+    /// branch records are rebuilt with `parallel_threshold`
+    /// (`Options::parallel_commitment_threshold`).
+    pub(super) fn new(dir: &Path, parallel_threshold: usize) -> Followed {
         Followed {
             tail: JournalTail::new(dir, None),
             flushed: None,
             unwinds: 0,
             records: VecDeque::new(),
             memory: MemoryTier::default(),
+            rebuild_metrics: Arc::new(ReadMetrics::new(false)),
+            parallel_threshold,
         }
+    }
+
+    /// The telemetry and threshold a rebuild of branch records runs with.
+    pub(super) fn rebuild_settings(&self) -> (Arc<ReadMetrics>, usize) {
+        (self.rebuild_metrics.clone(), self.parallel_threshold)
     }
 
     /// Forgets every block read, to read the journal again from redb's head.
@@ -60,9 +80,17 @@ impl Followed {
     }
 
     /// Brings the blocks up to the redb state `meta` was read from: drops
-    /// what the writer flushed since, reads what it journaled since. After
-    /// an unwind (or a head that went back) everything is read again.
-    pub(super) fn advance(&mut self, meta: &Meta) -> Result<Advance> {
+    /// what the writer flushed since, reads what it journaled since (each
+    /// run of lean records given its branch records by `restore_branches`
+    /// over the memory tier and the head before the run's last record, as
+    /// the writer's recovery does; `false`: redb moved on meanwhile,
+    /// [`Advance::Moved`]). After an unwind (or a head that went back)
+    /// everything is read again.
+    pub(super) fn advance(
+        &mut self,
+        meta: &Meta,
+        restore_branches: &mut FollowRestore<'_>,
+    ) -> Result<Advance> {
         let flushed = meta.head.map(|h| h.block);
         if meta.unwinds != self.unwinds || flushed < self.flushed.map(|h| h.block) {
             self.reset();
@@ -84,9 +112,19 @@ impl Followed {
             gone.extend(self.records.pop_front());
         }
         self.memory.remove_flushed(gone.iter());
+        if self.records.front().is_some_and(|r| r.branches_omitted) {
+            // redb's head landed inside a run of lean records, whose branch
+            // records sit on its last block and were walked from the run's
+            // start: read the rest again over redb's records, its head's.
+            self.reset();
+        }
         self.flushed = meta.head;
         self.tail.set_identity(meta.datadir_id);
         let mut previous = self.head();
+        // The head the next record to apply builds on.
+        let mut before = previous;
+        let mut run = LeanRun::default();
+        let mut held: Option<BlockRecord> = None;
         for found in self.tail.read_after(previous.map(|h| h.block))? {
             let expected = previous.map_or(0, |h| h.block + 1);
             if found.block != expected {
@@ -101,14 +139,45 @@ impl Followed {
                     what: e.to_string(),
                 })?;
             check_recovered(&record, found.block, found.link, previous)?;
-            self.memory.apply(&record);
             previous = Some(Head {
                 block: record.block,
                 root: record.root,
             });
-            self.records.push_back(record);
+            // A run of lean records: its last record waits for the run's
+            // branch records.
+            if let Some(mut last) = held.take() {
+                if !record.branches_omitted
+                    && !restore_branches(&self.memory, before, &mut run, &mut last)?
+                {
+                    return Ok(Advance::Moved);
+                }
+                before = Some(self.apply(last));
+            }
+            if record.branches_omitted {
+                run.add(&record);
+                held = Some(record);
+            } else {
+                before = Some(self.apply(record));
+            }
+        }
+        if let Some(mut last) = held.take() {
+            if !restore_branches(&self.memory, before, &mut run, &mut last)? {
+                return Ok(Advance::Moved);
+            }
+            self.apply(last);
         }
         Ok(Advance::Continues)
+    }
+
+    /// Adds a record to the memory tier; returns the head it leaves.
+    fn apply(&mut self, record: BlockRecord) -> Head {
+        self.memory.apply(&record);
+        let head = Head {
+            block: record.block,
+            root: record.root,
+        };
+        self.records.push_back(record);
+        head
     }
 
     /// Where the journal's read stands ([`JournalTail::mark`]).

@@ -27,6 +27,7 @@ use strata_cache::CacheStats;
 use strata_db::cow::CopyOnWriteBackend;
 
 use crate::StateReader;
+use crate::branches::LeanRun;
 use crate::error::guarded;
 use crate::error::{Error, Result, db_err};
 use crate::options::Options;
@@ -42,6 +43,7 @@ use strata_types::domain::Regime;
 use strata_view::error::ReadError;
 use strata_view::fileset::FileSet;
 use strata_view::history::{BlockUndo, History};
+use strata_view::memory::MemoryTier;
 use strata_view::reader::StateReader as ViewReader;
 use strata_view::snapshot::Snapshot;
 use strata_view::stats::DbStats;
@@ -142,7 +144,10 @@ impl ReadOnlyStateDb {
         let files_dir = datadir.join(FILES_DIR);
         let fs: Arc<dyn FileSystem> = Arc::new(OsFileSystem);
         // Fail now, not at the first read, on a datadir that cannot be read.
-        let mut followed = Followed::new(&datadir.join(JOURNAL_DIR));
+        let mut followed = Followed::new(
+            &datadir.join(JOURNAL_DIR),
+            options.parallel_commitment_threshold,
+        );
         let first = newest(
             &db,
             &datadir,
@@ -731,28 +736,10 @@ fn newest(
     for _ in 0..REFRESH_ATTEMPTS {
         let (txn, meta) = begin(db, datadir)?;
         let before = (followed.base(), followed.head());
-        if let Advance::Gap { expected, found } = followed.advance(&meta)? {
-            followed.reset();
-            last_error = Some(Error::Journal(JournalError::Gap {
-                path: datadir.join(JOURNAL_DIR),
-                expected,
-                found,
-            }));
-            continue;
-        }
-        if begin(db, datadir)?.1.unwinds != meta.unwinds {
-            followed.reset();
-            continue;
-        }
-        let unchanged =
-            before == (followed.base(), followed.head()) && previous.manifest == meta.manifest;
-        if unchanged && refresh == Refresh::IfChanged {
-            return Ok(None);
-        }
         let files = if previous.manifest == meta.manifest {
             previous.clone()
         } else {
-            match FileSet::open_reusing(fs, files_dir, meta.manifest, previous) {
+            match FileSet::open_reusing(fs, files_dir, meta.manifest.clone(), previous) {
                 Ok(files) => Arc::new(files),
                 Err(ReadError::File(FileError::Io { file, op, source }))
                     if source.kind() == std::io::ErrorKind::NotFound =>
@@ -763,6 +750,56 @@ fn newest(
                 Err(other) => return Err(other.into()),
             }
         };
+        // A run of lean records' branches are rebuilt over redb's state as
+        // `meta` saw it: a transaction that shows another flushed head is
+        // too new.
+        let (metrics, parallel_threshold) = followed.rebuild_settings();
+        let mut restore = |memory: &MemoryTier,
+                           before: Option<Head>,
+                           run: &mut LeanRun,
+                           last: &mut BlockRecord| {
+            let (txn, now) = begin(db, datadir)?;
+            if now.head != meta.head || now.unwinds != meta.unwinds {
+                return Ok(false);
+            }
+            let snapshot = Snapshot::from_txn(txn, before, files.clone(), memory.clone())?;
+            crate::branches::restore_branches(
+                run,
+                last,
+                Arc::new(snapshot),
+                &metrics,
+                parallel_threshold,
+            )?;
+            Ok(true)
+        };
+        match followed.advance(&meta, &mut restore)? {
+            Advance::Continues => {}
+            Advance::Moved => {
+                followed.reset();
+                last_error = Some(Error::FollowerOutrun {
+                    attempts: REFRESH_ATTEMPTS,
+                });
+                continue;
+            }
+            Advance::Gap { expected, found } => {
+                followed.reset();
+                last_error = Some(Error::Journal(JournalError::Gap {
+                    path: datadir.join(JOURNAL_DIR),
+                    expected,
+                    found,
+                }));
+                continue;
+            }
+        }
+        if begin(db, datadir)?.1.unwinds != meta.unwinds {
+            followed.reset();
+            continue;
+        }
+        let unchanged =
+            before == (followed.base(), followed.head()) && previous.manifest == meta.manifest;
+        if unchanged && refresh == Refresh::IfChanged {
+            return Ok(None);
+        }
         let head = followed.head();
         let memory = followed.memory().clone();
         return Ok(Snapshot::from_txn(txn, head, files, memory).map(Some)?);
