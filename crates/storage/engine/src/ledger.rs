@@ -121,6 +121,11 @@ pub(crate) struct Recovery {
     pub(crate) head: Option<Head>,
     /// The undo data of the journaled blocks of the unwind window.
     pub(crate) history: History,
+    /// Whether a replayed record carried its own commitment records (an
+    /// older, whole record): those are checked against the state after
+    /// the open ([`crate::replay_check`]); lean records' were rebuilt and
+    /// their roots checked already.
+    pub(crate) replayed_whole: bool,
 }
 
 /// Blocks whose undo data the writer keeps in memory: the unwind window
@@ -216,6 +221,7 @@ impl Ledger {
             tracing::warn!(%error, "journal: no reads at the blocks flushed before this open");
             History::default()
         });
+        let replaying = Instant::now();
         let mut memory = MemoryTier::default();
         let mut pending = VecDeque::new();
         let mut apply = |record: BlockRecord, memory: &mut MemoryTier| {
@@ -230,6 +236,7 @@ impl Ledger {
         let mut run = LeanRun::default();
         let mut held: Option<BlockRecord> = None;
         let mut before = flushed;
+        let replayed_whole = replayed.iter().any(|r| !r.branches_omitted);
         for record in replayed {
             if let Some(mut last) = held.take() {
                 if !record.branches_omitted {
@@ -254,7 +261,8 @@ impl Ledger {
             tracing::info!(
                 blocks = pending.len(),
                 head = head.map(|h| h.block),
-                "journal: replayed the blocks after the flushed one"
+                ms = replaying.elapsed().as_secs_f64() * 1e3,
+                "journal: replayed the blocks after the flushed one (commitment records rebuilt)"
             );
         }
         let ledger = Ledger {
@@ -275,6 +283,7 @@ impl Ledger {
             memory,
             head,
             history,
+            replayed_whole,
         })
     }
 

@@ -12,7 +12,10 @@
 //! part of a flush a crash interrupted: the same keys with the same
 //! values, which is why the walk reads what the open serves.) The cost is
 //! one commitment pass over the union of the replayed writes (bounded by
-//! `memory_budget_bytes`), paid only at open.
+//! `memory_budget_bytes`), paid only at open, and only when a replayed
+//! record carried its own commitment records (versions 1 and 2): lean
+//! records' are rebuilt by this same walk ([`crate::branches`]), their root
+//! checked there.
 
 use crate::error::{Error, Result};
 use crate::inner::Inner;

@@ -176,6 +176,7 @@ impl StateDb {
         if meta.journal_void_after.is_some() {
             crate::unwind::clear_void_mark_in(&db)?;
         }
+        let replayed_whole = recovery.replayed_whole;
         let mut snapshot = Snapshot::open(&db, recovery.head, files, recovery.memory)?;
         snapshot.history = recovery.history;
         let cache = build_cache(options.cache_kind, options.cache_bytes);
@@ -193,7 +194,9 @@ impl StateDb {
             warmup,
             recovery.ledger,
         ));
-        crate::replay_check::check_replayed(&inner)?;
+        if replayed_whole {
+            crate::replay_check::check_replayed(&inner)?;
+        }
         let (worker, flusher) = if background {
             (
                 Some(maintenance::start_worker(inner.clone())?),
