@@ -439,9 +439,18 @@ frames_loose = frames
 
 def entries(b, ps, n):
     """(domain, value_start, value_len, prev_start, prev_len) of a payload's entries."""
+    record_version = b[ps]
     p = ps + 1 + 8 + 32
     has_hash = b[p]
     p += 1 + (32 if has_hash else 0)
+    # version 2: a header; version 3 (lean): a header flag, then maybe one
+    has_header = record_version == 2
+    if record_version == 3:
+        has_header = b[p] == 1
+        p += 1
+    if has_header:
+        (hlen,) = struct.unpack_from("<I", b, p)
+        p += 4 + hlen
     (count,) = struct.unpack_from("<I", b, p)
     p += 4
     out = []
