@@ -11,7 +11,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use alloy_primitives::{Address, B256, U256};
-use strata_storage::{Account, Options, PausePoint, PausePoints, StateDb};
+use strata_storage::{Account, Options, PausePoint, PausePoints, ReadOnlyStateDb, Regime, StateDb};
 
 const KEYS: u64 = 12;
 
@@ -181,6 +181,74 @@ fn a_flush_while_collation_builds_its_file_loses_nothing() {
     chain.check(&chain.db, "after the collation");
     let chain = chain.reopen(dir.path());
     chain.check(&chain.db, "after a reopen");
+}
+
+/// Lean journal records: a follower rebuilds the commitment records of a
+/// run of blocks at the run's last block. Here the writer's flush of
+/// blocks 3..=5 is held while blocks 6..=8 commit and a follower reads
+/// 3..=8 as one run; the flush then moves redb's head to 5, inside that
+/// run: the follower reads 6..=8 again over redb's records of block 5, and
+/// its values, root and proofs stay the writer's.
+#[test]
+fn a_follower_whose_redb_head_lands_inside_a_run_it_read_serves_the_writers_proofs() {
+    let dir = tempfile::tempdir().unwrap();
+    let points = Arc::new(PausePoints::new());
+    let options = Options::default()
+        .with_share_with_readers(true)
+        .with_background_maintenance(false)
+        .with_flush_batch_bytes(1 << 30)
+        .with_memory_budget_bytes(2 << 30)
+        .with_flush_txn_keys(5)
+        .with_pause_points(Some(points.clone()));
+    let db = Arc::new(StateDb::open(dir.path(), options).unwrap());
+    let mut states: Vec<State> = Vec::new();
+    let mut grow = |db: &StateDb| {
+        let block = states.len() as u64;
+        let before = states.last().cloned().unwrap_or_default();
+        let state = next_state(&before, block);
+        commit(db, block, &before, &state);
+        states.push(state);
+    };
+    for _ in 0..3 {
+        grow(&db);
+    }
+    db.flush().unwrap();
+    for _ in 3..6 {
+        grow(&db);
+    }
+    points.arm(PausePoint::FlushBatch);
+    let flush = {
+        let db = db.clone();
+        std::thread::spawn(move || db.flush())
+    };
+    assert!(wait(&points, PausePoint::FlushBatch));
+    for _ in 6..9 {
+        grow(&db);
+    }
+    let follower = ReadOnlyStateDb::open(dir.path(), Options::default()).unwrap();
+    let same_as_the_writer = |when: &str| {
+        follower.refresh().unwrap();
+        assert_eq!(follower.last_block().unwrap(), Some(8), "{when}");
+        assert_eq!(follower.root().unwrap(), db.root(), "{when}");
+        let theirs = db.reader(Regime::Exec);
+        let ours = follower.reader(Regime::Exec).unwrap();
+        for i in 0..KEYS {
+            let slots = [B256::with_last_byte(1)];
+            assert_eq!(
+                ours.proof(&who(i), &slots).unwrap(),
+                theirs.proof(&who(i), &slots).unwrap(),
+                "{when}: proof of account {i}"
+            );
+        }
+    };
+    same_as_the_writer("blocks 3..=8 read as one run over redb's head 2");
+    points.release(PausePoint::FlushBatch);
+    assert_eq!(
+        flush.join().unwrap().unwrap(),
+        3,
+        "the held flush took blocks 3..=5"
+    );
+    same_as_the_writer("redb's head moved to block 5, inside the run");
 }
 
 fn wait(points: &PausePoints, point: PausePoint) -> bool {
