@@ -289,9 +289,9 @@ impl Ledger {
 
     /// Makes `record` durable (lean: its plain writes with `previous`, the
     /// previous value of each, and its root record; the branch records are
-    /// rebuilt from them on replay) while another thread adds the whole
-    /// record to a copy of the memory tier and runs `write_through` (the
-    /// branch cache); then publishes the block under `commit_lock`. The
+    /// rebuilt from them on replay) and then runs `write_through` (the
+    /// branch cache) while another thread adds the whole record to a copy
+    /// of the memory tier; then publishes the block under `commit_lock`. The
     /// append is fsynced when `durable`. A failure or panic after the append poisons the store, as an I/O error
     /// does (a panic is caught and reported as [`Error::Panicked`]).
     pub(crate) fn commit(
@@ -304,8 +304,11 @@ impl Ledger {
     ) -> Result<CommitTimes> {
         let mut times = CommitTimes::default();
         let base = inner.current.load_full();
+        // Two halves of about equal length: the journal append (small since
+        // records are lean) and the branch cache's write-through on one
+        // thread, the memory tier's update and the undo data on the other.
         let (journaled, memory) = rayon::join(
-            || -> Result<(Duration, u64)> {
+            || -> Result<((Duration, u64), std::thread::Result<()>)> {
                 let started = Instant::now();
                 let mut buffer = self.encode_buffer.lock();
                 record.encode_lean(&previous, &mut buffer);
@@ -317,19 +320,22 @@ impl Ledger {
                     .journal
                     .lock()
                     .append(record.block, link, &buffer, durable)?;
-                Ok((started.elapsed(), bytes))
+                drop(buffer);
+                let journal = (started.elapsed(), bytes);
+                Ok((journal, catch_unwind(AssertUnwindSafe(write_through))))
             },
             || {
                 catch_unwind(AssertUnwindSafe(|| {
                     let mut memory = base.memory.clone();
                     memory.apply(&record);
-                    write_through();
                     let undo = BlockUndo::from_record(&record, |i| &previous[i]).map(Arc::new);
                     (memory, undo)
                 }))
             },
         );
-        (times.journal, times.journal_bytes) = journaled?;
+        let (journal, written_through) = journaled?;
+        (times.journal, times.journal_bytes) = journal;
+        let memory = written_through.and(memory);
         let record = Arc::new(record);
         let published = memory.and_then(|(memory, undo)| {
             catch_unwind(AssertUnwindSafe(|| -> Result<()> {
