@@ -337,7 +337,13 @@ mod tests {
     #[test]
     fn emit_tracing_logs_one_domain_reads_event_per_regime() {
         let capture = Capture::default();
-        tracing::subscriber::with_default(capture.clone(), || sample().emit_tracing());
+        tracing::subscriber::with_default(capture.clone(), || {
+            // Another test emits the same events with no subscriber, in
+            // parallel: a callsite it registered first may have cached
+            // "never"; recompute with this subscriber in place.
+            tracing::callsite::rebuild_interest_cache();
+            sample().emit_tracing()
+        });
         let events = capture.0.lock().expect("events").clone();
         assert_eq!(events.len(), 2, "{events:?}");
         let field = |event: &EventFields, name: &str| {
