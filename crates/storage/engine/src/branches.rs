@@ -47,6 +47,50 @@ pub(crate) type RecoveryRestore<'a> =
 pub(crate) type FollowRestore<'a> =
     dyn FnMut(&MemoryTier, Option<Head>, &mut LeanRun, &mut BlockRecord) -> Result<bool> + 'a;
 
+/// Applies `records` in order, the first on top of `before`, through
+/// `apply` (which adds a record to `state`), each run of consecutive lean
+/// records given its branch records by `restore` before the run's last
+/// record is applied: the run's earlier records are applied as they come,
+/// its last one held back until then. `Ok(false)`: `restore` found its
+/// state gone; what was applied stays, the rest is not.
+pub(crate) fn apply_in_runs<S>(
+    state: &mut S,
+    mut before: Option<Head>,
+    records: impl IntoIterator<Item = BlockRecord>,
+    mut restore: impl FnMut(&S, Option<Head>, &mut LeanRun, &mut BlockRecord) -> Result<bool>,
+    mut apply: impl FnMut(&mut S, BlockRecord),
+) -> Result<bool> {
+    let head_of = |record: &BlockRecord| Head {
+        block: record.block,
+        root: record.root,
+    };
+    let mut run = LeanRun::default();
+    let mut held: Option<BlockRecord> = None;
+    for record in records {
+        if let Some(mut last) = held.take() {
+            if !record.branches_omitted && !restore(state, before, &mut run, &mut last)? {
+                return Ok(false);
+            }
+            before = Some(head_of(&last));
+            apply(state, last);
+        }
+        if record.branches_omitted {
+            run.add(&record);
+            held = Some(record);
+        } else {
+            before = Some(head_of(&record));
+            apply(state, record);
+        }
+    }
+    if let Some(mut last) = held {
+        if !restore(state, before, &mut run, &mut last)? {
+            return Ok(false);
+        }
+        apply(state, last);
+    }
+    Ok(true)
+}
+
 /// The plain writes of a run of lean records, as they are read: the keys
 /// the run's branch records are rebuilt along.
 #[derive(Default)]
@@ -61,10 +105,7 @@ impl LeanRun {
     /// Adds `record`'s plain writes to the run.
     pub(crate) fn add(&mut self, record: &BlockRecord) {
         self.first.get_or_insert(record.block);
-        for write in plain_writes(record) {
-            self.written
-                .put(write.domain, write.key.to_vec(), write.value.clone());
-        }
+        put_plain_writes(&mut self.written, record);
     }
 }
 
@@ -83,9 +124,7 @@ pub(crate) fn restore_branches(
     let run = std::mem::take(run);
     let first = run.first.unwrap_or(last.block);
     let mut own = Overlay::default();
-    for write in plain_writes(last) {
-        own.put(write.domain, write.key.to_vec(), write.value.clone());
-    }
+    put_plain_writes(&mut own, last);
     let reader = |overlay| {
         ViewReader::new(before.clone(), overlay, Regime::Commitment, metrics.clone()).untimed()
     };
@@ -128,12 +167,15 @@ pub(crate) fn restore_branches(
     Ok(())
 }
 
-/// The record's writes outside the commitment domain.
-fn plain_writes(record: &BlockRecord) -> impl Iterator<Item = &RecordWrite> {
-    record
+/// Puts the record's writes outside the commitment domain into `overlay`.
+fn put_plain_writes(overlay: &mut Overlay, record: &BlockRecord) {
+    for write in record
         .writes
         .iter()
         .filter(|w| w.domain != Domain::Commitment)
+    {
+        overlay.put(write.domain, write.key.to_vec(), write.value.clone());
+    }
 }
 
 #[cfg(all(test, feature = "test-utils"))]

@@ -21,7 +21,7 @@ use bytes::Bytes;
 use parking_lot::{Mutex, MutexGuard};
 use redb::{ReadableDatabase, ReadableTable};
 
-use crate::branches::{LeanRun, RecoveryRestore};
+use crate::branches::{RecoveryRestore, apply_in_runs};
 use crate::error::{Error, Result, db_err};
 use crate::inner::{CommitGuard, Inner};
 use crate::options::Options;
@@ -146,9 +146,8 @@ impl Ledger {
     /// then checked: that it decodes, that blocks follow each other, that
     /// its root record carries its block and root, and that it continues
     /// the root of the block before. Each run of lean records gets its
-    /// branch records back from `restore_branches` (given the memory tier
-    /// and the head before the run's last record, the run and that record;
-    /// see [`crate::branches`]) before its last record is applied.
+    /// branch records back from `restore_branches` before its last record
+    /// is applied ([`apply_in_runs`]).
     ///
     /// With `void_after` (an unwind to that block committed in redb before
     /// its journal cut), the records after it are the unwound blocks: the
@@ -224,39 +223,22 @@ impl Ledger {
         let replaying = Instant::now();
         let mut memory = MemoryTier::default();
         let mut pending = VecDeque::new();
-        let mut apply = |record: BlockRecord, memory: &mut MemoryTier| {
-            memory.apply(&record);
-            if let Some(undo) = BlockUndo::from_record(&record, |i| &record.writes[i].previous) {
-                history = history.pushed(Arc::new(undo), keep);
-            }
-            pending.push_back(Arc::new(record));
-        };
-        // A run of lean records is applied as it comes, its last record
-        // held back until the run's branch records are rebuilt onto it.
-        let mut run = LeanRun::default();
-        let mut held: Option<BlockRecord> = None;
-        let mut before = flushed;
         let replayed_whole = replayed.iter().any(|r| !r.branches_omitted);
-        for record in replayed {
-            if let Some(mut last) = held.take() {
-                if !record.branches_omitted {
-                    restore_branches(&memory, before, &mut run, &mut last)?;
+        let complete = apply_in_runs(
+            &mut memory,
+            flushed,
+            replayed,
+            |memory, before, run, last| restore_branches(memory, before, run, last).map(|()| true),
+            |memory, record| {
+                memory.apply(&record);
+                if let Some(undo) = BlockUndo::from_record(&record, |i| &record.writes[i].previous)
+                {
+                    history = history.pushed(Arc::new(undo), keep);
                 }
-                before = Some(head_of(&last));
-                apply(last, &mut memory);
-            }
-            if record.branches_omitted {
-                run.add(&record);
-                held = Some(record);
-            } else {
-                before = Some(head_of(&record));
-                apply(record, &mut memory);
-            }
-        }
-        if let Some(mut last) = held.take() {
-            restore_branches(&memory, before, &mut run, &mut last)?;
-            apply(last, &mut memory);
-        }
+                pending.push_back(Arc::new(record));
+            },
+        )?;
+        debug_assert!(complete, "the writer's rebuild never stops short");
         if !pending.is_empty() {
             tracing::info!(
                 blocks = pending.len(),
@@ -292,8 +274,9 @@ impl Ledger {
     /// rebuilt from them on replay) and then runs `write_through` (the
     /// branch cache) while another thread adds the whole record to a copy
     /// of the memory tier; then publishes the block under `commit_lock`. The
-    /// append is fsynced when `durable`. A failure or panic after the append poisons the store, as an I/O error
-    /// does (a panic is caught and reported as [`Error::Panicked`]).
+    /// append is fsynced when `durable`. A failure or panic after the
+    /// append poisons the store, as an I/O error does (a panic is caught
+    /// and reported as [`Error::Panicked`]).
     pub(crate) fn commit(
         &self,
         inner: &Inner,
@@ -815,12 +798,4 @@ pub(crate) fn start_flusher(inner: Arc<Inner>) -> Result<FlushWorker> {
             }
         },
     )
-}
-
-/// The head a record's block leaves.
-fn head_of(record: &BlockRecord) -> Head {
-    Head {
-        block: record.block,
-        root: record.root,
-    }
 }

@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::branches::{FollowRestore, LeanRun};
+use crate::branches::{FollowRestore, apply_in_runs};
 use crate::error::{Error, Result};
 use crate::ledger::check_recovered;
 use strata_db::meta::Meta;
@@ -121,10 +121,8 @@ impl Followed {
         self.flushed = meta.head;
         self.tail.set_identity(meta.datadir_id);
         let mut previous = self.head();
-        // The head the next record to apply builds on.
-        let mut before = previous;
-        let mut run = LeanRun::default();
-        let mut held: Option<BlockRecord> = None;
+        let start = previous;
+        let mut records = Vec::new();
         for found in self.tail.read_after(previous.map(|h| h.block))? {
             let expected = previous.map_or(0, |h| h.block + 1);
             if found.block != expected {
@@ -143,41 +141,25 @@ impl Followed {
                 block: record.block,
                 root: record.root,
             });
-            // A run of lean records: its last record waits for the run's
-            // branch records.
-            if let Some(mut last) = held.take() {
-                if !record.branches_omitted
-                    && !restore_branches(&self.memory, before, &mut run, &mut last)?
-                {
-                    return Ok(Advance::Moved);
-                }
-                before = Some(self.apply(last));
-            }
-            if record.branches_omitted {
-                run.add(&record);
-                held = Some(record);
-            } else {
-                before = Some(self.apply(record));
-            }
+            records.push(record);
         }
-        if let Some(mut last) = held.take() {
-            if !restore_branches(&self.memory, before, &mut run, &mut last)? {
-                return Ok(Advance::Moved);
-            }
-            self.apply(last);
+        let complete = apply_in_runs(
+            self,
+            start,
+            records,
+            |followed, before, run, last| restore_branches(&followed.memory, before, run, last),
+            Followed::apply,
+        )?;
+        if !complete {
+            return Ok(Advance::Moved);
         }
         Ok(Advance::Continues)
     }
 
-    /// Adds a record to the memory tier; returns the head it leaves.
-    fn apply(&mut self, record: BlockRecord) -> Head {
+    /// Adds a record to the memory tier.
+    fn apply(&mut self, record: BlockRecord) {
         self.memory.apply(&record);
-        let head = Head {
-            block: record.block,
-            root: record.root,
-        };
         self.records.push_back(record);
-        head
     }
 
     /// Where the journal's read stands ([`JournalTail::mark`]).
