@@ -10,6 +10,10 @@ pub const DB_FILE: &str = "state.redb";
 pub const FILES_DIR: &str = "files";
 /// Name of the journal's folder inside the datadir.
 pub const JOURNAL_DIR: &str = "journal";
+/// Name of the folder where a writer shared with readers in other
+/// processes publishes each block's branch records (never synced, never
+/// needed by its recovery; rewritten from scratch at each open).
+pub const BRANCHES_DIR: &str = "branches";
 /// The scratch folder of an import, inside the datadir.
 pub const IMPORT_DIR: &str = "import.tmp";
 

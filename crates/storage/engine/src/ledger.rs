@@ -21,6 +21,7 @@ use bytes::Bytes;
 use parking_lot::{Mutex, MutexGuard};
 use redb::{ReadableDatabase, ReadableTable};
 
+use crate::branch_stream::BranchStream;
 use crate::branches::{RecoveryRestore, apply_in_runs};
 use crate::error::{Error, Result, db_err};
 use crate::inner::{CommitGuard, Inner};
@@ -96,6 +97,9 @@ pub(crate) struct CommitTimes {
 /// The journal, the blocks not yet flushed and the flush's bookkeeping.
 pub(crate) struct Ledger {
     journal: Mutex<Journal>,
+    /// Each block's branch records for readers in other processes, when
+    /// the store is shared and publishes them (`None` after a failure).
+    branch_stream: Mutex<Option<BranchStream>>,
     /// Committed blocks not yet in redb, oldest first (the memory tier's
     /// contents, as records).
     pending: Mutex<VecDeque<Arc<BlockRecord>>>,
@@ -204,7 +208,7 @@ impl Ledger {
             replayed.push(record);
         }
         let (mut journal, _recovered) =
-            Journal::open_scanned(fs, dir, id, tip, verdict, segment_bytes)?;
+            Journal::open_scanned(fs.clone(), dir, id, tip, verdict, segment_bytes)?;
         if let Some(target) = void_after
             && journal.blocks().is_some_and(|(_, last)| last > target)
         {
@@ -247,8 +251,20 @@ impl Ledger {
                 "journal: replayed the blocks after the flushed one (commitment records rebuilt)"
             );
         }
+        let branch_stream = if options.share_with_readers && options.publish_branches {
+            match BranchStream::open_fresh(fs, datadir, id, head, segment_bytes) {
+                Ok(stream) => Some(stream),
+                Err(error) => {
+                    tracing::warn!(%error, "journal: not publishing branch records (readers in other processes rebuild them)");
+                    None
+                }
+            }
+        } else {
+            None
+        };
         let ledger = Ledger {
             journal: Mutex::new(journal),
+            branch_stream: Mutex::new(branch_stream),
             pending: Mutex::new(pending),
             flush_lock: Mutex::new(()),
             signal: Signal::default(),
@@ -294,9 +310,13 @@ impl Ledger {
             || -> Result<((Duration, u64), std::thread::Result<()>)> {
                 let started = Instant::now();
                 let mut buffer = self.encode_buffer.lock();
+                let parent = base.head.map_or(B256::ZERO, |h| h.root);
+                // Before the journal: a follower that reads the block
+                // there finds its branch records already here.
+                self.publish_branches(&record, parent);
                 record.encode_lean(&previous, &mut buffer);
                 let link = Link {
-                    parent: base.head.map_or(B256::ZERO, |h| h.root),
+                    parent,
                     root: record.root,
                 };
                 let bytes = self
@@ -484,6 +504,11 @@ impl Ledger {
             .block
             .min(newest.saturating_sub(inner.options.unwind_depth));
         self.journal.lock().release_through(release)?;
+        if let Some(stream) = self.branch_stream.lock().as_mut()
+            && let Err(error) = stream.release_through(release)
+        {
+            tracing::warn!(%error, "journal: could not release branch records of flushed blocks");
+        }
         self.flushes.fetch_add(1, Ordering::Relaxed);
         self.flushed_blocks
             .fetch_add(batch.len() as u64, Ordering::Relaxed);
@@ -501,6 +526,22 @@ impl Ledger {
             "flushed"
         );
         Ok(batch.len())
+    }
+
+    /// Appends `record`'s branch records to the stream, if one runs; a
+    /// failure ends the stream (followers rebuild), never the commit.
+    fn publish_branches(&self, record: &BlockRecord, parent: B256) {
+        let mut stream = self.branch_stream.lock();
+        if let Some(open) = stream.as_mut()
+            && let Err(error) = open.append(record, parent)
+        {
+            tracing::warn!(
+                %error,
+                block = record.block,
+                "journal: stopped publishing branch records (readers in other processes rebuild them)"
+            );
+            *stream = None;
+        }
     }
 
     /// Flushes everything and holds the flush lock for `then` (unwind).

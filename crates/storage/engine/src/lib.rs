@@ -23,6 +23,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod branch_stream;
 mod branches;
 mod commit;
 mod error;
@@ -59,7 +60,7 @@ pub use maintenance::MaintenanceReport;
 pub use options::{Durability, Options};
 #[cfg(feature = "test-utils")]
 pub use pause::{PausePoint, PausePoints};
-pub use read_only::ReadOnlyStateDb;
+pub use read_only::{FollowStats, ReadOnlyStateDb};
 pub use reader::StateReader;
 pub use state_db::{DbStats, DomainStats, FileStats, StateDb};
 pub use state_read::StateRead;

@@ -32,6 +32,7 @@
 #![deny(missing_docs)]
 
 mod apply;
+mod branch_records;
 mod frame;
 mod legacy;
 mod record;
@@ -51,6 +52,7 @@ use bytes::Bytes;
 
 use strata_fs::{FileSystem, WritableFile};
 
+pub use branch_records::BranchRecords;
 pub use frame::Link;
 pub use record::{BlockRecord, Previous, RecordError, RecordWrite};
 pub use scan::{Expect, Scan, ScannedFrame, Tip, TornTail, scan};

@@ -276,30 +276,30 @@ impl BlockRecord {
     }
 }
 
-fn put_bytes(out: &mut Vec<u8>, value: &[u8]) {
+pub(crate) fn put_bytes(out: &mut Vec<u8>, value: &[u8]) {
     out.extend_from_slice(&(value.len() as u32).to_le_bytes());
     out.extend_from_slice(value);
 }
 
-struct Reader<'a> {
-    bytes: &'a [u8],
-    offset: usize,
+pub(crate) struct Reader<'a> {
+    pub(crate) bytes: &'a [u8],
+    pub(crate) offset: usize,
 }
 
 impl<'a> Reader<'a> {
-    fn remaining(&self) -> usize {
+    pub(crate) fn remaining(&self) -> usize {
         self.bytes.len() - self.offset
     }
 
     /// An error about the `back` bytes just read.
-    fn error(&self, back: usize, what: &'static str) -> RecordError {
+    pub(crate) fn error(&self, back: usize, what: &'static str) -> RecordError {
         RecordError {
             offset: self.offset - back,
             what,
         }
     }
 
-    fn take(&mut self, len: usize, what: &'static str) -> Result<&'a [u8], RecordError> {
+    pub(crate) fn take(&mut self, len: usize, what: &'static str) -> Result<&'a [u8], RecordError> {
         if self.remaining() < len {
             return Err(RecordError {
                 offset: self.offset,
@@ -311,29 +311,29 @@ impl<'a> Reader<'a> {
         Ok(out)
     }
 
-    fn u8(&mut self, what: &'static str) -> Result<u8, RecordError> {
+    pub(crate) fn u8(&mut self, what: &'static str) -> Result<u8, RecordError> {
         Ok(self.take(1, what)?[0])
     }
 
-    fn u16(&mut self, what: &'static str) -> Result<u16, RecordError> {
+    pub(crate) fn u16(&mut self, what: &'static str) -> Result<u16, RecordError> {
         Ok(u16::from_le_bytes(
             self.take(2, what)?.try_into().expect("2 bytes"),
         ))
     }
 
-    fn u32(&mut self, what: &'static str) -> Result<u32, RecordError> {
+    pub(crate) fn u32(&mut self, what: &'static str) -> Result<u32, RecordError> {
         Ok(u32::from_le_bytes(
             self.take(4, what)?.try_into().expect("4 bytes"),
         ))
     }
 
-    fn u64(&mut self, what: &'static str) -> Result<u64, RecordError> {
+    pub(crate) fn u64(&mut self, what: &'static str) -> Result<u64, RecordError> {
         Ok(u64::from_le_bytes(
             self.take(8, what)?.try_into().expect("8 bytes"),
         ))
     }
 
-    fn bytes(&mut self, what: &'static str) -> Result<&'a [u8], RecordError> {
+    pub(crate) fn bytes(&mut self, what: &'static str) -> Result<&'a [u8], RecordError> {
         let len = self.u32(what)? as usize;
         self.take(len, what)
     }

@@ -195,6 +195,7 @@ fn a_follower_whose_redb_head_lands_inside_a_run_it_read_serves_the_writers_proo
     let points = Arc::new(PausePoints::new());
     let options = Options::default()
         .with_share_with_readers(true)
+        .with_publish_branches(false)
         .with_background_maintenance(false)
         .with_flush_batch_bytes(1 << 30)
         .with_memory_budget_bytes(2 << 30)
@@ -249,6 +250,114 @@ fn a_follower_whose_redb_head_lands_inside_a_run_it_read_serves_the_writers_proo
         "the held flush took blocks 3..=5"
     );
     same_as_the_writer("redb's head moved to block 5, inside the run");
+    let stats = follower.follow_stats();
+    assert_eq!(stats.published_branches, 0, "{stats:?}");
+    assert!(stats.rebuilt_branches >= 6, "{stats:?}");
+}
+
+/// The follower's values, root and proofs are the writer's.
+fn assert_follows(follower: &ReadOnlyStateDb, db: &StateDb, last: u64, when: &str) {
+    follower.refresh().unwrap();
+    assert_eq!(follower.last_block().unwrap(), Some(last), "{when}");
+    assert_eq!(follower.root().unwrap(), db.root(), "{when}");
+    let theirs = db.reader(Regime::Exec);
+    let ours = follower.reader(Regime::Exec).unwrap();
+    for i in 0..KEYS {
+        let slots = [B256::with_last_byte(1)];
+        assert_eq!(
+            ours.proof(&who(i), &slots).unwrap(),
+            theirs.proof(&who(i), &slots).unwrap(),
+            "{when}: proof of account {i}"
+        );
+    }
+}
+
+/// A shared writer publishes each block's branch records beside its
+/// journal (`branches/`) and a follower applies them instead of
+/// rebuilding them; where the stream lacks a block (its segments deleted,
+/// a frame damaged) the follower rebuilds that block, and a writer's
+/// reopen starts the stream again. The follower's values, root and
+/// proofs stay the writer's throughout.
+#[test]
+fn a_follower_applies_the_published_branch_records_and_rebuilds_what_the_stream_lacks() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = || {
+        Options::default()
+            .with_share_with_readers(true)
+            .with_background_maintenance(false)
+            .with_flush_batch_bytes(1 << 30)
+            .with_memory_budget_bytes(2 << 30)
+    };
+    let mut db = StateDb::open(dir.path(), options()).unwrap();
+    let mut states: Vec<State> = Vec::new();
+    let mut grow = |db: &StateDb, blocks: u64| {
+        for _ in 0..blocks {
+            let block = states.len() as u64;
+            let before = states.last().cloned().unwrap_or_default();
+            let state = next_state(&before, block);
+            commit(db, block, &before, &state);
+            states.push(state);
+        }
+    };
+    grow(&db, 4);
+    // Only the refreshes below read the journal, so each block is read
+    // in the state the test left the stream in.
+    let follower = ReadOnlyStateDb::open(
+        dir.path(),
+        Options::default().with_follow_interval(Duration::from_secs(3600)),
+    )
+    .unwrap();
+    assert_follows(&follower, &db, 3, "blocks 0..=3 published");
+    let stats = follower.follow_stats();
+    assert_eq!((stats.published_branches, stats.rebuilt_branches), (4, 0));
+
+    let stream = dir.path().join(strata_storage::BRANCHES_DIR);
+    let segments = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(&stream)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect()
+    };
+    assert!(
+        !segments().is_empty(),
+        "the writer publishes into {stream:?}"
+    );
+    for segment in segments() {
+        std::fs::remove_file(segment).unwrap();
+    }
+    grow(&db, 2);
+    assert_follows(
+        &follower,
+        &db,
+        5,
+        "blocks 4..=5 with the stream's segments gone",
+    );
+    let stats = follower.follow_stats();
+    assert_eq!((stats.published_branches, stats.rebuilt_branches), (4, 2));
+
+    drop(db);
+    db = StateDb::open(dir.path(), options()).unwrap();
+    grow(&db, 2);
+    assert_follows(&follower, &db, 7, "blocks 6..=7 after the writer's reopen");
+    let stats = follower.follow_stats();
+    assert_eq!((stats.published_branches, stats.rebuilt_branches), (6, 2));
+
+    // A flipped byte inside the newest frame: its checksum fails, the
+    // block is rebuilt.
+    grow(&db, 1);
+    let newest = segments().into_iter().max().unwrap();
+    let mut bytes = std::fs::read(&newest).unwrap();
+    let at = bytes.len() - 20;
+    bytes[at] ^= 0x40;
+    std::fs::write(&newest, &bytes).unwrap();
+    assert_follows(
+        &follower,
+        &db,
+        8,
+        "block 8 with its published frame damaged",
+    );
+    let stats = follower.follow_stats();
+    assert_eq!((stats.published_branches, stats.rebuilt_branches), (6, 3));
 }
 
 fn wait(points: &PausePoints, point: PausePoint) -> bool {

@@ -2,22 +2,32 @@
 //! blocks after redb's head, read as they are appended and kept as a
 //! memory tier, the way the writer keeps them.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::branches::{FollowRestore, apply_in_runs};
 use crate::error::{Error, Result};
 use crate::ledger::check_recovered;
 use strata_db::meta::Meta;
-use strata_journal::{BlockRecord, JournalTail, TailMark};
+use strata_journal::{BlockRecord, BranchRecords, JournalRecord, JournalTail, TailMark};
 use strata_telemetry::ReadMetrics;
 use strata_types::Head;
+use strata_types::datadir::{BRANCHES_DIR, JOURNAL_DIR};
 use strata_view::memory::MemoryTier;
 
 /// The journaled blocks a read-only handle has followed so far.
 pub(super) struct Followed {
     tail: JournalTail,
+    /// The writer's published branch records (`branches/`), read after
+    /// the journal: a lean record whose branch records are found there is
+    /// applied whole, without a rebuild.
+    branch_tail: JournalTail,
+    /// Branch records read from `branch_tail` for blocks not applied yet.
+    published: BTreeMap<u64, JournalRecord>,
+    /// How the lean records' branch records were had.
+    counts: Arc<FollowCounts>,
     /// redb's head (the last flushed block) the memory tier sits on.
     flushed: Option<Head>,
     /// The writer's unwind count when these blocks were read.
@@ -30,6 +40,17 @@ pub(super) struct Followed {
     rebuild_metrics: Arc<ReadMetrics>,
     /// `Options::parallel_commitment_threshold`, for those rebuilds.
     parallel_threshold: usize,
+}
+
+/// How a follower got the branch records of the lean journal records it
+/// applied, counted since it opened.
+#[derive(Debug, Default)]
+pub(super) struct FollowCounts {
+    /// Blocks whose branch records the writer published.
+    pub(super) published: AtomicU64,
+    /// Blocks whose branch records were rebuilt (no published records:
+    /// a writer that does not publish them, or a stream cut by a crash).
+    pub(super) rebuilt: AtomicU64,
 }
 
 /// What [`Followed::advance`] found.
@@ -51,12 +72,16 @@ pub(super) enum Advance {
 }
 
 impl Followed {
-    /// Follows the journal in `dir` (nothing read yet); lean records'
-    /// branch records are rebuilt with `parallel_threshold`
+    /// Follows the journal of `datadir` (nothing read yet); lean records'
+    /// branch records are taken from what the writer published, else
+    /// rebuilt with `parallel_threshold`
     /// (`Options::parallel_commitment_threshold`).
-    pub(super) fn new(dir: &Path, parallel_threshold: usize) -> Followed {
+    pub(super) fn new(datadir: &Path, parallel_threshold: usize) -> Followed {
         Followed {
-            tail: JournalTail::new(dir, None),
+            tail: JournalTail::new(datadir.join(JOURNAL_DIR), None),
+            branch_tail: JournalTail::new(datadir.join(BRANCHES_DIR), None),
+            published: BTreeMap::new(),
+            counts: Arc::default(),
             flushed: None,
             unwinds: 0,
             records: VecDeque::new(),
@@ -71,9 +96,16 @@ impl Followed {
         (self.rebuild_metrics.clone(), self.parallel_threshold)
     }
 
+    /// The counts of published and rebuilt branch records.
+    pub(super) fn counts(&self) -> Arc<FollowCounts> {
+        self.counts.clone()
+    }
+
     /// Forgets every block read, to read the journal again from redb's head.
     pub(super) fn reset(&mut self) {
         self.tail.reset();
+        self.branch_tail.reset();
+        self.published.clear();
         self.flushed = None;
         self.records.clear();
         self.memory = MemoryTier::default();
@@ -120,6 +152,7 @@ impl Followed {
         }
         self.flushed = meta.head;
         self.tail.set_identity(meta.datadir_id);
+        self.branch_tail.set_identity(meta.datadir_id);
         let mut previous = self.head();
         let start = previous;
         let mut records = Vec::new();
@@ -143,6 +176,9 @@ impl Followed {
             });
             records.push(record);
         }
+        self.complete_from_published(&mut records, start);
+        let lean = records.iter().filter(|r| r.branches_omitted).count() as u64;
+        self.counts.rebuilt.fetch_add(lean, Ordering::Relaxed);
         let complete = apply_in_runs(
             self,
             start,
@@ -154,6 +190,43 @@ impl Followed {
             return Ok(Advance::Moved);
         }
         Ok(Advance::Continues)
+    }
+
+    /// Gives each lean record of `records` (the blocks after `start`, in
+    /// order) the branch records the writer published for it, when they
+    /// are there for the same block and state (the frame's chain of roots
+    /// and the payload's block and root); the others stay lean and are
+    /// rebuilt. A stream that cannot be read is left for the next look.
+    fn complete_from_published(&mut self, records: &mut [BlockRecord], start: Option<Head>) {
+        let Some(last) = records.last().map(|r| r.block) else {
+            return;
+        };
+        if records.iter().any(|r| r.branches_omitted) {
+            match self.branch_tail.read_after(start.map(|h| h.block)) {
+                Ok(found) => self
+                    .published
+                    .extend(found.into_iter().map(|f| (f.block, f))),
+                Err(error) => {
+                    tracing::debug!(%error, "follower: published branch records unreadable, rebuilding");
+                    self.branch_tail.reset();
+                    self.published.clear();
+                }
+            }
+        }
+        let mut parent = start.map(|h| h.root);
+        for record in records.iter_mut() {
+            if record.branches_omitted
+                && let Some(found) = self.published.remove(&record.block)
+                && parent.is_none_or(|p| p == found.link.parent)
+                && found.link.root == record.root
+                && let Ok(branches) = BranchRecords::decode(&found.payload)
+                && branches.complete(record)
+            {
+                self.counts.published.fetch_add(1, Ordering::Relaxed);
+            }
+            parent = Some(record.root);
+        }
+        self.published = self.published.split_off(&(last + 1));
     }
 
     /// Adds a record to the memory tier.

@@ -50,7 +50,7 @@ use strata_view::stats::DbStats;
 
 mod followed;
 
-use followed::{Advance, Followed};
+use followed::{Advance, FollowCounts, Followed};
 
 /// How many times a refresh starts over when the writer pruned a file
 /// between the read transaction and the file's open.
@@ -98,6 +98,22 @@ pub struct ReadOnlyStateDb {
     unwind_depth: u64,
     /// Older states `reader_at` rebuilt and checked against their roots.
     checked: strata_view::history::CheckedStates,
+    /// How the followed blocks' branch records were had.
+    counts: Arc<FollowCounts>,
+}
+
+/// How a [`ReadOnlyStateDb`] got the branch records of the journaled
+/// blocks it followed (a journal record leaves them out): counts of
+/// blocks since it opened, a block read again after the writer moved on
+/// counted again.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FollowStats {
+    /// Blocks whose branch records the writer published
+    /// ([`crate::Options::publish_branches`]): applied as they are.
+    pub published_branches: u64,
+    /// Blocks whose branch records were rebuilt from their plain writes
+    /// (a writer that does not publish them, or a stream a crash cut).
+    pub rebuilt_branches: u64,
 }
 
 /// What the handle and its follower thread share.
@@ -144,10 +160,7 @@ impl ReadOnlyStateDb {
         let files_dir = datadir.join(FILES_DIR);
         let fs: Arc<dyn FileSystem> = Arc::new(OsFileSystem);
         // Fail now, not at the first read, on a datadir that cannot be read.
-        let mut followed = Followed::new(
-            &datadir.join(JOURNAL_DIR),
-            options.parallel_commitment_threshold,
-        );
+        let mut followed = Followed::new(&datadir, options.parallel_commitment_threshold);
         let first = newest(
             &db,
             &datadir,
@@ -172,6 +185,7 @@ impl ReadOnlyStateDb {
             stop: Mutex::new(false),
             wake: Condvar::new(),
         });
+        let counts = follower.refreshing.lock().counts();
         let worker = follower.clone();
         let interval = options.follow_interval;
         let thread = std::thread::Builder::new()
@@ -187,7 +201,17 @@ impl ReadOnlyStateDb {
             metrics: Arc::new(ReadMetrics::from_env(options.read_metrics)),
             unwind_depth: options.unwind_depth,
             checked: Default::default(),
+            counts,
         })
+    }
+
+    /// How the branch records of the blocks followed so far were had:
+    /// published by the writer beside its journal, or rebuilt here.
+    pub fn follow_stats(&self) -> FollowStats {
+        FollowStats {
+            published_branches: self.counts.published.load(Ordering::Relaxed),
+            rebuilt_branches: self.counts.rebuilt.load(Ordering::Relaxed),
+        }
     }
 
     /// A read handle on the newest committed block the follower thread
