@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, SchemaError, db_err};
 use strata_types::domain::Domain;
-use strata_types::{DatadirId, HEAD_LEN, Head};
+use strata_types::{DatadirId, HEAD_LEN, Head, HistoryRetention};
 
 /// The on-disk format version this build reads and writes. Version 2 keeps
 /// unwind data in the journal (no `changes` table) and redb's head is the
@@ -21,6 +21,8 @@ const KEY_UNWINDS: &str = "unwinds";
 const KEY_JOURNAL_VOID_AFTER: &str = "journal_void_after";
 const KEY_DATADIR_ID: &str = "datadir_id";
 const KEY_CHAIN_CONFIG: &str = "chain_config";
+const KEY_HISTORY: &str = "history";
+const KEY_HISTORY_FROM: &str = "history_from";
 
 /// One live immutable file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -101,6 +103,12 @@ pub struct Meta {
     /// The datadir's identity, which every journal segment carries (`None`
     /// for a datadir of an earlier release until a writer opens it).
     pub datadir_id: Option<DatadirId>,
+    /// How much history the datadir keeps (fixed at creation; `Off` for a
+    /// datadir of an earlier release).
+    pub history: HistoryRetention,
+    /// The oldest block the history rebuilds (recorded by the first flush
+    /// that writes history; `None` before).
+    pub history_from: Option<u64>,
 }
 
 /// Loads the metadata, or `None` for a database that was never initialised.
@@ -130,6 +138,8 @@ pub fn load<T: ReadableTable<&'static str, &'static [u8]>>(
                 unwinds: 0,
                 journal_void_after: None,
                 datadir_id: None,
+                history: HistoryRetention::Off,
+                history_from: None,
             },
         )));
     }
@@ -183,6 +193,10 @@ pub fn load<T: ReadableTable<&'static str, &'static [u8]>>(
         })?)),
         None => None,
     };
+    let history = read_u64(table, KEY_HISTORY)?
+        .map(HistoryRetention::from_u64)
+        .unwrap_or_default();
+    let history_from = read_u64(table, KEY_HISTORY_FROM)?;
     Ok(Some((
         format,
         Meta {
@@ -192,8 +206,47 @@ pub fn load<T: ReadableTable<&'static str, &'static [u8]>>(
             unwinds,
             journal_void_after,
             datadir_id,
+            history,
+            history_from,
         },
     )))
+}
+
+/// Reads a `u64` entry.
+fn read_u64<T: ReadableTable<&'static str, &'static [u8]>>(
+    table: &T,
+    key: &'static str,
+) -> Result<Option<u64>> {
+    read(table, key)?
+        .map(|raw| {
+            raw.as_slice()
+                .try_into()
+                .map(u64::from_be_bytes)
+                .map_err(|_| SchemaError::CorruptMeta {
+                    name: key,
+                    what: format!("{} bytes, expected 8", raw.len()),
+                })
+        })
+        .transpose()
+}
+
+/// Records how much history the datadir keeps (at its creation).
+pub fn write_history_retention(
+    table: &mut MetaTable<'_>,
+    retention: HistoryRetention,
+) -> Result<()> {
+    table
+        .insert(KEY_HISTORY, retention.to_u64().to_be_bytes().as_slice())
+        .map_err(db_err("write history retention"))?;
+    Ok(())
+}
+
+/// Records the oldest block the history rebuilds.
+pub fn write_history_from(table: &mut MetaTable<'_>, block: u64) -> Result<()> {
+    table
+        .insert(KEY_HISTORY_FROM, block.to_be_bytes().as_slice())
+        .map_err(db_err("write history start"))?;
+    Ok(())
 }
 
 /// Records the datadir's identity (once: when it is created, or when a

@@ -51,11 +51,14 @@ pub(crate) type FollowRestore<'a> =
 /// `apply` (which adds a record to `state`), each run of consecutive lean
 /// records given its branch records by `restore` before the run's last
 /// record is applied: the run's earlier records are applied as they come,
-/// its last one held back until then. `Ok(false)`: `restore` found its
+/// its last one held back until then. With `per_block`, every lean record
+/// is a run of its own (each block gets its own records back: what a
+/// datadir that keeps history needs, at one walk per block). `Ok(false)`: `restore` found its
 /// state gone; what was applied stays, the rest is not.
 pub(crate) fn apply_in_runs<S>(
     state: &mut S,
     mut before: Option<Head>,
+    per_block: bool,
     records: impl IntoIterator<Item = BlockRecord>,
     mut restore: impl FnMut(&S, Option<Head>, &mut LeanRun, &mut BlockRecord) -> Result<bool>,
     mut apply: impl FnMut(&mut S, BlockRecord),
@@ -68,7 +71,9 @@ pub(crate) fn apply_in_runs<S>(
     let mut held: Option<BlockRecord> = None;
     for record in records {
         if let Some(mut last) = held.take() {
-            if !record.branches_omitted && !restore(state, before, &mut run, &mut last)? {
+            if (per_block || !record.branches_omitted)
+                && !restore(state, before, &mut run, &mut last)?
+            {
                 return Ok(false);
             }
             before = Some(head_of(&last));

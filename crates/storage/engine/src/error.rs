@@ -235,9 +235,34 @@ pub enum Error {
         /// Last committed block.
         last: u64,
     },
+    /// An open asked for a history retention the datadir was not made with.
+    #[error(
+        "datadir {path} keeps history {recorded}, fixed when it was made; this open asked for {requested} \
+         (leave the setting out to open it as it is)"
+    )]
+    HistoryRetentionMismatch {
+        /// The datadir.
+        path: std::path::PathBuf,
+        /// What the datadir recorded at its creation.
+        recorded: strata_types::HistoryRetention,
+        /// What the open asked for.
+        requested: strata_types::HistoryRetention,
+    },
+    /// History read back differs from what the block recorded (a damaged
+    /// or foreign history entry).
+    #[error("history at block {block}: {what}")]
+    CorruptHistory {
+        /// The block read at.
+        block: u64,
+        /// What disagreed.
+        what: String,
+    },
     /// A proof asked of a reader that cannot serve one.
     #[error("no proof here: {0}")]
     ProofUnavailable(&'static str),
+    /// A range read asked of a reader that cannot serve one.
+    #[error("no range read here: {0}")]
+    RangeUnavailable(&'static str),
     /// The unwind data of a block is missing.
     #[error("unwind data for block {block} is missing")]
     MissingUnwindData {
@@ -408,7 +433,9 @@ impl Error {
                     | Error::GenesisHeader(_)
                     | Error::UnwindOutOfRange { .. }
                     | Error::StateNotRetained { .. }
+                    | Error::HistoryRetentionMismatch { .. }
                     | Error::ProofUnavailable(_)
+                    | Error::RangeUnavailable(_)
                     | Error::Poisoned { .. }
                     | Error::InvalidOptions(_)
                     | Error::BlockRootMismatch { .. }
@@ -504,6 +531,7 @@ impl From<ReadError> for Error {
             ReadError::File(error) => Error::File(error),
             ReadError::InvalidOptions(what) => Error::InvalidOptions(what),
             ReadError::ProofUnavailable(what) => Error::ProofUnavailable(what),
+            ReadError::RangeUnavailable(what) => Error::RangeUnavailable(what),
             ReadError::Commitment { block, source } => Error::Commitment { block, source },
             ReadError::RootMismatch {
                 block,

@@ -28,7 +28,7 @@ use crate::inner::{CommitGuard, Inner};
 use crate::options::Options;
 use crate::pause::{self, PausePoint};
 use crate::worker::{Signal, Worker};
-use strata_db::tables::ROOTS;
+use strata_db::tables::{META, ROOTS};
 use strata_db::value;
 use strata_db::{DomainTables, HeadTables};
 use strata_files::FileSystem;
@@ -100,6 +100,9 @@ pub(crate) struct Ledger {
     /// Each block's branch records for readers in other processes, when
     /// the store is shared and publishes them (`None` after a failure).
     branch_stream: Mutex<Option<BranchStream>>,
+    /// The oldest block the datadir's history rebuilds, once a flush wrote
+    /// history (`None` before, and without history).
+    history_from: Mutex<Option<u64>>,
     /// Committed blocks not yet in redb, oldest first (the memory tier's
     /// contents, as records).
     pending: Mutex<VecDeque<Arc<BlockRecord>>>,
@@ -228,9 +231,14 @@ impl Ledger {
         let mut memory = MemoryTier::default();
         let mut pending = VecDeque::new();
         let replayed_whole = replayed.iter().any(|r| !r.branches_omitted);
+        // With history, each block gets its own commitment records (its
+        // history needs them), not only a run's last block.
+        let per_block = options.history.unwrap_or_default().is_on();
+        let keep = keep.max(replayed.len() + 1);
         let complete = apply_in_runs(
             &mut memory,
             flushed,
+            per_block,
             replayed,
             |memory, before, run, last| restore_branches(memory, before, run, last).map(|()| true),
             |memory, record| {
@@ -265,6 +273,7 @@ impl Ledger {
         let ledger = Ledger {
             journal: Mutex::new(journal),
             branch_stream: Mutex::new(branch_stream),
+            history_from: Mutex::new(None),
             pending: Mutex::new(pending),
             flush_lock: Mutex::new(()),
             signal: Signal::default(),
@@ -378,9 +387,12 @@ impl Ledger {
     ) -> Result<()> {
         let current = inner.current.load_full();
         let history = match &change {
-            Change::Block(_, _, Some(undo)) => current
-                .history
-                .pushed(undo.clone(), history_blocks(&inner.options)),
+            // Every unflushed block keeps its undo data (a flush writes it
+            // into the history, a reader at an older block undoes it).
+            Change::Block(_, _, Some(undo)) => current.history.pushed(
+                undo.clone(),
+                history_blocks(&inner.options).max(self.pending.lock().len() + 1),
+            ),
             // Genesis (nothing kept) or an unwind: the blocks up to the head stay.
             Change::Reset(head) | Change::Imported(head, _) => current.history.through(head.block),
             _ => current.history.clone(),
@@ -542,6 +554,18 @@ impl Ledger {
             );
             *stream = None;
         }
+    }
+
+    /// The oldest block the datadir's history rebuilds (`None` before the
+    /// first flush that wrote history).
+    pub(crate) fn history_from(&self) -> Option<u64> {
+        *self.history_from.lock()
+    }
+
+    /// Sets what [`Ledger::history_from`] says (from the metadata at open,
+    /// and after an import or a genesis that moves it).
+    pub(crate) fn set_history_from(&self, from: Option<u64>) {
+        *self.history_from.lock() = from;
     }
 
     /// Flushes everything and holds the flush lock for `then` (unwind).
@@ -721,6 +745,14 @@ fn write_batch(
     head: Head,
     mut between: impl FnMut() -> Result<()>,
 ) -> Result<u64> {
+    let retention = inner.options.history.unwrap_or_default();
+    let history = if retention.is_on() {
+        Some(crate::state_history::rows_of(inner, batch, |block| {
+            journal_record(inner, block)
+        })?)
+    } else {
+        None
+    };
     let collapsed = collapse(batch);
     let manifest = inner.current.load().files.manifest.clone();
     let entries = |domains: &'static [Domain]| {
@@ -760,7 +792,32 @@ fn write_batch(
     let txn = inner.db.begin_write().map_err(db_err("begin write"))?;
     write(&txn, &mut entries(&[Domain::Commitment]))?;
     write_block_tables(&txn, inner, batch, head)?;
+    let mut history_from = inner.ledger.history_from.lock();
+    let starts = match &history {
+        Some(rows) => {
+            crate::state_history::write_rows(&txn, rows, retention, head.block)?;
+            if history_from.is_none() {
+                // Reads are whole from the block before the first one
+                // with history: redb's head before this flush.
+                let from = inner
+                    .current
+                    .load()
+                    .db_head()
+                    .map_or(batch[0].block, |h| h.block);
+                let mut meta = txn.open_table(META).map_err(db_err("open meta"))?;
+                strata_db::meta::write_history_from(&mut meta, from)?;
+                Some(from)
+            } else {
+                None
+            }
+        }
+        None => None,
+    };
     txn.commit().map_err(db_err("commit flush"))?;
+    if starts.is_some() {
+        *history_from = starts;
+    }
+    drop(history_from);
     let total: usize = collapsed.iter().map(BTreeMap::len).sum();
     Ok(total as u64)
 }
@@ -791,8 +848,29 @@ fn write_block_tables(
             heads.put_header(record.block, header)?;
         }
     }
-    heads.trim_windows(head.block, inner.options.unwind_depth)?;
+    heads.trim_windows(
+        head.block,
+        crate::state_history::kept_blocks(&inner.options),
+    )?;
     Ok(heads.set_head(head)?)
+}
+
+/// Block `block`'s record read back from the journal, previous values
+/// and all (`None`: the journal no longer holds it).
+fn journal_record(inner: &Inner, block: u64) -> Result<Option<BlockRecord>> {
+    let found = match inner.ledger.journal.lock().read_blocks(block, block) {
+        Ok(found) => found,
+        Err(journal::JournalError::Gap { .. }) => return Ok(None),
+        Err(other) => return Err(other.into()),
+    };
+    found
+        .into_iter()
+        .next()
+        .map(|found| {
+            BlockRecord::decode(&found.payload)
+                .map_err(|e| crate::state_history::corrupt_record(found.block, e.to_string()))
+        })
+        .transpose()
 }
 
 /// The root of `block` when redb (the roots of the unwind window) or the

@@ -42,6 +42,7 @@ mod retained;
 mod root_stream;
 mod sample;
 mod state_db;
+mod state_history;
 mod state_read;
 #[cfg(test)]
 mod test_chain;
@@ -70,7 +71,7 @@ pub use strata_commitment::{AccountProof, SlotProof};
 /// (the EVM's BLOCKHASH window).
 pub use strata_db::panic_message;
 pub use strata_db::tables::BLOCK_HASH_WINDOW;
-pub use strata_types::{Account, Domain, Regime};
+pub use strata_types::{Account, Domain, HistoryRetention, Regime};
 pub use strata_view::access_list::{self, AccountAccess, BlockAccessList};
 pub use strata_view::stats::{JournalStats, LiveSize, MemoryStats};
 pub use verify::{IntegrityTiming, VerifyOptions, VerifyReport, verify_datadir};

@@ -1,6 +1,7 @@
 //! Settings of a [`crate::StateDb`].
 
 use strata_cache::CacheKind;
+use strata_types::HistoryRetention;
 
 /// When block commits reach the disk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,6 +70,14 @@ pub struct Options {
     /// and 13 ms applying, for about 2.9 MB a block written). On by
     /// default; off, followers rebuild.
     pub publish_branches: bool,
+    /// How much history a datadir created by this open keeps
+    /// ([`HistoryRetention`]: each key's value before every change, read
+    /// back by `reader_at` at any kept block, proofs included). Fixed when
+    /// the datadir is made and recorded in it: `None` opens an existing
+    /// datadir with what it recorded (and makes a new one without
+    /// history); a value that differs from the recorded one is refused
+    /// ([`crate::Error::HistoryRetentionMismatch`]).
+    pub history: Option<HistoryRetention>,
     /// How often a [`crate::ReadOnlyStateDb`] looks for new commits (its
     /// readers see a commit within about this long of its landing).
     pub follow_interval: std::time::Duration,
@@ -127,6 +136,7 @@ impl Default for Options {
             pause_points: None,
             share_with_readers: false,
             publish_branches: true,
+            history: None,
             follow_interval: std::time::Duration::from_millis(1),
             flush_batch_bytes: 64 << 20,
             memory_budget_bytes: 256 << 20,
@@ -172,6 +182,7 @@ with_setters! {
     pause_points: Option<std::sync::Arc<crate::PausePoints>> => with_pause_points;
     share_with_readers: bool => with_share_with_readers;
     publish_branches: bool => with_publish_branches;
+    history: Option<HistoryRetention> => with_history;
     follow_interval: std::time::Duration => with_follow_interval;
     flush_batch_bytes: u64 => with_flush_batch_bytes;
     memory_budget_bytes: u64 => with_memory_budget_bytes;

@@ -3,6 +3,7 @@
 //! from memory and from the journal.
 
 use crate::error::{Error, Result};
+use strata_types::HistoryRetention;
 use strata_view::history::History;
 
 /// The blocks before the last one that `history` can rebuild, at most
@@ -21,6 +22,30 @@ impl Retained {
             .max(last.saturating_sub(unwind_depth))
             .min(last);
         Self { oldest, last }
+    }
+
+    /// The window widened to the blocks a datadir that keeps history
+    /// (`retention`) can read: those redb's history rebuilds (from block
+    /// `from`, once a flush wrote some) and those the undo data of
+    /// `history` rebuilds (every unflushed block keeps its own), no older
+    /// than the retention keeps.
+    pub(crate) fn with_history(
+        self,
+        retention: HistoryRetention,
+        from: Option<u64>,
+        history: &History,
+    ) -> Self {
+        if !retention.is_on() {
+            return self;
+        }
+        let reach = match (from, history.oldest_reachable()) {
+            (Some(from), Some(memory)) => Some(from.min(memory)),
+            (from, memory) => from.or(memory),
+        };
+        let oldest = reach
+            .and_then(|reach| retention.oldest(reach, self.last))
+            .map_or(self.oldest, |kept| kept.min(self.oldest));
+        Self { oldest, ..self }
     }
 
     /// The error for `block` outside the window, naming it.

@@ -27,6 +27,7 @@ use strata_files::{FileSystem, OsFileSystem};
 use strata_telemetry::ReadMetrics;
 use strata_types::domain::Regime;
 use strata_view::fileset::FileSet;
+use strata_view::overlay::Overlay;
 use strata_view::reader::StateReader as ViewReader;
 use strata_view::snapshot::Snapshot;
 
@@ -58,6 +59,10 @@ pub struct StateDb {
     abandoned: bool,
     /// Older states `reader_at` rebuilt and checked against their roots.
     checked: strata_view::history::CheckedStates,
+    /// For readers through the history: the undo of the memory tier's
+    /// blocks back to redb's head, for one snapshot (its root and redb
+    /// head), built once.
+    deep_undo: parking_lot::Mutex<Option<(B256, u64, Arc<Overlay>)>>,
 }
 
 impl StateDb {
@@ -149,6 +154,11 @@ impl StateDb {
             name: "datadir_id",
             what: "missing after the writer's open".into(),
         })?;
+        // The retention the datadir recorded is the one it keeps.
+        let options = Options {
+            history: Some(meta.history),
+            ..options
+        };
         let metrics = Arc::new(if options.mutex_telemetry_baseline() {
             ReadMetrics::mutex_baseline(options.read_metrics)
         } else {
@@ -176,6 +186,7 @@ impl StateDb {
         if meta.journal_void_after.is_some() {
             crate::unwind::clear_void_mark_in(&db)?;
         }
+        recovery.ledger.set_history_from(meta.history_from);
         let replayed_whole = recovery.replayed_whole;
         let mut snapshot = Snapshot::open(&db, recovery.head, files, recovery.memory)?;
         snapshot.history = recovery.history;
@@ -211,6 +222,7 @@ impl StateDb {
             flusher,
             abandoned: false,
             checked: Default::default(),
+            deep_undo: Default::default(),
         })
     }
 
@@ -258,10 +270,15 @@ impl StateDb {
             return Ok(self.inner.reader(snapshot, None, regime));
         }
         let last = last.unwrap_or(0);
-        let window = Retained::new(&snapshot.history, last, self.inner.options.unwind_depth);
+        let window = Retained::new(&snapshot.history, last, self.inner.options.unwind_depth)
+            .with_history(
+                self.inner.options.history.unwrap_or_default(),
+                self.inner.ledger.history_from(),
+                &snapshot.history,
+            );
         window.check(block)?;
         let Some(undo) = snapshot.history.undo_to(block, last) else {
-            return Err(window.not_retained(block));
+            return self.deep_view(snapshot, block, last, regime, &window);
         };
         let root = match snapshot.history.root_of(block) {
             Some(root) => root,
@@ -280,6 +297,54 @@ impl StateDb {
             )
         })?;
         Ok(reader)
+    }
+
+    /// A reader at `block`, older than every block the memory's undo data
+    /// reaches, through redb's history (a datadir that keeps history).
+    fn deep_view(
+        &self,
+        snapshot: Arc<Snapshot>,
+        block: u64,
+        last: u64,
+        regime: Regime,
+        window: &Retained,
+    ) -> Result<ViewReader> {
+        let Some(db_head) = snapshot.db_head().filter(|h| h.block > block) else {
+            return Err(window.not_retained(block));
+        };
+        if !snapshot.has_history() {
+            return Err(window.not_retained(block));
+        }
+        let to_db_head = {
+            let mut cached = self.deep_undo.lock();
+            match cached.as_ref() {
+                Some((root, at, undo)) if *root == snapshot.root() && *at == db_head.block => {
+                    undo.clone()
+                }
+                _ => {
+                    let undo = if db_head.block == last {
+                        Overlay::default()
+                    } else {
+                        snapshot
+                            .history
+                            .undo_to(db_head.block, last)
+                            .ok_or_else(|| window.not_retained(block))?
+                    };
+                    let undo = Arc::new(undo);
+                    *cached = Some((snapshot.root(), db_head.block, undo.clone()));
+                    undo
+                }
+            }
+        };
+        let kept_root = crate::ledger::root_of(&self.inner, block)?;
+        crate::state_history::deep_reader(
+            snapshot,
+            to_db_head,
+            block,
+            kept_root,
+            regime,
+            self.inner.metrics.clone(),
+        )
     }
 
     /// The Merkle proof of `address` and `slots` after `block`, one of the
@@ -782,6 +847,15 @@ fn load_or_init_meta(
                 });
             }
             Some((_, mut meta)) => {
+                if let Some(requested) = options.history
+                    && requested != meta.history
+                {
+                    return Err(Error::HistoryRetentionMismatch {
+                        path: db_path.to_path_buf(),
+                        recorded: meta.history,
+                        requested,
+                    });
+                }
                 if meta.datadir_id.is_none() {
                     // A datadir of an earlier release: it gets its identity now.
                     let id = new_datadir_id(db_path)?;
@@ -799,6 +873,10 @@ fn load_or_init_meta(
             None => {
                 let id = new_datadir_id(db_path)?;
                 meta::init(&mut table, options.step_size, id)?;
+                let history = options.history.unwrap_or_default();
+                if history.is_on() {
+                    meta::write_history_retention(&mut table, history)?;
+                }
                 Meta {
                     step_size: options.step_size,
                     head: None,
@@ -806,6 +884,8 @@ fn load_or_init_meta(
                     unwinds: 0,
                     journal_void_after: None,
                     datadir_id: Some(id),
+                    history,
+                    history_from: None,
                 }
             }
         }
@@ -813,6 +893,9 @@ fn load_or_init_meta(
     // Every table exists from the first commit on (opening creates it).
     DomainTables::open(&txn)?;
     HeadTables::open(&txn)?;
+    if meta.history.is_on() {
+        strata_db::HistoryTables::open(&txn)?;
+    }
     txn.commit().map_err(db_err("commit metadata"))?;
     Ok(meta)
 }

@@ -194,6 +194,10 @@ fn restore(
                 .map_err(db_err("restore commitment record"))?;
         }
         heads.drop_after(head.block)?;
+        if inner.options.history.unwrap_or_default().is_on() {
+            // The unwound blocks' history goes with them.
+            strata_db::HistoryTables::open(&txn)?.drop_from(head.block + 1)?;
+        }
         heads.set_head(head)?;
         meta::count_unwind(heads.meta())?;
         meta::void_journal_after(heads.meta(), Some(head.block))?;

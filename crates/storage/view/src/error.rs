@@ -26,6 +26,9 @@ pub enum ReadError {
     /// A proof asked of a reader that cannot serve one.
     #[error("no proof here: {0}")]
     ProofUnavailable(&'static str),
+    /// A range read asked of a reader that cannot serve one.
+    #[error("no range read here: {0}")]
+    RangeUnavailable(&'static str),
     /// The commitment failed.
     #[error("commitment at block {block}: {source}")]
     Commitment {

@@ -62,6 +62,14 @@ impl BlockUndo {
         })
     }
 
+    /// Each account, storage and code key the block wrote, with its value
+    /// before the block (`None`: absent).
+    pub fn restores(&self) -> impl Iterator<Item = (Domain, &Bytes, Option<&Bytes>)> {
+        self.restores
+            .iter()
+            .map(|(domain, key, before)| (*domain, key, before.as_ref()))
+    }
+
     /// Puts each key this block wrote, with its value before the block,
     /// into `overlay`.
     pub fn apply_to(&self, overlay: &mut Overlay) {
@@ -112,6 +120,13 @@ impl History {
     /// oldest undone), or `None` when nothing is kept.
     pub fn oldest_reachable(&self) -> Option<u64> {
         self.blocks.front().map(|undo| undo.block.saturating_sub(1))
+    }
+
+    /// The undo data of `block` when it is kept here.
+    pub fn undo_of(&self, block: u64) -> Option<&Arc<BlockUndo>> {
+        let first = self.blocks.front()?.block;
+        let index = usize::try_from(block.checked_sub(first)?).ok()?;
+        self.blocks.get(index)
     }
 
     /// The root of `block` when it is kept here.

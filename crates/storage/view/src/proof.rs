@@ -20,13 +20,13 @@ impl StateReader {
     /// block: a reader at an older block or a block writer's reader (its
     /// records are not computed yet) gets [`ReadError::ProofUnavailable`].
     pub fn proof(&self, address: &Address, slots: &[B256]) -> Result<AccountProof> {
-        if self.older_block().is_some() {
+        if self.older_block().is_some() && !self.is_deep() {
             return Err(ReadError::ProofUnavailable(
                 "a reader at an older block has no commitment records of its own; \
                  StateDb::proof_at computes them",
             ));
         }
-        if self.overlay().is_some() {
+        if self.overlay().is_some() && self.older_block().is_none() {
             return Err(ReadError::ProofUnavailable(
                 "a block writer's reader has no commitment records for its writes yet",
             ));
@@ -55,7 +55,8 @@ impl StateReader {
         head_branches: impl FnOnce(StateReader) -> B,
         parallel_threshold: usize,
     ) -> Result<AccountProof> {
-        let (Some(at), Some(undo)) = (self.older_block(), self.overlay()) else {
+        let (Some(at), Some(undo), false) = (self.older_block(), self.overlay(), self.is_deep())
+        else {
             return self.proof(address, slots);
         };
         let head = self.head_commitment_reader();
@@ -87,7 +88,8 @@ impl StateReader {
         head_branches: impl FnOnce(StateReader) -> B,
         parallel_threshold: usize,
     ) -> Result<()> {
-        let (Some(at), Some(undo)) = (self.older_block(), self.overlay()) else {
+        let (Some(at), Some(undo), false) = (self.older_block(), self.overlay(), self.is_deep())
+        else {
             return Ok(());
         };
         let head = self.head_commitment_reader();

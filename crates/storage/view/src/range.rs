@@ -8,7 +8,7 @@ use alloy_primitives::{Address, B256, U256};
 use bytes::Bytes;
 
 use crate::error::guarded;
-use crate::error::{Result, db_err};
+use crate::error::{ReadError, Result, db_err};
 use crate::overlay::Overlay;
 use crate::reader::{StateReader, decode_account, decode_slot};
 use crate::snapshot::Snapshot;
@@ -131,11 +131,24 @@ fn overlay_source<'a>(
 }
 
 impl StateReader {
+    /// Range reads walk the state's tiers, not its history: a reader at a
+    /// block older than redb's head refuses them.
+    fn refuse_deep_range(&self) -> Result<()> {
+        if self.is_deep() {
+            return Err(ReadError::RangeUnavailable(
+                "range reads at a block older than the unwind window are not kept by the history \
+                 (point reads and proofs are)",
+            ));
+        }
+        Ok(())
+    }
+
     /// Up to `limit` accounts in address order, starting at `from`
     /// (inclusive), as this handle's block has them: the tiers merged,
     /// deleted accounts left out. Page through the state with the next
     /// address after the last one returned. Not timed as reads (a scan).
     pub fn accounts(&self, from: &Address, limit: usize) -> Result<Vec<(Address, Account)>> {
+        self.refuse_deep_range()?;
         let mut out = Vec::new();
         if limit == 0 {
             return Ok(out);
@@ -175,6 +188,7 @@ impl StateReader {
         from: &B256,
         limit: usize,
     ) -> Result<Vec<(B256, U256)>> {
+        self.refuse_deep_range()?;
         let mut out = Vec::new();
         if limit == 0 {
             return Ok(out);

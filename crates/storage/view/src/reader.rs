@@ -32,6 +32,10 @@ pub struct StateReader {
     /// For a reader at an older block: that block (the overlay undoes the
     /// blocks after it).
     at: Option<Head>,
+    /// For a reader at a block older than redb's head, read through redb's
+    /// history: then `at` is that block and the overlay takes the state
+    /// back to redb's head only ([`StateReader::deep`]).
+    deep: bool,
     regime: Regime,
     metrics: Arc<ReadMetrics>,
     /// The store's value cache (none for a read-only store).
@@ -53,6 +57,7 @@ impl StateReader {
             snapshot,
             overlay,
             at: None,
+            deep: false,
             regime,
             metrics,
             values: None,
@@ -90,6 +95,11 @@ impl StateReader {
     /// The value cache and the head it must serve for this handle's reads
     /// of `domain` to go through it.
     fn value_cache(&self, domain: Domain) -> Option<(&ValueCache<Head>, Head)> {
+        if self.deep {
+            // Its view is the head's: a key may have changed since `at`
+            // without being in the overlay (which goes back to redb's head).
+            return None;
+        }
         let values = self.values.as_deref()?;
         let head = self.snapshot.head?;
         (domain != Domain::Commitment && values.is_enabled()).then_some((values, head))
@@ -108,6 +118,34 @@ impl StateReader {
             at: Some(at),
             ..StateReader::new(snapshot, Some(Arc::new(undo)), regime, metrics)
         }
+    }
+
+    /// A reader of the state after `at`, a block older than the one
+    /// `snapshot`'s redb holds ([`Snapshot::db_head`]): each key reads the
+    /// value redb's history recorded before its first change after `at`,
+    /// else its value at redb's head — `to_db_head` (the value before the
+    /// first write of every key the memory tier's blocks wrote), then redb
+    /// and the files, never the memory tier or the value cache. Every
+    /// domain reads this way, the commitment's records included, so proofs
+    /// come from the records of `at` itself.
+    pub fn deep(
+        snapshot: Arc<Snapshot>,
+        to_db_head: Arc<Overlay>,
+        at: Head,
+        regime: Regime,
+        metrics: Arc<ReadMetrics>,
+    ) -> StateReader {
+        StateReader {
+            at: Some(at),
+            deep: true,
+            ..StateReader::new(snapshot, Some(to_db_head), regime, metrics)
+        }
+    }
+
+    /// Whether this reader reads through redb's history
+    /// ([`StateReader::deep`]).
+    pub fn is_deep(&self) -> bool {
+        self.deep
     }
 
     /// The same snapshot, read under another regime.
@@ -156,6 +194,14 @@ impl StateReader {
         read: impl FnOnce(Option<ValueRef<'_>>) -> T,
     ) -> Result<T> {
         let started = self.start();
+        if self.deep
+            && let Some(at) = self.at
+            && let Some(value) = self.snapshot.history_value_at(domain, key, at.block)?
+        {
+            let value = read(value.as_ref().map(ValueRef::Shared));
+            self.metrics.finish(started, domain, Tier::Db, self.regime);
+            return Ok(value);
+        }
         if let Some(value) = self.overlay.as_ref().and_then(|o| o.get(domain, key)) {
             let value = read(value.map(ValueRef::Shared));
             self.metrics
@@ -175,6 +221,13 @@ impl StateReader {
             };
             let value = read(lookup.value.as_ref().map(ValueRef::Shared));
             self.metrics.finish(started, domain, tier, self.regime);
+            return Ok(value);
+        }
+        if self.deep {
+            let (value, found) = self.snapshot.get_below_memory(domain, key)?;
+            let value = read(value.as_ref().map(ValueRef::Shared));
+            self.metrics
+                .finish(started, domain, tier_of(found), self.regime);
             return Ok(value);
         }
         let (value, found) = self.snapshot.get_with(domain, key, read)?;
@@ -232,10 +285,11 @@ impl StateReader {
     /// this handle's block committed with a hash
     /// (`BlockWriter::set_block_hash`).
     pub fn block_hash(&self, number: u64) -> Result<Option<B256>> {
-        if let Some(at) = self.at
-            && (number > at.block || number.saturating_add(BLOCK_HASH_WINDOW) <= at.block)
-        {
-            return Ok(None);
+        if let Some(at) = self.at {
+            if number > at.block || number.saturating_add(BLOCK_HASH_WINDOW) <= at.block {
+                return Ok(None);
+            }
+            return self.snapshot.stored_block_hash(number);
         }
         self.snapshot.block_hash(number)
     }
@@ -244,10 +298,11 @@ impl StateReader {
     /// (`BlockWriter::set_block_header`), when it is one of the 256 blocks
     /// up to this handle's block and was given one.
     pub fn block_header(&self, number: u64) -> Result<Option<Bytes>> {
-        if let Some(at) = self.at
-            && (number > at.block || number.saturating_add(BLOCK_HASH_WINDOW) <= at.block)
-        {
-            return Ok(None);
+        if let Some(at) = self.at {
+            if number > at.block || number.saturating_add(BLOCK_HASH_WINDOW) <= at.block {
+                return Ok(None);
+            }
+            return self.snapshot.stored_block_header(number);
         }
         self.snapshot.block_header(number)
     }
@@ -275,6 +330,7 @@ impl StateReader {
         StateReader {
             overlay: None,
             at: None,
+            deep: false,
             regime: Regime::Commitment,
             ..self.clone()
         }

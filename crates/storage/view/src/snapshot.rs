@@ -17,8 +17,9 @@ use crate::error::{Result, db_err};
 use crate::fileset::FileSet;
 use crate::history::History;
 use crate::memory::MemoryTier;
+use strata_db::history::HISTORY;
 use strata_db::tables::{
-    BLOCK_HASH_WINDOW, BLOCK_HASHES, BLOCK_HEADERS, CODE_BY_HASH, domain_table,
+    BLOCK_HASH_WINDOW, BLOCK_HASHES, BLOCK_HEADERS, CODE_BY_HASH, META, domain_table,
 };
 use strata_db::value;
 use strata_types::Head;
@@ -98,6 +99,10 @@ struct DbView {
     block_hashes: ReadOnlyTable<u64, &'static [u8]>,
     /// `None` in a datadir no header was written to yet.
     block_headers: Option<ReadOnlyTable<u64, &'static [u8]>>,
+    /// The state's history (`None` in a datadir that keeps none).
+    history: Option<ReadOnlyTable<&'static [u8], &'static [u8]>>,
+    /// The last block this transaction's redb holds (its metadata's head).
+    head: Option<Head>,
     // Keeps the snapshot's pages alive; dropped after the tables.
     _txn: ReadTransaction,
 }
@@ -163,6 +168,15 @@ impl Snapshot {
                 Err(error) => Err(db_err("open table")(error)),
             }
         })?;
+        let history = guarded(HISTORY.name(), || match txn.open_table(HISTORY) {
+            Ok(table) => Ok(Some(table)),
+            Err(redb::TableError::TableDoesNotExist(_)) => Ok(None),
+            Err(error) => Err(db_err("open table")(error)),
+        })?;
+        let db_head = guarded(META.name(), || {
+            let meta = txn.open_table(META).map_err(db_err("open table"))?;
+            Ok(strata_db::meta::load(&meta)?.and_then(|(_, meta)| meta.head))
+        })?;
         Ok(Snapshot {
             head,
             memory,
@@ -171,6 +185,8 @@ impl Snapshot {
                 code_by_hash,
                 block_hashes,
                 block_headers,
+                history,
+                head: db_head,
                 _txn: txn,
             }),
             files,
@@ -227,6 +243,54 @@ impl Snapshot {
                 Found::File(level),
             )),
             None => Ok((read(None), Found::Nowhere)),
+        }
+    }
+
+    /// The last block redb holds in this snapshot (the memory tier holds
+    /// the blocks after it).
+    pub fn db_head(&self) -> Option<Head> {
+        self.db.head
+    }
+
+    /// Whether this snapshot's redb keeps history.
+    pub fn has_history(&self) -> bool {
+        self.db.history.is_some()
+    }
+
+    /// The value `key` held after `block`, when redb's history records a
+    /// change of it after `block` (the value before its first such
+    /// change); `None` when it records none (up to [`Snapshot::db_head`]).
+    pub fn history_value_at(
+        &self,
+        domain: Domain,
+        key: &[u8],
+        block: u64,
+    ) -> Result<Option<Option<Bytes>>> {
+        let Some(table) = &self.db.history else {
+            return Ok(None);
+        };
+        guarded(HISTORY.name(), || {
+            Ok(strata_db::history::value_at(table, domain, key, block)?)
+        })
+    }
+
+    /// The value of `key` at [`Snapshot::db_head`]: redb, then the files,
+    /// never the memory tier.
+    pub fn get_below_memory(&self, domain: Domain, key: &[u8]) -> Result<(Option<Bytes>, Found)> {
+        let table = &self.db.tables[domain.index()];
+        let in_db = guarded(domain.name(), || {
+            let Some(guard) = table.get(key).map_err(db_err("get"))? else {
+                return Ok(None);
+            };
+            let (_, value) = value::decode(domain, key, guard.value())?;
+            Ok(Some(value.map(Bytes::copy_from_slice)))
+        })?;
+        if let Some(found) = in_db {
+            return Ok((found, Found::Db));
+        }
+        match self.files.get(domain, key)? {
+            Some((level, value)) => Ok((value, Found::File(level))),
+            None => Ok((None, Found::Nowhere)),
         }
     }
 
@@ -319,6 +383,13 @@ impl Snapshot {
         {
             return Ok(None);
         }
+        self.stored_block_hash(number)
+    }
+
+    /// The hash of block `number` if the store still holds it (the window
+    /// of the last 256, or every retained block of a datadir that keeps
+    /// history).
+    pub fn stored_block_hash(&self, number: u64) -> Result<Option<B256>> {
         if let Some(block) = self.memory.block(number) {
             return Ok(block.hash);
         }
@@ -341,6 +412,12 @@ impl Snapshot {
         {
             return Ok(None);
         }
+        self.stored_block_header(number)
+    }
+
+    /// The header of block `number` if the store still holds it (as
+    /// [`Snapshot::stored_block_hash`]).
+    pub fn stored_block_header(&self, number: u64) -> Result<Option<Bytes>> {
         if let Some(block) = self.memory.block(number) {
             return Ok(block.header.clone());
         }

@@ -6,6 +6,7 @@ mod concurrency;
 mod crash;
 mod damaged;
 mod datadir;
+mod history;
 mod import;
 mod interleavings;
 mod journal;

@@ -182,6 +182,7 @@ impl Followed {
         let complete = apply_in_runs(
             self,
             start,
+            false,
             records,
             |followed, before, run, last| restore_branches(&followed.memory, before, run, last),
             Followed::apply,
