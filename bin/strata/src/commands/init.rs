@@ -17,7 +17,7 @@ use strata_storage::dump::DumpReader;
 use strata_storage::genesis::chain::genesis_header;
 use strata_storage::genesis::{GenesisAlloc, parse_alloc_json};
 use strata_storage::import::{ImportOptions, ImportReport};
-use strata_storage::{DB_FILE, ReadOnlyStateDb, StateDb};
+use strata_storage::{DB_FILE, HistoryRetention, ReadOnlyStateDb, StateDb};
 
 use super::datadir::inspect_options;
 use crate::output::{Lines, print_text};
@@ -62,6 +62,13 @@ pub struct InitArgs {
     /// The data directory to create.
     #[arg(long, value_name = "DIR")]
     pub datadir: PathBuf,
+    /// How much history the datadir keeps when this command creates it:
+    /// `off` (reads at the last 128 blocks only, from the journal: the
+    /// default), `full` (reads and proofs at every block from the first),
+    /// or a number of blocks. Fixed when the datadir is made; for an
+    /// existing datadir it must be what the datadir recorded.
+    #[arg(long, value_name = "off|full|N")]
+    pub history: Option<HistoryRetention>,
 }
 
 pub(super) fn run(args: InitArgs) -> Result<(), CliError> {
@@ -89,7 +96,7 @@ pub(super) fn run(args: InitArgs) -> Result<(), CliError> {
     // Refused before the writer's open, which would rewrite bytes of the
     // database: a datadir holding blocks is left exactly as it was.
     refuse_initialized(&args.datadir)?;
-    let db = StateDb::open(&args.datadir, inspect_options())
+    let db = StateDb::open(&args.datadir, inspect_options().with_history(args.history))
         .map_err(CliError::storage(&args.datadir))?;
     if let Some(block) = db.last_block() {
         return Err(CliError::AlreadyInitialized {

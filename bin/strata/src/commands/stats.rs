@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use strata_storage::{DbStats, LiveSize};
+use strata_storage::{DbStats, HistoryStats, LiveSize};
 
 use super::datadir::{head_text, open_for_reading};
 use crate::CliError;
@@ -53,6 +53,9 @@ impl Live {
 pub(super) fn run(args: StatsArgs) -> Result<(), CliError> {
     let db = open_for_reading(&args.datadir)?;
     let stats = db.stats().map_err(CliError::storage(&args.datadir))?;
+    let history = db
+        .history_stats()
+        .map_err(CliError::storage(&args.datadir))?;
     let live = if args.live {
         let sizes = db.live_sizes().map_err(CliError::storage(&args.datadir))?;
         let on_disk = bytes_under(&args.datadir).map_err(CliError::file(&args.datadir))?;
@@ -61,10 +64,45 @@ pub(super) fn run(args: StatsArgs) -> Result<(), CliError> {
         None
     };
     if args.json {
-        print_json(&json::StatsJson::new(&stats, live.as_ref()))
+        print_json(&json::StatsJson::new(
+            &stats,
+            history.as_ref(),
+            live.as_ref(),
+        ))
     } else {
-        print_text(&text(&stats, live.as_ref()))
+        let mut out = text(&stats, live.as_ref());
+        if let Some(history) = &history {
+            // Writing to a String cannot fail.
+            let _ = write_history(&mut out, history);
+        }
+        print_text(&out)
     }
+}
+
+/// The history's lines of the text report.
+fn write_history(out: &mut String, history: &HistoryStats) -> std::fmt::Result {
+    let from = history
+        .from
+        .map_or("no block flushed yet".to_string(), |b| {
+            format!("from block {b}")
+        });
+    writeln!(out, "history: keeps {}, {from}", history.retention)?;
+    writeln!(
+        out,
+        "{:<11} {:>12} {:>14} {:>14}",
+        "domain", "entries", "key bytes", "value bytes"
+    )?;
+    for domain in &history.domains {
+        writeln!(
+            out,
+            "{:<11} {:>12} {:>14} {:>14}",
+            domain.domain.name(),
+            domain.entries,
+            domain.key_bytes,
+            domain.value_bytes
+        )?;
+    }
+    Ok(())
 }
 
 /// The text report.

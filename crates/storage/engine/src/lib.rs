@@ -73,6 +73,8 @@ pub use strata_db::panic_message;
 pub use strata_db::tables::BLOCK_HASH_WINDOW;
 pub use strata_types::{Account, Domain, HistoryRetention, Regime};
 pub use strata_view::access_list::{self, AccountAccess, BlockAccessList};
-pub use strata_view::stats::{JournalStats, LiveSize, MemoryStats};
+pub use strata_view::stats::{
+    HistoryDomainSize, HistoryStats, JournalStats, LiveSize, MemoryStats,
+};
 pub use verify::{IntegrityTiming, VerifyOptions, VerifyReport, verify_datadir};
 pub use writer::BlockWriter;

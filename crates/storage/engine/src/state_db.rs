@@ -277,8 +277,13 @@ impl StateDb {
                 &snapshot.history,
             );
         window.check(block)?;
-        let Some(undo) = snapshot.history.undo_to(block, last) else {
+        // Below redb's head the history answers directly (no undo overlay
+        // to build, no records to recompute for a proof).
+        if snapshot.has_history() && snapshot.db_head().is_some_and(|h| block < h.block) {
             return self.deep_view(snapshot, block, last, regime, &window);
+        }
+        let Some(undo) = snapshot.history.undo_to(block, last) else {
+            return Err(window.not_retained(block));
         };
         let root = match snapshot.history.root_of(block) {
             Some(root) => root,
@@ -571,6 +576,14 @@ impl StateDb {
     /// The branch cache's counters.
     pub fn cache_stats(&self) -> CacheStats {
         self.inner.cache.stats()
+    }
+
+    /// What the datadir's history holds per domain (`None` when it keeps
+    /// none): a scan of redb's history.
+    pub fn history_stats(&self) -> Result<Option<strata_view::stats::HistoryStats>> {
+        Ok(strata_view::stats::history_stats(
+            &self.inner.current.load_full(),
+        )?)
     }
 
     /// Sizes of the tiers: db entries and files per domain.

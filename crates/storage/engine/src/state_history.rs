@@ -124,9 +124,18 @@ pub(crate) fn write_rows(
     head: u64,
 ) -> Result<()> {
     let mut tables = HistoryTables::open(txn)?;
-    for row in rows {
-        tables.put(row.block, row.domain, &row.key, row.previous.as_deref())?;
-    }
+    let changes: Vec<_> = rows
+        .iter()
+        .map(|row| {
+            (
+                row.block,
+                row.domain,
+                row.key.as_ref(),
+                row.previous.as_deref(),
+            )
+        })
+        .collect();
+    tables.put_all(&changes)?;
     if let HistoryRetention::Blocks(_) = retention
         && let Some(oldest) = retention.oldest(0, head)
     {

@@ -17,7 +17,7 @@ use crate::error::{Result, db_err};
 use crate::fileset::FileSet;
 use crate::history::History;
 use crate::memory::MemoryTier;
-use strata_db::history::HISTORY;
+use strata_db::history::{HISTORY_CHANGES, HISTORY_INDEX};
 use strata_db::tables::{
     BLOCK_HASH_WINDOW, BLOCK_HASHES, BLOCK_HEADERS, CODE_BY_HASH, META, domain_table,
 };
@@ -92,6 +92,12 @@ pub struct Snapshot {
     pub history: History,
 }
 
+/// redb's history tables in one read transaction.
+struct HistoryView {
+    index: ReadOnlyTable<&'static [u8], &'static [u8]>,
+    changes: ReadOnlyTable<&'static [u8], &'static [u8]>,
+}
+
 /// One redb read transaction with the tables reads use, opened once.
 struct DbView {
     tables: [ReadOnlyTable<&'static [u8], &'static [u8]>; 4],
@@ -99,10 +105,14 @@ struct DbView {
     block_hashes: ReadOnlyTable<u64, &'static [u8]>,
     /// `None` in a datadir no header was written to yet.
     block_headers: Option<ReadOnlyTable<u64, &'static [u8]>>,
-    /// The state's history (`None` in a datadir that keeps none).
-    history: Option<ReadOnlyTable<&'static [u8], &'static [u8]>>,
+    /// The state's history, its index and its changes (`None` in a
+    /// datadir that keeps none).
+    history: Option<HistoryView>,
     /// The last block this transaction's redb holds (its metadata's head).
     head: Option<Head>,
+    /// The datadir's history retention and the oldest block its history
+    /// rebuilds, as this transaction's metadata records them.
+    history_kept: (strata_types::HistoryRetention, Option<u64>),
     // Keeps the snapshot's pages alive; dropped after the tables.
     _txn: ReadTransaction,
 }
@@ -168,15 +178,25 @@ impl Snapshot {
                 Err(error) => Err(db_err("open table")(error)),
             }
         })?;
-        let history = guarded(HISTORY.name(), || match txn.open_table(HISTORY) {
-            Ok(table) => Ok(Some(table)),
-            Err(redb::TableError::TableDoesNotExist(_)) => Ok(None),
-            Err(error) => Err(db_err("open table")(error)),
+        let history = guarded(HISTORY_INDEX.name(), || {
+            let index = match txn.open_table(HISTORY_INDEX) {
+                Ok(table) => table,
+                Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+                Err(error) => return Err(db_err("open table")(error)),
+            };
+            let changes = txn
+                .open_table(HISTORY_CHANGES)
+                .map_err(db_err("open table"))?;
+            Ok(Some(HistoryView { index, changes }))
         })?;
-        let db_head = guarded(META.name(), || {
+        let meta = guarded(META.name(), || {
             let meta = txn.open_table(META).map_err(db_err("open table"))?;
-            Ok(strata_db::meta::load(&meta)?.and_then(|(_, meta)| meta.head))
+            Ok(strata_db::meta::load(&meta)?.map(|(_, meta)| meta))
         })?;
+        let db_head = meta.as_ref().and_then(|meta| meta.head);
+        let history_kept = meta.map_or((Default::default(), None), |meta| {
+            (meta.history, meta.history_from)
+        });
         Ok(Snapshot {
             head,
             memory,
@@ -187,6 +207,7 @@ impl Snapshot {
                 block_headers,
                 history,
                 head: db_head,
+                history_kept,
                 _txn: txn,
             }),
             files,
@@ -257,6 +278,13 @@ impl Snapshot {
         self.db.history.is_some()
     }
 
+    /// The datadir's history retention and the oldest block its history
+    /// rebuilds (`None` before the first flush that wrote history), as
+    /// this snapshot's redb records them.
+    pub fn history_kept(&self) -> (strata_types::HistoryRetention, Option<u64>) {
+        self.db.history_kept
+    }
+
     /// The value `key` held after `block`, when redb's history records a
     /// change of it after `block` (the value before its first such
     /// change); `None` when it records none (up to [`Snapshot::db_head`]).
@@ -266,11 +294,41 @@ impl Snapshot {
         key: &[u8],
         block: u64,
     ) -> Result<Option<Option<Bytes>>> {
-        let Some(table) = &self.db.history else {
+        let Some(history) = &self.db.history else {
             return Ok(None);
         };
-        guarded(HISTORY.name(), || {
-            Ok(strata_db::history::value_at(table, domain, key, block)?)
+        guarded(HISTORY_INDEX.name(), || {
+            Ok(strata_db::history::value_at(
+                &history.index,
+                &history.changes,
+                domain,
+                key,
+                block,
+            )?)
+        })
+    }
+
+    /// Calls `visit` with the domain, key length and value length of every
+    /// entry of redb's history (a scan).
+    pub fn visit_history(&self, mut visit: impl FnMut(Domain, usize, usize)) -> Result<()> {
+        let Some(history) = &self.db.history else {
+            return Ok(());
+        };
+        guarded(HISTORY_CHANGES.name(), || {
+            for entry in history.changes.iter().map_err(db_err("read history"))? {
+                let (key, value) = entry.map_err(db_err("read history"))?;
+                let key = key.value();
+                let Some(domain) = key.get(8).and_then(|d| Domain::ALL.get(*d as usize)) else {
+                    continue;
+                };
+                // block, domain, key; tag, value.
+                visit(
+                    *domain,
+                    key.len().saturating_sub(9),
+                    value.value().len().saturating_sub(1),
+                );
+            }
+            Ok(())
         })
     }
 

@@ -125,6 +125,62 @@ pub fn collect(
     })
 }
 
+/// What a datadir's history holds (`strata stats`), counted from one
+/// snapshot's redb.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HistoryStats {
+    /// How much history the datadir keeps.
+    pub retention: strata_types::HistoryRetention,
+    /// The oldest block the history rebuilds (`None` before the first
+    /// flush that wrote history).
+    pub from: Option<u64>,
+    /// Per domain: entries (a key's value before one block), key bytes,
+    /// value bytes.
+    pub domains: Vec<HistoryDomainSize>,
+}
+
+/// One domain's history.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HistoryDomainSize {
+    /// The domain.
+    pub domain: Domain,
+    /// Entries: one per key and block that changed it.
+    pub entries: u64,
+    /// Bytes of their keys (the domain's key, not the table's prefix and block).
+    pub key_bytes: u64,
+    /// Bytes of the values recorded.
+    pub value_bytes: u64,
+}
+
+/// The history `snapshot`'s redb holds, by a scan of its history table
+/// (`None` for a datadir that keeps none).
+pub fn history_stats(snapshot: &Snapshot) -> Result<Option<HistoryStats>> {
+    let (retention, from) = snapshot.history_kept();
+    if !retention.is_on() {
+        return Ok(None);
+    }
+    let mut domains: Vec<HistoryDomainSize> = Domain::ALL
+        .iter()
+        .map(|&domain| HistoryDomainSize {
+            domain,
+            entries: 0,
+            key_bytes: 0,
+            value_bytes: 0,
+        })
+        .collect();
+    snapshot.visit_history(|domain, key_len, value_len| {
+        let size = &mut domains[domain.index()];
+        size.entries += 1;
+        size.key_bytes += key_len as u64;
+        size.value_bytes += value_len as u64;
+    })?;
+    Ok(Some(HistoryStats {
+        retention,
+        from,
+        domains,
+    }))
+}
+
 /// What a domain's live state holds, counted from one snapshot: each key
 /// once (its newest value across the tiers), deleted keys left out. The
 /// raw size a datadir's bytes on disk are read against.

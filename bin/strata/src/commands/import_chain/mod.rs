@@ -24,7 +24,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 use strata_executor::{AccessListUse, GenesisBlock, RootTiming, StatePath};
-use strata_storage::{Durability, Options};
+use strata_storage::{Durability, HistoryRetention, Options};
 
 use super::ef_test::state_path;
 use super::replay::copy_datadir;
@@ -137,6 +137,13 @@ pub struct ImportChainArgs {
     /// into copies).
     #[arg(long)]
     pub share: bool,
+    /// How much history the datadir keeps when this command creates it:
+    /// `off` (reads at the last 128 blocks only, from the journal: the
+    /// default), `full` (reads and proofs at every block from the first),
+    /// or a number of blocks. Fixed when the datadir is made; for an
+    /// existing datadir it must be what the datadir recorded.
+    #[arg(long, value_name = "off|full|N")]
+    pub history: Option<HistoryRetention>,
     /// Write the measurements as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -452,6 +459,7 @@ fn options(args: &ImportChainArgs, warmers: usize) -> Options {
         .with_read_metrics(true)
         .with_background_maintenance(true)
         .with_share_with_readers(args.share)
+        .with_history(args.history)
         .with_durability(match args.sync_every {
             1 => Durability::EveryBlock,
             n => Durability::EveryN(n),

@@ -5,7 +5,7 @@ use alloy_primitives::B256;
 use serde::Serialize;
 
 use crate::commands::cache_json::CacheJson;
-use strata_storage::{DbStats, DomainStats, LiveSize};
+use strata_storage::{DbStats, DomainStats, HistoryStats, LiveSize};
 
 use super::Live;
 
@@ -33,6 +33,47 @@ pub(super) struct StatsJson {
     /// With `--live`: the live state against the bytes on disk.
     #[serde(skip_serializing_if = "Option::is_none")]
     live: Option<LiveJson>,
+    /// What the datadir's history holds (absent when it keeps none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    history: Option<HistoryJson>,
+}
+
+/// The datadir's history.
+#[derive(Debug, Serialize)]
+struct HistoryJson {
+    /// `off`, `full` or "N blocks".
+    retention: String,
+    /// The oldest block it rebuilds (`None` before the first flush with history).
+    from: Option<u64>,
+    /// Per domain: entries, key bytes and value bytes.
+    domains: Vec<HistoryDomainJson>,
+}
+
+#[derive(Debug, Serialize)]
+struct HistoryDomainJson {
+    domain: &'static str,
+    entries: u64,
+    key_bytes: u64,
+    value_bytes: u64,
+}
+
+impl HistoryJson {
+    fn new(history: &HistoryStats) -> HistoryJson {
+        HistoryJson {
+            retention: history.retention.to_string(),
+            from: history.from,
+            domains: history
+                .domains
+                .iter()
+                .map(|d| HistoryDomainJson {
+                    domain: d.domain.name(),
+                    entries: d.entries,
+                    key_bytes: d.key_bytes,
+                    value_bytes: d.value_bytes,
+                })
+                .collect(),
+        }
+    }
 }
 
 /// A tier that holds a range of blocks.
@@ -90,7 +131,11 @@ struct LiveDomainJson {
 
 impl StatsJson {
     /// The document for `stats` (and `live`, with `--live`).
-    pub(super) fn new(stats: &DbStats, live: Option<&Live>) -> StatsJson {
+    pub(super) fn new(
+        stats: &DbStats,
+        history: Option<&HistoryStats>,
+        live: Option<&Live>,
+    ) -> StatsJson {
         let domains: Vec<DomainJson> = stats.domains.iter().map(DomainJson::new).collect();
         StatsJson {
             block: stats.last_block,
@@ -103,6 +148,7 @@ impl StatsJson {
             domains,
             branch_cache: CacheJson::from(&stats.cache),
             live: live.map(LiveJson::new),
+            history: history.map(HistoryJson::new),
         }
     }
 }

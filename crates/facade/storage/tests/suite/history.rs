@@ -231,3 +231,62 @@ fn without_history_only_the_unwind_window_is_read() {
         Err(Error::StateNotRetained { oldest: 7, .. })
     ));
 }
+
+/// A reader in another process (`ReadOnlyStateDb`, what `strata serve`
+/// opens) reads and proves every kept block as the writer does: below
+/// redb's head through the history, above it from the journal.
+#[test]
+fn a_follower_reads_every_kept_block_through_the_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = StateDb::open(
+        dir.path(),
+        options(HistoryRetention::Full).with_share_with_readers(true),
+    )
+    .unwrap();
+    let mut model = Model::new();
+    let mut states = Vec::new();
+    for block in 0..24u64 {
+        let mut writer = db.begin_block(block).unwrap();
+        if block > 0 {
+            let who = block as usize % ADDRESSES;
+            apply(
+                &mut writer,
+                &mut model,
+                &Write::Account {
+                    who,
+                    nonce: block,
+                    balance: block * 3,
+                },
+            );
+            apply(
+                &mut writer,
+                &mut model,
+                &Write::Slot {
+                    who: (who + 3) % ADDRESSES,
+                    slot: block as usize % SLOTS,
+                    value: block % 3,
+                },
+            );
+        }
+        writer.commit().unwrap();
+        states.push(model.clone());
+        if block == 15 {
+            db.flush().unwrap();
+        }
+    }
+    let follower = strata_storage::ReadOnlyStateDb::open(dir.path(), Options::default()).unwrap();
+    assert_eq!(follower.last_block().unwrap(), Some(23));
+    let addresses: Vec<Address> = (0..ADDRESSES).map(address).collect();
+    let slots: Vec<B256> = (0..SLOTS).map(slot).collect();
+    for (block, then) in states.iter().enumerate().take(23) {
+        let block = block as u64;
+        let context = format!("follower at block {block}");
+        let reader = follower
+            .reader_at(block, Regime::Exec)
+            .unwrap_or_else(|e| panic!("{context}: {e}"));
+        assert_eq!(reader.root(), model_root(then), "{context}");
+        assert_reads_match(&reader, then, &addresses, &slots, &context);
+        let prove = |a: &Address, s: &[B256]| follower.proof_at(block, a, s);
+        assert_proofs_match(&prove, then, &addresses, &slots, &context);
+    }
+}

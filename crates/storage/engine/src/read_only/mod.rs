@@ -100,6 +100,9 @@ pub struct ReadOnlyStateDb {
     checked: strata_view::history::CheckedStates,
     /// How the followed blocks' branch records were had.
     counts: Arc<FollowCounts>,
+    /// For readers through the history: the undo of the journal's blocks
+    /// back to redb's head, for one snapshot (its root and redb head).
+    deep_undo: Mutex<Option<(B256, u64, Arc<strata_view::overlay::Overlay>)>>,
 }
 
 /// How a [`ReadOnlyStateDb`] got the branch records of the journaled
@@ -202,6 +205,7 @@ impl ReadOnlyStateDb {
             unwind_depth: options.unwind_depth,
             checked: Default::default(),
             counts,
+            deep_undo: Mutex::new(None),
         })
     }
 
@@ -244,6 +248,12 @@ impl ReadOnlyStateDb {
         if snapshot.block() == Some(block) {
             return Ok(ViewReader::new(snapshot, None, regime, metrics));
         }
+        if snapshot.has_history()
+            && let Some(db_head) = snapshot.db_head()
+            && block < db_head.block
+        {
+            return self.deep_view(snapshot, block, db_head, last, regime);
+        }
         let (history, roots) = self.journal_history(block, last)?;
         let window = Retained::new(&history, last, self.unwind_depth);
         window.check(block)?;
@@ -276,6 +286,69 @@ impl ReadOnlyStateDb {
             reader.check_rebuilt(strata_view::sources::ReaderBranches::new, usize::MAX)
         })?;
         Ok(reader)
+    }
+
+    /// A reader at `block`, older than redb's head, through redb's history
+    /// (a datadir that keeps history): the journal's blocks after redb's
+    /// head undone (read once per snapshot), then the history.
+    fn deep_view(
+        &self,
+        snapshot: Arc<Snapshot>,
+        block: u64,
+        db_head: Head,
+        last: u64,
+        regime: Regime,
+    ) -> Result<ViewReader> {
+        let (retention, from) = snapshot.history_kept();
+        let oldest = from
+            .and_then(|from| retention.oldest(from, last))
+            .unwrap_or(db_head.block);
+        if block < oldest {
+            return Err(Error::StateNotRetained {
+                block,
+                oldest,
+                last,
+            });
+        }
+        let to_db_head = {
+            let mut cached = self.deep_undo.lock();
+            match cached.as_ref() {
+                Some((root, at, undo)) if *root == snapshot.root() && *at == db_head.block => {
+                    undo.clone()
+                }
+                _ => {
+                    let undo = if db_head.block == last {
+                        strata_view::overlay::Overlay::default()
+                    } else {
+                        let (history, roots) = self.journal_history(db_head.block + 1, last)?;
+                        let continues = roots.get(&last) == Some(&snapshot.root());
+                        match history.undo_to(db_head.block, last) {
+                            Some(undo) if continues => undo,
+                            // The writer moved on meanwhile: the next snapshot reads it.
+                            _ => {
+                                return Err(Error::StateNotRetained {
+                                    block,
+                                    oldest,
+                                    last,
+                                });
+                            }
+                        }
+                    };
+                    let undo = Arc::new(undo);
+                    *cached = Some((snapshot.root(), db_head.block, undo.clone()));
+                    undo
+                }
+            }
+        };
+        let kept_root = self.stored_root(block)?;
+        crate::state_history::deep_reader(
+            snapshot,
+            to_db_head,
+            block,
+            kept_root,
+            regime,
+            self.metrics.clone(),
+        )
     }
 
     /// The Merkle proof of `address` and `slots` after `block`, one of the
@@ -431,6 +504,14 @@ impl ReadOnlyStateDb {
             blocks: first.zip(head).filter(|(f, h)| f <= h),
             bytes,
         }
+    }
+
+    /// What the datadir's history holds per domain (`None` when it keeps
+    /// none): a scan of redb's history table.
+    pub fn history_stats(&self) -> Result<Option<strata_view::stats::HistoryStats>> {
+        Ok(strata_view::stats::history_stats(
+            self.follower.snapshot()?.as_ref(),
+        )?)
     }
 
     /// The live keys and their raw bytes per domain at the block
