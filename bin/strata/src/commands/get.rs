@@ -1,6 +1,6 @@
 //! `strata get --datadir DIR [--block N] [--json] account ADDR | storage
 //! ADDR SLOT | code ADDR`: read one value of the last committed block, or of
-//! one of the last 128 blocks.
+//! one of the last 128 blocks (any block its history keeps).
 
 use std::path::PathBuf;
 
@@ -23,7 +23,8 @@ pub struct GetArgs {
     #[arg(long, value_name = "DIR")]
     pub datadir: PathBuf,
     /// Read the state as it was after this block (one of the last 128,
-    /// from the journal); default: the last committed block.
+    /// from the journal, or any block a datadir made with --history
+    /// keeps); default: the last committed block.
     #[arg(long, value_name = "N")]
     pub block: Option<u64>,
     /// Print one JSON object: the block read, the address (and slot), and

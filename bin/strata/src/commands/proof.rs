@@ -1,6 +1,6 @@
 //! `strata proof --datadir DIR [--block N] ADDRESS [SLOT…]`: the Merkle
 //! proof of an account and of slots of its storage at the last committed
-//! block (or one of the last 128), printed as JSON exactly as an
+//! block (or one of the last 128, or any its history keeps), printed as JSON exactly as an
 //! `eth_getProof` response carries it.
 
 use std::path::PathBuf;
@@ -22,8 +22,9 @@ pub struct ProofArgs {
     /// The data directory.
     #[arg(long, value_name = "DIR")]
     pub datadir: PathBuf,
-    /// Prove the state after this block (one of the last 128); default:
-    /// the last committed block.
+    /// Prove the state after this block (one of the last 128, or any
+    /// block a datadir made with --history keeps); default: the last
+    /// committed block.
     #[arg(long, value_name = "N")]
     pub block: Option<u64>,
     /// The account's address (0x + 40 hex digits).
