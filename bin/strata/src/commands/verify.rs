@@ -64,6 +64,8 @@ struct VerifyJson<'a> {
     journal_frames: u64,
     /// Blocks of the unwind window whose unwind data rebuilt their root.
     unwind_blocks_checked: u64,
+    /// History entries checked (a datadir that keeps history).
+    history_checked: u64,
     /// Runs the sorts spilled to the temp folder.
     sort_runs: usize,
     /// redb's integrity check, when it ran.
@@ -99,6 +101,7 @@ impl<'a> VerifyJson<'a> {
             record_differences: report.record_differences,
             journal_frames: report.journal_frames,
             unwind_blocks_checked: report.unwind_blocks_checked,
+            history_checked: report.history_checked,
             sort_runs: report.sort_runs,
             integrity: report.integrity.map(|timing| IntegrityJson {
                 db_bytes: timing.db_bytes,
@@ -206,6 +209,13 @@ fn write_text(out: &mut String, report: &VerifyReport) -> std::fmt::Result {
         "journal frames checked {} (unwind data rebuilds the root of {} blocks)",
         report.journal_frames, report.unwind_blocks_checked
     )?;
+    if report.history_checked > 0 {
+        writeln!(
+            out,
+            "history entries checked {} (and the roots its sampled blocks give back)",
+            report.history_checked
+        )?;
+    }
     if report.sort_runs > 0 {
         writeln!(out, "sort runs spilled {}", report.sort_runs)?;
     }

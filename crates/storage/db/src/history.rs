@@ -11,9 +11,14 @@
 //! exactly the blocks redb holds.
 //!
 //! ```text
-//! history_changes:  block u64 BE | domain u8 | key                   ->  0 (absent) | 1 value
-//! history_index:    domain u8 | key_len u16 BE | key | block u64 BE  ->  (empty)
+//! history_changes:  block u64 BE | domain u8 | key                   ->  commitment: 0 (absent) | 1 value
+//!                                                                        account, storage, code: (empty)
+//! history_index:    domain u8 | key_len u16 BE | key | block u64 BE  ->  account, storage, code: 0 | 1 value
+//!                                                                        commitment: (empty)
 //! ```
+//! The value lives beside the index for the plain state's keys (small:
+//! one lookup reads it) and in the changes for the commitment's records
+//! (about 530 bytes each, 3 MB a block at 1M accounts: appended by block).
 //! In the index the key's length comes before it so that the entries of one
 //! key are contiguous and never mistaken for those of a longer key it
 //! prefixes (commitment keys differ in length). Keyed by block first, the
@@ -34,6 +39,12 @@ pub const HISTORY_CHANGES: TableDefinition<'static, &'static [u8], &'static [u8]
 /// The blocks that changed each key.
 pub const HISTORY_INDEX: TableDefinition<'static, &'static [u8], &'static [u8]> =
     TableDefinition::new("history_index");
+
+/// Whether `domain`'s recorded values live in the index (else in the
+/// changes).
+fn value_in_index(domain: Domain) -> bool {
+    domain != Domain::Commitment
+}
 
 /// The [`HISTORY_INDEX`] key of `key`'s change at `block`.
 pub fn index_key(domain: Domain, key: &[u8], block: u64) -> Vec<u8> {
@@ -93,20 +104,21 @@ where
     };
     let from = index_key(domain, key, after);
     let prefix = &from[..from.len() - 8];
-    let changed = {
-        let mut range = index
-            .range::<&[u8]>(from.as_slice()..)
-            .map_err(db_err("read history index"))?;
-        let Some(entry) = range.next() else {
-            return Ok(None);
-        };
-        let (found, _) = entry.map_err(db_err("read history index"))?;
-        let found = found.value();
-        if found.len() != from.len() || !found.starts_with(prefix) {
-            return Ok(None);
-        }
-        u64::from_be_bytes(found[found.len() - 8..].try_into().expect("8 bytes"))
+    let mut range = index
+        .range::<&[u8]>(from.as_slice()..)
+        .map_err(db_err("read history index"))?;
+    let Some(entry) = range.next() else {
+        return Ok(None);
     };
+    let (found, inline) = entry.map_err(db_err("read history index"))?;
+    let found = found.value();
+    if found.len() != from.len() || !found.starts_with(prefix) {
+        return Ok(None);
+    }
+    if value_in_index(domain) {
+        return decode_previous(domain, key, inline.value()).map(Some);
+    }
+    let changed = u64::from_be_bytes(found[found.len() - 8..].try_into().expect("8 bytes"));
     let value = changes
         .get(change_key(changed, domain, key).as_slice())
         .map_err(db_err("read history changes"))?
@@ -117,9 +129,14 @@ where
                 &format!("the index names block {changed}, whose changes lack it"),
             )
         })?;
-    match value.value().split_first() {
-        Some((0, [])) => Ok(Some(None)),
-        Some((1, bytes)) => Ok(Some(Some(Bytes::copy_from_slice(bytes)))),
+    decode_previous(domain, key, value.value()).map(Some)
+}
+
+/// A recorded value: `0` absent, `1 ‖ value`.
+fn decode_previous(domain: Domain, key: &[u8], raw: &[u8]) -> Result<Option<Bytes>> {
+    match raw.split_first() {
+        Some((0, [])) => Ok(None),
+        Some((1, bytes)) => Ok(Some(Bytes::copy_from_slice(bytes))),
         _ => Err(corrupt(domain, key, "unknown value tag")),
     }
 }
@@ -127,6 +144,112 @@ where
 /// One change to record: the block, the key's domain, the key, and the
 /// value it held before the block (`None`: absent).
 pub type Change<'a> = (u64, Domain, &'a [u8], Option<&'a [u8]>);
+
+/// Calls `visit` with the domain, key length and recorded value's length
+/// of every entry of the history (a scan of both tables).
+pub fn visit_sizes<I, C>(
+    index: &I,
+    changes: &C,
+    mut visit: impl FnMut(Domain, usize, usize),
+) -> Result<()>
+where
+    I: ReadableTable<&'static [u8], &'static [u8]>,
+    C: ReadableTable<&'static [u8], &'static [u8]>,
+{
+    for entry in index.iter().map_err(db_err("read history index"))? {
+        let (key, value) = entry.map_err(db_err("read history index"))?;
+        let key = key.value();
+        let Some(&domain) = key.first().and_then(|d| Domain::ALL.get(*d as usize)) else {
+            continue;
+        };
+        let value_len = if value_in_index(domain) {
+            value.value().len().saturating_sub(1)
+        } else {
+            0
+        };
+        visit(domain, key.len().saturating_sub(11), value_len);
+    }
+    for entry in changes.iter().map_err(db_err("read history changes"))? {
+        let (key, value) = entry.map_err(db_err("read history changes"))?;
+        if key.value().get(8) == Some(&(Domain::Commitment.index() as u8)) {
+            // Counted with its key above; its value is here.
+            visit(
+                Domain::Commitment,
+                usize::MAX,
+                value.value().len().saturating_sub(1),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Checks that the two tables describe the same changes: every change has
+/// its index entry, every index entry its change, each value where its
+/// domain keeps it and decodable. Returns the changes checked and every
+/// problem (at most 20 described, then counted).
+pub fn check<I, C>(index: &I, changes: &C) -> Result<(u64, Vec<String>)>
+where
+    I: ReadableTable<&'static [u8], &'static [u8]>,
+    C: ReadableTable<&'static [u8], &'static [u8]>,
+{
+    let mut problems = Vec::new();
+    let mut found = 0u64;
+    let mut report = |problem: String| {
+        found += 1;
+        if found <= 20 {
+            problems.push(problem);
+        }
+    };
+    let mut checked = 0u64;
+    for entry in changes.iter().map_err(db_err("read history changes"))? {
+        let (key, value) = entry.map_err(db_err("read history changes"))?;
+        let key = key.value();
+        checked += 1;
+        let (Some(block), Some(domain)) = (
+            key.get(..8)
+                .map(|b| u64::from_be_bytes(b.try_into().expect("8 bytes"))),
+            key.get(8).and_then(|d| Domain::ALL.get(*d as usize)),
+        ) else {
+            report(format!(
+                "history change {}: no block or domain",
+                alloy_primitives::hex::encode(key)
+            ));
+            continue;
+        };
+        let plain = &key[9..];
+        let Some(inline) = index
+            .get(index_key(*domain, plain, block).as_slice())
+            .map_err(db_err("read history index"))?
+        else {
+            report(format!(
+                "history: block {block}'s change of {domain} key 0x{} has no index entry",
+                alloy_primitives::hex::encode(plain)
+            ));
+            continue;
+        };
+        let kept = if value_in_index(*domain) {
+            inline.value().to_vec()
+        } else {
+            value.value().to_vec()
+        };
+        if decode_previous(*domain, plain, &kept).is_err() {
+            report(format!(
+                "history: block {block}'s change of {domain} key 0x{}: its value does not decode",
+                alloy_primitives::hex::encode(plain)
+            ));
+        }
+    }
+    let indexed = index.len().map_err(db_err("read history index"))?;
+    if indexed != checked {
+        report(format!(
+            "history: {indexed} index entries for {checked} changes (an index entry without its change)"
+        ));
+    }
+    if found > 20 {
+        problems.push(format!("history: {} more problems", found - 20));
+    }
+    Ok((checked, problems))
+}
 
 /// Both history tables, opened for writing in one transaction.
 pub struct HistoryTables<'txn> {
@@ -158,19 +281,32 @@ impl<'txn> HistoryTables<'txn> {
             .collect();
         by_block.sort_unstable();
         for (key, i) in &by_block {
+            let (_, domain, _, previous) = changes[*i];
+            let value = if value_in_index(domain) {
+                Vec::new()
+            } else {
+                encode_previous(previous)
+            };
             self.changes
-                .insert(key.as_slice(), encode_previous(changes[*i].3).as_slice())
+                .insert(key.as_slice(), value.as_slice())
                 .map_err(db_err("write history changes"))?;
         }
         drop(by_block);
-        let mut by_key: Vec<Vec<u8>> = changes
+        let mut by_key: Vec<(Vec<u8>, usize)> = changes
             .iter()
-            .map(|(block, domain, key, _)| index_key(*domain, key, *block))
+            .enumerate()
+            .map(|(i, (block, domain, key, _))| (index_key(*domain, key, *block), i))
             .collect();
         by_key.sort_unstable();
-        for key in &by_key {
+        for (key, i) in &by_key {
+            let (_, domain, _, previous) = changes[*i];
+            let value = if value_in_index(domain) {
+                encode_previous(previous)
+            } else {
+                Vec::new()
+            };
             self.index
-                .insert(key.as_slice(), [].as_slice())
+                .insert(key.as_slice(), value.as_slice())
                 .map_err(db_err("write history index"))?;
         }
         Ok(())
@@ -185,16 +321,7 @@ impl<'txn> HistoryTables<'txn> {
         key: &[u8],
         previous: Option<&[u8]>,
     ) -> Result<()> {
-        self.changes
-            .insert(
-                change_key(block, domain, key).as_slice(),
-                encode_previous(previous).as_slice(),
-            )
-            .map_err(db_err("write history changes"))?;
-        self.index
-            .insert(index_key(domain, key, block).as_slice(), [].as_slice())
-            .map_err(db_err("write history index"))?;
-        Ok(())
+        self.put_all(&[(block, domain, key, previous)])
     }
 
     /// Deletes the history of the blocks from `first` on (an unwind to the

@@ -62,7 +62,7 @@ pub struct StateDb {
     /// For readers through the history: the undo of the memory tier's
     /// blocks back to redb's head, for one snapshot (its root and redb
     /// head), built once.
-    deep_undo: parking_lot::Mutex<Option<(B256, u64, Arc<Overlay>)>>,
+    deep_undo: crate::state_history::UndoToDbHead,
 }
 
 impl StateDb {
@@ -320,27 +320,17 @@ impl StateDb {
         if !snapshot.has_history() {
             return Err(window.not_retained(block));
         }
-        let to_db_head = {
-            let mut cached = self.deep_undo.lock();
-            match cached.as_ref() {
-                Some((root, at, undo)) if *root == snapshot.root() && *at == db_head.block => {
-                    undo.clone()
+        let to_db_head = self
+            .deep_undo
+            .get_or_build(snapshot.root(), db_head.block, || {
+                if db_head.block == last {
+                    return Ok(Overlay::default());
                 }
-                _ => {
-                    let undo = if db_head.block == last {
-                        Overlay::default()
-                    } else {
-                        snapshot
-                            .history
-                            .undo_to(db_head.block, last)
-                            .ok_or_else(|| window.not_retained(block))?
-                    };
-                    let undo = Arc::new(undo);
-                    *cached = Some((snapshot.root(), db_head.block, undo.clone()));
-                    undo
-                }
-            }
-        };
+                snapshot
+                    .history
+                    .undo_to(db_head.block, last)
+                    .ok_or_else(|| window.not_retained(block))
+            })?;
         let kept_root = crate::ledger::root_of(&self.inner, block)?;
         crate::state_history::deep_reader(
             snapshot,

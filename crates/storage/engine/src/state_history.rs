@@ -155,6 +155,42 @@ pub(crate) fn kept_blocks(options: &crate::Options) -> u64 {
     }
 }
 
+/// The undo of the memory tier's blocks back to redb's head, for one
+/// snapshot (its root and redb head), built once for every reader through
+/// the history that snapshot serves.
+#[derive(Default)]
+pub(crate) struct UndoToDbHead {
+    cached: parking_lot::Mutex<
+        Option<(
+            alloy_primitives::B256,
+            u64,
+            Arc<strata_view::overlay::Overlay>,
+        )>,
+    >,
+}
+
+impl UndoToDbHead {
+    /// The undo for the snapshot of root `root` whose redb holds `db_head`,
+    /// from `build` unless the last one asked for was that snapshot's.
+    pub(crate) fn get_or_build(
+        &self,
+        root: alloy_primitives::B256,
+        db_head: u64,
+        build: impl FnOnce() -> Result<strata_view::overlay::Overlay>,
+    ) -> Result<Arc<strata_view::overlay::Overlay>> {
+        let mut cached = self.cached.lock();
+        if let Some((at_root, at_head, undo)) = cached.as_ref()
+            && *at_root == root
+            && *at_head == db_head
+        {
+            return Ok(undo.clone());
+        }
+        let undo = Arc::new(build()?);
+        *cached = Some((root, db_head, undo.clone()));
+        Ok(undo)
+    }
+}
+
 /// A reader at `block`, older than `snapshot`'s redb head, through redb's
 /// history: the state is taken back to redb's head by `to_db_head` (the
 /// undo of the memory tier's blocks) and from there to `block` by the

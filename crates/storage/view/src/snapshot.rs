@@ -19,7 +19,7 @@ use crate::history::History;
 use crate::memory::MemoryTier;
 use strata_db::history::{HISTORY_CHANGES, HISTORY_INDEX};
 use strata_db::tables::{
-    BLOCK_HASH_WINDOW, BLOCK_HASHES, BLOCK_HEADERS, CODE_BY_HASH, META, domain_table,
+    BLOCK_HASH_WINDOW, BLOCK_HASHES, BLOCK_HEADERS, CODE_BY_HASH, META, ROOTS, domain_table,
 };
 use strata_db::value;
 use strata_types::Head;
@@ -108,6 +108,8 @@ struct DbView {
     /// The state's history, its index and its changes (`None` in a
     /// datadir that keeps none).
     history: Option<HistoryView>,
+    /// Block → root, for the blocks redb keeps roots of.
+    roots: Option<ReadOnlyTable<u64, &'static [u8]>>,
     /// The last block this transaction's redb holds (its metadata's head).
     head: Option<Head>,
     /// The datadir's history retention and the oldest block its history
@@ -189,6 +191,11 @@ impl Snapshot {
                 .map_err(db_err("open table"))?;
             Ok(Some(HistoryView { index, changes }))
         })?;
+        let roots = guarded(ROOTS.name(), || match txn.open_table(ROOTS) {
+            Ok(table) => Ok(Some(table)),
+            Err(redb::TableError::TableDoesNotExist(_)) => Ok(None),
+            Err(error) => Err(db_err("open table")(error)),
+        })?;
         let meta = guarded(META.name(), || {
             let meta = txn.open_table(META).map_err(db_err("open table"))?;
             Ok(strata_db::meta::load(&meta)?.map(|(_, meta)| meta))
@@ -206,6 +213,7 @@ impl Snapshot {
                 block_hashes,
                 block_headers,
                 history,
+                roots,
                 head: db_head,
                 history_kept,
                 _txn: txn,
@@ -309,26 +317,41 @@ impl Snapshot {
     }
 
     /// Calls `visit` with the domain, key length and value length of every
-    /// entry of redb's history (a scan).
+    /// entry of redb's history (a scan); a commitment record's value comes
+    /// in a call of its own, with `usize::MAX` for the key length.
     pub fn visit_history(&self, mut visit: impl FnMut(Domain, usize, usize)) -> Result<()> {
         let Some(history) = &self.db.history else {
             return Ok(());
         };
-        guarded(HISTORY_CHANGES.name(), || {
-            for entry in history.changes.iter().map_err(db_err("read history"))? {
-                let (key, value) = entry.map_err(db_err("read history"))?;
-                let key = key.value();
-                let Some(domain) = key.get(8).and_then(|d| Domain::ALL.get(*d as usize)) else {
-                    continue;
-                };
-                // block, domain, key; tag, value.
-                visit(
-                    *domain,
-                    key.len().saturating_sub(9),
-                    value.value().len().saturating_sub(1),
-                );
-            }
-            Ok(())
+        guarded(HISTORY_INDEX.name(), || {
+            Ok(strata_db::history::visit_sizes(
+                &history.index,
+                &history.changes,
+                &mut visit,
+            )?)
+        })
+    }
+
+    /// The root redb keeps for `block` (the unwind window's, or every kept
+    /// block's in a datadir with history).
+    pub fn stored_root_of(&self, block: u64) -> Result<Option<B256>> {
+        let Some(roots) = &self.db.roots else {
+            return Ok(None);
+        };
+        guarded(ROOTS.name(), || {
+            let found = roots.get(block).map_err(db_err("get root"))?;
+            Ok(found.map(|guard| B256::from_slice(guard.value())))
+        })
+    }
+
+    /// Checks redb's history ([`strata_db::history::check`]): the changes
+    /// checked and the problems found.
+    pub fn check_history(&self) -> Result<(u64, Vec<String>)> {
+        let Some(history) = &self.db.history else {
+            return Ok((0, Vec::new()));
+        };
+        guarded(HISTORY_INDEX.name(), || {
+            Ok(strata_db::history::check(&history.index, &history.changes)?)
         })
     }
 

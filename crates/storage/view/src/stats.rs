@@ -170,8 +170,10 @@ pub fn history_stats(snapshot: &Snapshot) -> Result<Option<HistoryStats>> {
         .collect();
     snapshot.visit_history(|domain, key_len, value_len| {
         let size = &mut domains[domain.index()];
-        size.entries += 1;
-        size.key_bytes += key_len as u64;
+        if key_len != usize::MAX {
+            size.entries += 1;
+            size.key_bytes += key_len as u64;
+        }
         size.value_bytes += value_len as u64;
     })?;
     Ok(Some(HistoryStats {

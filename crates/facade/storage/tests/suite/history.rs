@@ -162,6 +162,38 @@ fn a_full_history_serves_every_block_of_a_long_chain() {
     run(steps);
 }
 
+/// Commits blocks `0..blocks` (each but the first an account and a slot
+/// written), flushing after those `flush_after` names; the model after
+/// each.
+fn commit_chain(db: &StateDb, blocks: u64, flush_after: impl Fn(u64) -> bool) -> Vec<Model> {
+    let mut model = Model::new();
+    let mut states = Vec::new();
+    for block in 0..blocks {
+        let mut writer = db.begin_block(block).unwrap();
+        if block > 0 {
+            let who = block as usize % ADDRESSES;
+            let account = Write::Account {
+                who,
+                nonce: block,
+                balance: block * 3,
+            };
+            let slot = Write::Slot {
+                who: (who + 3) % ADDRESSES,
+                slot: block as usize % SLOTS,
+                value: block % 3,
+            };
+            apply(&mut writer, &mut model, &account);
+            apply(&mut writer, &mut model, &slot);
+        }
+        writer.commit().unwrap();
+        states.push(model.clone());
+        if flush_after(block) {
+            db.flush().unwrap();
+        }
+    }
+    states
+}
+
 /// A retention of N blocks keeps N blocks below the last one; older
 /// blocks are refused naming the range. The retention is the datadir's:
 /// an open asking for another is refused, one that does not say opens it.
@@ -169,28 +201,7 @@ fn a_full_history_serves_every_block_of_a_long_chain() {
 fn a_retention_bounds_the_blocks_read_and_is_fixed_at_creation() {
     let dir = tempfile::tempdir().unwrap();
     let db = StateDb::open(dir.path(), options(HistoryRetention::Blocks(10))).unwrap();
-    let mut model = Model::new();
-    let mut states = Vec::new();
-    for block in 0..30u64 {
-        let mut writer = db.begin_block(block).unwrap();
-        if block > 0 {
-            let who = block as usize % ADDRESSES;
-            apply(
-                &mut writer,
-                &mut model,
-                &Write::Slot {
-                    who,
-                    slot: block as usize % SLOTS,
-                    value: block,
-                },
-            );
-        }
-        writer.commit().unwrap();
-        states.push(model.clone());
-        if block % 4 == 3 {
-            db.flush().unwrap();
-        }
-    }
+    let states = commit_chain(&db, 30, |block| block % 4 == 3);
     db.flush().unwrap();
     for block in 20..30u64 {
         assert_at(&db, block, &states[block as usize], "retention 10");
@@ -243,37 +254,7 @@ fn a_follower_reads_every_kept_block_through_the_history() {
         options(HistoryRetention::Full).with_share_with_readers(true),
     )
     .unwrap();
-    let mut model = Model::new();
-    let mut states = Vec::new();
-    for block in 0..24u64 {
-        let mut writer = db.begin_block(block).unwrap();
-        if block > 0 {
-            let who = block as usize % ADDRESSES;
-            apply(
-                &mut writer,
-                &mut model,
-                &Write::Account {
-                    who,
-                    nonce: block,
-                    balance: block * 3,
-                },
-            );
-            apply(
-                &mut writer,
-                &mut model,
-                &Write::Slot {
-                    who: (who + 3) % ADDRESSES,
-                    slot: block as usize % SLOTS,
-                    value: block % 3,
-                },
-            );
-        }
-        writer.commit().unwrap();
-        states.push(model.clone());
-        if block == 15 {
-            db.flush().unwrap();
-        }
-    }
+    let states = commit_chain(&db, 24, |block| block == 15);
     let follower = strata_storage::ReadOnlyStateDb::open(dir.path(), Options::default()).unwrap();
     assert_eq!(follower.last_block().unwrap(), Some(23));
     let addresses: Vec<Address> = (0..ADDRESSES).map(address).collect();
@@ -289,4 +270,46 @@ fn a_follower_reads_every_kept_block_through_the_history() {
         let prove = |a: &Address, s: &[B256]| follower.proof_at(block, a, s);
         assert_proofs_match(&prove, then, &addresses, &slots, &context);
     }
+}
+
+/// `verify` checks the history: clean after a chain, and a change whose
+/// index entry is gone is a problem it names.
+#[test]
+fn verify_checks_the_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = StateDb::open(dir.path(), options(HistoryRetention::Full)).unwrap();
+    commit_chain(&db, 20, |block| block % 5 == 4);
+    db.flush().unwrap();
+    let report = db.verify(&Default::default()).unwrap();
+    assert!(report.is_ok(), "{:?}", report.problems);
+    assert!(report.history_checked > 0, "{report:?}");
+    drop(db);
+    {
+        let redb = redb::Database::open(dir.path().join(strata_storage::DB_FILE)).unwrap();
+        let txn = redb.begin_write().unwrap();
+        {
+            let history_index: redb::TableDefinition<&[u8], &[u8]> =
+                redb::TableDefinition::new("history_index");
+            let mut index = txn.open_table(history_index).unwrap();
+            let first = redb::ReadableTable::first(&index)
+                .unwrap()
+                .unwrap()
+                .0
+                .value()
+                .to_vec();
+            index.remove(first.as_slice()).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let report =
+        strata_storage::verify_datadir(dir.path(), &Options::default(), &Default::default())
+            .unwrap();
+    assert!(
+        report
+            .problems
+            .iter()
+            .any(|p| p.contains("has no index entry")),
+        "{:?}",
+        report.problems
+    );
 }

@@ -227,29 +227,24 @@ fn a_follower_whose_redb_head_lands_inside_a_run_it_read_serves_the_writers_proo
         grow(&db);
     }
     let follower = ReadOnlyStateDb::open(dir.path(), Options::default()).unwrap();
-    let same_as_the_writer = |when: &str| {
-        follower.refresh().unwrap();
-        assert_eq!(follower.last_block().unwrap(), Some(8), "{when}");
-        assert_eq!(follower.root().unwrap(), db.root(), "{when}");
-        let theirs = db.reader(Regime::Exec);
-        let ours = follower.reader(Regime::Exec).unwrap();
-        for i in 0..KEYS {
-            let slots = [B256::with_last_byte(1)];
-            assert_eq!(
-                ours.proof(&who(i), &slots).unwrap(),
-                theirs.proof(&who(i), &slots).unwrap(),
-                "{when}: proof of account {i}"
-            );
-        }
-    };
-    same_as_the_writer("blocks 3..=8 read as one run over redb's head 2");
+    assert_follows(
+        &follower,
+        &db,
+        8,
+        "blocks 3..=8 read as one run over redb's head 2",
+    );
     points.release(PausePoint::FlushBatch);
     assert_eq!(
         flush.join().unwrap().unwrap(),
         3,
         "the held flush took blocks 3..=5"
     );
-    same_as_the_writer("redb's head moved to block 5, inside the run");
+    assert_follows(
+        &follower,
+        &db,
+        8,
+        "redb's head moved to block 5, inside the run",
+    );
     let stats = follower.follow_stats();
     assert_eq!(stats.published_branches, 0, "{stats:?}");
     assert!(stats.rebuilt_branches >= 6, "{stats:?}");

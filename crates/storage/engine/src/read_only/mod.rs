@@ -102,7 +102,7 @@ pub struct ReadOnlyStateDb {
     counts: Arc<FollowCounts>,
     /// For readers through the history: the undo of the journal's blocks
     /// back to redb's head, for one snapshot (its root and redb head).
-    deep_undo: Mutex<Option<(B256, u64, Arc<strata_view::overlay::Overlay>)>>,
+    deep_undo: crate::state_history::UndoToDbHead,
 }
 
 /// How a [`ReadOnlyStateDb`] got the branch records of the journaled
@@ -205,7 +205,7 @@ impl ReadOnlyStateDb {
             unwind_depth: options.unwind_depth,
             checked: Default::default(),
             counts,
-            deep_undo: Mutex::new(None),
+            deep_undo: Default::default(),
         })
     }
 
@@ -310,36 +310,25 @@ impl ReadOnlyStateDb {
                 last,
             });
         }
-        let to_db_head = {
-            let mut cached = self.deep_undo.lock();
-            match cached.as_ref() {
-                Some((root, at, undo)) if *root == snapshot.root() && *at == db_head.block => {
-                    undo.clone()
-                }
-                _ => {
-                    let undo = if db_head.block == last {
-                        strata_view::overlay::Overlay::default()
-                    } else {
-                        let (history, roots) = self.journal_history(db_head.block + 1, last)?;
-                        let continues = roots.get(&last) == Some(&snapshot.root());
-                        match history.undo_to(db_head.block, last) {
-                            Some(undo) if continues => undo,
-                            // The writer moved on meanwhile: the next snapshot reads it.
-                            _ => {
-                                return Err(Error::StateNotRetained {
-                                    block,
-                                    oldest,
-                                    last,
-                                });
-                            }
-                        }
-                    };
-                    let undo = Arc::new(undo);
-                    *cached = Some((snapshot.root(), db_head.block, undo.clone()));
-                    undo
-                }
-            }
+        let not_retained = Error::StateNotRetained {
+            block,
+            oldest,
+            last,
         };
+        let to_db_head = self
+            .deep_undo
+            .get_or_build(snapshot.root(), db_head.block, || {
+                if db_head.block == last {
+                    return Ok(strata_view::overlay::Overlay::default());
+                }
+                let (history, roots) = self.journal_history(db_head.block + 1, last)?;
+                // A journal that does not end at this snapshot's root: the
+                // writer moved on meanwhile, the next snapshot reads it.
+                if roots.get(&last) != Some(&snapshot.root()) {
+                    return Err(not_retained);
+                }
+                history.undo_to(db_head.block, last).ok_or(not_retained)
+            })?;
         let kept_root = self.stored_root(block)?;
         crate::state_history::deep_reader(
             snapshot,

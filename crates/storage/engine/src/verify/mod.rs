@@ -100,6 +100,10 @@ pub struct VerifyReport {
     /// rebuilt from it, undoing the blocks after each, has that block's
     /// root (what `unwind` and reads at a block check before serving it).
     pub unwind_blocks_checked: u64,
+    /// History entries checked (a datadir that keeps history): each change
+    /// against its index entry, and the root each sampled kept block's
+    /// history gives against the block's stored root.
+    pub history_checked: u64,
     /// Every problem found; empty when the store is sound.
     pub problems: Vec<String>,
     /// What is not wrong but worth knowing: a torn tail a writer's open
@@ -247,6 +251,9 @@ fn check_snapshot(
 ) {
     report.block = snapshot.block();
     report.stored_root = snapshot.root();
+    if snapshot.has_history() {
+        check_history(snapshot, report);
+    }
     for domain in Domain::ALL {
         for file in snapshot.files.files(domain) {
             report.files_checked += 1;
@@ -290,6 +297,48 @@ fn check_snapshot(
         );
     }
     check_records(snapshot, derived, report);
+}
+
+/// The history's tables against each other, and for up to 16 kept blocks
+/// below redb's head the root record the history gives back: it must name
+/// the block and carry the root `roots` keeps for it.
+fn check_history(snapshot: &Snapshot, report: &mut VerifyReport) {
+    match snapshot.check_history() {
+        Ok((checked, problems)) => {
+            report.history_checked += checked;
+            report.problems.extend(problems);
+        }
+        Err(error) => report.problems.push(format!("history: {error}")),
+    }
+    let (Some(db_head), (_, Some(from))) = (snapshot.db_head(), snapshot.history_kept()) else {
+        return;
+    };
+    let span = db_head.block.saturating_sub(from);
+    let samples = span.min(16);
+    for i in 0..samples {
+        let block = from + span * i / samples.max(1);
+        let read = snapshot.history_value_at(
+            Domain::Commitment,
+            strata_types::keys::ROOT_RECORD_KEY,
+            block,
+        );
+        let head = match read {
+            Ok(Some(Some(record))) => strata_types::Head::decode(&record),
+            Ok(_) => None,
+            Err(error) => {
+                report
+                    .problems
+                    .push(format!("history at block {block}: {error}"));
+                continue;
+            }
+        };
+        match (head, snapshot.stored_root_of(block)) {
+            (Some(head), Ok(stored)) if head.block == block && stored.is_none_or(|r| r == head.root) => {}
+            (head, stored) => report.problems.push(format!(
+                "history at block {block}: the root record it gives back is {head:?}, the roots table {stored:?}"
+            )),
+        }
+    }
 }
 
 /// Compares the stored commitment records (and the root record) with the
