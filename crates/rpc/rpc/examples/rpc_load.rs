@@ -9,16 +9,21 @@
 //! know the chain's fork rules, recorded by `import-chain` or given by
 //! `--genesis`).
 //!
+//! `--at latest,old:N` runs each method at the head and then at random
+//! blocks from N to the one before the head (a datadir that keeps history:
+//! `init … --history full`), so the two are measured in one run.
+//!
 //! ```text
 //! cargo run --release -p strata-rpc --example rpc_load -- \
 //!     --url http://127.0.0.1:8545 --clients 1,16,64 --seconds 10 \
-//!     --methods eth_getBalance,eth_getStorageAt,eth_getProof,eth_call
+//!     --methods eth_getBalance,eth_getStorageAt,eth_getProof,eth_call [--at latest,old:0]
 //! ```
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use alloy_eips::BlockId;
 use alloy_primitives::{Address, B256, Bytes, TxKind, U256};
 use alloy_provider::{Provider, ProviderBuilder};
 use alloy_rpc_types_eth::{TransactionInput, TransactionRequest};
@@ -34,6 +39,36 @@ struct Settings {
     clients: Vec<usize>,
     seconds: f64,
     methods: Vec<String>,
+    at: Vec<At>,
+}
+
+/// Which blocks the calls ask for.
+#[derive(Clone, Copy, Debug)]
+enum At {
+    /// `latest`.
+    Latest,
+    /// A random block from this one to the one before the head.
+    Old(u64),
+}
+
+impl At {
+    fn parse(text: &str) -> Result<At, String> {
+        match text.split_once(':') {
+            None if text == "latest" => Ok(At::Latest),
+            Some(("old", from)) => from
+                .parse()
+                .map(At::Old)
+                .map_err(|_| format!("bad first block in {text:?}")),
+            _ => Err(format!("--at {text:?}: expected latest or old:FIRST_BLOCK")),
+        }
+    }
+
+    fn label(self) -> String {
+        match self {
+            At::Latest => "latest".to_string(),
+            At::Old(from) => format!("old>={from}"),
+        }
+    }
 }
 
 fn settings() -> Result<Settings, String> {
@@ -44,6 +79,7 @@ fn settings() -> Result<Settings, String> {
         methods: ["eth_getBalance", "eth_getStorageAt", "eth_getProof"]
             .map(String::from)
             .to_vec(),
+        at: vec![At::Latest],
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -62,6 +98,9 @@ fn settings() -> Result<Settings, String> {
                     .map_err(|_| format!("bad seconds {value:?}"))?;
             }
             "--methods" => settings.methods = value.split(',').map(String::from).collect(),
+            "--at" => {
+                settings.at = value.split(',').map(At::parse).collect::<Result<_, _>>()?;
+            }
             other => return Err(format!("unknown flag {other}")),
         }
     }
@@ -146,6 +185,7 @@ async fn client(
     method: String,
     keys: Arc<Keys>,
     offset: usize,
+    blocks: Option<(u64, u64)>,
     stop: Arc<AtomicBool>,
 ) -> (Vec<u64>, u64) {
     let provider = ProviderBuilder::new().connect_http(url.parse().expect("checked"));
@@ -155,15 +195,30 @@ async fn client(
         index = index.wrapping_add(7919);
         let account = keys.accounts[index % keys.accounts.len()];
         let (holder, slot) = keys.slots[index % keys.slots.len()];
+        let block = match blocks {
+            Some((first, head)) if head > first => {
+                BlockId::number(first + (index as u64 / 3) % (head - first))
+            }
+            _ => BlockId::latest(),
+        };
         let started = Instant::now();
         let ok = match method.as_str() {
-            "eth_getBalance" => provider.get_balance(account).await.is_ok(),
-            "eth_getTransactionCount" => provider.get_transaction_count(account).await.is_ok(),
-            "eth_getStorageAt" => provider
-                .get_storage_at(holder, U256::from_be_bytes(slot.0))
+            "eth_getBalance" => provider.get_balance(account).block_id(block).await.is_ok(),
+            "eth_getTransactionCount" => provider
+                .get_transaction_count(account)
+                .block_id(block)
                 .await
                 .is_ok(),
-            "eth_getProof" => provider.get_proof(holder, vec![slot]).await.is_ok(),
+            "eth_getStorageAt" => provider
+                .get_storage_at(holder, U256::from_be_bytes(slot.0))
+                .block_id(block)
+                .await
+                .is_ok(),
+            "eth_getProof" => provider
+                .get_proof(holder, vec![slot])
+                .block_id(block)
+                .await
+                .is_ok(),
             "eth_blockNumber" => provider.get_block_number().await.is_ok(),
             "eth_call" | "eth_estimateGas" if keys.tokens.is_empty() => {
                 panic!("no contract answers balanceOf: no {method} load")
@@ -210,43 +265,56 @@ async fn main() -> Result<(), String> {
         settings.seconds
     );
     println!(
-        "{:<24} {:>7} {:>10} {:>9} {:>9} {:>7}",
-        "method", "clients", "req/s", "p50 µs", "p99 µs", "errors"
+        "{:<24} {:<10} {:>7} {:>10} {:>9} {:>9} {:>7}",
+        "method", "blocks", "clients", "req/s", "p50 µs", "p99 µs", "errors"
     );
+    let head = ProviderBuilder::new()
+        .connect_http(settings.url.parse().map_err(|e| format!("{e}"))?)
+        .get_block_number()
+        .await
+        .map_err(|e| format!("eth_blockNumber: {e}"))?;
     for method in &settings.methods {
-        for &clients in &settings.clients {
-            let stop = Arc::new(AtomicBool::new(false));
-            let started = Instant::now();
-            let tasks: Vec<_> = (0..clients)
-                .map(|offset| {
-                    tokio::spawn(client(
-                        settings.url.clone(),
-                        method.clone(),
-                        keys.clone(),
-                        offset,
-                        stop.clone(),
-                    ))
-                })
-                .collect();
-            tokio::time::sleep(Duration::from_secs_f64(settings.seconds)).await;
-            stop.store(true, Ordering::Relaxed);
-            let (mut latencies, mut errors) = (Vec::new(), 0);
-            for task in tasks {
-                let (mut each, failed) = task.await.map_err(|e| e.to_string())?;
-                latencies.append(&mut each);
-                errors += failed;
+        for &at in &settings.at {
+            let blocks = match at {
+                At::Latest => None,
+                At::Old(first) => Some((first, head)),
+            };
+            for &clients in &settings.clients {
+                let stop = Arc::new(AtomicBool::new(false));
+                let started = Instant::now();
+                let tasks: Vec<_> = (0..clients)
+                    .map(|offset| {
+                        tokio::spawn(client(
+                            settings.url.clone(),
+                            method.clone(),
+                            keys.clone(),
+                            offset,
+                            blocks,
+                            stop.clone(),
+                        ))
+                    })
+                    .collect();
+                tokio::time::sleep(Duration::from_secs_f64(settings.seconds)).await;
+                stop.store(true, Ordering::Relaxed);
+                let (mut latencies, mut errors) = (Vec::new(), 0);
+                for task in tasks {
+                    let (mut each, failed) = task.await.map_err(|e| e.to_string())?;
+                    latencies.append(&mut each);
+                    errors += failed;
+                }
+                let elapsed = started.elapsed().as_secs_f64();
+                latencies.sort_unstable();
+                println!(
+                    "{:<24} {:<10} {:>7} {:>10.0} {:>9} {:>9} {:>7}",
+                    method,
+                    at.label(),
+                    clients,
+                    latencies.len() as f64 / elapsed,
+                    percentile(&latencies, 0.5),
+                    percentile(&latencies, 0.99),
+                    errors
+                );
             }
-            let elapsed = started.elapsed().as_secs_f64();
-            latencies.sort_unstable();
-            println!(
-                "{:<24} {:>7} {:>10.0} {:>9} {:>9} {:>7}",
-                method,
-                clients,
-                latencies.len() as f64 / elapsed,
-                percentile(&latencies, 0.5),
-                percentile(&latencies, 0.99),
-                errors
-            );
         }
     }
     Ok(())
