@@ -49,7 +49,8 @@ pub fn resolve(db: &ReadOnlyStateDb, id: Option<BlockId>) -> Result<Resolved, Rp
 
 /// The number of the block with `hash`, among the last
 /// [`BLOCK_HASH_WINDOW`] blocks (the unwind window strata keeps states for,
-/// `Options::unwind_depth`, fits in it).
+/// `Options::unwind_depth`, fits in it) and, in a datadir that keeps
+/// history, every kept block.
 fn by_hash(db: &ReadOnlyStateDb, hash: B256, head: u64) -> Result<u64, RpcError> {
     let reader = db.reader(Regime::Exec)?;
     let oldest = head.saturating_sub(BLOCK_HASH_WINDOW - 1);
@@ -57,6 +58,11 @@ fn by_hash(db: &ReadOnlyStateDb, hash: B256, head: u64) -> Result<u64, RpcError>
         if reader.block_hash(number)? == Some(hash) {
             return Ok(number);
         }
+    }
+    if let Some(number) = db.block_number(&hash)?
+        && number <= head
+    {
+        return Ok(number);
     }
     Err(RpcError::UnknownHash {
         hash,

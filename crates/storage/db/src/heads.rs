@@ -6,14 +6,23 @@
 //! [`DomainTables`].
 
 use alloy_primitives::B256;
-use redb::{Table, WriteTransaction};
+use redb::{ReadableTable, Table, TableHandle, WriteTransaction};
 use strata_types::{Domain, Head};
 
 use crate::error::{Result, db_err};
 use crate::meta::{self, MetaTable};
 use crate::tables::{
-    BLOCK_HASH_WINDOW, BLOCK_HASHES, BLOCK_HEADERS, CODE_BY_HASH, META, ROOTS, domain_table,
+    BLOCK_HASH_WINDOW, BLOCK_HASHES, BLOCK_HEADERS, BLOCK_NUMBERS, CODE_BY_HASH, META, ROOTS,
+    domain_table,
 };
+
+/// Whether `txn` holds a table named `name`.
+fn has_table(txn: &WriteTransaction, name: &str) -> Result<bool> {
+    Ok(txn
+        .list_tables()
+        .map_err(db_err("list tables"))?
+        .any(|table| table.name() == name))
+}
 
 /// The four domain tables, opened for writing in one transaction.
 pub struct DomainTables<'txn> {
@@ -46,6 +55,8 @@ pub struct HeadTables<'txn> {
     roots: Table<'txn, u64, &'static [u8]>,
     hashes: Table<'txn, u64, &'static [u8]>,
     headers: Table<'txn, u64, &'static [u8]>,
+    /// Hash → number, when the datadir keeps history.
+    numbers: Option<Table<'txn, &'static [u8], u64>>,
     meta: MetaTable<'txn>,
 }
 
@@ -63,8 +74,45 @@ impl<'txn> HeadTables<'txn> {
             headers: txn
                 .open_table(BLOCK_HEADERS)
                 .map_err(db_err("open block headers"))?,
+            numbers: if has_table(txn, BLOCK_NUMBERS.name())? {
+                Some(
+                    txn.open_table(BLOCK_NUMBERS)
+                        .map_err(db_err("open block numbers"))?,
+                )
+            } else {
+                None
+            },
             meta: txn.open_table(META).map_err(db_err("open meta"))?,
         })
+    }
+
+    /// Creates the hash → number table (a datadir made with history).
+    pub fn create_block_numbers(txn: &WriteTransaction) -> Result<()> {
+        txn.open_table(BLOCK_NUMBERS)
+            .map_err(db_err("create block numbers"))?;
+        Ok(())
+    }
+
+    /// Forgets the hash → number entries of the blocks `range` holds.
+    fn forget_numbers(&mut self, range: impl std::ops::RangeBounds<u64>) -> Result<()> {
+        let Some(numbers) = &mut self.numbers else {
+            return Ok(());
+        };
+        let mut hashes = Vec::new();
+        for entry in self
+            .hashes
+            .range(range)
+            .map_err(db_err("read block hashes"))?
+        {
+            let (_, hash) = entry.map_err(db_err("read block hashes"))?;
+            hashes.push(hash.value().to_vec());
+        }
+        for hash in hashes {
+            numbers
+                .remove(hash.as_slice())
+                .map_err(db_err("drop block numbers"))?;
+        }
+        Ok(())
     }
 
     /// Stores `code` under its hash (content-addressed: writing it again is
@@ -85,6 +133,11 @@ impl<'txn> HeadTables<'txn> {
             self.hashes
                 .insert(block, hash.as_slice())
                 .map_err(db_err("write block hash"))?;
+            if let Some(numbers) = &mut self.numbers {
+                numbers
+                    .insert(hash.as_slice(), block)
+                    .map_err(db_err("write block number"))?;
+            }
         }
         Ok(())
     }
@@ -109,6 +162,7 @@ impl<'txn> HeadTables<'txn> {
                 .map_err(db_err("drop old roots"))?;
         }
         if let Some(oldest) = head.checked_sub(BLOCK_HASH_WINDOW.saturating_add(unwind_depth)) {
+            self.forget_numbers(..=oldest)?;
             self.hashes
                 .retain_in(..=oldest, |_, _| false)
                 .map_err(db_err("drop old block hashes"))?;
@@ -122,6 +176,7 @@ impl<'txn> HeadTables<'txn> {
     /// Drops the roots, hashes and headers of the blocks after `block` (an
     /// unwind).
     pub fn drop_after(&mut self, block: u64) -> Result<()> {
+        self.forget_numbers(block + 1..)?;
         self.roots
             .retain_in(block + 1.., |_, _| false)
             .map_err(db_err("drop unwound roots"))?;

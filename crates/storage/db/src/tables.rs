@@ -35,6 +35,12 @@ pub const BLOCK_HASHES: TableDefinition<'static, u64, &'static [u8]> =
 pub const BLOCK_HEADERS: TableDefinition<'static, u64, &'static [u8]> =
     TableDefinition::new("block_headers");
 
+/// Block hash → block number, in a datadir that keeps history (created
+/// with it): a block given by hash is found among every kept block, not
+/// only the last 256.
+pub const BLOCK_NUMBERS: TableDefinition<'static, &'static [u8], u64> =
+    TableDefinition::new("block_numbers");
+
 /// How many block hashes (and headers) are kept (the EVM's BLOCKHASH window).
 pub const BLOCK_HASH_WINDOW: u64 = 256;
 

@@ -898,6 +898,7 @@ fn load_or_init_meta(
     HeadTables::open(&txn)?;
     if meta.history.is_on() {
         strata_db::HistoryTables::open(&txn)?;
+        HeadTables::create_block_numbers(&txn)?;
     }
     txn.commit().map_err(db_err("commit metadata"))?;
     Ok(meta)

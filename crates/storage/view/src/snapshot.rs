@@ -19,7 +19,8 @@ use crate::history::History;
 use crate::memory::MemoryTier;
 use strata_db::history::{HISTORY_CHANGES, HISTORY_INDEX};
 use strata_db::tables::{
-    BLOCK_HASH_WINDOW, BLOCK_HASHES, BLOCK_HEADERS, CODE_BY_HASH, META, ROOTS, domain_table,
+    BLOCK_HASH_WINDOW, BLOCK_HASHES, BLOCK_HEADERS, BLOCK_NUMBERS, CODE_BY_HASH, META, ROOTS,
+    domain_table,
 };
 use strata_db::value;
 use strata_types::Head;
@@ -110,6 +111,8 @@ struct DbView {
     history: Option<HistoryView>,
     /// Block → root, for the blocks redb keeps roots of.
     roots: Option<ReadOnlyTable<u64, &'static [u8]>>,
+    /// Block hash → number (a datadir that keeps history).
+    numbers: Option<ReadOnlyTable<&'static [u8], u64>>,
     /// The last block this transaction's redb holds (its metadata's head).
     head: Option<Head>,
     /// The datadir's history retention and the oldest block its history
@@ -196,6 +199,13 @@ impl Snapshot {
             Err(redb::TableError::TableDoesNotExist(_)) => Ok(None),
             Err(error) => Err(db_err("open table")(error)),
         })?;
+        let numbers = guarded(BLOCK_NUMBERS.name(), || {
+            match txn.open_table(BLOCK_NUMBERS) {
+                Ok(table) => Ok(Some(table)),
+                Err(redb::TableError::TableDoesNotExist(_)) => Ok(None),
+                Err(error) => Err(db_err("open table")(error)),
+            }
+        })?;
         let meta = guarded(META.name(), || {
             let meta = txn.open_table(META).map_err(db_err("open table"))?;
             Ok(strata_db::meta::load(&meta)?.map(|(_, meta)| meta))
@@ -214,6 +224,7 @@ impl Snapshot {
                 block_headers,
                 history,
                 roots,
+                numbers,
                 head: db_head,
                 history_kept,
                 _txn: txn,
@@ -329,6 +340,28 @@ impl Snapshot {
                 &history.changes,
                 &mut visit,
             )?)
+        })
+    }
+
+    /// The number of the block with `hash`, when this snapshot's memory
+    /// tier holds it or redb keeps hashes by number (a datadir with
+    /// history keeps every kept block's).
+    pub fn block_number_of(&self, hash: &B256) -> Result<Option<u64>> {
+        if let Some((first, last)) = self.memory.blocks() {
+            for number in (first..=last).rev() {
+                if self.memory.block(number).and_then(|b| b.hash) == Some(*hash) {
+                    return Ok(Some(number));
+                }
+            }
+        }
+        let Some(numbers) = &self.db.numbers else {
+            return Ok(None);
+        };
+        guarded(BLOCK_NUMBERS.name(), || {
+            let found = numbers
+                .get(hash.as_slice())
+                .map_err(db_err("get block number"))?;
+            Ok(found.map(|guard| guard.value()))
         })
     }
 

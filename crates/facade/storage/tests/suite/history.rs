@@ -313,3 +313,35 @@ fn verify_checks_the_history() {
         report.problems
     );
 }
+
+/// A datadir that keeps history finds a block by its hash among every
+/// kept block (what `strata serve` resolves a `blockHash` parameter by),
+/// not only the last 256; an unwind forgets the unwound blocks' hashes.
+#[test]
+fn every_kept_block_is_found_by_its_hash() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = StateDb::open(
+        dir.path(),
+        options(HistoryRetention::Full).with_share_with_readers(true),
+    )
+    .unwrap();
+    let hash = |block: u64| B256::from(alloy_primitives::U256::from(block + 1_000));
+    for block in 0..300u64 {
+        let mut writer = db.begin_block(block).unwrap();
+        writer.set_block_hash(hash(block));
+        writer.commit().unwrap();
+        if block % 50 == 49 {
+            db.flush().unwrap();
+        }
+    }
+    let follower = strata_storage::ReadOnlyStateDb::open(dir.path(), Options::default()).unwrap();
+    for block in [0, 5, 43, 250, 299] {
+        assert_eq!(follower.block_number(&hash(block)).unwrap(), Some(block));
+    }
+    assert_eq!(follower.block_number(&hash(300)).unwrap(), None);
+    drop(follower);
+    db.unwind_to(298).unwrap();
+    let follower = strata_storage::ReadOnlyStateDb::open(dir.path(), Options::default()).unwrap();
+    assert_eq!(follower.block_number(&hash(299)).unwrap(), None);
+    assert_eq!(follower.block_number(&hash(298)).unwrap(), Some(298));
+}

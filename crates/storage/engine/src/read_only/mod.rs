@@ -340,6 +340,14 @@ impl ReadOnlyStateDb {
         )
     }
 
+    /// The number of the block with `hash` among the unflushed blocks and,
+    /// in a datadir that keeps history, every kept block; `None` when the
+    /// store does not know it (a datadir without history knows the hashes
+    /// of the last 256 blocks by number: `StateReader::block_hash`).
+    pub fn block_number(&self, hash: &B256) -> Result<Option<u64>> {
+        Ok(self.follower.snapshot()?.block_number_of(hash)?)
+    }
+
     /// The Merkle proof of `address` and `slots` after `block`, one of the
     /// blocks [`ReadOnlyStateDb::reader_at`] reads: at the newest block from
     /// the stored records, at an older one from records recomputed along
