@@ -46,7 +46,7 @@ pub struct MemBlock {
 #[derive(Debug)]
 struct RecordLayer {
     block: u64,
-    records: HashMap<Bytes, Option<Bytes>>,
+    records: HashMap<Bytes, Option<Bytes>, foldhash::fast::RandomState>,
 }
 
 /// The committed, unflushed blocks as one view.
@@ -89,7 +89,7 @@ impl MemoryTier {
 
     /// Adds a committed block on top.
     pub fn apply(&mut self, record: &BlockRecord) {
-        let mut records = HashMap::new();
+        let mut records = HashMap::with_hasher(foldhash::fast::RandomState::default());
         for write in &record.writes {
             if write.domain == Domain::Commitment {
                 self.bytes += entry_bytes(&write.key, &write.value);
