@@ -8,7 +8,9 @@ use alloy_primitives::{Address, B256};
 use proptest::prelude::*;
 use strata_storage::{Error, HistoryRetention, Options, Regime, StateDb};
 
-use crate::model::{ADDRESSES, SLOTS, Write, address, apply, slot, small_options, write};
+use crate::model::{
+    ADDRESSES, SLOTS, Write, address, apply, commit_next_block, slot, small_options, write,
+};
 use crate::oracle::{Model, assert_proofs_match, assert_reads_match, model_root};
 
 #[derive(Clone, Debug)]
@@ -73,12 +75,7 @@ fn run(steps: Vec<Step>) {
         let context = format!("step {i} ({step:?})");
         match step {
             Step::Block(writes) => {
-                let number = db.last_block().unwrap() + 1;
-                let mut writer = db.begin_block(number).unwrap();
-                for write in &writes {
-                    apply(&mut writer, &mut model, write);
-                }
-                writer.commit().unwrap();
+                commit_next_block(&db, &mut model, &writes);
                 states.push(model.clone());
             }
             Step::Compact => {

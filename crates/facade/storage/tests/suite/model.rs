@@ -157,6 +157,19 @@ pub(crate) fn apply(writer: &mut strata_storage::BlockWriter, model: &mut Model,
     }
 }
 
+/// Commits `writes` as the block after the last one, to the store and the
+/// model; returns its number.
+pub(crate) fn commit_next_block(db: &StateDb, model: &mut Model, writes: &[Write]) -> u64 {
+    let number = db.last_block().unwrap() + 1;
+    let mut writer = db.begin_block(number).unwrap();
+    for write in writes {
+        apply(&mut writer, model, write);
+    }
+    let info = writer.commit().unwrap();
+    assert_eq!(info.block, number);
+    number
+}
+
 fn check(db: &StateDb, model: &Model, context: &str) {
     let addresses: Vec<Address> = (0..ADDRESSES).map(address).collect();
     let slots: Vec<B256> = (0..SLOTS).map(slot).collect();
@@ -187,13 +200,7 @@ fn run(steps: Vec<Step>) {
         let context = format!("step {i} ({step:?})");
         match step {
             Step::Block(writes) => {
-                let number = db.last_block().unwrap() + 1;
-                let mut writer = db.begin_block(number).unwrap();
-                for write in &writes {
-                    apply(&mut writer, &mut model, write);
-                }
-                let info = writer.commit().unwrap();
-                assert_eq!(info.block, number);
+                commit_next_block(&db, &mut model, &writes);
                 history.push(model.clone());
             }
             Step::Compact => {
