@@ -25,8 +25,6 @@ use strata_types::datadir::BRANCHES_DIR;
 /// The writer's side of the stream.
 pub(crate) struct BranchStream {
     journal: Journal,
-    /// The block the next append continues (`None`: any).
-    next_block: Option<u64>,
     buffer: Vec<u8>,
 }
 
@@ -71,7 +69,6 @@ impl BranchStream {
         let (journal, _) = Journal::open(fs, dir, id, tip, segment_bytes)?;
         Ok(BranchStream {
             journal,
-            next_block: head.map(|h| h.block + 1),
             buffer: Vec::new(),
         })
     }
@@ -85,24 +82,20 @@ impl BranchStream {
         record: &BlockRecord,
         parent: B256,
     ) -> Result<u64, JournalError> {
-        if self.next_block.is_some_and(|next| next != record.block) {
-            self.journal.discard_all(record.block)?;
-        }
         BranchRecords::encode_from(record, &mut self.buffer);
         let link = Link {
             parent,
             root: record.root,
         };
-        let bytes = match self.journal.append(record.block, link, &self.buffer, false) {
-            Err(JournalError::Chain { .. }) => {
+        // The journal refuses a block that does not continue it (its
+        // number or its parent root) before writing anything.
+        match self.journal.append(record.block, link, &self.buffer, false) {
+            Err(JournalError::Gap { .. } | JournalError::Chain { .. }) => {
                 self.journal.discard_all(record.block)?;
-                self.journal
-                    .append(record.block, link, &self.buffer, false)?
+                self.journal.append(record.block, link, &self.buffer, false)
             }
-            other => other?,
-        };
-        self.next_block = Some(record.block + 1);
-        Ok(bytes)
+            other => other,
+        }
     }
 
     /// Deletes the segments holding only blocks at or below `flushed`.

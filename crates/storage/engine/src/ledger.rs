@@ -100,9 +100,6 @@ pub(crate) struct Ledger {
     /// Each block's branch records for readers in other processes, when
     /// the store is shared and publishes them (`None` after a failure).
     branch_stream: Mutex<Option<BranchStream>>,
-    /// The oldest block the datadir's history rebuilds, once a flush wrote
-    /// history (`None` before, and without history).
-    history_from: Mutex<Option<u64>>,
     /// Committed blocks not yet in redb, oldest first (the memory tier's
     /// contents, as records).
     pending: Mutex<VecDeque<Arc<BlockRecord>>>,
@@ -273,7 +270,6 @@ impl Ledger {
         let ledger = Ledger {
             journal: Mutex::new(journal),
             branch_stream: Mutex::new(branch_stream),
-            history_from: Mutex::new(None),
             pending: Mutex::new(pending),
             flush_lock: Mutex::new(()),
             signal: Signal::default(),
@@ -556,18 +552,6 @@ impl Ledger {
         }
     }
 
-    /// The oldest block the datadir's history rebuilds (`None` before the
-    /// first flush that wrote history).
-    pub(crate) fn history_from(&self) -> Option<u64> {
-        *self.history_from.lock()
-    }
-
-    /// Sets what [`Ledger::history_from`] says (from the metadata at open,
-    /// and after an import or a genesis that moves it).
-    pub(crate) fn set_history_from(&self, from: Option<u64>) {
-        *self.history_from.lock() = from;
-    }
-
     /// Flushes everything and holds the flush lock for `then` (unwind).
     pub(crate) fn flushed_and_locked<T>(
         &self,
@@ -792,32 +776,19 @@ fn write_batch(
     let txn = inner.db.begin_write().map_err(db_err("begin write"))?;
     write(&txn, &mut entries(&[Domain::Commitment]))?;
     write_block_tables(&txn, inner, batch, head)?;
-    let mut history_from = inner.ledger.history_from.lock();
-    let starts = match &history {
-        Some(rows) => {
-            crate::state_history::write_rows(&txn, rows, retention, head.block)?;
-            if history_from.is_none() {
-                // Reads are whole from the block before the first one
-                // with history: redb's head before this flush.
-                let from = inner
-                    .current
-                    .load()
-                    .db_head()
-                    .map_or(batch[0].block, |h| h.block);
-                let mut meta = txn.open_table(META).map_err(db_err("open meta"))?;
-                strata_db::meta::write_history_from(&mut meta, from)?;
-                Some(from)
-            } else {
-                None
-            }
+    if let Some(rows) = &history {
+        crate::state_history::write_rows(&txn, rows, retention, head.block)?;
+        // The snapshot's redb view is the one before this flush's last
+        // transaction: the first flush that writes history records where
+        // reads become whole, redb's head before it.
+        let before = inner.current.load();
+        if before.history_kept().1.is_none() {
+            let from = before.db_head().map_or(batch[0].block, |h| h.block);
+            let mut meta = txn.open_table(META).map_err(db_err("open meta"))?;
+            strata_db::meta::write_history_from(&mut meta, from)?;
         }
-        None => None,
-    };
-    txn.commit().map_err(db_err("commit flush"))?;
-    if starts.is_some() {
-        *history_from = starts;
     }
-    drop(history_from);
+    txn.commit().map_err(db_err("commit flush"))?;
     let total: usize = collapsed.iter().map(BTreeMap::len).sum();
     Ok(total as u64)
 }
@@ -867,8 +838,10 @@ fn journal_record(inner: &Inner, block: u64) -> Result<Option<BlockRecord>> {
         .into_iter()
         .next()
         .map(|found| {
-            BlockRecord::decode(&found.payload)
-                .map_err(|e| crate::state_history::corrupt_record(found.block, e.to_string()))
+            BlockRecord::decode(&found.payload).map_err(|e| Error::CorruptJournalRecord {
+                block: found.block,
+                what: e.to_string(),
+            })
         })
         .transpose()
 }

@@ -24,15 +24,14 @@ impl Retained {
         Self { oldest, last }
     }
 
-    /// The window widened to the blocks a datadir that keeps history
-    /// (`retention`) can read: those redb's history rebuilds (from block
-    /// `from`, once a flush wrote some) and those the undo data of
-    /// `history` rebuilds (every unflushed block keeps its own), no older
-    /// than the retention keeps.
+    /// The window widened to the blocks a datadir that keeps history can
+    /// read (`kept`: its retention, and the block redb's history rebuilds
+    /// from once a flush wrote some, as a snapshot's metadata records
+    /// them), and those the undo data of `history` rebuilds (every
+    /// unflushed block keeps its own), no older than the retention keeps.
     pub(crate) fn with_history(
         self,
-        retention: HistoryRetention,
-        from: Option<u64>,
+        (retention, from): (HistoryRetention, Option<u64>),
         history: &History,
     ) -> Self {
         if !retention.is_on() {

@@ -186,7 +186,6 @@ impl StateDb {
         if meta.journal_void_after.is_some() {
             crate::unwind::clear_void_mark_in(&db)?;
         }
-        recovery.ledger.set_history_from(meta.history_from);
         let replayed_whole = recovery.replayed_whole;
         let mut snapshot = Snapshot::open(&db, recovery.head, files, recovery.memory)?;
         snapshot.history = recovery.history;
@@ -271,16 +270,15 @@ impl StateDb {
         }
         let last = last.unwrap_or(0);
         let window = Retained::new(&snapshot.history, last, self.inner.options.unwind_depth)
-            .with_history(
-                self.inner.options.history.unwrap_or_default(),
-                self.inner.ledger.history_from(),
-                &snapshot.history,
-            );
+            .with_history(snapshot.history_kept(), &snapshot.history);
         window.check(block)?;
         // Below redb's head the history answers directly (no undo overlay
         // to build, no records to recompute for a proof).
-        if snapshot.has_history() && snapshot.db_head().is_some_and(|h| block < h.block) {
-            return self.deep_view(snapshot, block, last, regime, &window);
+        if snapshot.has_history()
+            && let Some(db_head) = snapshot.db_head()
+            && block < db_head.block
+        {
+            return self.deep_view(snapshot, block, db_head, last, regime, &window);
         }
         let Some(undo) = snapshot.history.undo_to(block, last) else {
             return Err(window.not_retained(block));
@@ -304,22 +302,18 @@ impl StateDb {
         Ok(reader)
     }
 
-    /// A reader at `block`, older than every block the memory's undo data
-    /// reaches, through redb's history (a datadir that keeps history).
+    /// A reader at `block`, older than `db_head` (the snapshot's redb
+    /// head), through redb's history (a datadir that keeps history): the
+    /// memory tier's blocks undone (once per snapshot), then the history.
     fn deep_view(
         &self,
         snapshot: Arc<Snapshot>,
         block: u64,
+        db_head: strata_types::Head,
         last: u64,
         regime: Regime,
         window: &Retained,
     ) -> Result<ViewReader> {
-        let Some(db_head) = snapshot.db_head().filter(|h| h.block > block) else {
-            return Err(window.not_retained(block));
-        };
-        if !snapshot.has_history() {
-            return Err(window.not_retained(block));
-        }
         let to_db_head = self
             .deep_undo
             .get_or_build(snapshot.root(), db_head.block, || {
@@ -331,12 +325,10 @@ impl StateDb {
                     .undo_to(db_head.block, last)
                     .ok_or_else(|| window.not_retained(block))
             })?;
-        let kept_root = crate::ledger::root_of(&self.inner, block)?;
         crate::state_history::deep_reader(
             snapshot,
             to_db_head,
             block,
-            kept_root,
             regime,
             self.inner.metrics.clone(),
         )

@@ -17,8 +17,9 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use strata_db::HistoryTables;
-use strata_journal::{BlockRecord, Previous};
+use strata_journal::BlockRecord;
 use strata_types::{Domain, HistoryRetention};
+use strata_view::history::BlockUndo;
 use strata_view::memory::MemoryTier;
 use strata_view::snapshot::Snapshot;
 
@@ -57,18 +58,24 @@ pub(crate) fn rows_of(
     let mut rows = Vec::new();
     let mut written: HashMap<Bytes, Option<Bytes>> = HashMap::new();
     for record in batch {
-        match current.history.undo_of(record.block) {
-            Some(undo) => rows.extend(undo.restores().map(|(domain, key, before)| Row {
+        // Block 0 keeps no undo data (nothing is before it).
+        let read_back;
+        let undo = match current.history.undo_of(record.block) {
+            Some(undo) => Some(undo.as_ref()),
+            None => {
+                read_back = journal_undo(record.block)?.and_then(|whole| {
+                    BlockUndo::from_record(&whole, |i| &whole.writes[i].previous)
+                });
+                read_back.as_ref()
+            }
+        };
+        if let Some(undo) = undo {
+            rows.extend(undo.restores().map(|(domain, key, before)| Row {
                 block: record.block,
                 domain,
                 key: key.clone(),
                 previous: before.cloned(),
-            })),
-            None => {
-                if let Some(whole) = journal_undo(record.block)? {
-                    plain_rows_of_record(&whole, &mut rows);
-                }
-            }
+            }));
         }
         for write in record
             .writes
@@ -89,30 +96,6 @@ pub(crate) fn rows_of(
         }
     }
     Ok(rows)
-}
-
-/// The rows of a journal record's plain writes (none for a block that
-/// kept no previous values: block 0).
-fn plain_rows_of_record(record: &BlockRecord, rows: &mut Vec<Row>) {
-    let mut plain = Vec::new();
-    for write in record
-        .writes
-        .iter()
-        .filter(|w| w.domain != Domain::Commitment)
-    {
-        let previous = match &write.previous {
-            Previous::NotKept => return,
-            Previous::Absent => None,
-            Previous::Value(value) => Some(value.clone()),
-        };
-        plain.push(Row {
-            block: record.block,
-            domain: write.domain,
-            key: write.key.clone(),
-            previous,
-        });
-    }
-    rows.extend(plain);
 }
 
 /// Writes `rows` in `txn`, and prunes what `retention` no longer keeps
@@ -195,12 +178,12 @@ impl UndoToDbHead {
 /// history: the state is taken back to redb's head by `to_db_head` (the
 /// undo of the memory tier's blocks) and from there to `block` by the
 /// history. Its root comes from the root record it reads, which must name
-/// `block` (and, where redb keeps it, carry the root of the `roots` table).
+/// `block` (and, where the snapshot's redb keeps it, carry the root of the
+/// `roots` table).
 pub(crate) fn deep_reader(
     snapshot: Arc<Snapshot>,
     to_db_head: Arc<strata_view::overlay::Overlay>,
     block: u64,
-    kept_root: Option<alloy_primitives::B256>,
     regime: strata_types::Regime,
     metrics: Arc<strata_telemetry::ReadMetrics>,
 ) -> Result<strata_view::reader::StateReader> {
@@ -229,7 +212,7 @@ pub(crate) fn deep_reader(
             head.block
         )));
     }
-    if let Some(kept) = kept_root
+    if let Some(kept) = snapshot.stored_root_of(block)?
         && kept != head.root
     {
         return Err(corrupt(format!(
@@ -240,9 +223,4 @@ pub(crate) fn deep_reader(
     Ok(ViewReader::deep(
         snapshot, to_db_head, head, regime, metrics,
     ))
-}
-
-/// The error for a record read back from the journal that does not decode.
-pub(crate) fn corrupt_record(block: u64, what: String) -> Error {
-    Error::CorruptJournalRecord { block, what }
 }

@@ -223,14 +223,11 @@ impl StateReader {
             self.metrics.finish(started, domain, tier, self.regime);
             return Ok(value);
         }
-        if self.deep {
-            let (value, found) = self.snapshot.get_below_memory(domain, key)?;
-            let value = read(value.as_ref().map(ValueRef::Shared));
-            self.metrics
-                .finish(started, domain, tier_of(found), self.regime);
-            return Ok(value);
-        }
-        let (value, found) = self.snapshot.get_with(domain, key, read)?;
+        let (value, found) = if self.deep {
+            self.snapshot.get_below_memory_with(domain, key, read)?
+        } else {
+            self.snapshot.get_with(domain, key, read)?
+        };
         self.metrics
             .finish(started, domain, tier_of(found), self.regime);
         Ok(value)

@@ -262,6 +262,17 @@ impl Snapshot {
         if let Some(value) = self.memory.get(domain, key) {
             return Ok((read(value.map(ValueRef::Shared)), Found::Memory));
         }
+        self.get_below_memory_with(domain, key, read)
+    }
+
+    /// [`Snapshot::get_with`] without the memory tier: redb, then the
+    /// files (the value at [`Snapshot::db_head`]).
+    pub fn get_below_memory_with<T>(
+        &self,
+        domain: Domain,
+        key: &[u8],
+        read: impl FnOnce(Option<ValueRef<'_>>) -> T,
+    ) -> Result<(T, Found)> {
         let table = &self.db.tables[domain.index()];
         // `read` runs only once the guarded redb part is over.
         let mut read = Some(read);
@@ -391,21 +402,7 @@ impl Snapshot {
     /// The value of `key` at [`Snapshot::db_head`]: redb, then the files,
     /// never the memory tier.
     pub fn get_below_memory(&self, domain: Domain, key: &[u8]) -> Result<(Option<Bytes>, Found)> {
-        let table = &self.db.tables[domain.index()];
-        let in_db = guarded(domain.name(), || {
-            let Some(guard) = table.get(key).map_err(db_err("get"))? else {
-                return Ok(None);
-            };
-            let (_, value) = value::decode(domain, key, guard.value())?;
-            Ok(Some(value.map(Bytes::copy_from_slice)))
-        })?;
-        if let Some(found) = in_db {
-            return Ok((found, Found::Db));
-        }
-        match self.files.get(domain, key)? {
-            Some((level, value)) => Ok((value, Found::File(level))),
-            None => Ok((None, Found::Nowhere)),
-        }
+        self.get_below_memory_with(domain, key, |value| value.map(|v| v.to_bytes()))
     }
 
     /// The storage keys of `address` that hold a value, across the tiers.

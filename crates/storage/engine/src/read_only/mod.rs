@@ -303,18 +303,14 @@ impl ReadOnlyStateDb {
         let oldest = from
             .and_then(|from| retention.oldest(from, last))
             .unwrap_or(db_head.block);
-        if block < oldest {
-            return Err(Error::StateNotRetained {
-                block,
-                oldest,
-                last,
-            });
-        }
         let not_retained = Error::StateNotRetained {
             block,
             oldest,
             last,
         };
+        if block < oldest {
+            return Err(not_retained);
+        }
         let to_db_head = self
             .deep_undo
             .get_or_build(snapshot.root(), db_head.block, || {
@@ -329,15 +325,7 @@ impl ReadOnlyStateDb {
                 }
                 history.undo_to(db_head.block, last).ok_or(not_retained)
             })?;
-        let kept_root = self.stored_root(block)?;
-        crate::state_history::deep_reader(
-            snapshot,
-            to_db_head,
-            block,
-            kept_root,
-            regime,
-            self.metrics.clone(),
-        )
+        crate::state_history::deep_reader(snapshot, to_db_head, block, regime, self.metrics.clone())
     }
 
     /// The number of the block with `hash` among the unflushed blocks and,
