@@ -99,15 +99,11 @@ fn main() {
         .domains
         .iter()
         .filter(|d| d.domain != strata_storage::Domain::Commitment)
-        .map(|d| d.key_bytes + d.value_bytes)
+        .map(|d| d.bytes)
         .sum();
-    let all: u64 = stats
-        .domains
-        .iter()
-        .map(|d| d.key_bytes + d.value_bytes)
-        .sum();
+    let all: u64 = stats.domains.iter().map(|d| d.bytes).sum();
     println!(
-        "history: {:.0} bytes a block ({:.0} of them plain state, {:.2}x the blocks' raw plain changes of {:.0} bytes a block)",
+        "history files: {:.0} bytes a block on disk ({:.0} of them plain state, {:.2}x the blocks' raw plain changes of {:.0} bytes a block)",
         all as f64 / blocks as f64,
         plain as f64 / blocks as f64,
         plain as f64 / raw_plain as f64,

@@ -89,17 +89,17 @@ fn write_history(out: &mut String, history: &HistoryStats) -> std::fmt::Result {
     writeln!(out, "history: keeps {}, {from}", history.retention)?;
     writeln!(
         out,
-        "{:<11} {:>12} {:>14} {:>14}",
-        "domain", "entries", "key bytes", "value bytes"
+        "{:<11} {:>6} {:>12} {:>14}",
+        "domain", "files", "entries", "bytes"
     )?;
     for domain in &history.domains {
         writeln!(
             out,
-            "{:<11} {:>12} {:>14} {:>14}",
+            "{:<11} {:>6} {:>12} {:>14}",
             domain.domain.name(),
+            domain.files,
             domain.entries,
-            domain.key_bytes,
-            domain.value_bytes
+            domain.bytes
         )?;
     }
     Ok(())

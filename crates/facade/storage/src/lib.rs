@@ -38,7 +38,7 @@ pub use strata_genesis as genesis;
 pub use strata_journal as journal;
 #[cfg(feature = "revm")]
 pub use strata_revm as revm;
-pub use strata_types::datadir::{BRANCHES_DIR, DB_FILE, FILES_DIR, JOURNAL_DIR};
+pub use strata_types::datadir::{BRANCHES_DIR, DB_FILE, FILES_DIR, HISTORY_DIR, JOURNAL_DIR};
 pub use strata_types::{account, domain, keys};
 
 /// Read-latency and block-level telemetry ([`strata_telemetry`]), and, with

@@ -8,6 +8,10 @@ use std::fmt;
 pub const DB_FILE: &str = "state.redb";
 /// Name of the folder of immutable files inside the datadir.
 pub const FILES_DIR: &str = "files";
+/// Name of the folder of history files inside the datadir (a datadir
+/// that keeps history): immutable sorted files of each domain's changes,
+/// one per block range.
+pub const HISTORY_DIR: &str = "history";
 /// Name of the journal's folder inside the datadir.
 pub const JOURNAL_DIR: &str = "journal";
 /// Name of the folder where a writer shared with readers in other

@@ -18,4 +18,3 @@ pub mod value;
 pub use error::{DbError, Result, SchemaError, db_err};
 pub use guard::{guarded, panic_message};
 pub use heads::{DomainTables, HeadTables};
-pub use history::HistoryTables;

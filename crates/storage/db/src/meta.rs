@@ -47,6 +47,12 @@ pub struct DomainManifest {
 pub struct Manifest {
     /// Indexed by [`Domain::index`].
     pub domains: [DomainManifest; 4],
+    /// The history files of every domain (indexed by [`Domain::index`]),
+    /// oldest blocks first: each holds the domain's changes of the blocks
+    /// `[from, to)` its name gives (a datadir that keeps history; empty in
+    /// the others and in manifests written before history files existed).
+    #[serde(default)]
+    pub history: [Vec<ManifestFile>; 4],
 }
 
 impl Manifest {

@@ -257,6 +257,13 @@ pub enum Error {
         /// What disagreed.
         what: String,
     },
+    /// A read through the history of a datadir whose history is still in
+    /// redb's tables of the first layout (a follower beside no writer of
+    /// this build); a writer's open moves it into history files.
+    #[error(
+        "the datadir's history is in an earlier layout (redb tables); open it once with a writer of this build (`StateDb::open`, `strata import-chain`) to move it into history files"
+    )]
+    LegacyHistory,
     /// A proof asked of a reader that cannot serve one.
     #[error("no proof here: {0}")]
     ProofUnavailable(&'static str),
@@ -436,6 +443,7 @@ impl Error {
                     | Error::HistoryRetentionMismatch { .. }
                     | Error::ProofUnavailable(_)
                     | Error::RangeUnavailable(_)
+                    | Error::LegacyHistory
                     | Error::Poisoned { .. }
                     | Error::InvalidOptions(_)
                     | Error::BlockRootMismatch { .. }
@@ -532,6 +540,7 @@ impl From<ReadError> for Error {
             ReadError::InvalidOptions(what) => Error::InvalidOptions(what),
             ReadError::ProofUnavailable(what) => Error::ProofUnavailable(what),
             ReadError::RangeUnavailable(what) => Error::RangeUnavailable(what),
+            ReadError::LegacyHistory => Error::LegacyHistory,
             ReadError::Commitment { block, source } => Error::Commitment { block, source },
             ReadError::RootMismatch {
                 block,

@@ -149,7 +149,9 @@ pub(crate) fn init_genesis(
         inner.cache.insert(&path, record);
     }
     inner.values.reset(Some(head));
-    inner.ledger.publish(inner, &commit, Change::Reset(head))?;
+    inner
+        .ledger
+        .publish(inner, &commit, Change::Reset(head, None))?;
     inner.maintenance.request();
     Ok((root, block_zero.map(|block| block.hash)))
 }

@@ -113,6 +113,11 @@ impl Inner {
         }
     }
 
+    /// The datadir's folder of history files (beside `files/`).
+    pub(crate) fn history_dir(&self) -> PathBuf {
+        strata_view::history_files::history_dir_beside(&self.files_dir)
+    }
+
     /// A read handle on `snapshot` (with a block's uncommitted `overlay`)
     /// that records into the store's telemetry and reads through the value
     /// cache.

@@ -52,16 +52,19 @@ pub(crate) enum Change<'a> {
     /// block 0).
     Block(&'a BlockRecord, MemoryTier, Option<Arc<BlockUndo>>),
     /// Blocks written to redb by a flush: a new redb view, and the memory
-    /// tier without them.
-    Flushed(&'a [Arc<BlockRecord>]),
+    /// tier without them (and the file set with their history files, in a
+    /// datadir that keeps history).
+    Flushed(&'a [Arc<BlockRecord>], Option<FileSet>),
     /// A new file set (maintenance): a new redb view, same memory tier.
     Files(FileSet),
     /// Part of a flush written to redb: a new redb view, same memory tier
     /// (which still shadows every key the flush has written so far), so that
     /// readers let go of the pages the flush replaced.
     DbView,
-    /// redb rewritten under a new head with nothing in memory (genesis, unwind).
-    Reset(Head),
+    /// redb rewritten under a new head with nothing in memory (genesis,
+    /// unwind), with a new file set when it changed (an unwind's history
+    /// files).
+    Reset(Head, Option<FileSet>),
     /// A whole state imported into files under a new head (nothing in memory).
     Imported(Head, FileSet),
 }
@@ -390,7 +393,9 @@ impl Ledger {
                 history_blocks(&inner.options).max(self.pending.lock().len() + 1),
             ),
             // Genesis (nothing kept) or an unwind: the blocks up to the head stay.
-            Change::Reset(head) | Change::Imported(head, _) => current.history.through(head.block),
+            Change::Reset(head, _) | Change::Imported(head, _) => {
+                current.history.through(head.block)
+            }
             _ => current.history.clone(),
         };
         let mut next = match change {
@@ -401,10 +406,11 @@ impl Ledger {
                 };
                 current.with_memory(Some(head), memory)
             }
-            Change::Flushed(batch) => {
+            Change::Flushed(batch, files) => {
                 let mut memory = current.memory.clone();
                 memory.remove_flushed(batch.iter().map(Arc::as_ref));
-                Snapshot::open(&inner.db, current.head, current.files.clone(), memory)?
+                let files = files.map_or_else(|| current.files.clone(), Arc::new);
+                Snapshot::open(&inner.db, current.head, files, memory)?
             }
             Change::Files(files) => Snapshot::open(
                 &inner.db,
@@ -418,10 +424,10 @@ impl Ledger {
                 current.files.clone(),
                 current.memory.clone(),
             )?,
-            Change::Reset(head) => Snapshot::open(
+            Change::Reset(head, files) => Snapshot::open(
                 &inner.db,
                 Some(head),
-                current.files.clone(),
+                files.map_or_else(|| current.files.clone(), Arc::new),
                 MemoryTier::default(),
             )?,
             Change::Imported(head, files) => Snapshot::open(
@@ -496,15 +502,20 @@ impl Ledger {
         pause::reach(&inner.options, PausePoint::FlushBatch);
         // redb must never hold a block the journal could lose.
         self.journal.lock().sync()?;
-        let keys = write_batch(inner, &batch, head, || {
+        let (keys, history) = write_batch(inner, &batch, head, || {
             pause::reach(&inner.options, PausePoint::FlushPart);
             let commit = inner.lock_commit();
             self.publish(inner, &commit, Change::DbView)
         })?;
         pause::reach(&inner.options, PausePoint::FlushCommitted);
+        let (files, retired) = history.map(|c| (c.files, c.retired)).unzip();
         {
             let commit = inner.lock_commit();
-            self.publish(inner, &commit, Change::Flushed(&batch))?;
+            self.publish(inner, &commit, Change::Flushed(&batch, files))?;
+        }
+        if let Some(retired) = retired {
+            // Readers holding the old set keep their mappings alive.
+            crate::state_history::remove_files(inner, &retired)?;
         }
         self.pending.lock().drain(..batch.len());
         let newest = inner.current.load().block().unwrap_or(head.block);
@@ -721,19 +732,27 @@ fn collapse(batch: &[Arc<BlockRecord>]) -> Collapsed {
 /// reader (this process's memory tier, or a follower that reads the journal
 /// after its redb view) still sees them shadowed, and the branch records a
 /// replay rebuilds from lean journal records are walked over redb's
-/// records of one block, its head ([`crate::branches`]). Returns the keys
-/// written.
+/// records of one block, its head ([`crate::branches`]). In a datadir that
+/// keeps history, the batch's history files are written first and the last
+/// transaction lists them (and leaves out those a retention of N blocks
+/// no longer needs). Returns the keys written, and with history the file
+/// set to publish and the retired files to delete.
 fn write_batch(
     inner: &Inner,
     batch: &[Arc<BlockRecord>],
     head: Head,
     mut between: impl FnMut() -> Result<()>,
-) -> Result<u64> {
+) -> Result<(u64, Option<crate::state_history::HistoryChange>)> {
     let retention = inner.options.history.unwrap_or_default();
     let history = if retention.is_on() {
-        Some(crate::state_history::rows_of(inner, batch, |block| {
-            journal_record(inner, block)
-        })?)
+        let rows =
+            crate::state_history::rows_of(inner, batch, |block| journal_record(inner, block))?;
+        Some(crate::state_history::write_files(
+            inner,
+            rows,
+            batch[0].block,
+            head.block,
+        )?)
     } else {
         None
     };
@@ -776,21 +795,27 @@ fn write_batch(
     let txn = inner.db.begin_write().map_err(db_err("begin write"))?;
     write(&txn, &mut entries(&[Domain::Commitment]))?;
     write_block_tables(&txn, inner, batch, head)?;
-    if let Some(rows) = &history {
-        crate::state_history::write_rows(&txn, rows, retention, head.block)?;
-        // The snapshot's redb view is the one before this flush's last
-        // transaction: the first flush that writes history records where
-        // reads become whole, redb's head before it.
-        let before = inner.current.load();
-        if before.history_kept().1.is_none() {
-            let from = before.db_head().map_or(batch[0].block, |h| h.block);
+    let history = match history {
+        Some(added) => {
+            let before = inner.current.load();
+            let change =
+                crate::state_history::after_flush(&before.files, added, retention, head.block);
             let mut meta = txn.open_table(META).map_err(db_err("open meta"))?;
-            strata_db::meta::write_history_from(&mut meta, from)?;
+            strata_db::meta::write_manifest(&mut meta, &change.files.manifest)?;
+            // The snapshot's redb view is the one before this flush's last
+            // transaction: the first flush that writes history records where
+            // reads become whole, redb's head before it.
+            if before.history_kept().1.is_none() {
+                let from = before.db_head().map_or(batch[0].block, |h| h.block);
+                strata_db::meta::write_history_from(&mut meta, from)?;
+            }
+            Some(change)
         }
-    }
+        None => None,
+    };
     txn.commit().map_err(db_err("commit flush"))?;
     let total: usize = collapsed.iter().map(BTreeMap::len).sum();
-    Ok(total as u64)
+    Ok((total as u64, history))
 }
 
 /// The last part of a flush: code by hash, roots, block hashes and the head.

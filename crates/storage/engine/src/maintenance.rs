@@ -32,6 +32,8 @@ pub struct MaintenanceReport {
     pub merged: Vec<(Domain, u64, u64, u64)>,
     /// Db entries pruned because a file now holds them.
     pub pruned: u64,
+    /// History files merged: (domain, from block, to block, entries).
+    pub history_merged: Vec<(Domain, u64, u64, u64)>,
 }
 
 /// Runs collate, merge and prune for every domain until nothing is due.
@@ -70,6 +72,21 @@ fn run_all(inner: &Arc<Inner>) -> Result<MaintenanceReport> {
                 ms = elapsed.as_secs_f64() * 1e3,
                 "collated"
             );
+        }
+        while let Some((from_step, to_step, entries)) =
+            crate::state_history::merge_once(inner, domain)?
+        {
+            tracing::info!(
+                target: "strata::maintenance",
+                domain = domain.name(),
+                from_block = from_step,
+                to_block = to_step,
+                entries,
+                "merged history files"
+            );
+            report
+                .history_merged
+                .push((domain, from_step, to_step, entries));
         }
         loop {
             let started = Instant::now();
@@ -277,6 +294,25 @@ pub(crate) fn remove_orphans(fs: &dyn FileSystem, dir: &Path, manifest: &Manifes
         .iter()
         .flat_map(|d| d.files.iter().map(|f| f.name.as_str()))
         .collect();
+    remove_unlisted(fs, dir, &live)
+}
+
+/// [`remove_orphans`] for the history files' folder: the files the
+/// manifest's history lists stay.
+pub(crate) fn remove_history_orphans(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    manifest: &Manifest,
+) -> Result<()> {
+    let live: HashSet<&str> = manifest
+        .history
+        .iter()
+        .flat_map(|files| files.iter().map(|f| f.name.as_str()))
+        .collect();
+    remove_unlisted(fs, dir, &live)
+}
+
+fn remove_unlisted(fs: &dyn FileSystem, dir: &Path, live: &HashSet<&str>) -> Result<()> {
     let listed = fs
         .list_dir(dir)
         .map_err(|source| io_error(dir.to_path_buf(), "list", source))?;

@@ -148,6 +148,21 @@ impl StateDb {
         std::fs::create_dir_all(&files_dir).map_err(dir_err("create files folder"))?;
 
         maintenance::remove_orphans(fs.as_ref(), &files_dir, &meta.manifest)?;
+        let history_dir = strata_view::history_files::history_dir_beside(&files_dir);
+        let meta = if meta.history.is_on() {
+            fs.create_dir_all(&history_dir)
+                .map_err(dir_err("create history folder"))?;
+            maintenance::remove_history_orphans(fs.as_ref(), &history_dir, &meta.manifest)?;
+            let manifest = crate::state_history::move_legacy_history(
+                &db,
+                &fs,
+                &history_dir,
+                meta.manifest.clone(),
+            )?;
+            strata_db::meta::Meta { manifest, ..meta }
+        } else {
+            meta
+        };
         strata_bulk::sort::remove_scratch(&datadir.join(strata_types::datadir::IMPORT_DIR))?;
         let files = Arc::new(FileSet::open(&fs, &files_dir, meta.manifest.clone())?);
         let id = meta.datadir_id.ok_or_else(|| Error::CorruptMeta {
@@ -889,7 +904,6 @@ fn load_or_init_meta(
     DomainTables::open(&txn)?;
     HeadTables::open(&txn)?;
     if meta.history.is_on() {
-        strata_db::HistoryTables::open(&txn)?;
         HeadTables::create_block_numbers(&txn)?;
     }
     txn.commit().map_err(db_err("commit metadata"))?;

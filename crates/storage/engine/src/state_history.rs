@@ -1,5 +1,7 @@
-//! The state's history (`Options::history`, recorded in the datadir): what
-//! a flush adds to redb's history tables, and how far back a reader can go.
+//! The state's history (`Options::history`, recorded in the datadir): the
+//! history files a flush adds ([`strata_view::history_files`]), their
+//! pruning, merging and rewriting on unwind, and how far back a reader
+//! can go.
 //!
 //! A flush records, for every key each flushed block wrote, its value
 //! before that block: the account, storage and code keys from the block's
@@ -7,28 +9,30 @@
 //! from the journal), the commitment's records from the batch itself (the
 //! value an earlier block of the batch wrote) or from redb and the files
 //! (redb's commitment records are its head's until the flush's last
-//! transaction). The rows go into that last transaction, with the head, so
-//! the history always covers exactly the blocks redb holds; a reader at an
-//! older block than redb's head reads through them
-//! ([`strata_view::reader::StateReader::deep`]).
+//! transaction). The rows become one file per domain, written before that
+//! last transaction lists them with the head, so the history always covers
+//! exactly the blocks redb holds; a reader at an older block than redb's
+//! head reads through them ([`strata_view::reader::StateReader::deep`]).
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use strata_db::HistoryTables;
+use strata_db::meta::{self, Manifest};
+use strata_db::tables::META;
+use strata_files::{FileMeta, FileSystem, SortedFile, SortedFileWriter, merge_files};
 use strata_journal::BlockRecord;
 use strata_types::{Domain, HistoryRetention};
+use strata_view::fileset::FileSet;
 use strata_view::history::BlockUndo;
+use strata_view::history_files::{BLOCK_LEN, entry_key, parse_entry_key};
 use strata_view::memory::MemoryTier;
 use strata_view::snapshot::Snapshot;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, db_err};
 use crate::inner::Inner;
-
-/// Entries an unwind-free flush prunes at most per transaction (the rest
-/// go with the next flush).
-const PRUNE_PER_FLUSH: usize = 1 << 20;
+use crate::ledger::Change;
 
 /// One key's value before one block.
 pub(crate) struct Row {
@@ -98,34 +102,310 @@ pub(crate) fn rows_of(
     Ok(rows)
 }
 
-/// Writes `rows` in `txn`, and prunes what `retention` no longer keeps
-/// below `head`.
-pub(crate) fn write_rows(
-    txn: &redb::WriteTransaction,
-    rows: &[Row],
+/// Writes `rows` (the history of the blocks `[first, last]`) into one
+/// history file per domain that has any, each durable under its final
+/// name before it returns (listed by the caller's transaction; a crash
+/// before it leaves orphans the next open removes). Returns the files
+/// opened, in domain order.
+pub(crate) fn write_files(
+    inner: &Inner,
+    rows: Vec<Row>,
+    first: u64,
+    last: u64,
+) -> Result<Vec<Arc<SortedFile>>> {
+    let mut by_domain: [Vec<(Vec<u8>, Option<Bytes>)>; 4] = Default::default();
+    for row in rows {
+        by_domain[row.domain.index()].push((entry_key(&row.key, row.block), row.previous));
+    }
+    let dir = inner.history_dir();
+    let mut files = Vec::new();
+    for domain in Domain::ALL {
+        let mut entries = std::mem::take(&mut by_domain[domain.index()]);
+        if entries.is_empty() {
+            continue;
+        }
+        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        // One change per key and block: the first recorded is the value
+        // before the block.
+        entries.dedup_by(|later, earlier| later.0 == earlier.0);
+        let meta = FileMeta {
+            domain,
+            from_step: first,
+            to_step: last + 1,
+        };
+        let mut writer = SortedFileWriter::new(inner.fs.clone(), &dir, meta)?
+            .with_filter_on_prefixes(BLOCK_LEN)
+            .with_expected_keys(entries.len() as u64);
+        for (key, previous) in &entries {
+            writer.push(key, previous.as_deref())?;
+        }
+        let info = writer.finish()?;
+        files.push(Arc::new(SortedFile::open(inner.fs.as_ref(), &info.path)?));
+    }
+    Ok(files)
+}
+
+/// A new file set of history files and the paths of the files it no
+/// longer lists, to delete once its manifest is durable.
+pub(crate) struct HistoryChange {
+    /// The set to publish (its manifest is the one to record).
+    pub(crate) files: FileSet,
+    /// The files it left out.
+    pub(crate) retired: Vec<PathBuf>,
+}
+
+/// The file set after a flush added `added` (history files of blocks after
+/// every listed one) to `current`, with the files a retention of N blocks
+/// no longer needs below `head` left out (whole files: one whose every
+/// block is at or below the oldest kept block). Returns the set (its
+/// manifest is the one to record) and the paths of the files left out,
+/// to delete once the manifest without them is durable.
+pub(crate) fn after_flush(
+    current: &FileSet,
+    added: Vec<Arc<SortedFile>>,
     retention: HistoryRetention,
     head: u64,
-) -> Result<()> {
-    let mut tables = HistoryTables::open(txn)?;
-    let changes: Vec<_> = rows
+) -> HistoryChange {
+    // Reads at `oldest` and after look at changes after `oldest` only.
+    let oldest = match retention {
+        HistoryRetention::Blocks(_) => retention.oldest(0, head),
+        _ => None,
+    };
+    let mut set = current.clone();
+    let mut retired = Vec::new();
+    for domain in Domain::ALL {
+        let mut files: Vec<Arc<SortedFile>> = current.history(domain).to_vec();
+        files.extend(added.iter().filter(|f| f.meta().domain == domain).cloned());
+        if let Some(oldest) = oldest {
+            files.retain(|file| {
+                let kept = file.meta().to_step > oldest + 1;
+                if !kept {
+                    retired.push(file.path().to_path_buf());
+                }
+                kept
+            });
+        }
+        set = with_history(&set, domain, files);
+    }
+    HistoryChange {
+        files: set,
+        retired,
+    }
+}
+
+/// `set` with `domain`'s history files replaced by `files` (oldest blocks
+/// first), its manifest listing them.
+fn with_history(set: &FileSet, domain: Domain, files: Vec<Arc<SortedFile>>) -> FileSet {
+    let mut manifest = set.manifest.clone();
+    manifest.history[domain.index()] = files
         .iter()
-        .map(|row| {
-            (
-                row.block,
-                row.domain,
-                row.key.as_ref(),
-                row.previous.as_deref(),
-            )
-        })
+        .map(|f| crate::maintenance::manifest_entry(f))
         .collect();
-    tables.put_all(&changes)?;
-    if let HistoryRetention::Blocks(_) = retention
-        && let Some(oldest) = retention.oldest(0, head)
+    set.with_history(domain, files, manifest)
+}
+
+/// The file set after an unwind to `head`: each history file with changes
+/// of blocks after `head` rewritten without them (a new file `[from,
+/// head + 1)`, written durably here) or left out when it holds no block
+/// up to `head`. Returns the set and the paths of the files it no longer
+/// lists, to delete once its manifest is durable.
+pub(crate) fn after_unwind(inner: &Inner, current: &FileSet, head: u64) -> Result<HistoryChange> {
+    let mut set = current.clone();
+    let mut retired = Vec::new();
+    for domain in Domain::ALL {
+        let mut files = Vec::new();
+        for file in current.history(domain) {
+            let meta = file.meta();
+            if meta.to_step <= head + 1 {
+                files.push(file.clone());
+                continue;
+            }
+            retired.push(file.path().to_path_buf());
+            if meta.from_step > head {
+                continue;
+            }
+            let kept = FileMeta {
+                to_step: head + 1,
+                ..meta
+            };
+            let mut writer = SortedFileWriter::new(inner.fs.clone(), &inner.history_dir(), kept)?
+                .with_filter_on_prefixes(BLOCK_LEN);
+            for entry in file.iter() {
+                let (key, value) = entry?;
+                let block = parse_entry_key(&key)
+                    .map(|(_, block)| block)
+                    .ok_or_else(|| Error::CorruptHistory {
+                        block: head,
+                        what: format!(
+                            "history file {}: entry 0x{} is not a key and a block",
+                            file.path().display(),
+                            alloy_primitives::hex::encode(&key)
+                        ),
+                    })?;
+                if block <= head {
+                    writer.push(&key, value.value().map(|v| v.as_ref()))?;
+                }
+            }
+            if writer.entries() == 0 {
+                continue;
+            }
+            let info = writer.finish()?;
+            files.push(Arc::new(SortedFile::open(inner.fs.as_ref(), &info.path)?));
+        }
+        set = with_history(&set, domain, files);
+    }
+    Ok(HistoryChange {
+        files: set,
+        retired,
+    })
+}
+
+/// Merges the first adjacent pair of `domain`'s history files that no
+/// unwind can change (every block at least `unwind_depth` below the
+/// head) and whose older file spans no more blocks than the newer, so
+/// that spans grow toward the past like a binary counter and a domain
+/// keeps O(log n) files. Returns the merged file's range and entries, or
+/// `None` when no pair is due (or a flush's pruning retired an input
+/// meanwhile: the merged file is dropped).
+pub(crate) fn merge_once(inner: &Arc<Inner>, domain: Domain) -> Result<Option<(u64, u64, u64)>> {
+    let snapshot = inner.current.load_full();
+    let Some(last) = snapshot.block() else {
+        return Ok(None);
+    };
+    let settled = (last + 1).saturating_sub(inner.options.unwind_depth);
+    let files = snapshot.files.history(domain);
+    let span = |f: &SortedFile| f.meta().to_step - f.meta().from_step;
+    let Some(i) = (0..files.len().saturating_sub(1)).find(|&i| {
+        files[i + 1].meta().to_step <= settled && span(&files[i]) <= span(&files[i + 1])
+    }) else {
+        return Ok(None);
+    };
+    let (older, newer) = (&files[i], &files[i + 1]);
+    let meta = FileMeta {
+        domain,
+        from_step: older.meta().from_step,
+        to_step: newer.meta().to_step,
+    };
+    let writer = SortedFileWriter::new(inner.fs.clone(), &inner.history_dir(), meta)?
+        .with_filter_on_prefixes(BLOCK_LEN)
+        .with_expected_keys(older.entries() + newer.entries());
+    // Keys hold their block: no two inputs share one.
+    let info = merge_files(&[newer.as_ref(), older.as_ref()], writer, false)?;
+    let merged = Arc::new(SortedFile::open(inner.fs.as_ref(), &info.path)?);
+
+    let _no_flush = inner.ledger.hold_flushes();
+    let commit = inner.lock_commit();
+    let current = inner.current.load_full();
+    let listed = current.files.history(domain);
+    let Some(at) = listed
+        .iter()
+        .position(|f| f.path() == older.path())
+        .filter(|&at| listed.get(at + 1).map(|f| f.path()) == Some(newer.path()))
+    else {
+        drop(commit);
+        inner
+            .fs
+            .remove(&info.path)
+            .map_err(|source| file_io(info.path.clone(), "remove", source))?;
+        return Ok(None);
+    };
+    let mut files = listed.to_vec();
+    files.splice(at..at + 2, [merged.clone()]);
+    let set = with_history(&current.files, domain, files);
+    let txn = inner.db.begin_write().map_err(db_err("begin write"))?;
     {
-        // Reads at `oldest` and after look at changes after `oldest` only.
-        tables.drop_through(oldest, PRUNE_PER_FLUSH)?;
+        let mut meta_table = txn.open_table(META).map_err(db_err("open meta"))?;
+        meta::write_manifest(&mut meta_table, &set.manifest)?;
+    }
+    txn.commit().map_err(db_err("commit history merge"))?;
+    inner.ledger.publish(inner, &commit, Change::Files(set))?;
+    drop(commit);
+    // Readers holding the old set keep their mappings alive; the names go now.
+    remove_files(
+        inner,
+        &[older.path().to_path_buf(), newer.path().to_path_buf()],
+    )?;
+    Ok(Some((meta.from_step, meta.to_step, merged.entries())))
+}
+
+/// Deletes history files no manifest lists any more.
+pub(crate) fn remove_files(inner: &Inner, paths: &[PathBuf]) -> Result<()> {
+    for path in paths {
+        inner
+            .fs
+            .remove(path)
+            .map_err(|source| file_io(path.clone(), "remove", source))?;
     }
     Ok(())
+}
+
+fn file_io(file: PathBuf, op: &'static str, source: std::io::Error) -> Error {
+    Error::File(strata_files::FileError::Io { file, op, source })
+}
+
+/// Moves history kept in redb by the first history build into history
+/// files (one per domain), in one transaction that lists them and drops
+/// the tables; returns the manifest to open with (`manifest` unchanged
+/// when there is nothing to move). A crash before the commit leaves the
+/// tables and orphan files the next open removes and writes again.
+pub(crate) fn move_legacy_history(
+    db: &redb::Database,
+    fs: &Arc<dyn FileSystem>,
+    history_dir: &Path,
+    manifest: Manifest,
+) -> Result<Manifest> {
+    let txn = db.begin_write().map_err(db_err("begin write"))?;
+    if !strata_db::history::has_legacy(&txn)? {
+        return Ok(manifest);
+    }
+    fs.create_dir_all(history_dir)
+        .map_err(|source| file_io(history_dir.to_path_buf(), "create", source))?;
+    // The walk goes domain by domain: one file's entries at a time.
+    // Entry key, value before, block.
+    type Entry = (Vec<u8>, Option<Bytes>, u64);
+    let mut entries: [Vec<Entry>; 4] = Default::default();
+    strata_db::history::walk_legacy::<Error>(&txn, |(domain, key, block, previous)| {
+        entries[domain.index()].push((entry_key(&key, block), previous, block));
+        Ok(())
+    })?;
+    let mut manifest = manifest;
+    for domain in Domain::ALL {
+        let entries = std::mem::take(&mut entries[domain.index()]);
+        let (Some(first), Some(last)) = (
+            entries.iter().map(|e| e.2).min(),
+            entries.iter().map(|e| e.2).max(),
+        ) else {
+            continue;
+        };
+        let meta = FileMeta {
+            domain,
+            from_step: first,
+            to_step: last + 1,
+        };
+        let mut writer = SortedFileWriter::new(fs.clone(), history_dir, meta)?
+            .with_filter_on_prefixes(BLOCK_LEN)
+            .with_expected_keys(entries.len() as u64);
+        for (key, previous, _) in &entries {
+            writer.push(key, previous.as_deref())?;
+        }
+        let info = writer.finish()?;
+        manifest.history[domain.index()] = vec![strata_db::meta::ManifestFile {
+            name: info.name,
+            checksum: info.checksum,
+        }];
+    }
+    strata_db::history::drop_legacy(&txn)?;
+    {
+        let mut meta_table = txn.open_table(META).map_err(db_err("open meta"))?;
+        meta::write_manifest(&mut meta_table, &manifest)?;
+    }
+    txn.commit()
+        .map_err(db_err("commit the history's move into files"))?;
+    tracing::info!(
+        target: "strata::history",
+        "moved the history kept in redb by an earlier build into history files"
+    );
+    Ok(manifest)
 }
 
 /// The blocks below the head whose roots, hashes and headers are kept:

@@ -155,6 +155,16 @@ fn restore(
     // and a collation built before the unwind never prunes them.
     let manifest = inner.current.load().files.manifest.clone();
     let step_in = |domain: Domain| manifest.db_step(domain, inner.step_of(last));
+    // The history files of unwound blocks, rewritten before the transaction
+    // that lists the new ones.
+    let history = if inner.options.history.unwrap_or_default().is_on() {
+        let files = inner.current.load().files.clone();
+        Some(crate::state_history::after_unwind(
+            inner, &files, head.block,
+        )?)
+    } else {
+        None
+    };
     let txn = inner.db.begin_write().map_err(db_err("begin write"))?;
     {
         let mut tables = DomainTables::open(&txn)?;
@@ -194,9 +204,9 @@ fn restore(
                 .map_err(db_err("restore commitment record"))?;
         }
         heads.drop_after(head.block)?;
-        if inner.options.history.unwrap_or_default().is_on() {
+        if let Some(change) = &history {
             // The unwound blocks' history goes with them.
-            strata_db::HistoryTables::open(&txn)?.drop_from(head.block + 1)?;
+            meta::write_manifest(heads.meta(), &change.files.manifest)?;
         }
         heads.set_head(head)?;
         meta::count_unwind(heads.meta())?;
@@ -212,7 +222,15 @@ fn restore(
     // The cache's values may be those of the unwound blocks: start empty
     // at the restored head (readers of the old head bypass it).
     inner.values.reset(Some(head));
-    inner.ledger.publish(inner, &commit, Change::Reset(head))
+    let (files, retired) = history.map(|c| (c.files, c.retired)).unzip();
+    inner
+        .ledger
+        .publish(inner, &commit, Change::Reset(head, files))?;
+    drop(commit);
+    if let Some(retired) = retired {
+        crate::state_history::remove_files(inner, &retired)?;
+    }
+    Ok(())
 }
 
 /// Clears the mark an unwind (or an open finishing one) left once the

@@ -34,6 +34,9 @@ pub struct SortedFileWriter {
     index: Vec<u8>,
     block_count: u32,
     filter: FilterInput,
+    /// Bytes at the end of each key the filter leaves out
+    /// ([`SortedFileWriter::with_filter_on_prefixes`]).
+    filter_suffix: usize,
     last_key: Option<Vec<u8>>,
     entries: u64,
     failed: bool,
@@ -98,6 +101,7 @@ impl SortedFileWriter {
             index: Vec::new(),
             block_count: 0,
             filter: FilterInput::Hashes(Vec::new()),
+            filter_suffix: 0,
             last_key: None,
             entries: 0,
             failed: false,
@@ -113,6 +117,20 @@ impl SortedFileWriter {
     pub fn with_expected_keys(mut self, keys: u64) -> Self {
         if self.entries == 0 {
             self.filter = FilterInput::Sized(filter::FilterBuilder::for_keys(keys));
+        }
+        self
+    }
+
+    /// Builds the file's filter over each key without its last
+    /// `suffix_len` bytes: a key's history file holds `key ‖ block` entries,
+    /// and a read asks whether the file holds any entry of `key` (through
+    /// [`crate::SortedFile::may_contain`] with the key alone). Such a file's
+    /// filter no longer answers for whole keys; only readers that know it
+    /// ask it. Call it before the first [`SortedFileWriter::push`]; later
+    /// it is ignored.
+    pub fn with_filter_on_prefixes(mut self, suffix_len: usize) -> Self {
+        if self.entries == 0 {
+            self.filter_suffix = suffix_len;
         }
         self
     }
@@ -166,9 +184,10 @@ impl SortedFileWriter {
             self.flush_block()?;
         }
         self.block.add(key, value);
+        let filtered = &key[..key.len().saturating_sub(self.filter_suffix)];
         match &mut self.filter {
-            FilterInput::Hashes(hashes) => hashes.push(KeyHash::of(key).0),
-            FilterInput::Sized(builder) => builder.insert(KeyHash::of(key)),
+            FilterInput::Hashes(hashes) => hashes.push(KeyHash::of(filtered).0),
+            FilterInput::Sized(builder) => builder.insert(KeyHash::of(filtered)),
         }
         match &mut self.last_key {
             Some(prev) => {

@@ -29,6 +29,13 @@ pub enum ReadError {
     /// A range read asked of a reader that cannot serve one.
     #[error("no range read here: {0}")]
     RangeUnavailable(&'static str),
+    /// A read through the history of a datadir whose history is still in
+    /// redb's tables of the first layout, which a writer's open moves
+    /// into history files.
+    #[error(
+        "the datadir's history is in an earlier layout (redb tables); open it once with a writer of this build to move it into history files"
+    )]
+    LegacyHistory,
     /// The commitment failed.
     #[error("commitment at block {block}: {source}")]
     Commitment {

@@ -25,6 +25,7 @@ pub mod access_list;
 pub mod error;
 pub mod fileset;
 pub mod history;
+pub mod history_files;
 pub mod memory;
 pub mod overlay;
 pub mod proof;

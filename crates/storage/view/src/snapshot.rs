@@ -13,11 +13,11 @@ use redb::{
 };
 
 use crate::error::guarded;
-use crate::error::{Result, db_err};
+use crate::error::{ReadError, Result, db_err};
 use crate::fileset::FileSet;
 use crate::history::History;
 use crate::memory::MemoryTier;
-use strata_db::history::{HISTORY_CHANGES, HISTORY_INDEX};
+use strata_db::history::LEGACY_HISTORY_INDEX;
 use strata_db::tables::{
     BLOCK_HASH_WINDOW, BLOCK_HASHES, BLOCK_HEADERS, BLOCK_NUMBERS, CODE_BY_HASH, META, ROOTS,
     domain_table,
@@ -93,12 +93,6 @@ pub struct Snapshot {
     pub history: History,
 }
 
-/// redb's history tables in one read transaction.
-struct HistoryView {
-    index: ReadOnlyTable<&'static [u8], &'static [u8]>,
-    changes: ReadOnlyTable<&'static [u8], &'static [u8]>,
-}
-
 /// One redb read transaction with the tables reads use, opened once.
 struct DbView {
     tables: [ReadOnlyTable<&'static [u8], &'static [u8]>; 4],
@@ -106,9 +100,9 @@ struct DbView {
     block_hashes: ReadOnlyTable<u64, &'static [u8]>,
     /// `None` in a datadir no header was written to yet.
     block_headers: Option<ReadOnlyTable<u64, &'static [u8]>>,
-    /// The state's history, its index and its changes (`None` in a
-    /// datadir that keeps none).
-    history: Option<HistoryView>,
+    /// Whether redb still holds history in the tables of the first
+    /// layout (a writer's open moves it into history files).
+    legacy_history: bool,
     /// Block → root, for the blocks redb keeps roots of.
     roots: Option<ReadOnlyTable<u64, &'static [u8]>>,
     /// Block hash → number (a datadir that keeps history).
@@ -183,16 +177,12 @@ impl Snapshot {
                 Err(error) => Err(db_err("open table")(error)),
             }
         })?;
-        let history = guarded(HISTORY_INDEX.name(), || {
-            let index = match txn.open_table(HISTORY_INDEX) {
-                Ok(table) => table,
-                Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
-                Err(error) => return Err(db_err("open table")(error)),
-            };
-            let changes = txn
-                .open_table(HISTORY_CHANGES)
-                .map_err(db_err("open table"))?;
-            Ok(Some(HistoryView { index, changes }))
+        let legacy_history = guarded(LEGACY_HISTORY_INDEX.name(), || {
+            match txn.open_table(LEGACY_HISTORY_INDEX) {
+                Ok(table) => Ok(!table.is_empty().map_err(db_err("read table"))?),
+                Err(redb::TableError::TableDoesNotExist(_)) => Ok(false),
+                Err(error) => Err(db_err("open table")(error)),
+            }
         })?;
         let roots = guarded(ROOTS.name(), || match txn.open_table(ROOTS) {
             Ok(table) => Ok(Some(table)),
@@ -222,7 +212,7 @@ impl Snapshot {
                 code_by_hash,
                 block_hashes,
                 block_headers,
-                history,
+                legacy_history,
                 roots,
                 numbers,
                 head: db_head,
@@ -303,9 +293,10 @@ impl Snapshot {
         self.db.head
     }
 
-    /// Whether this snapshot's redb keeps history.
+    /// Whether the datadir keeps history (as this snapshot's redb
+    /// records its retention).
     pub fn has_history(&self) -> bool {
-        self.db.history.is_some()
+        self.db.history_kept.0.is_on()
     }
 
     /// The datadir's history retention and the oldest block its history
@@ -315,43 +306,23 @@ impl Snapshot {
         self.db.history_kept
     }
 
-    /// The value `key` held after `block`, when redb's history records a
+    /// The value `key` held at `block`, when the history files record a
     /// change of it after `block` (the value before its first such
-    /// change); `None` when it records none (up to [`Snapshot::db_head`]).
+    /// change); `None` when they record none (up to [`Snapshot::db_head`]).
     pub fn history_value_at(
         &self,
         domain: Domain,
         key: &[u8],
         block: u64,
     ) -> Result<Option<Option<Bytes>>> {
-        let Some(history) = &self.db.history else {
-            return Ok(None);
-        };
-        guarded(HISTORY_INDEX.name(), || {
-            Ok(strata_db::history::value_at(
-                &history.index,
-                &history.changes,
-                domain,
-                key,
-                block,
-            )?)
-        })
-    }
-
-    /// Calls `visit` with the domain, key length and value length of every
-    /// entry of redb's history (a scan); a commitment record's value comes
-    /// in a call of its own, with `usize::MAX` for the key length.
-    pub fn visit_history(&self, mut visit: impl FnMut(Domain, usize, usize)) -> Result<()> {
-        let Some(history) = &self.db.history else {
-            return Ok(());
-        };
-        guarded(HISTORY_INDEX.name(), || {
-            Ok(strata_db::history::visit_sizes(
-                &history.index,
-                &history.changes,
-                &mut visit,
-            )?)
-        })
+        if self.db.legacy_history {
+            return Err(ReadError::LegacyHistory);
+        }
+        Ok(crate::history_files::value_at(
+            self.files.history(domain),
+            key,
+            block,
+        )?)
     }
 
     /// The number of the block with `hash`, when this snapshot's memory
@@ -388,15 +359,47 @@ impl Snapshot {
         })
     }
 
-    /// Checks redb's history ([`strata_db::history::check`]): the changes
-    /// checked and the problems found.
+    /// Checks the history files: every entry's key is a key and a block
+    /// of the file's range (the files' checksums were checked when they
+    /// were opened, their order by their reader). Returns the entries
+    /// checked and every problem (at most 20 described, then counted).
     pub fn check_history(&self) -> Result<(u64, Vec<String>)> {
-        let Some(history) = &self.db.history else {
-            return Ok((0, Vec::new()));
-        };
-        guarded(HISTORY_INDEX.name(), || {
-            Ok(strata_db::history::check(&history.index, &history.changes)?)
-        })
+        let mut problems = Vec::new();
+        let mut found = 0u64;
+        let mut checked = 0u64;
+        for domain in Domain::ALL {
+            for file in self.files.history(domain) {
+                let meta = file.meta();
+                let name = file.path().display();
+                for entry in file.iter() {
+                    let (raw, _) = entry?;
+                    checked += 1;
+                    let problem = match crate::history_files::parse_entry_key(&raw) {
+                        None => format!(
+                            "history file {name}: entry 0x{} is not a key and a block",
+                            alloy_primitives::hex::encode(&raw)
+                        ),
+                        Some((key, block)) if block < meta.from_step || block >= meta.to_step => {
+                            format!(
+                                "history file {name}: key 0x{} changed at block {block}, outside its blocks [{}, {})",
+                                alloy_primitives::hex::encode(key),
+                                meta.from_step,
+                                meta.to_step
+                            )
+                        }
+                        Some(_) => continue,
+                    };
+                    found += 1;
+                    if found <= 20 {
+                        problems.push(problem);
+                    }
+                }
+            }
+        }
+        if found > 20 {
+            problems.push(format!("history: {} more problems", found - 20));
+        }
+        Ok((checked, problems))
     }
 
     /// The value of `key` at [`Snapshot::db_head`]: redb, then the files,

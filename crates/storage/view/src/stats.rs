@@ -125,8 +125,8 @@ pub fn collect(
     })
 }
 
-/// What a datadir's history holds (`strata stats`), counted from one
-/// snapshot's redb.
+/// What a datadir's history holds (`strata stats`): its history files,
+/// as one snapshot's manifest lists them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HistoryStats {
     /// How much history the datadir keeps.
@@ -134,48 +134,42 @@ pub struct HistoryStats {
     /// The oldest block the history rebuilds (`None` before the first
     /// flush that wrote history).
     pub from: Option<u64>,
-    /// Per domain: entries (a key's value before one block), key bytes,
-    /// value bytes.
+    /// Per domain: files, entries and bytes on disk.
     pub domains: Vec<HistoryDomainSize>,
 }
 
-/// One domain's history.
+/// One domain's history files.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HistoryDomainSize {
     /// The domain.
     pub domain: Domain,
+    /// History files.
+    pub files: u64,
     /// Entries: one per key and block that changed it.
     pub entries: u64,
-    /// Bytes of their keys (the domain's key, not the table's prefix and block).
-    pub key_bytes: u64,
-    /// Bytes of the values recorded.
-    pub value_bytes: u64,
+    /// Bytes of the files on disk.
+    pub bytes: u64,
 }
 
-/// The history `snapshot`'s redb holds, by a scan of its history table
-/// (`None` for a datadir that keeps none).
+/// The history `snapshot` shows, from its history files' footers (`None`
+/// for a datadir that keeps none).
 pub fn history_stats(snapshot: &Snapshot) -> Result<Option<HistoryStats>> {
     let (retention, from) = snapshot.history_kept();
     if !retention.is_on() {
         return Ok(None);
     }
-    let mut domains: Vec<HistoryDomainSize> = Domain::ALL
+    let domains = Domain::ALL
         .iter()
-        .map(|&domain| HistoryDomainSize {
-            domain,
-            entries: 0,
-            key_bytes: 0,
-            value_bytes: 0,
+        .map(|&domain| {
+            let files = snapshot.files.history(domain);
+            HistoryDomainSize {
+                domain,
+                files: files.len() as u64,
+                entries: files.iter().map(|f| f.entries()).sum(),
+                bytes: files.iter().map(|f| f.size_bytes()).sum(),
+            }
         })
         .collect();
-    snapshot.visit_history(|domain, key_len, value_len| {
-        let size = &mut domains[domain.index()];
-        if key_len != usize::MAX {
-            size.entries += 1;
-            size.key_bytes += key_len as u64;
-        }
-        size.value_bytes += value_len as u64;
-    })?;
     Ok(Some(HistoryStats {
         retention,
         from,

@@ -45,16 +45,16 @@ struct HistoryJson {
     retention: String,
     /// The oldest block it rebuilds (`None` before the first flush with history).
     from: Option<u64>,
-    /// Per domain: entries, key bytes and value bytes.
+    /// Per domain: history files, entries and bytes on disk.
     domains: Vec<HistoryDomainJson>,
 }
 
 #[derive(Debug, Serialize)]
 struct HistoryDomainJson {
     domain: &'static str,
+    files: u64,
     entries: u64,
-    key_bytes: u64,
-    value_bytes: u64,
+    bytes: u64,
 }
 
 impl HistoryJson {
@@ -67,9 +67,9 @@ impl HistoryJson {
                 .iter()
                 .map(|d| HistoryDomainJson {
                     domain: d.domain.name(),
+                    files: d.files,
                     entries: d.entries,
-                    key_bytes: d.key_bytes,
-                    value_bytes: d.value_bytes,
+                    bytes: d.bytes,
                 })
                 .collect(),
         }

@@ -1,5 +1,5 @@
 //! History (`Options::history`): a datadir that keeps it answers reads and
-//! proofs at every kept block — through redb's history below redb's head,
+//! proofs at every kept block — through the history files below redb's head,
 //! through the memory's undo data above — exactly as the model had the
 //! state then, across flushes, collation into files, reopens, crashes and
 //! unwinds; the retention is fixed at creation and bounds what is read.
@@ -224,6 +224,207 @@ fn a_retention_bounds_the_blocks_read_and_is_fixed_at_creation() {
     assert_at(&db, 22, &states[22], "reopened without a setting");
 }
 
+/// The history files' names in the datadir's history folder, sorted.
+fn history_files(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir.join(strata_storage::HISTORY_DIR))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// The history files a datadir's stats count, over all domains.
+fn counted_files(db: &StateDb) -> u64 {
+    let stats = db.history_stats().unwrap().expect("history kept");
+    stats.domains.iter().map(|d| d.files).sum()
+}
+
+/// Each flush adds a history file per domain; maintenance merges those
+/// no unwind can reach, so a long chain keeps a few files per domain
+/// (spans growing toward the past), every block still read as it was,
+/// and no file the manifest no longer lists stays on disk.
+#[test]
+fn flushes_add_history_files_that_maintenance_merges() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = StateDb::open(dir.path(), options(HistoryRetention::Full)).unwrap();
+    let states = commit_chain(&db, 97, |block| block % 3 == 2);
+    db.flush().unwrap();
+    let flushes = 97 / 3 + 1;
+    let before = counted_files(&db);
+    assert!(before > 0);
+    db.compact().unwrap();
+    let after = counted_files(&db);
+    assert!(
+        after < before && after <= 4 * 8,
+        "{before} files before maintenance, {after} after ({flushes} flushes)"
+    );
+    assert_eq!(history_files(dir.path()).len() as u64, after);
+    assert_every_block(&db, &states, "after merging history files");
+    drop(db);
+    let db = StateDb::open(dir.path(), options(HistoryRetention::Full)).unwrap();
+    assert_every_block(&db, &states, "reopened");
+}
+
+/// A retention of N blocks drops whole history files once every block
+/// they hold is at or below the oldest kept block (and deletes them).
+#[test]
+fn a_retention_drops_whole_history_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = StateDb::open(dir.path(), options(HistoryRetention::Blocks(10))).unwrap();
+    let states = commit_chain(&db, 80, |block| block % 4 == 3);
+    db.flush().unwrap();
+    let names = history_files(dir.path());
+    assert_eq!(names.len() as u64, counted_files(&db));
+    for name in &names {
+        // `domain-FROM-TO.sst`: every file holds a block after 70, the
+        // oldest block a retention of 10 keeps below block 79 (a read at
+        // 70 needs the changes after it).
+        let to: u64 = name
+            .trim_end_matches(".sst")
+            .rsplit('-')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(to > 71, "{name} is older than the retention: {names:?}");
+    }
+    for block in 70..80u64 {
+        assert_at(&db, block, &states[block as usize], "retention 10");
+    }
+}
+
+/// An unwind into flushed blocks rewrites the history files that hold
+/// the unwound blocks' changes without them: blocks committed again in
+/// their place read as the new ones, the older blocks as before.
+#[test]
+fn an_unwind_rewrites_the_unwound_blocks_history_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = StateDb::open(dir.path(), options(HistoryRetention::Full)).unwrap();
+    // One flush of blocks 0..=9: one history file per domain holds 8 and 9.
+    let mut states = commit_chain(&db, 10, |block| block == 9);
+    let before = history_files(dir.path());
+    db.unwind_to(7).unwrap();
+    let after = history_files(dir.path());
+    assert_ne!(
+        before, after,
+        "the files holding blocks 8 and 9 are rewritten"
+    );
+    assert!(
+        after.iter().all(|name| name.ends_with("-0000000008.sst")),
+        "every file now ends at block 7: {after:?}"
+    );
+    states.truncate(8);
+    let mut model = states.last().unwrap().clone();
+    for i in 0..4u64 {
+        let writes = [Write::Account {
+            who: (i as usize + 1) % ADDRESSES,
+            nonce: 1_000 + i,
+            balance: 77 + i,
+        }];
+        commit_next_block(&db, &mut model, &writes);
+        states.push(model.clone());
+    }
+    db.flush().unwrap();
+    assert_every_block(&db, &states, "after the unwind and new blocks");
+    drop(db);
+    let db = StateDb::open(dir.path(), options(HistoryRetention::Full)).unwrap();
+    assert_every_block(&db, &states, "reopened");
+}
+
+/// Rewrites a closed datadir's history files into redb's tables of the
+/// first history build (what a datadir that build wrote holds) and lists
+/// no history file any more.
+fn into_the_first_layout(dir: &std::path::Path) {
+    use redb::{ReadableDatabase, TableDefinition};
+    use strata_storage::files::{FileValue, SortedFile};
+    let index_table: TableDefinition<&[u8], &[u8]> = TableDefinition::new("history_index");
+    let changes_table: TableDefinition<&[u8], &[u8]> = TableDefinition::new("history_changes");
+    let meta_table: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+    let redb = redb::Database::open(dir.join(strata_storage::DB_FILE)).unwrap();
+    let mut manifest: serde_json::Value = {
+        let read = redb.begin_read().unwrap();
+        let meta = read.open_table(meta_table).unwrap();
+        serde_json::from_slice(meta.get("manifest").unwrap().unwrap().value()).unwrap()
+    };
+    let txn = redb.begin_write().unwrap();
+    {
+        let mut index = txn.open_table(index_table).unwrap();
+        let mut changes = txn.open_table(changes_table).unwrap();
+        let history = dir.join(strata_storage::HISTORY_DIR);
+        for (domain, files) in manifest["history"].as_array().unwrap().iter().enumerate() {
+            for file in files.as_array().unwrap() {
+                let path = history.join(file["name"].as_str().unwrap());
+                let opened = SortedFile::open(&strata_storage::files::OsFileSystem, &path).unwrap();
+                for entry in opened.iter() {
+                    let (raw, value) = entry.unwrap();
+                    let (len_and_key, block) = raw.split_at(raw.len() - 8);
+                    let key = &len_and_key[2..];
+                    let previous = match value {
+                        FileValue::Value(v) => [&[1u8][..], &v].concat(),
+                        FileValue::Tombstone => vec![0],
+                    };
+                    let index_key = [&[domain as u8][..], &raw].concat();
+                    let change_key = [block, &[domain as u8][..], key].concat();
+                    let (inline, changed) = if domain == 3 {
+                        (Vec::new(), previous)
+                    } else {
+                        (previous, Vec::new())
+                    };
+                    index
+                        .insert(index_key.as_slice(), inline.as_slice())
+                        .unwrap();
+                    changes
+                        .insert(change_key.as_slice(), changed.as_slice())
+                        .unwrap();
+                }
+                drop(opened);
+                std::fs::remove_file(&path).unwrap();
+            }
+        }
+        manifest.as_object_mut().unwrap().remove("history");
+        let mut meta = txn.open_table(meta_table).unwrap();
+        meta.insert(
+            "manifest",
+            serde_json::to_vec(&manifest).unwrap().as_slice(),
+        )
+        .unwrap();
+    }
+    txn.commit().unwrap();
+}
+
+/// A datadir whose history an earlier build kept in redb's tables: a
+/// reader in another process refuses reads through it (never the value of
+/// another block), and a writer's open moves it into history files,
+/// after which every block reads as it was.
+#[test]
+fn history_kept_in_redb_by_an_earlier_build_moves_into_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = StateDb::open(dir.path(), options(HistoryRetention::Full)).unwrap();
+    let states = commit_chain(&db, 30, |block| block % 6 == 5);
+    db.flush().unwrap();
+    drop(db);
+    into_the_first_layout(dir.path());
+    assert!(history_files(dir.path()).is_empty());
+    let follower = strata_storage::ReadOnlyStateDb::open(dir.path(), Options::default()).unwrap();
+    match follower.reader_at(5, Regime::Exec) {
+        Err(Error::LegacyHistory) => {}
+        Err(other) => panic!("block 5 through the first layout: {other}"),
+        Ok(reader) => panic!(
+            "block 5 read through the first layout (root {})",
+            reader.root()
+        ),
+    }
+    drop(follower);
+    let db = StateDb::open(dir.path(), options(HistoryRetention::Full)).unwrap();
+    assert!(!history_files(dir.path()).is_empty(), "moved into files");
+    assert_every_block(&db, &states, "after the move");
+    drop(db);
+    let follower = strata_storage::ReadOnlyStateDb::open(dir.path(), Options::default()).unwrap();
+    let reader = follower.reader_at(5, Regime::Exec).unwrap();
+    assert_eq!(reader.root(), model_root(&states[5]));
+}
+
 /// Without history a datadir reads the unwind window only, as before.
 #[test]
 fn without_history_only_the_unwind_window_is_read() {
@@ -269,8 +470,8 @@ fn a_follower_reads_every_kept_block_through_the_history() {
     }
 }
 
-/// `verify` checks the history: clean after a chain, and a change whose
-/// index entry is gone is a problem it names.
+/// `verify` checks the history files: clean after a chain, and a history
+/// file with a byte changed is a problem that names it.
 #[test]
 fn verify_checks_the_history() {
     let dir = tempfile::tempdir().unwrap();
@@ -281,32 +482,24 @@ fn verify_checks_the_history() {
     assert!(report.is_ok(), "{:?}", report.problems);
     assert!(report.history_checked > 0, "{report:?}");
     drop(db);
-    {
-        let redb = redb::Database::open(dir.path().join(strata_storage::DB_FILE)).unwrap();
-        let txn = redb.begin_write().unwrap();
-        {
-            let history_index: redb::TableDefinition<&[u8], &[u8]> =
-                redb::TableDefinition::new("history_index");
-            let mut index = txn.open_table(history_index).unwrap();
-            let first = redb::ReadableTable::first(&index)
-                .unwrap()
-                .unwrap()
-                .0
-                .value()
-                .to_vec();
-            index.remove(first.as_slice()).unwrap();
-        }
-        txn.commit().unwrap();
-    }
+    let history = dir.path().join(strata_storage::HISTORY_DIR);
+    let mut files: Vec<_> = std::fs::read_dir(&history)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "a flushed chain leaves history files");
+    let victim = &files[0];
+    let mut bytes = std::fs::read(victim).unwrap();
+    bytes[10] ^= 0x40;
+    std::fs::write(victim, bytes).unwrap();
+    let name = victim.file_name().unwrap().to_string_lossy().into_owned();
     let report =
         strata_storage::verify_datadir(dir.path(), &Options::default(), &Default::default())
             .unwrap();
     assert!(
-        report
-            .problems
-            .iter()
-            .any(|p| p.contains("has no index entry")),
-        "{:?}",
+        report.problems.iter().any(|p| p.contains(&name)),
+        "{name}: {:?}",
         report.problems
     );
 }
