@@ -26,9 +26,9 @@ use strata_journal::BlockRecord;
 use strata_types::{Domain, HistoryRetention};
 use strata_view::fileset::FileSet;
 use strata_view::history::BlockUndo;
-use strata_view::history_files::{BLOCK_LEN, entry_key, parse_entry_key};
+use strata_view::history_files::{BLOCK_LEN, Versions, entry_key, parse_entry_key};
 use strata_view::memory::MemoryTier;
-use strata_view::snapshot::Snapshot;
+use strata_view::snapshot::{Snapshot, versioned};
 
 use crate::error::{Error, Result, db_err};
 use crate::inner::Inner;
@@ -133,16 +133,40 @@ pub(crate) fn write_files(
             from_step: first,
             to_step: last + 1,
         };
-        let mut writer = SortedFileWriter::new(inner.fs.clone(), &dir, meta)?
-            .with_filter_on_prefixes(BLOCK_LEN)
-            .with_expected_keys(entries.len() as u64);
-        for (key, previous) in &entries {
-            writer.push(key, previous.as_deref())?;
-        }
-        let info = writer.finish()?;
+        let info = write_file(
+            &inner.fs,
+            &dir,
+            meta,
+            entries.iter().map(|(key, value)| (key, value.as_deref())),
+            entries.len(),
+        )?;
         files.push(Arc::new(SortedFile::open(inner.fs.as_ref(), &info.path)?));
     }
     Ok(files)
+}
+
+/// Writes one history file of `meta` from `entries` (entry key and the
+/// value before its block, in the file's order), a versioned domain's
+/// values held as differences where smaller
+/// ([`strata_view::history_files::Versions`]).
+fn write_file<'a>(
+    fs: &Arc<dyn FileSystem>,
+    dir: &Path,
+    meta: FileMeta,
+    entries: impl Iterator<Item = (&'a Vec<u8>, Option<&'a [u8]>)>,
+    count: usize,
+) -> Result<strata_files::FileInfo> {
+    let mut writer = SortedFileWriter::new(fs.clone(), dir, meta)?
+        .with_filter_on_prefixes(BLOCK_LEN)
+        .with_expected_keys(count as u64);
+    let mut versions = versioned(meta.domain).then(Versions::default);
+    for (key, value) in entries {
+        match versions.as_mut() {
+            Some(versions) => writer.push(key, versions.encode(key, value).as_deref())?,
+            None => writer.push(key, value)?,
+        }
+    }
+    Ok(writer.finish()?)
 }
 
 /// A new file set of history files and the paths of the files it no
@@ -382,13 +406,15 @@ pub(crate) fn move_legacy_history(
             from_step: first,
             to_step: last + 1,
         };
-        let mut writer = SortedFileWriter::new(fs.clone(), history_dir, meta)?
-            .with_filter_on_prefixes(BLOCK_LEN)
-            .with_expected_keys(entries.len() as u64);
-        for (key, previous, _) in &entries {
-            writer.push(key, previous.as_deref())?;
-        }
-        let info = writer.finish()?;
+        let info = write_file(
+            fs,
+            history_dir,
+            meta,
+            entries
+                .iter()
+                .map(|(key, previous, _)| (key, previous.as_deref())),
+            entries.len(),
+        )?;
         manifest.history[domain.index()] = vec![strata_db::meta::ManifestFile {
             name: info.name,
             checksum: info.checksum,

@@ -15,6 +15,19 @@
 //! the key's first change after `b` — in the oldest file whose range ends
 //! after `b` that holds one — and returns the value recorded before it:
 //! the value at `b`. With none, the value now is.
+//!
+//! A commitment record's versions differ from one block to the next in a
+//! cell or two (one child's reference along each changed path), so in a
+//! domain whose values are versioned ([`Versions`]) an entry may hold its
+//! value as the difference from the entry before it (same key, the
+//! previous change): `0xd1 ‖ base block u64 BE ‖ prefix varint ‖ suffix
+//! varint ‖ middle` — the value is the previous one's first `prefix` bytes,
+//! `middle`, and its last `suffix` bytes; `base block` names the key's
+//! nearest earlier entry held whole, where a read starts applying
+//! differences. Every [`WHOLE_EVERY`]th entry of a key (and each key's
+//! first in a file, and the one after an absent value) is whole, so a
+//! read applies at most that many. A whole value that starts with `0xd0`
+//! or `0xd1` is stored behind a `0xd0`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -27,6 +40,15 @@ pub const ENTRY_OVERHEAD: usize = 2 + BLOCK_LEN;
 
 /// The block number's bytes at the end of an entry key.
 pub const BLOCK_LEN: usize = 8;
+
+/// The first byte of a value held as a difference from the entry before it.
+const DIFF_TAG: u8 = 0xd1;
+/// The first byte of a whole value that would otherwise start with a tag.
+const ESCAPE_TAG: u8 = 0xd0;
+
+/// A key's entries between two whole values, at most (a read at any block
+/// applies at most this many differences).
+pub const WHOLE_EVERY: u32 = 16;
 
 /// The folder of the history files beside a datadir's `files/` folder.
 pub fn history_dir_beside(files_dir: &Path) -> PathBuf {
@@ -63,11 +85,13 @@ pub fn parse_entry_key(raw: &[u8]) -> Option<(&[u8], u64)> {
 }
 
 /// The value `key` held at `block`, from `files` (one domain's history
-/// files, oldest blocks first): the value before its first change after
-/// `block` (`Some(None)`: absent), or `None` when the files record no
-/// change of it after `block`.
+/// files, oldest blocks first; `versions`: the domain's values may be held
+/// as differences): the value before its first change after `block`
+/// (`Some(None)`: absent), or `None` when the files record no change of it
+/// after `block`.
 pub fn value_at(
     files: &[Arc<SortedFile>],
+    versions: bool,
     key: &[u8],
     block: u64,
 ) -> Result<Option<Option<Bytes>>, FileError> {
@@ -85,6 +109,7 @@ pub fn value_at(
             let (found, value) = entry?;
             if found.len() == from.len() && found.starts_with(&prefix) {
                 return Ok(Some(match value {
+                    FileValue::Value(value) if versions => Some(resolve(file, &found, value)?),
                     FileValue::Value(value) => Some(value),
                     FileValue::Tombstone => None,
                 }));
@@ -92,6 +117,180 @@ pub fn value_at(
         }
     }
     Ok(None)
+}
+
+/// The whole value of the entry `entry` of `file`, whose stored value is
+/// `stored` (whole, escaped, or a difference resolved from its base entry
+/// on).
+fn resolve(file: &SortedFile, entry: &[u8], stored: Bytes) -> Result<Bytes, FileError> {
+    match stored.first() {
+        Some(&ESCAPE_TAG) => return Ok(stored.slice(1..)),
+        Some(&DIFF_TAG) => {}
+        _ => return Ok(stored),
+    }
+    let corrupt = |what: String| FileError::Corrupted {
+        file: file.path().to_path_buf(),
+        offset: 0,
+        what: format!(
+            "history entry 0x{}: {what}",
+            alloy_primitives::hex::encode(entry)
+        ),
+    };
+    let base = stored
+        .get(1..9)
+        .map(|b| u64::from_be_bytes(b.try_into().expect("8 bytes")))
+        .ok_or_else(|| corrupt("a difference without its base block".into()))?;
+    let key_part = &entry[..entry.len() - BLOCK_LEN];
+    let mut start = key_part.to_vec();
+    start.extend_from_slice(&base.to_be_bytes());
+    let mut value: Option<Vec<u8>> = None;
+    for item in file.iter_from(&start) {
+        let (at, stored) = item?;
+        if !at.starts_with(key_part) || at.len() != entry.len() {
+            break;
+        }
+        let stored = match stored {
+            FileValue::Value(stored) => stored,
+            FileValue::Tombstone => return Err(corrupt("an absent value inside a chain".into())),
+        };
+        value = Some(decode_after(value.as_deref(), &stored).map_err(|what| corrupt(what.into()))?);
+        if *at == *entry {
+            return Ok(Bytes::from(value.expect("set above")));
+        }
+    }
+    Err(corrupt(format!(
+        "its chain from block {base} does not reach it"
+    )))
+}
+
+/// The whole value of an entry stored as `stored`, after an entry of the
+/// same key whose whole value is `previous` (`None`: none, or an absent
+/// value); what is wrong when it does not decode.
+pub fn decode_after(previous: Option<&[u8]>, stored: &[u8]) -> Result<Vec<u8>, &'static str> {
+    match (previous, stored.first()) {
+        (None, Some(&DIFF_TAG)) => Err("a difference without a whole value before it"),
+        (Some(previous), Some(&DIFF_TAG)) => {
+            apply_diff(previous, stored).ok_or("a difference that does not apply")
+        }
+        (_, Some(&ESCAPE_TAG)) => Ok(stored[1..].to_vec()),
+        _ => Ok(stored.to_vec()),
+    }
+}
+
+/// `value` as the difference from `previous` (see the module's format).
+fn encode_diff(base: u64, previous: &[u8], value: &[u8]) -> Vec<u8> {
+    let prefix = previous
+        .iter()
+        .zip(value)
+        .take_while(|(a, b)| a == b)
+        .count();
+    let room = previous.len().min(value.len()) - prefix;
+    let suffix = previous
+        .iter()
+        .rev()
+        .zip(value.iter().rev())
+        .take(room)
+        .take_while(|(a, b)| a == b)
+        .count();
+    let middle = &value[prefix..value.len() - suffix];
+    let mut out = Vec::with_capacity(middle.len() + 16);
+    out.push(DIFF_TAG);
+    out.extend_from_slice(&base.to_be_bytes());
+    put_varint(&mut out, prefix as u64);
+    put_varint(&mut out, suffix as u64);
+    out.extend_from_slice(middle);
+    out
+}
+
+/// The value a difference made from `previous` gives; `None` when it does
+/// not decode or does not fit `previous`.
+fn apply_diff(previous: &[u8], diff: &[u8]) -> Option<Vec<u8>> {
+    let mut rest = diff.get(9..)?;
+    let prefix = usize::try_from(take_varint(&mut rest)?).ok()?;
+    let suffix = usize::try_from(take_varint(&mut rest)?).ok()?;
+    if prefix.checked_add(suffix)? > previous.len() {
+        return None;
+    }
+    let mut out = Vec::with_capacity(prefix + rest.len() + suffix);
+    out.extend_from_slice(&previous[..prefix]);
+    out.extend_from_slice(rest);
+    out.extend_from_slice(&previous[previous.len() - suffix..]);
+    Some(out)
+}
+
+fn put_varint(out: &mut Vec<u8>, mut value: u64) {
+    while value >= 0x80 {
+        out.push(value as u8 | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
+fn take_varint(input: &mut &[u8]) -> Option<u64> {
+    let mut value = 0u64;
+    for shift in (0..64).step_by(7) {
+        let (&byte, rest) = input.split_first()?;
+        *input = rest;
+        value |= u64::from(byte & 0x7f) << shift;
+        if byte & 0x80 == 0 {
+            return Some(value);
+        }
+    }
+    None
+}
+
+/// Encodes the values of a versioned domain's entries as a history file
+/// takes them, in the file's order: each key's first entry, every
+/// [`WHOLE_EVERY`]th and the one after an absent value whole, the others
+/// as differences from the entry before them where that is smaller.
+#[derive(Default)]
+pub struct Versions {
+    key: Vec<u8>,
+    /// The value of the key's last entry and the block of its chain's
+    /// whole entry (`None` after an absent value or a new key).
+    previous: Option<(Vec<u8>, u64)>,
+    since_whole: u32,
+}
+
+impl Versions {
+    /// The stored value of the entry `entry` (key and block) whose value is
+    /// `value`; entries must come in the file's order.
+    pub fn encode(&mut self, entry: &[u8], value: Option<&[u8]>) -> Option<Vec<u8>> {
+        let (key, block) = entry.split_at(entry.len().saturating_sub(BLOCK_LEN));
+        let block = u64::from_be_bytes(block.try_into().unwrap_or_default());
+        if key != self.key.as_slice() {
+            self.key.clear();
+            self.key.extend_from_slice(key);
+            self.previous = None;
+        }
+        let Some(value) = value else {
+            self.previous = None;
+            return None;
+        };
+        let diff = match &self.previous {
+            Some((previous, base)) if self.since_whole + 1 < WHOLE_EVERY => {
+                Some(encode_diff(*base, previous, value)).filter(|d| d.len() < value.len())
+            }
+            _ => None,
+        };
+        let (stored, base) = match diff {
+            Some(diff) => {
+                self.since_whole += 1;
+                let base = self.previous.as_ref().map_or(block, |p| p.1);
+                (diff, base)
+            }
+            None => {
+                self.since_whole = 0;
+                let whole = match value.first() {
+                    Some(&DIFF_TAG | &ESCAPE_TAG) => [&[ESCAPE_TAG][..], value].concat(),
+                    _ => value.to_vec(),
+                };
+                (whole, block)
+            }
+        };
+        self.previous = Some((value.to_vec(), base));
+        Some(stored)
+    }
 }
 
 #[cfg(test)]
@@ -146,7 +345,7 @@ mod tests {
         );
         let newer = file(&fs, 10, 20, &[(b"a", 12, Some(b"a5"))]);
         let files = [older, newer];
-        let at = |key: &[u8], block| value_at(&files, key, block).unwrap();
+        let at = |key: &[u8], block| value_at(&files, false, key, block).unwrap();
         assert_eq!(at(b"a", 1), Some(None));
         assert_eq!(at(b"a", 2), Some(None));
         assert_eq!(at(b"a", 3), Some(Some(Bytes::from_static(b"a3"))));
@@ -169,5 +368,62 @@ mod tests {
         let mut long = raw.clone();
         long.push(0);
         assert_eq!(parse_entry_key(&long), None);
+    }
+
+    #[test]
+    fn versions_held_as_differences_read_back_whole_at_every_block() {
+        let fs: Arc<dyn FileSystem> = Arc::new(MemFileSystem::new());
+        // Key [0x10]: 40 versions of a 530-byte record, one 32-byte cell
+        // changed each block; absent before block 20; one version starts
+        // with the tag a difference starts with.
+        let version = |i: u64| -> Option<Vec<u8>> {
+            if i == 20 {
+                return None;
+            }
+            let mut record = vec![1u8; 530];
+            let at = 2 + (i as usize % 16) * 32;
+            record[at..at + 32].fill(i as u8);
+            if i == 30 {
+                record[0] = DIFF_TAG;
+            }
+            Some(record)
+        };
+        let meta = FileMeta {
+            domain: Domain::Commitment,
+            from_step: 1,
+            to_step: 41,
+        };
+        let mut writer = SortedFileWriter::new(fs.clone(), Path::new("/h"), meta)
+            .unwrap()
+            .with_filter_on_prefixes(BLOCK_LEN);
+        let mut versions = Versions::default();
+        let mut stored_bytes = 0;
+        for block in 1..41u64 {
+            let key = entry_key(&[0x10], block);
+            let value = version(block - 1);
+            let stored = versions.encode(&key, value.as_deref());
+            stored_bytes += stored.as_ref().map_or(0, Vec::len);
+            writer.push(&key, stored.as_deref()).unwrap();
+        }
+        let info = writer.finish().unwrap();
+        let files = [Arc::new(SortedFile::open(fs.as_ref(), &info.path).unwrap())];
+        assert!(stored_bytes < 39 * 530 / 3, "{stored_bytes} bytes stored");
+        for at in 0..40u64 {
+            let read = value_at(&files, true, &[0x10], at).unwrap();
+            assert_eq!(read, Some(version(at).map(Bytes::from)), "at block {at}");
+        }
+        assert_eq!(value_at(&files, true, &[0x10], 40).unwrap(), None);
+    }
+
+    #[test]
+    fn a_difference_applies_only_to_what_it_fits() {
+        let diff = encode_diff(3, b"abcdef", b"abXYef");
+        assert_eq!(apply_diff(b"abcdef", &diff), Some(b"abXYef".to_vec()));
+        assert_eq!(apply_diff(b"ab", &diff), None);
+        assert_eq!(apply_diff(b"abcdef", &diff[..9]), None);
+        let grown = encode_diff(0, b"aa", b"aaaa");
+        assert_eq!(apply_diff(b"aa", &grown), Some(b"aaaa".to_vec()));
+        let shrunk = encode_diff(0, b"aaaa", b"a");
+        assert_eq!(apply_diff(b"aaaa", &shrunk), Some(b"a".to_vec()));
     }
 }

@@ -320,6 +320,7 @@ impl Snapshot {
         }
         Ok(crate::history_files::value_at(
             self.files.history(domain),
+            versioned(domain),
             key,
             block,
         )?)
@@ -360,7 +361,8 @@ impl Snapshot {
     }
 
     /// Checks the history files: every entry's key is a key and a block
-    /// of the file's range (the files' checksums were checked when they
+    /// of the file's range, and every value held as a difference applies
+    /// to the one before it (the files' checksums were checked when they
     /// were opened, their order by their reader). Returns the entries
     /// checked and every problem (at most 20 described, then counted).
     pub fn check_history(&self) -> Result<(u64, Vec<String>)> {
@@ -371,13 +373,44 @@ impl Snapshot {
             for file in self.files.history(domain) {
                 let meta = file.meta();
                 let name = file.path().display();
+                // The key and whole value of the entry before (a versioned
+                // domain's differences apply to it).
+                let mut previous: Option<(Vec<u8>, Option<Vec<u8>>)> = None;
                 for entry in file.iter() {
-                    let (raw, _) = entry?;
+                    let (raw, stored) = entry?;
                     checked += 1;
-                    let problem = match crate::history_files::parse_entry_key(&raw) {
+                    let parsed = crate::history_files::parse_entry_key(&raw);
+                    let mut undecodable = None;
+                    if let Some((key, _)) = parsed
+                        && versioned(domain)
+                    {
+                        let before = previous
+                            .as_ref()
+                            .filter(|(k, _)| k.as_slice() == key)
+                            .and_then(|(_, v)| v.as_deref());
+                        let whole = match &stored {
+                            strata_files::FileValue::Value(v) => {
+                                match crate::history_files::decode_after(before, v) {
+                                    Ok(whole) => Some(whole),
+                                    Err(what) => {
+                                        undecodable = Some(what);
+                                        None
+                                    }
+                                }
+                            }
+                            strata_files::FileValue::Tombstone => None,
+                        };
+                        previous = Some((key.to_vec(), whole));
+                    }
+                    let problem = match parsed {
                         None => format!(
                             "history file {name}: entry 0x{} is not a key and a block",
                             alloy_primitives::hex::encode(&raw)
+                        ),
+                        Some((key, block)) if undecodable.is_some() => format!(
+                            "history file {name}: key 0x{}'s change at block {block}: {}",
+                            alloy_primitives::hex::encode(key),
+                            undecodable.unwrap_or_default()
                         ),
                         Some((key, block)) if block < meta.from_step || block >= meta.to_step => {
                             format!(
@@ -576,4 +609,11 @@ impl Snapshot {
                 .map_err(db_err("count"))
         })
     }
+}
+
+/// Whether `domain`'s history files may hold values as differences from
+/// the version before ([`crate::history_files::Versions`]): the
+/// commitment's records, whose versions differ in a cell or two.
+pub fn versioned(domain: Domain) -> bool {
+    domain == Domain::Commitment
 }

@@ -333,11 +333,41 @@ fn an_unwind_rewrites_the_unwound_blocks_history_files() {
 }
 
 /// Rewrites a closed datadir's history files into redb's tables of the
-/// first history build (what a datadir that build wrote holds) and lists
-/// no history file any more.
+/// first history build (what a datadir that build wrote holds: whole
+/// values, each read back at the block before its change) and lists no
+/// history file any more.
 fn into_the_first_layout(dir: &std::path::Path) {
     use redb::{ReadableDatabase, TableDefinition};
-    use strata_storage::files::{FileValue, SortedFile};
+    use strata_storage::files::{FileValue, OsFileSystem, SortedFile};
+    // (domain, entry key, the whole value before its block) of every entry.
+    let mut legacy: Vec<(usize, Vec<u8>, Option<bytes::Bytes>)> = Vec::new();
+    let history = dir.join(strata_storage::HISTORY_DIR);
+    {
+        let db = StateDb::open(dir, options(HistoryRetention::Full)).unwrap();
+        for (domain, name) in history_files(dir).iter().map(|name| {
+            let domain = strata_storage::Domain::ALL
+                .iter()
+                .position(|d| name.starts_with(&format!("{}-", d.name())))
+                .unwrap();
+            (domain, name)
+        }) {
+            let opened = SortedFile::open(&OsFileSystem, &history.join(name)).unwrap();
+            for entry in opened.iter() {
+                let (raw, value) = entry.unwrap();
+                let (len_and_key, block) = raw.split_at(raw.len() - 8);
+                let number = u64::from_be_bytes(block.try_into().unwrap());
+                // Nothing is before block 0.
+                let whole = number.checked_sub(1).and_then(|before| {
+                    db.reader_at(before, Regime::Exec)
+                        .unwrap()
+                        .get_latest(strata_storage::Domain::ALL[domain], &len_and_key[2..])
+                        .unwrap()
+                });
+                assert_eq!(whole.is_none(), matches!(value, FileValue::Tombstone));
+                legacy.push((domain, raw.to_vec(), whole));
+            }
+        }
+    }
     let index_table: TableDefinition<&[u8], &[u8]> = TableDefinition::new("history_index");
     let changes_table: TableDefinition<&[u8], &[u8]> = TableDefinition::new("history_changes");
     let meta_table: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
@@ -351,36 +381,26 @@ fn into_the_first_layout(dir: &std::path::Path) {
     {
         let mut index = txn.open_table(index_table).unwrap();
         let mut changes = txn.open_table(changes_table).unwrap();
-        let history = dir.join(strata_storage::HISTORY_DIR);
-        for (domain, files) in manifest["history"].as_array().unwrap().iter().enumerate() {
-            for file in files.as_array().unwrap() {
-                let path = history.join(file["name"].as_str().unwrap());
-                let opened = SortedFile::open(&strata_storage::files::OsFileSystem, &path).unwrap();
-                for entry in opened.iter() {
-                    let (raw, value) = entry.unwrap();
-                    let (len_and_key, block) = raw.split_at(raw.len() - 8);
-                    let key = &len_and_key[2..];
-                    let previous = match value {
-                        FileValue::Value(v) => [&[1u8][..], &v].concat(),
-                        FileValue::Tombstone => vec![0],
-                    };
-                    let index_key = [&[domain as u8][..], &raw].concat();
-                    let change_key = [block, &[domain as u8][..], key].concat();
-                    let (inline, changed) = if domain == 3 {
-                        (Vec::new(), previous)
-                    } else {
-                        (previous, Vec::new())
-                    };
-                    index
-                        .insert(index_key.as_slice(), inline.as_slice())
-                        .unwrap();
-                    changes
-                        .insert(change_key.as_slice(), changed.as_slice())
-                        .unwrap();
-                }
-                drop(opened);
-                std::fs::remove_file(&path).unwrap();
-            }
+        for (domain, raw, whole) in &legacy {
+            let (len_and_key, block) = raw.split_at(raw.len() - 8);
+            let key = &len_and_key[2..];
+            let previous = match whole {
+                Some(v) => [&[1u8][..], v].concat(),
+                None => vec![0],
+            };
+            let index_key = [&[*domain as u8][..], raw].concat();
+            let change_key = [block, &[*domain as u8][..], key].concat();
+            let (inline, changed) = if *domain == 3 {
+                (Vec::new(), previous)
+            } else {
+                (previous, Vec::new())
+            };
+            index
+                .insert(index_key.as_slice(), inline.as_slice())
+                .unwrap();
+            changes
+                .insert(change_key.as_slice(), changed.as_slice())
+                .unwrap();
         }
         manifest.as_object_mut().unwrap().remove("history");
         let mut meta = txn.open_table(meta_table).unwrap();
@@ -391,6 +411,9 @@ fn into_the_first_layout(dir: &std::path::Path) {
         .unwrap();
     }
     txn.commit().unwrap();
+    for name in history_files(dir) {
+        std::fs::remove_file(history.join(name)).unwrap();
+    }
 }
 
 /// A datadir whose history an earlier build kept in redb's tables: a
