@@ -31,7 +31,12 @@ fn slot(n: u64) -> B256 {
 /// A datadir with a genesis and five blocks: balances change every block,
 /// a contract gets code and 300 slots at block 1, some changed later.
 fn datadir(dir: &std::path::Path) -> Vec<B256> {
-    let db = StateDb::open(dir, Options::default()).unwrap();
+    datadir_with(dir, Options::default(), 5)
+}
+
+/// [`datadir`] with `options` and blocks `1..=last`, flushed every 4.
+fn datadir_with(dir: &std::path::Path, options: Options, last: u64) -> Vec<B256> {
+    let db = StateDb::open(dir, options).unwrap();
     let mut alloc = GenesisAlloc::new();
     alloc.insert(
         address(1),
@@ -44,7 +49,10 @@ fn datadir(dir: &std::path::Path) -> Vec<B256> {
         db.init_genesis(&alloc, strata_storage::GenesisName::Unnamed)
             .unwrap(),
     ];
-    for block in 1..=5u64 {
+    for block in 1..=last {
+        if block % 4 == 0 {
+            db.flush().unwrap();
+        }
         let mut writer = db.begin_block(block).unwrap();
         put_first_account(&mut writer, block);
         if block == 1 {
@@ -280,6 +288,83 @@ fn range_methods_page_through_accounts_and_hashed_slots() {
         let next: B256 = account["storageNext"].as_str().unwrap().parse().unwrap();
         let last: B256 = storage.keys().max().unwrap().parse().unwrap();
         assert!(next > last, "{next} after {last}");
+    });
+}
+
+/// A datadir that keeps history answers the state methods, proofs and
+/// the range methods at every block it keeps — most of them below redb's
+/// head, read through its history files — as it was then.
+#[test]
+fn a_history_datadir_answers_at_every_kept_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options::default()
+        .with_unwind_depth(2)
+        .with_history(Some(strata_storage::HistoryRetention::Full));
+    let roots = datadir_with(dir.path(), options, 30);
+    let db = Arc::new(ReadOnlyStateDb::open(dir.path(), Options::default()).unwrap());
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let server = start_server(&runtime, db.clone(), Limits::default());
+    let provider = ProviderBuilder::new().connect_http(url(server.http_addr()).parse().unwrap());
+    runtime.block_on(async {
+        for block in [1u64, 2, 7, 15, 26, 30] {
+            let at = BlockId::number(block);
+            let balance = provider.get_balance(address(1)).block_id(at).await.unwrap();
+            assert_eq!(balance, U256::from(1000 + block), "block {block}");
+            let proof = provider
+                .get_proof(address(2), vec![slot(3), slot(block), slot(block + 1)])
+                .block_id(at)
+                .await
+                .unwrap();
+            verify(roots[block as usize], &proof);
+            // Slot `n` (2 ≤ n ≤ 30) holds n + 1 until block n writes n · 100.
+            for slot_proof in &proof.storage_proof {
+                let n = u64::from_be_bytes(slot_proof.key.as_b256()[24..].try_into().unwrap());
+                let expected = if n >= 2 && n <= block { n * 100 } else { n + 1 };
+                assert_eq!(
+                    slot_proof.value,
+                    U256::from(expected),
+                    "block {block} slot {n}"
+                );
+            }
+            let page: Value = provider
+                .raw_request(
+                    "debug_accountRange".into(),
+                    json!([format!("{block:#x}"), Address::ZERO, 10, true, false]),
+                )
+                .await
+                .unwrap();
+            let account = &page["accounts"][address(1).to_string().to_lowercase()];
+            assert_eq!(account["nonce"], json!(block), "block {block}: {page}");
+            assert_eq!(page["root"], json!(roots[block as usize]));
+            // `debug_storageRangeAt` reads the state before the block.
+            let before = block - 1;
+            let range: Value = provider
+                .raw_request(
+                    "debug_storageRangeAt".into(),
+                    json!([format!("{block:#x}"), 0, address(2), B256::ZERO, 1000]),
+                )
+                .await
+                .unwrap();
+            let storage = range["storage"].as_object().unwrap();
+            // The contract and its 300 slots came with block 1.
+            let slots = if before >= 1 { 300 } else { 0 };
+            assert_eq!(storage.len(), slots, "block {block}");
+            for entry in storage.values() {
+                let key: B256 = entry["key"].as_str().unwrap().parse().unwrap();
+                let value: U256 = entry["value"].as_str().unwrap().parse().unwrap();
+                let n = u64::from_be_bytes(key[24..].try_into().unwrap());
+                let expected = if n >= 2 && n <= before {
+                    n * 100
+                } else {
+                    n + 1
+                };
+                assert_eq!(
+                    value,
+                    U256::from(expected),
+                    "before block {block}, slot {n}"
+                );
+            }
+        }
     });
 }
 

@@ -36,7 +36,7 @@ fn sample(snapshot: &Snapshot, domain: Domain, count: usize, seed: u64) -> Resul
     }
     // The same merged walk as the range reads, over the whole domain.
     let mut reservoir = Reservoir::new(count, seed);
-    snapshot.visit_live_range(domain, None, &[], None, |key, _| {
+    snapshot.visit_live_range(domain, Vec::new(), &[], None, |key, _| {
         reservoir.offer(key);
         true
     })?;

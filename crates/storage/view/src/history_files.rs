@@ -119,6 +119,145 @@ pub fn value_at(
     Ok(None)
 }
 
+/// The value at `block` of every key of `from`'s length in `[from, to)`
+/// (`to` = `None`: to the end) that `files` (one domain's history files,
+/// oldest blocks first, values whole) record a change of after `block`,
+/// in key order: the value before its first change after `block` (`None`:
+/// absent). What a range read at an old block merges above the state at
+/// redb's head. Lazy: one entry per file held at a time.
+pub fn changed_after<'a>(
+    files: &'a [Arc<SortedFile>],
+    from: &[u8],
+    to: Option<&'a [u8]>,
+    block: u64,
+) -> ChangedAfter<'a> {
+    let start = key_prefix(from);
+    let heads = files
+        .iter()
+        .filter(|file| file.meta().to_step > block.saturating_add(1))
+        .map(|file| FirstChanges {
+            file,
+            entries: file.iter_from(&start),
+            key_len: from.len(),
+            to,
+            block,
+            pending: None,
+        })
+        .map(|mut changes| {
+            let head = changes.next();
+            (changes, head)
+        })
+        .collect();
+    ChangedAfter { heads }
+}
+
+/// A key and its value at a block (`None`: absent), or why it was not read.
+type Change = Result<(Bytes, Option<Bytes>), FileError>;
+
+/// One file's first change after a block of each key, in key order.
+struct FirstChanges<'a> {
+    file: &'a SortedFile,
+    entries: strata_files::FileIter<'a>,
+    key_len: usize,
+    to: Option<&'a [u8]>,
+    block: u64,
+    /// An entry read past the last key yielded (the next key's first).
+    pending: Option<(Bytes, FileValue)>,
+}
+
+impl Iterator for FirstChanges<'_> {
+    type Item = Change;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let (raw, value) = match self.pending.take() {
+                Some(entry) => entry,
+                None => match self.entries.next()? {
+                    Ok(entry) => entry,
+                    Err(error) => return Some(Err(error)),
+                },
+            };
+            let Some((key, at)) = parse_entry_key(&raw) else {
+                return Some(Err(FileError::Corrupted {
+                    file: self.file.path().to_path_buf(),
+                    offset: 0,
+                    what: format!(
+                        "history entry 0x{} is not a key and a block",
+                        alloy_primitives::hex::encode(&raw)
+                    ),
+                }));
+            };
+            // Keys of another length sort after (their length first).
+            if key.len() != self.key_len || self.to.is_some_and(|to| key >= to) {
+                return None;
+            }
+            if at <= self.block {
+                continue;
+            }
+            let key = raw.slice(2..2 + key.len());
+            // The rest of this key's entries are later changes: skip them,
+            // keeping the next key's first entry.
+            loop {
+                match self.entries.next() {
+                    None => break,
+                    Some(Err(error)) => return Some(Err(error)),
+                    Some(Ok((next, next_value))) => {
+                        let same = parse_entry_key(&next).is_some_and(|(k, _)| k == key.as_ref());
+                        if !same {
+                            self.pending = Some((next, next_value));
+                            break;
+                        }
+                    }
+                }
+            }
+            return Some(Ok((key, value.into_value())));
+        }
+    }
+}
+
+/// [`changed_after`]: the files' first changes merged, the oldest file's
+/// deciding a key several hold.
+pub struct ChangedAfter<'a> {
+    heads: Vec<(FirstChanges<'a>, Option<Change>)>,
+}
+
+impl Iterator for ChangedAfter<'_> {
+    type Item = Change;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(at) = self
+            .heads
+            .iter()
+            .position(|(_, head)| matches!(head, Some(Err(_))))
+        {
+            let (changes, head) = &mut self.heads[at];
+            let failed = head.take();
+            *head = changes.next();
+            return failed;
+        }
+        // `min_by` keeps the first of equal keys: the oldest file's.
+        let key = self
+            .heads
+            .iter()
+            .filter_map(|(_, head)| match head {
+                Some(Ok((key, _))) => Some(key.clone()),
+                _ => None,
+            })
+            .min()?;
+        let mut found = None;
+        for (changes, head) in &mut self.heads {
+            if matches!(head, Some(Ok((at, _))) if *at == key) {
+                let taken = head.take();
+                *head = changes.next();
+                if found.is_none() {
+                    found = taken;
+                }
+            }
+        }
+        found
+    }
+}
+
 /// The whole value of the entry `entry` of `file`, whose stored value is
 /// `stored` (whole, escaped, or a difference resolved from its base entry
 /// on).
@@ -357,6 +496,27 @@ mod tests {
         assert_eq!(at(b"ab", 4), None);
         assert_eq!(at(b"b", 0), None);
         assert_eq!(at(b"a", u64::MAX), None);
+        let changed = |from: &[u8], block| -> Vec<(Bytes, Option<Bytes>)> {
+            changed_after(&files, from, None, block)
+                .collect::<Result<_, _>>()
+                .unwrap()
+        };
+        // Keys of one length: `a` then (length 2) `ab` never mixed in.
+        assert_eq!(changed(b"a", 2), vec![(Bytes::from_static(b"a"), None)]);
+        assert_eq!(
+            changed(b"a", 4),
+            vec![(Bytes::from_static(b"a"), Some(Bytes::from_static(b"a3")))]
+        );
+        assert_eq!(
+            changed(b"a", 11),
+            vec![(Bytes::from_static(b"a"), Some(Bytes::from_static(b"a5")))]
+        );
+        assert!(changed(b"a", 12).is_empty());
+        assert_eq!(
+            changed(b"aa", 0),
+            vec![(Bytes::from_static(b"ab"), Some(Bytes::from_static(b"x")))]
+        );
+        assert!(changed(b"b", 0).is_empty());
     }
 
     #[test]

@@ -8,7 +8,7 @@ use alloy_primitives::{Address, B256, U256};
 use bytes::Bytes;
 
 use crate::error::guarded;
-use crate::error::{ReadError, Result, db_err};
+use crate::error::{Result, db_err};
 use crate::overlay::Overlay;
 use crate::reader::{StateReader, decode_account, decode_slot};
 use crate::snapshot::Snapshot;
@@ -60,12 +60,13 @@ pub fn merge_newest(
 impl Snapshot {
     /// Calls `visit` with the live entries of `domain` with keys in
     /// `[from, to)` (`to` = `None`: to the end), newest version first among
-    /// `newer` (a block's own writes, searched before the snapshot) and
-    /// the tiers, until `visit` returns `false`.
+    /// `newer` (newest first: a block's own writes, or an old block's
+    /// history and undo, searched before the snapshot) and the tiers,
+    /// until `visit` returns `false`.
     pub fn visit_live_range(
         &self,
         domain: Domain,
-        newer: Option<Source<'_>>,
+        newer: Vec<Source<'_>>,
         from: &[u8],
         to: Option<&[u8]>,
         visit: impl FnMut(Bytes, Bytes) -> bool,
@@ -91,8 +92,7 @@ impl Snapshot {
                     ))
                 })
                 .take_while(move |entry| entry.as_ref().map_or(true, |(key, _)| before_end(key)));
-            let mut sources: Vec<Source<'_>> = Vec::new();
-            sources.extend(newer);
+            let mut sources: Vec<Source<'_>> = newer;
             sources.push(Box::new(memory));
             sources.push(Box::new(db));
             // Newest file first, as reads search them.
@@ -131,16 +131,28 @@ fn overlay_source<'a>(
 }
 
 impl StateReader {
-    /// Range reads walk the state's tiers, not its history: a reader at a
-    /// block older than redb's head refuses them.
-    fn refuse_deep_range(&self) -> Result<()> {
-        if self.is_deep() {
-            return Err(ReadError::RangeUnavailable(
-                "range reads at a block older than the unwind window are not kept by the history \
-                 (point reads and proofs are)",
-            ));
+    /// The sources a range read merges above the snapshot's tiers, newest
+    /// first: at a block older than redb's head (a deep reader), the
+    /// values the history files recorded before each key's first change
+    /// after it, then the undo back to redb's head; else the handle's
+    /// overlay (a block's writes, or the undo to an older block).
+    fn newer_sources<'a>(
+        &'a self,
+        domain: Domain,
+        from: &[u8],
+        to: Option<&'a [u8]>,
+    ) -> Result<Vec<Source<'a>>> {
+        let mut sources: Vec<Source<'a>> = Vec::new();
+        if self.is_deep()
+            && let Some(at) = self.at_block()
+        {
+            sources.push(
+                self.snapshot()
+                    .history_changed_after(domain, from, to, at)?,
+            );
         }
-        Ok(())
+        sources.extend(self.overlay().map(|o| overlay_source(o, domain, from, to)));
+        Ok(sources)
     }
 
     /// Up to `limit` accounts in address order, starting at `from`
@@ -148,13 +160,11 @@ impl StateReader {
     /// deleted accounts left out. Page through the state with the next
     /// address after the last one returned. Not timed as reads (a scan).
     pub fn accounts(&self, from: &Address, limit: usize) -> Result<Vec<(Address, Account)>> {
-        self.refuse_deep_range()?;
         let mut out = Vec::new();
         if limit == 0 {
             return Ok(out);
         }
-        let overlay = self.overlay();
-        let newer = overlay.map(|o| overlay_source(o, Domain::Account, from.as_slice(), None));
+        let newer = self.newer_sources(Domain::Account, from.as_slice(), None)?;
         let mut failure = None;
         self.snapshot().visit_live_range(
             Domain::Account,
@@ -188,7 +198,6 @@ impl StateReader {
         from: &B256,
         limit: usize,
     ) -> Result<Vec<(B256, U256)>> {
-        self.refuse_deep_range()?;
         let mut out = Vec::new();
         if limit == 0 {
             return Ok(out);
@@ -197,9 +206,8 @@ impl StateReader {
         // The first key past this account's storage: the address plus one
         // (all-0xff addresses run to the end of the domain).
         let end = next_key(address.as_slice());
-        let overlay = self.overlay();
-        let wiped = overlay.is_some_and(|o| o.wiped().contains(address));
-        let newer = overlay.map(|o| overlay_source(o, Domain::Storage, &start, end.as_deref()));
+        let wiped = self.overlay().is_some_and(|o| o.wiped().contains(address));
+        let newer = self.newer_sources(Domain::Storage, &start, end.as_deref())?;
         let mut failure = None;
         let mut visit = |key: Bytes, raw: Bytes| {
             let Some(slot) = key
@@ -220,9 +228,7 @@ impl StateReader {
         };
         if wiped {
             // The block deleted the account's storage: only what it wrote since counts.
-            if let Some(newer) = newer {
-                merge_newest(vec![newer], &mut visit)?;
-            }
+            merge_newest(newer, &mut visit)?;
         } else {
             self.snapshot().visit_live_range(
                 Domain::Storage,

@@ -142,6 +142,11 @@ impl StateReader {
         }
     }
 
+    /// The block this handle reads at when older than its snapshot's head.
+    pub(crate) fn at_block(&self) -> Option<u64> {
+        self.at.map(|at| at.block)
+    }
+
     /// Whether this reader reads through redb's history
     /// ([`StateReader::deep`]).
     pub fn is_deep(&self) -> bool {

@@ -326,6 +326,32 @@ impl Snapshot {
         )?)
     }
 
+    /// The value at `block` of every key of `from`'s length in `[from,
+    /// to)` that the history files record a change of after `block`, in
+    /// key order, as a range read's source above the state at redb's head
+    /// ([`crate::history_files::changed_after`]; the plain domains only,
+    /// whose values the files hold whole).
+    pub fn history_changed_after<'a>(
+        &'a self,
+        domain: Domain,
+        from: &[u8],
+        to: Option<&'a [u8]>,
+        block: u64,
+    ) -> Result<crate::range::Source<'a>> {
+        if self.db.legacy_history {
+            return Err(ReadError::LegacyHistory);
+        }
+        if versioned(domain) {
+            return Err(ReadError::RangeUnavailable(
+                "the commitment's history holds versions as differences: no range read through it",
+            ));
+        }
+        Ok(Box::new(
+            crate::history_files::changed_after(self.files.history(domain), from, to, block)
+                .map(|entry| entry.map_err(ReadError::from)),
+        ))
+    }
+
     /// The number of the block with `hash`, when this snapshot's memory
     /// tier holds it or redb keeps hashes by number (a datadir with
     /// history keeps every kept block's).

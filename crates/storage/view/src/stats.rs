@@ -204,7 +204,7 @@ pub fn live_sizes(snapshot: &Snapshot) -> Result<Vec<LiveSize>> {
             key_bytes: 0,
             value_bytes: 0,
         };
-        snapshot.visit_live_range(domain, None, &[], None, |key, value| {
+        snapshot.visit_live_range(domain, Vec::new(), &[], None, |key, value| {
             size.keys += 1;
             size.key_bytes += key.len() as u64;
             size.value_bytes += value.len() as u64;

@@ -54,6 +54,38 @@ fn assert_at(db: &StateDb, block: u64, then: &Model, context: &str) {
     assert_reads_match(&reader, then, &addresses, &slots, &context);
     let prove = |a: &Address, s: &[B256]| db.proof_at(block, a, s);
     assert_proofs_match(&prove, then, &addresses, &slots, &context);
+    assert_ranges_match(&reader, then, &context);
+}
+
+/// Range reads (`debug_accountRange`, `debug_storageRangeAt`) at the
+/// reader's block list the model's accounts and non-zero slots then.
+fn assert_ranges_match(reader: &strata_storage::StateReader, then: &Model, context: &str) {
+    let accounts = reader
+        .accounts(&Address::ZERO, usize::MAX)
+        .unwrap_or_else(|e| panic!("{context}: accounts: {e}"));
+    let expected: Vec<_> = then.iter().map(|(a, e)| (*a, e.account)).collect();
+    assert_eq!(accounts, expected, "{context}: accounts");
+    // From the second account on, two at a time: the start and the limit.
+    if let Some((second, _)) = then.iter().nth(1) {
+        let page = reader.accounts(second, 2).unwrap();
+        assert_eq!(
+            page,
+            expected[1..expected.len().min(3)],
+            "{context}: a page"
+        );
+    }
+    for (address, entry) in then {
+        let slots = reader
+            .storage_range(address, &B256::ZERO, usize::MAX)
+            .unwrap_or_else(|e| panic!("{context}: storage of {address}: {e}"));
+        let expected: Vec<_> = entry
+            .storage
+            .iter()
+            .filter(|(_, v)| !v.is_zero())
+            .map(|(s, v)| (*s, *v))
+            .collect();
+        assert_eq!(slots, expected, "{context}: storage of {address}");
+    }
 }
 
 fn assert_every_block(db: &StateDb, states: &[Model], context: &str) {

@@ -173,7 +173,7 @@ fn build_storage_tries(
     // The account whose slots are coming, and whether it is live.
     let mut current: Option<(Address, bool)> = None;
     let walked = guarded("redb table `storage` and the storage files", || {
-        snapshot.visit_live_range(Domain::Storage, None, &[], None, |key, raw| {
+        snapshot.visit_live_range(Domain::Storage, Vec::new(), &[], None, |key, raw| {
             report.slots += 1;
             let Some((address, slot)) = split_storage_key(&key) else {
                 report
@@ -358,7 +358,7 @@ fn digest_codes(
 ) -> std::result::Result<(), String> {
     let mut failed: Option<RunError> = None;
     guarded("redb table `code` and the code files", || {
-        snapshot.visit_live_range(Domain::Code, None, &[], None, |key, code| {
+        snapshot.visit_live_range(Domain::Code, Vec::new(), &[], None, |key, code| {
             if address_key(&key).is_none() {
                 problems.push(format!("code key 0x{} is not an address", hex(&key)));
                 return true;
@@ -394,7 +394,7 @@ fn walk_accounts(
     let mut accounts = 0u64;
     let mut codes_checked = 0u64;
     guarded("redb table `account` and the account files", || {
-        snapshot.visit_live_range(Domain::Account, None, &[], None, |key, raw| {
+        snapshot.visit_live_range(Domain::Account, Vec::new(), &[], None, |key, raw| {
             let step = (|| -> std::result::Result<(), String> {
                 let root = take_up_to(&mut roots, &key, |orphan, _| {
                     problems.push(orphan_storage(orphan))

@@ -356,7 +356,7 @@ fn check_records(snapshot: &Snapshot, derived: derive::Derived, report: &mut Ver
     let mut comparer = records::RecordComparer::new(derived_records);
     let mut root_record = None;
     let walked = guarded("redb table `commitment` and the commitment files", || {
-        snapshot.visit_live_range(Domain::Commitment, None, &[], None, |key, record| {
+        snapshot.visit_live_range(Domain::Commitment, Vec::new(), &[], None, |key, record| {
             if key.as_ref() == ROOT_RECORD_KEY {
                 root_record = Some(record);
             } else {
