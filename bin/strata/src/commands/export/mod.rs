@@ -1,5 +1,6 @@
-//! `strata export --datadir DIR [--out FILE]`: the state of a datadir's
-//! last block as a line-by-line state dump — first `{"root": "0x…"}`, then
+//! `strata export --datadir DIR [--block N] [--out FILE]`: the state of a
+//! datadir's last block (or of block N: one of the last 128, or any block
+//! its history keeps) as a line-by-line state dump — first `{"root": "0x…"}`, then
 //! one account per line in address order with its balance, nonce, code
 //! hash, code and storage — streamed page by page through the range reads
 //! (`StateReader::accounts`, `storage_range`), opened read-only. An
@@ -42,6 +43,11 @@ pub struct ExportArgs {
     /// a file in the datadir).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Export the state as it was after this block (one of the last 128,
+    /// from the journal, or any block a datadir made with --history
+    /// keeps); default: the last committed block.
+    #[arg(long, value_name = "N")]
+    pub block: Option<u64>,
 }
 
 pub(super) fn run(args: ExportArgs) -> Result<(), CliError> {
@@ -54,9 +60,11 @@ pub(super) fn run(args: ExportArgs) -> Result<(), CliError> {
         .map(|out| OutputFile::create("--out", out, &mut protected))
         .transpose()?;
     let db = open_for_reading(&args.datadir)?;
-    let reader = db
-        .reader(Regime::Exec)
-        .map_err(CliError::storage(&args.datadir))?;
+    let reader = match args.block {
+        Some(block) => db.reader_at(block, Regime::Exec),
+        None => db.reader(Regime::Exec),
+    }
+    .map_err(CliError::storage(&args.datadir))?;
     let (accounts, slots) = match out {
         Some(mut file) => {
             let counts = write_dump(&reader, &args, &mut file).map_err(|e| match e {
