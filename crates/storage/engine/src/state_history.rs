@@ -314,7 +314,11 @@ pub(crate) fn merge_once(inner: &Arc<Inner>, domain: Domain) -> Result<Option<(u
         .with_filter_on_prefixes(BLOCK_LEN)
         .with_expected_keys(older.entries() + newer.entries());
     // Keys hold their block: no two inputs share one.
-    let info = merge_files(&[newer.as_ref(), older.as_ref()], writer, false)?;
+    let info = if versioned(domain) {
+        strata_view::history_files::merge_versioned(&[older.as_ref(), newer.as_ref()], writer)?
+    } else {
+        merge_files(&[newer.as_ref(), older.as_ref()], writer, false)?
+    };
     let merged = Arc::new(SortedFile::open(inner.fs.as_ref(), &info.path)?);
 
     let _no_flush = inner.ledger.hold_flushes();

@@ -258,6 +258,83 @@ impl Iterator for ChangedAfter<'_> {
     }
 }
 
+/// Merges history files of a versioned domain (oldest blocks first, of
+/// adjacent block ranges) into `writer`, each value decoded whole and
+/// encoded again ([`Versions`]): a key's first entry of a newer file
+/// becomes a difference from its last version in the older one, so
+/// records that change once per flush still shrink as files merge.
+pub fn merge_versioned(
+    inputs: &[&SortedFile],
+    mut writer: strata_files::SortedFileWriter,
+) -> Result<strata_files::FileInfo, FileError> {
+    struct Input<'a> {
+        file: &'a SortedFile,
+        entries: strata_files::FileIter<'a>,
+        head: Option<(Bytes, FileValue)>,
+        /// The key of the entry before the head and its whole value.
+        previous: Option<(Vec<u8>, Option<Vec<u8>>)>,
+    }
+    let mut inputs: Vec<Input<'_>> = inputs
+        .iter()
+        .map(|file| {
+            let mut entries = file.iter();
+            let head = entries.next().transpose()?;
+            Ok(Input {
+                file,
+                entries,
+                head,
+                previous: None,
+            })
+        })
+        .collect::<Result<_, FileError>>()?;
+    let mut versions = Versions::default();
+    // Entry keys are unique across the inputs (their blocks differ).
+    while let Some(at) = inputs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, input)| input.head.as_ref().map(|(key, _)| (i, key)))
+        .min_by(|a, b| a.1.cmp(b.1))
+        .map(|(i, _)| i)
+    {
+        let input = &mut inputs[at];
+        let (raw, stored) = input.head.take().expect("chosen above");
+        input.head = input.entries.next().transpose()?;
+        let Some((key, _)) = parse_entry_key(&raw) else {
+            return Err(FileError::Corrupted {
+                file: input.file.path().to_path_buf(),
+                offset: 0,
+                what: format!(
+                    "history entry 0x{} is not a key and a block",
+                    alloy_primitives::hex::encode(&raw)
+                ),
+            });
+        };
+        let before = input
+            .previous
+            .as_ref()
+            .filter(|(k, _)| k.as_slice() == key)
+            .and_then(|(_, v)| v.as_deref());
+        let whole = match &stored {
+            FileValue::Value(v) => {
+                Some(
+                    decode_after(before, v).map_err(|what| FileError::Corrupted {
+                        file: input.file.path().to_path_buf(),
+                        offset: 0,
+                        what: format!(
+                            "history entry 0x{}: {what}",
+                            alloy_primitives::hex::encode(&raw)
+                        ),
+                    })?,
+                )
+            }
+            FileValue::Tombstone => None,
+        };
+        writer.push(&raw, versions.encode(&raw, whole.as_deref()).as_deref())?;
+        input.previous = Some((key.to_vec(), whole));
+    }
+    writer.finish()
+}
+
 /// The whole value of the entry `entry` of `file`, whose stored value is
 /// `stored` (whole, escaped, or a difference resolved from its base entry
 /// on).
@@ -585,5 +662,70 @@ mod tests {
         assert_eq!(apply_diff(b"aa", &grown), Some(b"aaaa".to_vec()));
         let shrunk = encode_diff(0, b"aaaa", b"a");
         assert_eq!(apply_diff(b"aaaa", &shrunk), Some(b"a".to_vec()));
+    }
+
+    /// A versioned file of key [0x10]'s changes at blocks `[from, to)`,
+    /// the value before block `b` being `version(b - 1)`.
+    fn versioned_file(
+        fs: &Arc<dyn FileSystem>,
+        from: u64,
+        to: u64,
+        version: impl Fn(u64) -> Option<Vec<u8>>,
+    ) -> Arc<SortedFile> {
+        let meta = FileMeta {
+            domain: Domain::Commitment,
+            from_step: from,
+            to_step: to,
+        };
+        let mut writer = SortedFileWriter::new(fs.clone(), Path::new("/v"), meta)
+            .unwrap()
+            .with_filter_on_prefixes(BLOCK_LEN);
+        let mut versions = Versions::default();
+        for block in from..to {
+            let key = entry_key(&[0x10], block);
+            let value = version(block - 1);
+            writer
+                .push(&key, versions.encode(&key, value.as_deref()).as_deref())
+                .unwrap();
+        }
+        let info = writer.finish().unwrap();
+        Arc::new(SortedFile::open(fs.as_ref(), &info.path).unwrap())
+    }
+
+    #[test]
+    fn a_merge_of_versioned_files_continues_each_keys_chain() {
+        let fs: Arc<dyn FileSystem> = Arc::new(MemFileSystem::new());
+        let version = |i: u64| -> Option<Vec<u8>> {
+            let mut record = vec![3u8; 530];
+            record[100 + (i as usize % 8) * 40] = i as u8;
+            Some(record)
+        };
+        // Three flushes of 3 blocks each: every key's first entry whole.
+        let parts: Vec<_> = [(1, 4), (4, 7), (7, 10)]
+            .into_iter()
+            .map(|(from, to)| versioned_file(&fs, from, to, version))
+            .collect();
+        let meta = FileMeta {
+            domain: Domain::Commitment,
+            from_step: 1,
+            to_step: 10,
+        };
+        let writer = SortedFileWriter::new(fs.clone(), Path::new("/v"), meta)
+            .unwrap()
+            .with_filter_on_prefixes(BLOCK_LEN);
+        let inputs: Vec<&SortedFile> = parts.iter().map(|f| f.as_ref()).collect();
+        let info = merge_versioned(&inputs, writer).unwrap();
+        let merged = [Arc::new(SortedFile::open(fs.as_ref(), &info.path).unwrap())];
+        let sizes: u64 = parts.iter().map(|f| f.size_bytes()).sum();
+        assert!(
+            info.size < sizes,
+            "merged {} bytes, inputs {sizes}",
+            info.size
+        );
+        for at in 0..9u64 {
+            let read = value_at(&merged, true, &[0x10], at).unwrap();
+            assert_eq!(read, Some(version(at).map(Bytes::from)), "at block {at}");
+            assert_eq!(read, value_at(&parts, true, &[0x10], at).unwrap());
+        }
     }
 }
