@@ -66,6 +66,8 @@ struct VerifyJson<'a> {
     unwind_blocks_checked: u64,
     /// History entries checked (a datadir that keeps history).
     history_checked: u64,
+    /// The kept block whose root was derived again from the history.
+    history_rebuilt: Option<u64>,
     /// Runs the sorts spilled to the temp folder.
     sort_runs: usize,
     /// redb's integrity check, when it ran.
@@ -102,6 +104,7 @@ impl<'a> VerifyJson<'a> {
             journal_frames: report.journal_frames,
             unwind_blocks_checked: report.unwind_blocks_checked,
             history_checked: report.history_checked,
+            history_rebuilt: report.history_rebuilt,
             sort_runs: report.sort_runs,
             integrity: report.integrity.map(|timing| IntegrityJson {
                 db_bytes: timing.db_bytes,
@@ -214,6 +217,12 @@ fn write_text(out: &mut String, report: &VerifyReport) -> std::fmt::Result {
             out,
             "history entries checked {} (and the roots its sampled blocks give back)",
             report.history_checked
+        )?;
+    }
+    if let Some(block) = report.history_rebuilt {
+        writeln!(
+            out,
+            "history: block {block}'s root derived again from its account, storage and code values"
         )?;
     }
     if report.sort_runs > 0 {

@@ -119,26 +119,30 @@ pub fn value_at(
     Ok(None)
 }
 
-/// The value at `block` of every key of `from`'s length in `[from, to)`
+/// The value at `block` of every key of `key_len` bytes in `[from, to)`
 /// (`to` = `None`: to the end) that `files` (one domain's history files,
 /// oldest blocks first, values whole) record a change of after `block`,
 /// in key order: the value before its first change after `block` (`None`:
 /// absent). What a range read at an old block merges above the state at
-/// redb's head. Lazy: one entry per file held at a time.
+/// redb's head (a domain whose keys have one length). Lazy: one entry per
+/// file held at a time.
 pub fn changed_after<'a>(
     files: &'a [Arc<SortedFile>],
+    key_len: usize,
     from: &[u8],
     to: Option<&'a [u8]>,
     block: u64,
 ) -> ChangedAfter<'a> {
-    let start = key_prefix(from);
+    // Entry keys start with their key's length: from `key_len ‖ from`.
+    let mut start = (key_len as u16).to_be_bytes().to_vec();
+    start.extend_from_slice(from);
     let heads = files
         .iter()
         .filter(|file| file.meta().to_step > block.saturating_add(1))
         .map(|file| FirstChanges {
             file,
             entries: file.iter_from(&start),
-            key_len: from.len(),
+            key_len,
             to,
             block,
             pending: None,
@@ -574,7 +578,7 @@ mod tests {
         assert_eq!(at(b"b", 0), None);
         assert_eq!(at(b"a", u64::MAX), None);
         let changed = |from: &[u8], block| -> Vec<(Bytes, Option<Bytes>)> {
-            changed_after(&files, from, None, block)
+            changed_after(&files, from.len(), from, None, block)
                 .collect::<Result<_, _>>()
                 .unwrap()
         };
@@ -594,6 +598,14 @@ mod tests {
             vec![(Bytes::from_static(b"ab"), Some(Bytes::from_static(b"x")))]
         );
         assert!(changed(b"b", 0).is_empty());
+        // From the start: every key of one length.
+        let all = |key_len| -> Vec<Bytes> {
+            changed_after(&files, key_len, b"", None, 0)
+                .map(|entry| entry.unwrap().0)
+                .collect()
+        };
+        assert_eq!(all(1), vec![Bytes::from_static(b"a")]);
+        assert_eq!(all(2), vec![Bytes::from_static(b"ab")]);
     }
 
     #[test]

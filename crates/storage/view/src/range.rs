@@ -155,6 +155,22 @@ impl StateReader {
         Ok(sources)
     }
 
+    /// Calls `visit` with every live entry of `domain` in `[from, to)` as
+    /// this handle's block has them (its overlay, or at an old block the
+    /// history, above the snapshot's tiers), in key order, until `visit`
+    /// returns `false`: the walk `verify` derives a root from. Not timed.
+    pub fn visit_range(
+        &self,
+        domain: Domain,
+        from: &[u8],
+        to: Option<&[u8]>,
+        visit: impl FnMut(Bytes, Bytes) -> bool,
+    ) -> Result<()> {
+        let newer = self.newer_sources(domain, from, to)?;
+        self.snapshot()
+            .visit_live_range(domain, newer, from, to, visit)
+    }
+
     /// Up to `limit` accounts in address order, starting at `from`
     /// (inclusive), as this handle's block has them: the tiers merged,
     /// deleted accounts left out. Page through the state with the next

@@ -326,8 +326,8 @@ impl Snapshot {
         )?)
     }
 
-    /// The value at `block` of every key of `from`'s length in `[from,
-    /// to)` that the history files record a change of after `block`, in
+    /// The value at `block` of every key (of the domain's one length) in
+    /// `[from, to)` that the history files record a change of after `block`, in
     /// key order, as a range read's source above the state at redb's head
     /// ([`crate::history_files::changed_after`]; the plain domains only,
     /// whose values the files hold whole).
@@ -346,9 +346,20 @@ impl Snapshot {
                 "the commitment's history holds versions as differences: no range read through it",
             ));
         }
+        let key_len = match domain {
+            Domain::Storage => strata_types::keys::STORAGE_KEY_LEN,
+            // Accounts and codes are keyed by address.
+            _ => 20,
+        };
         Ok(Box::new(
-            crate::history_files::changed_after(self.files.history(domain), from, to, block)
-                .map(|entry| entry.map_err(ReadError::from)),
+            crate::history_files::changed_after(
+                self.files.history(domain),
+                key_len,
+                from,
+                to,
+                block,
+            )
+            .map(|entry| entry.map_err(ReadError::from)),
         ))
     }
 

@@ -38,7 +38,7 @@ use strata_bulk::sort::{ExternalSorter, RunError, SortedPairs};
 use strata_types::account::{Account, decode_slot_value};
 use strata_types::domain::Domain;
 use strata_types::keys::{address_key, split_storage_key};
-use strata_view::snapshot::Snapshot;
+use strata_view::reader::StateReader as ViewReader;
 
 use super::VerifyReport;
 use super::code::{CodeDigest, check_account_code, orphan_code};
@@ -94,12 +94,13 @@ impl Sorts {
     }
 }
 
-/// Derives the root and the records from the live values of `snapshot`,
+/// Derives the root and the records from the live values `view` reads
+/// (the head's tiers, or an old block through the history),
 /// sorting in `scratch` within `budget` bytes; counts accounts, slots and
 /// codes into `report` and adds the problems of the values (bad keys,
 /// undecodable values, orphan storage and code, code that does not match).
 pub(super) fn derive(
-    snapshot: &Snapshot,
+    view: &ViewReader,
     scratch: &Path,
     budget: usize,
     report: &mut VerifyReport,
@@ -113,8 +114,8 @@ pub(super) fn derive(
                 .to_owned(),
         ]
     };
-    build_storage_tries(snapshot, block, &mut sorts, report).map_err(not_derived)?;
-    let digested = digest_codes(snapshot, &mut sorts.codes, &mut report.problems);
+    build_storage_tries(view, block, &mut sorts, report).map_err(not_derived)?;
+    let digested = digest_codes(view, &mut sorts.codes, &mut report.problems);
     report.sort_runs += sorts.codes.runs() + sorts.roots.runs();
     let codes = match digested {
         Ok(()) => Some(
@@ -135,7 +136,7 @@ pub(super) fn derive(
         .roots
         .finish()
         .map_err(|e| not_derived(e.to_string()))?;
-    walk_accounts(snapshot, roots, codes, &mut sorts.leaves, report).map_err(not_derived)?;
+    walk_accounts(view, roots, codes, &mut sorts.leaves, report).map_err(not_derived)?;
     report.sort_runs += sorts.leaves.runs();
     let leaves = sorts
         .leaves
@@ -163,7 +164,7 @@ type AccountSlots = (Address, Vec<(B256, U256)>);
 /// Step 1: walks the live slots, building each account's storage trie
 /// (storage whose account is not live is a problem, left out).
 fn build_storage_tries(
-    snapshot: &Snapshot,
+    view: &ViewReader,
     block: u64,
     sorts: &mut Sorts,
     report: &mut VerifyReport,
@@ -173,7 +174,7 @@ fn build_storage_tries(
     // The account whose slots are coming, and whether it is live.
     let mut current: Option<(Address, bool)> = None;
     let walked = guarded("redb table `storage` and the storage files", || {
-        snapshot.visit_live_range(Domain::Storage, Vec::new(), &[], None, |key, raw| {
+        view.visit_range(Domain::Storage, &[], None, |key, raw| {
             report.slots += 1;
             let Some((address, slot)) = split_storage_key(&key) else {
                 report
@@ -194,8 +195,8 @@ fn build_storage_tries(
                 Some((at, live)) if at == address => live,
                 _ => {
                     // Storage of no account is not part of the trie.
-                    let live = match snapshot.get(Domain::Account, address.as_slice()) {
-                        Ok((found, _)) => found.is_some(),
+                    let live = match view.get_latest(Domain::Account, address.as_slice()) {
+                        Ok(found) => found.is_some(),
                         Err(e) => {
                             failed = Some(e.into());
                             return false;
@@ -352,13 +353,13 @@ fn build_batch(block: u64, batch: &mut Vec<AccountSlots>, sorts: &mut Sorts) -> 
 /// Step 2: the digest of every live code, by address (a key that is not
 /// an address is a problem in `problems`).
 fn digest_codes(
-    snapshot: &Snapshot,
+    view: &ViewReader,
     codes: &mut ExternalSorter,
     problems: &mut Vec<String>,
 ) -> std::result::Result<(), String> {
     let mut failed: Option<RunError> = None;
     guarded("redb table `code` and the code files", || {
-        snapshot.visit_live_range(Domain::Code, Vec::new(), &[], None, |key, code| {
+        view.visit_range(Domain::Code, &[], None, |key, code| {
             if address_key(&key).is_none() {
                 problems.push(format!("code key 0x{} is not an address", hex(&key)));
                 return true;
@@ -381,20 +382,23 @@ fn digest_codes(
 /// Step 3: walks the live accounts in address order beside the storage
 /// roots and code digests; checks codes; sorts the leaves.
 fn walk_accounts(
-    snapshot: &Snapshot,
+    view: &ViewReader,
     mut roots: SortedPairs,
     mut codes: Option<SortedPairs>,
     leaves: &mut ExternalSorter,
     report: &mut VerifyReport,
 ) -> std::result::Result<(), String> {
     let mut failed: Option<String> = None;
-    let mut code_by_hash =
-        |hash: &B256| guarded("redb table `code_by_hash`", || snapshot.code_by_hash(hash));
+    let mut code_by_hash = |hash: &B256| {
+        guarded("redb table `code_by_hash`", || {
+            view.snapshot().code_by_hash(hash)
+        })
+    };
     let mut problems = Vec::new();
     let mut accounts = 0u64;
     let mut codes_checked = 0u64;
     guarded("redb table `account` and the account files", || {
-        snapshot.visit_live_range(Domain::Account, Vec::new(), &[], None, |key, raw| {
+        view.visit_range(Domain::Account, &[], None, |key, raw| {
             let step = (|| -> std::result::Result<(), String> {
                 let root = take_up_to(&mut roots, &key, |orphan, _| {
                     problems.push(orphan_storage(orphan))

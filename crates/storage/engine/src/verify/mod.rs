@@ -29,9 +29,14 @@ use crate::options::Options;
 use alloy_primitives::hex::encode as hex;
 use strata_bulk::sort::ScratchDir;
 use strata_files::{FileSystem, SortedFile};
+use strata_telemetry::ReadMetrics;
 use strata_types::datadir::DB_FILE;
 use strata_types::domain::Domain;
+use strata_types::domain::Regime;
 use strata_types::keys::ROOT_RECORD_KEY;
+use strata_view::memory::MemoryTier;
+use strata_view::overlay::Overlay;
+use strata_view::reader::StateReader as ViewReader;
 use strata_view::snapshot::Snapshot;
 
 use self::guard::guarded;
@@ -100,10 +105,15 @@ pub struct VerifyReport {
     /// rebuilt from it, undoing the blocks after each, has that block's
     /// root (what `unwind` and reads at a block check before serving it).
     pub unwind_blocks_checked: u64,
-    /// History entries checked (a datadir that keeps history): each change
-    /// against its index entry, and the root each sampled kept block's
-    /// history gives against the block's stored root.
+    /// History entries checked (a datadir that keeps history): each history
+    /// file's entries (key, block range, differences that apply), and the
+    /// root record each sampled kept block's history gives back against the
+    /// block's stored root.
     pub history_checked: u64,
+    /// The kept block below redb's head whose whole root was derived again
+    /// from the history's account, storage and code values (a datadir that
+    /// keeps history and has flushed more than one block).
+    pub history_rebuilt: Option<u64>,
     /// Every problem found; empty when the store is sound.
     pub problems: Vec<String>,
     /// What is not wrong but worth knowing: a torn tail a writer's open
@@ -277,8 +287,18 @@ fn check_snapshot(
             return;
         }
     };
-    let derived = match derive::derive(snapshot, scratch.path(), options.sort_memory_bytes, report)
-    {
+    let head = Arc::new(snapshot.with_memory(snapshot.head, snapshot.memory.clone()));
+    let view = ViewReader::new(
+        head,
+        None,
+        Regime::Commitment,
+        Arc::new(ReadMetrics::new(false)),
+    )
+    .untimed();
+    if snapshot.has_history() {
+        rebuild_from_history(snapshot, scratch.path(), options, report);
+    }
+    let derived = match derive::derive(&view, scratch.path(), options.sort_memory_bytes, report) {
         Ok(derived) => derived,
         Err(problems) => {
             report.problems.extend(problems);
@@ -297,6 +317,70 @@ fn check_snapshot(
         );
     }
     check_records(snapshot, derived, report);
+}
+
+/// Derives again, from the history's account, storage and code values
+/// alone, the whole root of the kept block halfway between the oldest the
+/// history rebuilds and redb's head (read below redb's head, through the
+/// history files), which must be the root the block had.
+fn rebuild_from_history(
+    snapshot: &Snapshot,
+    scratch: &Path,
+    options: &VerifyOptions,
+    report: &mut VerifyReport,
+) {
+    let (Some(db_head), (_, Some(from))) = (snapshot.db_head(), snapshot.history_kept()) else {
+        return;
+    };
+    if db_head.block <= from {
+        return;
+    }
+    let block = from + (db_head.block - from) / 2;
+    let stored = match snapshot.stored_root_of(block) {
+        Ok(Some(root)) => root,
+        Ok(None) => {
+            report.problems.push(format!(
+                "history at block {block}: no stored root to rebuild it against"
+            ));
+            return;
+        }
+        Err(error) => {
+            report
+                .problems
+                .push(format!("history at block {block}: {error}"));
+            return;
+        }
+    };
+    // redb and the files only: the history undoes what came after `block`.
+    let below = Arc::new(snapshot.with_memory(Some(db_head), MemoryTier::default()));
+    let view = ViewReader::deep(
+        below,
+        Arc::new(Overlay::default()),
+        strata_types::Head {
+            block,
+            root: stored,
+        },
+        Regime::Commitment,
+        Arc::new(ReadMetrics::new(false)),
+    )
+    .untimed();
+    let mut rebuilt = VerifyReport {
+        block: Some(block),
+        ..VerifyReport::default()
+    };
+    let said = |problem: String| format!("history at block {block}: {problem}");
+    match derive::derive(&view, scratch, options.sort_memory_bytes, &mut rebuilt) {
+        Ok(derived) if derived.root == stored => report.history_rebuilt = Some(block),
+        Ok(derived) => report.problems.push(said(format!(
+            "its values give the root {}, the block had {stored}",
+            derived.root
+        ))),
+        Err(problems) => report.problems.extend(problems.into_iter().map(said)),
+    }
+    report
+        .problems
+        .extend(rebuilt.problems.into_iter().map(said));
+    report.sort_runs += rebuilt.sort_runs;
 }
 
 /// The history's tables against each other, and for up to 16 kept blocks
