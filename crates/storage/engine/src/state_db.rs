@@ -492,7 +492,7 @@ impl StateDb {
     /// and prune, waiting for them to finish.
     pub fn compact(&self) -> Result<MaintenanceReport> {
         self.flush()?;
-        let result = maintenance::run(&self.inner);
+        let result = maintenance::run(&self.inner, maintenance::HistoryMerges::All);
         self.inner.poison_on_error(result)
     }
 
