@@ -49,7 +49,15 @@ fn decode_previous(key: &[u8], raw: &[u8]) -> Result<Option<Bytes>> {
 
 /// Whether `txn`'s redb holds history in the first layout.
 pub fn has_legacy(txn: &WriteTransaction) -> Result<bool> {
-    match txn.open_table(LEGACY_HISTORY_INDEX) {
+    holds_legacy(txn.open_table(LEGACY_HISTORY_INDEX))
+}
+
+/// Whether [`LEGACY_HISTORY_INDEX`], as a transaction (read or write)
+/// opened it, holds history: absent or empty, it does not.
+pub fn holds_legacy<T: ReadableTableMetadata>(
+    opened: std::result::Result<T, redb::TableError>,
+) -> Result<bool> {
+    match opened {
         Ok(table) => Ok(!table.is_empty().map_err(db_err("read history index"))?),
         Err(redb::TableError::TableDoesNotExist(_)) => Ok(false),
         Err(error) => Err(db_err("open history index")(error)),

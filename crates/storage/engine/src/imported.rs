@@ -118,7 +118,7 @@ fn commit(
         for written in written.iter().filter(|w| w.file.meta().domain == domain) {
             listed
                 .files
-                .push(crate::maintenance::manifest_entry(&written.file));
+                .push(strata_view::fileset::manifest_entry(&written.file));
             domains[domain.index()].push(Arc::clone(&written.file));
         }
     }

@@ -15,13 +15,14 @@ use crate::inner::Inner;
 use crate::ledger::Change;
 use crate::pause::{self, PausePoint};
 use crate::worker::Worker;
-use strata_db::meta::{self, Manifest, ManifestFile};
+use strata_db::meta::{self, Manifest};
 use strata_db::tables::{META, domain_table};
 use strata_db::value;
 use strata_files::{
     FileError, FileMeta, FileSystem, SortedFile, SortedFileWriter, TEMP_SUFFIX, merge_files,
 };
 use strata_types::domain::Domain;
+use strata_view::fileset::manifest_entry;
 
 /// What one maintenance run did.
 #[derive(Clone, Debug, Default)]
@@ -291,13 +292,6 @@ fn file_name(file: &SortedFile) -> String {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default()
-}
-
-pub(crate) fn manifest_entry(file: &SortedFile) -> ManifestFile {
-    ManifestFile {
-        name: file_name(file),
-        checksum: file.checksum(),
-    }
 }
 
 /// Deletes strata's own files that the manifest does not list: leftovers of

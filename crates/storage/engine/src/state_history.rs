@@ -21,14 +21,14 @@ use std::sync::Arc;
 use bytes::Bytes;
 use strata_db::meta::{self, Manifest};
 use strata_db::tables::META;
-use strata_files::{FileMeta, FileSystem, SortedFile, SortedFileWriter, merge_files};
+use strata_files::{FileMeta, FileSystem, SortedFile, merge_files};
 use strata_journal::BlockRecord;
 use strata_types::{Domain, HistoryRetention};
 use strata_view::fileset::FileSet;
 use strata_view::history::BlockUndo;
-use strata_view::history_files::{BLOCK_LEN, Versions, entry_key, parse_entry_key};
+use strata_view::history_files::{self, Versions, entry_key, parse_entry_key, versioned};
 use strata_view::memory::MemoryTier;
-use strata_view::snapshot::{Snapshot, versioned};
+use strata_view::snapshot::Snapshot;
 
 use crate::error::{Error, Result, db_err};
 use crate::inner::Inner;
@@ -156,9 +156,7 @@ fn write_file<'a>(
     entries: impl Iterator<Item = (&'a Vec<u8>, Option<&'a [u8]>)>,
     count: usize,
 ) -> Result<strata_files::FileInfo> {
-    let mut writer = SortedFileWriter::new(fs.clone(), dir, meta)?
-        .with_filter_on_prefixes(BLOCK_LEN)
-        .with_expected_keys(count as u64);
+    let mut writer = history_files::writer(fs.clone(), dir, meta)?.with_expected_keys(count as u64);
     let mut versions = versioned(meta.domain).then(Versions::default);
     for (key, value) in entries {
         match versions.as_mut() {
@@ -209,23 +207,12 @@ pub(crate) fn after_flush(
                 kept
             });
         }
-        set = with_history(&set, domain, files);
+        set = set.with_history(domain, files);
     }
     HistoryChange {
         files: set,
         retired,
     }
-}
-
-/// `set` with `domain`'s history files replaced by `files` (oldest blocks
-/// first), its manifest listing them.
-fn with_history(set: &FileSet, domain: Domain, files: Vec<Arc<SortedFile>>) -> FileSet {
-    let mut manifest = set.manifest.clone();
-    manifest.history[domain.index()] = files
-        .iter()
-        .map(|f| crate::maintenance::manifest_entry(f))
-        .collect();
-    set.with_history(domain, files, manifest)
 }
 
 /// The file set after an unwind to `head`: each history file with changes
@@ -252,8 +239,7 @@ pub(crate) fn after_unwind(inner: &Inner, current: &FileSet, head: u64) -> Resul
                 to_step: head + 1,
                 ..meta
             };
-            let mut writer = SortedFileWriter::new(inner.fs.clone(), &inner.history_dir(), kept)?
-                .with_filter_on_prefixes(BLOCK_LEN);
+            let mut writer = history_files::writer(inner.fs.clone(), &inner.history_dir(), kept)?;
             for entry in file.iter() {
                 let (key, value) = entry?;
                 let block = parse_entry_key(&key)
@@ -276,7 +262,7 @@ pub(crate) fn after_unwind(inner: &Inner, current: &FileSet, head: u64) -> Resul
             let info = writer.finish()?;
             files.push(Arc::new(SortedFile::open(inner.fs.as_ref(), &info.path)?));
         }
-        set = with_history(&set, domain, files);
+        set = set.with_history(domain, files);
     }
     Ok(HistoryChange {
         files: set,
@@ -324,12 +310,11 @@ pub(crate) fn merge_once(inner: &Arc<Inner>, domain: Domain) -> Result<Option<(u
         from_step: older.meta().from_step,
         to_step: newer.meta().to_step,
     };
-    let writer = SortedFileWriter::new(inner.fs.clone(), &inner.history_dir(), meta)?
-        .with_filter_on_prefixes(BLOCK_LEN)
+    let writer = history_files::writer(inner.fs.clone(), &inner.history_dir(), meta)?
         .with_expected_keys(older.entries() + newer.entries());
     // Keys hold their block: no two inputs share one.
     let info = if versioned(domain) {
-        strata_view::history_files::merge_versioned(&[older.as_ref(), newer.as_ref()], writer)?
+        history_files::merge_versioned(&[older.as_ref(), newer.as_ref()], writer)?
     } else {
         merge_files(&[newer.as_ref(), older.as_ref()], writer, false)?
     };
@@ -353,7 +338,7 @@ pub(crate) fn merge_once(inner: &Arc<Inner>, domain: Domain) -> Result<Option<(u
     };
     let mut files = listed.to_vec();
     files.splice(at..at + 2, [merged.clone()]);
-    let set = with_history(&current.files, domain, files);
+    let set = current.files.with_history(domain, files);
     let txn = inner.db.begin_write().map_err(db_err("begin write"))?;
     {
         let mut meta_table = txn.open_table(META).map_err(db_err("open meta"))?;
@@ -402,8 +387,9 @@ pub(crate) fn move_legacy_history(
     }
     fs.create_dir_all(history_dir)
         .map_err(|source| file_io(history_dir.to_path_buf(), "create", source))?;
-    // The walk goes domain by domain: one file's entries at a time.
-    // Entry key, value before, block.
+    // Every change is held until the walk ends, grouped by domain: each
+    // file's block range (its name) is known only then. Entry key, value
+    // before, block.
     type Entry = (Vec<u8>, Option<Bytes>, u64);
     let mut entries: [Vec<Entry>; 4] = Default::default();
     strata_db::history::walk_legacy::<Error>(&txn, |(domain, key, block, previous)| {

@@ -72,14 +72,11 @@ impl FileSet {
         &self.history[domain.index()]
     }
 
-    /// A copy of this set with `domain`'s history files replaced (oldest
-    /// blocks first, as `manifest` lists them).
-    pub fn with_history(
-        &self,
-        domain: Domain,
-        files: Vec<Arc<SortedFile>>,
-        manifest: Manifest,
-    ) -> FileSet {
+    /// A copy of this set with `domain`'s history files replaced by
+    /// `files` (oldest blocks first), its manifest listing them.
+    pub fn with_history(&self, domain: Domain, files: Vec<Arc<SortedFile>>) -> FileSet {
+        let mut manifest = self.manifest.clone();
+        manifest.history[domain.index()] = files.iter().map(|f| manifest_entry(f)).collect();
         let mut history = self.history.clone();
         history[domain.index()] = files;
         FileSet {
@@ -120,6 +117,18 @@ impl FileSet {
             };
             (hit.position, value)
         }))
+    }
+}
+
+/// The manifest's entry of `file`: its name and checksum.
+pub fn manifest_entry(file: &SortedFile) -> ManifestFile {
+    ManifestFile {
+        name: file
+            .path()
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        checksum: file.checksum(),
     }
 }
 

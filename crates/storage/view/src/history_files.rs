@@ -50,6 +50,23 @@ const ESCAPE_TAG: u8 = 0xd0;
 /// applies at most this many differences).
 pub const WHOLE_EVERY: u32 = 16;
 
+/// Whether `domain`'s history files may hold values as differences from
+/// the version before ([`Versions`]): the commitment's records, whose
+/// versions differ in a cell or two.
+pub fn versioned(domain: strata_types::Domain) -> bool {
+    domain == strata_types::Domain::Commitment
+}
+
+/// A writer of the history file `meta` in `dir`: its filter built over each
+/// entry's key without the block, as [`value_at`] asks it.
+pub fn writer(
+    fs: Arc<dyn strata_files::FileSystem>,
+    dir: &Path,
+    meta: strata_files::FileMeta,
+) -> Result<strata_files::SortedFileWriter, FileError> {
+    Ok(strata_files::SortedFileWriter::new(fs, dir, meta)?.with_filter_on_prefixes(BLOCK_LEN))
+}
+
 /// The folder of the history files beside a datadir's `files/` folder.
 pub fn history_dir_beside(files_dir: &Path) -> PathBuf {
     files_dir
@@ -275,8 +292,7 @@ pub fn merge_versioned(
         file: &'a SortedFile,
         entries: strata_files::FileIter<'a>,
         head: Option<(Bytes, FileValue)>,
-        /// The key of the entry before the head and its whole value.
-        previous: Option<(Vec<u8>, Option<Vec<u8>>)>,
+        wholes: WholeVersions,
     }
     let mut inputs: Vec<Input<'_>> = inputs
         .iter()
@@ -287,7 +303,7 @@ pub fn merge_versioned(
                 file,
                 entries,
                 head,
-                previous: None,
+                wholes: WholeVersions::default(),
             })
         })
         .collect::<Result<_, FileError>>()?;
@@ -303,38 +319,19 @@ pub fn merge_versioned(
         let input = &mut inputs[at];
         let (raw, stored) = input.head.take().expect("chosen above");
         input.head = input.entries.next().transpose()?;
+        let corrupt = |what: &str| FileError::Corrupted {
+            file: input.file.path().to_path_buf(),
+            offset: 0,
+            what: format!(
+                "history entry 0x{}: {what}",
+                alloy_primitives::hex::encode(&raw)
+            ),
+        };
         let Some((key, _)) = parse_entry_key(&raw) else {
-            return Err(FileError::Corrupted {
-                file: input.file.path().to_path_buf(),
-                offset: 0,
-                what: format!(
-                    "history entry 0x{} is not a key and a block",
-                    alloy_primitives::hex::encode(&raw)
-                ),
-            });
+            return Err(corrupt("not a key and a block"));
         };
-        let before = input
-            .previous
-            .as_ref()
-            .filter(|(k, _)| k.as_slice() == key)
-            .and_then(|(_, v)| v.as_deref());
-        let whole = match &stored {
-            FileValue::Value(v) => {
-                Some(
-                    decode_after(before, v).map_err(|what| FileError::Corrupted {
-                        file: input.file.path().to_path_buf(),
-                        offset: 0,
-                        what: format!(
-                            "history entry 0x{}: {what}",
-                            alloy_primitives::hex::encode(&raw)
-                        ),
-                    })?,
-                )
-            }
-            FileValue::Tombstone => None,
-        };
-        writer.push(&raw, versions.encode(&raw, whole.as_deref()).as_deref())?;
-        input.previous = Some((key.to_vec(), whole));
+        let whole = input.wholes.decode(key, &stored).map_err(corrupt)?;
+        writer.push(&raw, versions.encode(&raw, whole).as_deref())?;
     }
     writer.finish()
 }
@@ -394,6 +391,45 @@ pub fn decode_after(previous: Option<&[u8]>, stored: &[u8]) -> Result<Vec<u8>, &
         }
         (_, Some(&ESCAPE_TAG)) => Ok(stored[1..].to_vec()),
         _ => Ok(stored.to_vec()),
+    }
+}
+
+/// The whole values of a versioned file's entries, read in the file's
+/// order: each difference applied to the value of the key's entry before
+/// it.
+#[derive(Default)]
+pub struct WholeVersions {
+    /// The key of the last entry decoded and its whole value (`None`:
+    /// absent, or undecodable).
+    previous: Option<(Vec<u8>, Option<Vec<u8>>)>,
+}
+
+impl WholeVersions {
+    /// The whole value of the next entry, of `key`, stored as `stored`
+    /// (`None`: absent); what is wrong when it does not decode.
+    pub fn decode(
+        &mut self,
+        key: &[u8],
+        stored: &FileValue,
+    ) -> Result<Option<&[u8]>, &'static str> {
+        let before = self
+            .previous
+            .as_ref()
+            .filter(|(k, _)| k.as_slice() == key)
+            .and_then(|(_, v)| v.as_deref());
+        let whole = match stored {
+            FileValue::Value(v) => decode_after(before, v).map(Some),
+            FileValue::Tombstone => Ok(None),
+        };
+        let (whole, failed) = match whole {
+            Ok(whole) => (whole, None),
+            Err(what) => (None, Some(what)),
+        };
+        let (_, kept) = self.previous.insert((key.to_vec(), whole));
+        match failed {
+            Some(what) => Err(what),
+            None => Ok(kept.as_deref()),
+        }
     }
 }
 
@@ -516,7 +552,7 @@ impl Versions {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use strata_files::{FileMeta, FileSystem, MemFileSystem, SortedFileWriter};
+    use strata_files::{FileMeta, FileSystem, MemFileSystem};
     use strata_types::Domain;
 
     /// A change: the key, its block, the value before it.
@@ -533,9 +569,7 @@ mod tests {
             from_step: from,
             to_step: to,
         };
-        let mut writer = SortedFileWriter::new(fs.clone(), Path::new("/h"), meta)
-            .unwrap()
-            .with_filter_on_prefixes(BLOCK_LEN);
+        let mut writer = writer(fs.clone(), Path::new("/h"), meta).unwrap();
         let mut sorted: Vec<_> = entries
             .iter()
             .map(|(key, block, value)| (entry_key(key, *block), *value))
@@ -642,9 +676,7 @@ mod tests {
             from_step: 1,
             to_step: 41,
         };
-        let mut writer = SortedFileWriter::new(fs.clone(), Path::new("/h"), meta)
-            .unwrap()
-            .with_filter_on_prefixes(BLOCK_LEN);
+        let mut writer = writer(fs.clone(), Path::new("/h"), meta).unwrap();
         let mut versions = Versions::default();
         let mut stored_bytes = 0;
         for block in 1..41u64 {
@@ -689,9 +721,7 @@ mod tests {
             from_step: from,
             to_step: to,
         };
-        let mut writer = SortedFileWriter::new(fs.clone(), Path::new("/v"), meta)
-            .unwrap()
-            .with_filter_on_prefixes(BLOCK_LEN);
+        let mut writer = writer(fs.clone(), Path::new("/v"), meta).unwrap();
         let mut versions = Versions::default();
         for block in from..to {
             let key = entry_key(&[0x10], block);
@@ -722,9 +752,7 @@ mod tests {
             from_step: 1,
             to_step: 10,
         };
-        let writer = SortedFileWriter::new(fs.clone(), Path::new("/v"), meta)
-            .unwrap()
-            .with_filter_on_prefixes(BLOCK_LEN);
+        let writer = writer(fs.clone(), Path::new("/v"), meta).unwrap();
         let inputs: Vec<&SortedFile> = parts.iter().map(|f| f.as_ref()).collect();
         let info = merge_versioned(&inputs, writer).unwrap();
         let merged = [Arc::new(SortedFile::open(fs.as_ref(), &info.path).unwrap())];

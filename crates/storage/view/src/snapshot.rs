@@ -16,6 +16,7 @@ use crate::error::guarded;
 use crate::error::{ReadError, Result, db_err};
 use crate::fileset::FileSet;
 use crate::history::History;
+use crate::history_files::versioned;
 use crate::memory::MemoryTier;
 use strata_db::history::LEGACY_HISTORY_INDEX;
 use strata_db::tables::{
@@ -178,11 +179,9 @@ impl Snapshot {
             }
         })?;
         let legacy_history = guarded(LEGACY_HISTORY_INDEX.name(), || {
-            match txn.open_table(LEGACY_HISTORY_INDEX) {
-                Ok(table) => Ok(!table.is_empty().map_err(db_err("read table"))?),
-                Err(redb::TableError::TableDoesNotExist(_)) => Ok(false),
-                Err(error) => Err(db_err("open table")(error)),
-            }
+            Ok(strata_db::history::holds_legacy(
+                txn.open_table(LEGACY_HISTORY_INDEX),
+            )?)
         })?;
         let roots = guarded(ROOTS.name(), || match txn.open_table(ROOTS) {
             Ok(table) => Ok(Some(table)),
@@ -410,35 +409,16 @@ impl Snapshot {
             for file in self.files.history(domain) {
                 let meta = file.meta();
                 let name = file.path().display();
-                // The key and whole value of the entry before (a versioned
-                // domain's differences apply to it).
-                let mut previous: Option<(Vec<u8>, Option<Vec<u8>>)> = None;
+                // A versioned domain's differences apply in the file's order.
+                let mut wholes = crate::history_files::WholeVersions::default();
                 for entry in file.iter() {
                     let (raw, stored) = entry?;
                     checked += 1;
                     let parsed = crate::history_files::parse_entry_key(&raw);
-                    let mut undecodable = None;
-                    if let Some((key, _)) = parsed
-                        && versioned(domain)
-                    {
-                        let before = previous
-                            .as_ref()
-                            .filter(|(k, _)| k.as_slice() == key)
-                            .and_then(|(_, v)| v.as_deref());
-                        let whole = match &stored {
-                            strata_files::FileValue::Value(v) => {
-                                match crate::history_files::decode_after(before, v) {
-                                    Ok(whole) => Some(whole),
-                                    Err(what) => {
-                                        undecodable = Some(what);
-                                        None
-                                    }
-                                }
-                            }
-                            strata_files::FileValue::Tombstone => None,
-                        };
-                        previous = Some((key.to_vec(), whole));
-                    }
+                    let undecodable = match parsed {
+                        Some((key, _)) if versioned(domain) => wholes.decode(key, &stored).err(),
+                        _ => None,
+                    };
                     let problem = match parsed {
                         None => format!(
                             "history file {name}: entry 0x{} is not a key and a block",
@@ -646,11 +626,4 @@ impl Snapshot {
                 .map_err(db_err("count"))
         })
     }
-}
-
-/// Whether `domain`'s history files may hold values as differences from
-/// the version before ([`crate::history_files::Versions`]): the
-/// commitment's records, whose versions differ in a cell or two.
-pub fn versioned(domain: Domain) -> bool {
-    domain == Domain::Commitment
 }
