@@ -6,6 +6,7 @@
 //! It knows the vocabulary (strata-types) and redb, nothing of the engine.
 #![deny(missing_docs)]
 
+pub mod base;
 pub mod cow;
 mod error;
 pub mod guard;

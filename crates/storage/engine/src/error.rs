@@ -19,6 +19,10 @@ use strata_view::error::ReadError;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
+    /// A base (a whole redb tier as one stream: what a replica starts from)
+    /// could not be written or loaded.
+    #[error(transparent)]
+    Base(#[from] strata_db::base::BaseError),
     /// The datadir cannot be created or used.
     #[error("datadir {path}: {what}: {source}")]
     Datadir {

@@ -23,6 +23,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod base;
 mod branch_stream;
 mod branches;
 mod commit;

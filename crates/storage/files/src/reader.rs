@@ -139,6 +139,12 @@ impl SortedFile {
         self.data.len() as u64
     }
 
+    /// The file's bytes, as mapped (what a publisher uploads: the file
+    /// stays readable through them after maintenance deleted it).
+    pub fn bytes(&self) -> &Bytes {
+        &self.data
+    }
+
     /// The whole-file checksum from the footer.
     pub fn checksum(&self) -> u64 {
         self.checksum

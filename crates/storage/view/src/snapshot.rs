@@ -114,10 +114,34 @@ struct DbView {
     /// rebuilds, as this transaction's metadata records them.
     history_kept: (strata_types::HistoryRetention, Option<u64>),
     // Keeps the snapshot's pages alive; dropped after the tables.
-    _txn: ReadTransaction,
+    txn: ReadTransaction,
 }
 
 impl Snapshot {
+    /// Writes this snapshot's redb tier — every table of its one read
+    /// transaction, so of one flushed head — as a base stream
+    /// ([`strata_db::base`]): with the files this snapshot holds, the
+    /// datadir at that head, what a replica on another machine starts from.
+    pub fn write_base(
+        &self,
+        out: &mut dyn std::io::Write,
+    ) -> std::result::Result<strata_db::base::BaseSummary, strata_db::base::BaseError> {
+        strata_db::base::write_base(&self.db.txn, out)
+    }
+
+    /// The datadir's identity, as this snapshot's metadata records it.
+    pub fn datadir_id(&self) -> Result<Option<strata_types::DatadirId>> {
+        guarded(META.name(), || {
+            let table = self.db.txn.open_table(META).map_err(db_err("open meta"))?;
+            Ok(strata_db::meta::load(&table)?.and_then(|(_, meta)| meta.datadir_id))
+        })
+    }
+
+    /// The last block redb holds in this snapshot (its flushed head).
+    pub fn flushed_head(&self) -> Option<Head> {
+        self.db.head
+    }
+
     /// Opens a snapshot of what redb holds now, paired with `files` and
     /// the unflushed blocks in `memory`; `head` is the newest block.
     pub fn open(
@@ -216,7 +240,7 @@ impl Snapshot {
                 numbers,
                 head: db_head,
                 history_kept,
-                _txn: txn,
+                txn,
             }),
             files,
             history: History::default(),

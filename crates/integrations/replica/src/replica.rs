@@ -1,0 +1,555 @@
+//! A read replica: a datadir of its own in a local cache folder, built from
+//! the bucket's base and kept at the bucket's head by replaying the
+//! published blocks through a writer (each block's root checked against
+//! the one its writer recorded), so that `strata serve` over it — a
+//! [`ReadOnlyStateDb`] beside that writer, as on the writer's machine —
+//! gives the answers a serve beside the original writer gives.
+//!
+//! What it claims is what it holds: its head is the last block it applied;
+//! a damaged or foreign object stops it at the block before, and an
+//! unreachable store leaves it serving what it has, its error kept in
+//! [`ReplicaStatus::last_error`].
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use parking_lot::{Condvar, Mutex};
+use serde::{Deserialize, Serialize};
+
+use strata_engine::{Options, ReadOnlyStateDb, StateDb};
+use strata_journal::BlockRecord;
+use strata_types::{DatadirId, Domain};
+
+use crate::batch::{self, BatchBlock, BatchDamage};
+use crate::bucket::{Bucket, Fetched};
+use crate::error::{ReplicaError, Result, io_err};
+use crate::manifest::{BatchRef, BucketManifest, MANIFEST, id_text, now_ms};
+
+/// The replica's datadir inside the cache folder.
+const DATADIR: &str = "datadir";
+/// What the cache folder holds a replica of.
+const ORIGIN: &str = "replica.json";
+/// Where a base is assembled before it becomes the datadir.
+const BUILDING: &str = "building";
+
+/// How a replica runs.
+#[derive(Clone, Debug)]
+pub struct ReplicaOptions {
+    /// The local cache folder (the replica's datadir and its records).
+    pub cache: PathBuf,
+    /// The pause between looks at the bucket's manifest.
+    pub poll: Duration,
+    /// The replica's store settings (its writer's; readers share it).
+    pub store: Options,
+}
+
+impl ReplicaOptions {
+    /// A replica cached in `cache`, looking every 100 ms.
+    pub fn new(cache: impl Into<PathBuf>) -> ReplicaOptions {
+        ReplicaOptions {
+            cache: cache.into(),
+            poll: Duration::from_millis(100),
+            store: Options::default(),
+        }
+    }
+}
+
+/// Where a replica stands.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReplicaStatus {
+    /// The last block applied: the block it serves.
+    pub head: u64,
+    /// The bucket's head, as its manifest last read said.
+    pub bucket_head: u64,
+    /// Blocks applied since the replica opened.
+    pub applied: u64,
+    /// When the bucket last answered (milliseconds since the Unix epoch).
+    pub last_contact_unix_ms: u64,
+    /// The last round's error (`None` after a round that succeeded).
+    pub last_error: Option<String>,
+}
+
+/// What the cache folder holds a replica of.
+#[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
+struct Origin {
+    bucket: String,
+    datadir_id: String,
+}
+
+struct Shared {
+    bucket: Arc<Bucket>,
+    datadir: PathBuf,
+    id: DatadirId,
+    db: StateDb,
+    status: Mutex<ReplicaStatus>,
+    etag: Mutex<Option<String>>,
+    /// Milliseconds from a batch's upload to each of its blocks applied.
+    lags: Mutex<Vec<u64>>,
+    stop: Mutex<bool>,
+    wake: Condvar,
+    /// One round at a time (the thread's or a caller's); holds the blocks
+    /// applied since the replica's last flush.
+    round: Mutex<u64>,
+    /// Flush once this many blocks wait in memory: a reader at an older
+    /// block than the unwind window reads the history files, which only
+    /// flushed blocks have (the writer's own unwind depth).
+    flush_every: u64,
+}
+
+/// A read replica following a bucket.
+pub struct Replica {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+    stopped: Arc<AtomicBool>,
+}
+
+impl Replica {
+    /// Opens the replica cached in `options.cache` (built from the bucket's
+    /// base when the folder is empty), brings it to the bucket's head, and
+    /// starts following the manifest.
+    pub fn open(bucket: Arc<Bucket>, options: ReplicaOptions) -> Result<Replica> {
+        let manifest = read_manifest(&bucket)?;
+        let id = manifest
+            .datadir()
+            .map_err(|what| damaged(&bucket, MANIFEST, what))?;
+        let cache = &options.cache;
+        std::fs::create_dir_all(cache).map_err(io_err(cache, "create the cache folder"))?;
+        let origin = Origin {
+            bucket: bucket.url().to_string(),
+            datadir_id: id_text(id),
+        };
+        let datadir = cache.join(DATADIR);
+        match read_origin(cache)? {
+            Some(found)
+                if found == origin && datadir.join(strata_types::datadir::DB_FILE).exists() => {}
+            Some(found) => {
+                return Err(ReplicaError::Config(format!(
+                    "cache {} holds a replica of {} (datadir {}), not of {} (datadir {}): give an empty folder",
+                    cache.display(),
+                    found.bucket,
+                    found.datadir_id,
+                    origin.bucket,
+                    origin.datadir_id
+                )));
+            }
+            None => {
+                if datadir.exists() {
+                    return Err(ReplicaError::Config(format!(
+                        "cache {} holds a datadir without a record of its origin: give an empty folder",
+                        cache.display()
+                    )));
+                }
+                build_from_base(&bucket, &manifest, cache)?;
+                write_origin(cache, &origin)?;
+            }
+        }
+        let store = options
+            .store
+            .clone()
+            .with_share_with_readers(true)
+            .with_publish_branches(true);
+        let db = StateDb::open(&datadir, store)?;
+        let shared = Arc::new(Shared {
+            bucket,
+            datadir,
+            id,
+            db,
+            status: Mutex::new(ReplicaStatus::default()),
+            etag: Mutex::new(None),
+            lags: Mutex::new(Vec::new()),
+            stop: Mutex::new(false),
+            wake: Condvar::new(),
+            round: Mutex::new(0),
+            flush_every: options.store.unwind_depth.max(1),
+        });
+        shared.follow(Some(manifest))?;
+        let stopped = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let shared = shared.clone();
+            let poll = options.poll;
+            std::thread::Builder::new()
+                .name("strata-replica".into())
+                .spawn(move || shared.run(poll))
+                .map_err(|source| ReplicaError::Io {
+                    path: PathBuf::new(),
+                    op: "start the replica's thread",
+                    source,
+                })?
+        };
+        Ok(Replica {
+            shared,
+            thread: Some(thread),
+            stopped,
+        })
+    }
+
+    /// The replica's datadir (what a [`ReadOnlyStateDb`] serves).
+    pub fn datadir(&self) -> &Path {
+        &self.shared.datadir
+    }
+
+    /// A read-only handle over the replica's datadir, following its
+    /// writer as a serve beside a writer does.
+    pub fn read_only(&self, options: Options) -> Result<ReadOnlyStateDb> {
+        Ok(ReadOnlyStateDb::open(&self.shared.datadir, options)?)
+    }
+
+    /// The replica's own writer (its reads are the replica's state).
+    pub fn store(&self) -> &StateDb {
+        &self.shared.db
+    }
+
+    /// Looks at the bucket now and applies what it holds beyond the head.
+    pub fn sync(&self) -> Result<ReplicaStatus> {
+        self.shared.follow(None)?;
+        Ok(self.status())
+    }
+
+    /// Where the replica stands.
+    pub fn status(&self) -> ReplicaStatus {
+        self.shared.status.lock().clone()
+    }
+
+    /// The milliseconds from each applied block's upload to its
+    /// application, in the order applied (since the replica opened).
+    pub fn lags_ms(&self) -> Vec<u64> {
+        self.shared.lags.lock().clone()
+    }
+
+    /// The bucket followed.
+    pub fn bucket(&self) -> &Arc<Bucket> {
+        &self.shared.bucket
+    }
+
+    /// Stops following and closes the replica's writer.
+    pub fn close(mut self) -> Result<()> {
+        self.stop_thread();
+        Ok(())
+    }
+
+    fn stop_thread(&mut self) {
+        if self.stopped.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        *self.shared.stop.lock() = true;
+        self.shared.wake.notify_all();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        self.stop_thread();
+    }
+}
+
+impl Shared {
+    fn run(&self, poll: Duration) {
+        loop {
+            {
+                let mut stop = self.stop.lock();
+                if *stop {
+                    return;
+                }
+                self.wake.wait_for(&mut stop, poll);
+                if *stop {
+                    return;
+                }
+            }
+            if let Err(error) = self.follow(None) {
+                tracing::warn!(bucket = %self.bucket.url(), %error, "replica round failed");
+            }
+        }
+    }
+
+    /// One round: the manifest (unless given, when it changed), then every
+    /// block after the head, batch by batch. Its error is kept in the status.
+    fn follow(&self, given: Option<BucketManifest>) -> Result<()> {
+        let mut unflushed = self.round.lock();
+        let before = self.db.last_block().unwrap_or(0);
+        let mut result = self.follow_round(given);
+        *unflushed += self.db.last_block().unwrap_or(0).saturating_sub(before);
+        if *unflushed >= self.flush_every {
+            match self.db.flush() {
+                Ok(_) => *unflushed = 0,
+                Err(error) => result = result.and(Err(error.into())),
+            }
+        }
+        let mut status = self.status.lock();
+        status.head = self.db.last_block().unwrap_or(0);
+        status.last_error = result.as_ref().err().map(ToString::to_string);
+        result
+    }
+
+    fn follow_round(&self, given: Option<BucketManifest>) -> Result<()> {
+        let manifest = match given {
+            Some(manifest) => manifest,
+            None => {
+                let etag = self.etag.lock().clone();
+                match self.bucket.get_if_changed(MANIFEST, etag.as_deref())? {
+                    Fetched::NotModified => {
+                        self.status.lock().last_contact_unix_ms = now_ms();
+                        return Ok(());
+                    }
+                    Fetched::NotFound => {
+                        return Err(ReplicaError::Missing {
+                            bucket: self.bucket.url().to_string(),
+                            key: self.bucket.url().key(MANIFEST),
+                        });
+                    }
+                    Fetched::Object(data, etag) => {
+                        let manifest = BucketManifest::decode(&data)
+                            .map_err(|what| damaged(&self.bucket, MANIFEST, what))?;
+                        *self.etag.lock() = etag;
+                        manifest
+                    }
+                }
+            }
+        };
+        if manifest.datadir_id != id_text(self.id) {
+            return Err(ReplicaError::Foreign {
+                bucket: self.bucket.url().to_string(),
+                key: self.bucket.url().key(MANIFEST),
+                expected: id_text(self.id),
+                found: manifest.datadir_id.clone(),
+            });
+        }
+        {
+            let mut status = self.status.lock();
+            status.bucket_head = manifest.head;
+            status.last_contact_unix_ms = now_ms();
+        }
+        let mut head = self.db.last_block().unwrap_or(0);
+        let batches: Vec<&BatchRef> = manifest.earlier.iter().chain(&manifest.batches).collect();
+        while head < manifest.head {
+            let Some(batch) = batches
+                .iter()
+                .filter(|b| b.first <= head + 1 && b.last > head)
+                .max_by_key(|b| b.last)
+            else {
+                // Keep the etag from hiding this manifest next round.
+                *self.etag.lock() = None;
+                return Err(ReplicaError::Diverged {
+                    bucket: self.bucket.url().to_string(),
+                    head,
+                    base: manifest.base.block,
+                });
+            };
+            if let Err(error) = self.apply_batch(batch, head) {
+                *self.etag.lock() = None;
+                return Err(error);
+            }
+            head = self.db.last_block().unwrap_or(0);
+        }
+        Ok(())
+    }
+
+    /// Applies the blocks of `batch` after `head`.
+    fn apply_batch(&self, batch: &BatchRef, head: u64) -> Result<()> {
+        let key = &batch.object.key;
+        let data = self.bucket.get(key)?;
+        let blocks = batch::decode(self.id, &data).map_err(|damage| match damage {
+            BatchDamage::Damaged(what) => damaged(&self.bucket, key, what),
+            BatchDamage::Foreign(found) => ReplicaError::Foreign {
+                bucket: self.bucket.url().to_string(),
+                key: self.bucket.url().key(key),
+                expected: id_text(self.id),
+                found: id_text(found),
+            },
+        })?;
+        if blocks.first().map(|b| b.block) != Some(batch.first)
+            || blocks.last().map(|b| b.block) != Some(batch.last)
+        {
+            return Err(damaged(
+                &self.bucket,
+                key,
+                format!(
+                    "holds other blocks than {}..={} the manifest names",
+                    batch.first, batch.last
+                ),
+            ));
+        }
+        for block in blocks.iter().filter(|b| b.block > head) {
+            self.apply_block(key, block)?;
+            self.status.lock().applied += 1;
+            self.lags
+                .lock()
+                .push(now_ms().saturating_sub(batch.published_unix_ms));
+        }
+        Ok(())
+    }
+
+    /// Replays one block: its writes through the replica's writer, its root
+    /// checked against the record's before anything is committed.
+    fn apply_block(&self, key: &str, block: &BatchBlock) -> Result<()> {
+        let root = self.db.root();
+        if block.link.parent != root {
+            return Err(damaged(
+                &self.bucket,
+                key,
+                format!(
+                    "block {} follows root {}, the replica's head has {root}",
+                    block.block, block.link.parent
+                ),
+            ));
+        }
+        let record = BlockRecord::decode(&block.payload)
+            .map_err(|e| damaged(&self.bucket, key, format!("block {}: {e}", block.block)))?;
+        if record.block != block.block || record.root != block.link.root {
+            return Err(damaged(
+                &self.bucket,
+                key,
+                format!(
+                    "block {}: the record names block {} root {}",
+                    block.block, record.block, record.root
+                ),
+            ));
+        }
+        let mut writer = self.db.begin_block(block.block)?;
+        for write in &record.writes {
+            if write.domain == Domain::Commitment {
+                continue;
+            }
+            writer.put_raw(write.domain, &write.key, write.value.clone())?;
+        }
+        if let Some(hash) = record.hash {
+            writer.set_block_hash(hash);
+        }
+        if let Some(header) = record.header.clone() {
+            writer.set_block_header(header);
+        }
+        writer.expect_root(block.link.root);
+        writer.commit().map_err(|error| match error {
+            strata_engine::Error::BlockRootMismatch { .. } => damaged(
+                &self.bucket,
+                key,
+                format!(
+                    "block {}: its writes do not give its root: {error}",
+                    block.block
+                ),
+            ),
+            other => other.into(),
+        })?;
+        Ok(())
+    }
+}
+
+fn damaged(bucket: &Bucket, key: &str, what: impl Into<String>) -> ReplicaError {
+    ReplicaError::Damaged {
+        bucket: bucket.url().to_string(),
+        key: bucket.url().key(key),
+        what: what.into(),
+    }
+}
+
+fn read_manifest(bucket: &Bucket) -> Result<BucketManifest> {
+    match bucket.get_if_changed(MANIFEST, None)? {
+        Fetched::Object(data, _) => {
+            BucketManifest::decode(&data).map_err(|what| damaged(bucket, MANIFEST, what))
+        }
+        Fetched::NotFound | Fetched::NotModified => Err(ReplicaError::Missing {
+            bucket: bucket.url().to_string(),
+            key: bucket.url().key(MANIFEST),
+        }),
+    }
+}
+
+fn read_origin(cache: &Path) -> Result<Option<Origin>> {
+    let path = cache.join(ORIGIN);
+    match std::fs::read(&path) {
+        Ok(data) => serde_json::from_slice(&data)
+            .map(Some)
+            .map_err(|e| ReplicaError::Config(format!("{}: {e}", path.display()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_err(&path, "read")(e)),
+    }
+}
+
+fn write_origin(cache: &Path, origin: &Origin) -> Result<()> {
+    let path = cache.join(ORIGIN);
+    let partial = cache.join(format!("{ORIGIN}.part"));
+    let data = serde_json::to_vec_pretty(origin).expect("an origin serializes");
+    std::fs::write(&partial, data).map_err(io_err(&partial, "write"))?;
+    std::fs::rename(&partial, &path).map_err(io_err(&path, "rename into place"))
+}
+
+/// Builds the replica's datadir from the manifest's base: the redb stream
+/// loaded into a new database, every file downloaded and its footer
+/// checksum compared with the manifest's, all in a folder beside the
+/// datadir, renamed into place when whole.
+fn build_from_base(bucket: &Bucket, manifest: &BucketManifest, cache: &Path) -> Result<()> {
+    let building = cache.join(BUILDING);
+    if building.exists() {
+        std::fs::remove_dir_all(&building)
+            .map_err(io_err(&building, "remove a cut-short build"))?;
+    }
+    std::fs::create_dir_all(&building).map_err(io_err(&building, "create"))?;
+    let stream = cache.join("base.stream");
+    bucket.get_to_file(&manifest.base.db.key, &stream)?;
+    let summary = {
+        let file = std::fs::File::open(&stream).map_err(io_err(&stream, "open"))?;
+        let mut input = std::io::BufReader::with_capacity(1 << 20, file);
+        strata_engine::base::install_base(&building, &mut input).map_err(|error| match error {
+            strata_engine::Error::Base(error) => {
+                damaged(bucket, &manifest.base.db.key, error.to_string())
+            }
+            other => other.into(),
+        })?
+    };
+    let _ = std::fs::remove_file(&stream);
+    if summary.checksum != manifest.base.db.checksum {
+        return Err(damaged(
+            bucket,
+            &manifest.base.db.key,
+            format!(
+                "checksum {:016x}, the manifest names {:016x}",
+                summary.checksum, manifest.base.db.checksum
+            ),
+        ));
+    }
+    for file in &manifest.base.files {
+        if file.name.contains('/') || file.name.starts_with('.') {
+            return Err(damaged(
+                bucket,
+                MANIFEST,
+                format!("a file named {:?}", file.name),
+            ));
+        }
+        let folder = building.join(&file.folder);
+        std::fs::create_dir_all(&folder).map_err(io_err(&folder, "create"))?;
+        let path = folder.join(&file.name);
+        bucket.get_to_file(&file.object.key, &path)?;
+        let footer = footer_checksum(&path)?;
+        if footer != Some(file.object.checksum) {
+            return Err(damaged(
+                bucket,
+                &file.object.key,
+                format!(
+                    "its footer checksum is not the {:016x} the manifest names",
+                    file.object.checksum
+                ),
+            ));
+        }
+    }
+    let datadir = cache.join(DATADIR);
+    std::fs::rename(&building, &datadir).map_err(io_err(&datadir, "rename into place"))?;
+    Ok(())
+}
+
+/// The whole-file checksum a sorted file's footer records (the file is
+/// verified whole when the replica's writer opens it).
+fn footer_checksum(path: &Path) -> Result<Option<u64>> {
+    let fs = strata_files::OsFileSystem;
+    match strata_files::SortedFile::open(&fs, path) {
+        Ok(file) => Ok(Some(file.checksum())),
+        Err(error) => {
+            tracing::warn!(file = %path.display(), %error, "a downloaded file does not open");
+            Ok(None)
+        }
+    }
+}

@@ -1,0 +1,479 @@
+//! Publisher and replicas against a real distributed object store: a
+//! three-node Garage cluster on loopback with replication factor 3
+//! (`testing/garage/cluster.sh`; without `garage` on PATH each test says
+//! so and skips, except under `CI=true`).
+//!
+//! Every test holds the replica to the writer: its answers (accounts,
+//! storage, code, block hashes, proofs) at its head and at older kept
+//! blocks equal the writer's own at the same block, and no fault makes it
+//! claim a block it does not hold.
+
+mod cluster;
+
+use std::path::Path;
+
+use alloy_primitives::{Address, B256, U256};
+use bytes::Bytes;
+use strata_engine::{
+    Account, HistoryRetention, Options, ReadOnlyStateDb, Regime, StateDb, StateRead,
+};
+use strata_replica::{PublishOptions, Publisher, Replica, ReplicaError, ReplicaOptions};
+
+use cluster::Cluster;
+
+/// A small deterministic generator (no dependency for a test's randomness).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+const ACCOUNTS: u64 = 400;
+const CONTRACTS: u64 = 40;
+const SLOTS: u64 = 30;
+
+fn address(i: u64) -> Address {
+    let mut a = [0u8; 20];
+    a[..8].copy_from_slice(&i.to_be_bytes());
+    a[19] = 0x5a;
+    Address::from(a)
+}
+
+fn slot(i: u64) -> B256 {
+    B256::from(U256::from(i * 7919 + 1))
+}
+
+/// The writer's options: small steps and memory so that blocks flush,
+/// collate into files and merge within a test; every block's history kept.
+fn writer_options() -> Options {
+    Options::default()
+        .with_share_with_readers(true)
+        .with_step_size(4)
+        .with_keep_steps_in_db(1)
+        .with_unwind_depth(4)
+        .with_flush_batch_bytes(32 << 10)
+        .with_memory_budget_bytes(96 << 10)
+        .with_history(Some(HistoryRetention::Full))
+}
+
+/// Writes blocks `from..to`: accounts, slots (some zeroed), code, and now
+/// and then an account deleted with its storage.
+fn write_blocks(db: &StateDb, from: u64, to: u64, rng: &mut Rng) {
+    for number in from..to {
+        let mut block = db.begin_block(number).unwrap();
+        for _ in 0..12 {
+            let i = rng.below(ACCOUNTS);
+            block.put_account(
+                address(i),
+                &Account {
+                    nonce: rng.below(100),
+                    balance: U256::from(rng.next()),
+                    code_hash: alloy_primitives::KECCAK256_EMPTY,
+                },
+            );
+        }
+        for _ in 0..20 {
+            let contract = ACCOUNTS + rng.below(CONTRACTS);
+            let value = if rng.below(5) == 0 { 0 } else { rng.next() };
+            block.put_storage(address(contract), slot(rng.below(SLOTS)), U256::from(value));
+        }
+        if rng.below(4) == 0 {
+            let contract = ACCOUNTS + rng.below(CONTRACTS);
+            let code = Bytes::from(vec![0x60, rng.below(256) as u8, 0x00]);
+            let hash = alloy_primitives::keccak256(&code);
+            block.put_code(address(contract), code);
+            block.put_account(
+                address(contract),
+                &Account {
+                    nonce: 1,
+                    balance: U256::ZERO,
+                    code_hash: hash,
+                },
+            );
+        }
+        if number > 0 && rng.below(10) == 0 {
+            block.delete_account(address(ACCOUNTS + rng.below(CONTRACTS)));
+        }
+        block.set_block_hash(B256::from(U256::from(number + 1_000_000)));
+        block.set_block_header(Bytes::from(format!("header {number}").into_bytes()));
+        block.commit().unwrap();
+    }
+}
+
+/// A reader's options: the writer's unwind window (a reader with a wider
+/// one rebuilds blocks whose undo data the writer no longer keeps, and
+/// refuses them when their root does not hold).
+fn reader_options() -> Options {
+    Options::default().with_unwind_depth(4)
+}
+
+fn publish_options(scratch: &Path) -> PublishOptions {
+    PublishOptions {
+        base_every: 30,
+        grace: std::time::Duration::from_secs(3600),
+        batch_blocks: 8,
+        scratch: scratch.to_path_buf(),
+        ..PublishOptions::default()
+    }
+}
+
+fn replica_options(cache: &Path) -> ReplicaOptions {
+    ReplicaOptions {
+        poll: std::time::Duration::from_secs(3600),
+        store: Options::default().with_unwind_depth(4),
+        ..ReplicaOptions::new(cache)
+    }
+}
+
+/// Compares `reads` random reads and some proofs of `replica` with
+/// `source` at `block`.
+fn same_answers(
+    source: &impl StateRead,
+    replica: &impl StateRead,
+    block: u64,
+    reads: usize,
+    seed: u64,
+) {
+    let mut rng = Rng(seed | 1);
+    let (a, b) = (
+        source.reader_at(block, Regime::Exec).unwrap(),
+        replica.reader_at(block, Regime::Exec).unwrap(),
+    );
+    assert_eq!(a.root(), b.root(), "root at block {block}");
+    for _ in 0..reads {
+        let i = rng.below(ACCOUNTS + CONTRACTS + 10);
+        let who = address(i);
+        assert_eq!(
+            a.account(&who).unwrap(),
+            b.account(&who).unwrap(),
+            "account {who} at {block}"
+        );
+        if i >= ACCOUNTS {
+            let s = slot(rng.below(SLOTS));
+            assert_eq!(
+                a.storage(&who, &s).unwrap(),
+                b.storage(&who, &s).unwrap(),
+                "slot at {block}"
+            );
+            assert_eq!(
+                a.code(&who).unwrap(),
+                b.code(&who).unwrap(),
+                "code at {block}"
+            );
+        }
+    }
+    assert_eq!(a.block_hash(block).unwrap(), b.block_hash(block).unwrap());
+    for _ in 0..5 {
+        let who = address(ACCOUNTS + rng.below(CONTRACTS));
+        let slots = [slot(rng.below(SLOTS)), slot(rng.below(SLOTS))];
+        assert_eq!(
+            source.proof_at(block, &who, &slots).unwrap(),
+            replica.proof_at(block, &who, &slots).unwrap(),
+            "proof of {who} at {block}"
+        );
+    }
+}
+
+/// A replica built from the bucket answers as the writer does — at its
+/// head and at older blocks, read through the history files of the base —
+/// and follows the writer through new bases and batches.
+#[test]
+fn a_replica_answers_as_the_writer_does_and_follows_it() {
+    let Some(cluster) = Cluster::start("a_replica_answers_as_the_writer_does_and_follows_it")
+    else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let datadir = work.path().join("writer");
+    let writer = StateDb::open(&datadir, writer_options()).unwrap();
+    let mut rng = Rng(0x9e3779b97f4a7c15);
+    write_blocks(&writer, 0, 40, &mut rng);
+    let bucket = cluster.bucket("follow");
+    let mut publisher =
+        Publisher::open(&datadir, bucket.clone(), publish_options(work.path())).unwrap();
+    let first = publisher.publish_once().unwrap();
+    assert!(first.base, "{first:?}");
+    assert_eq!(first.head, Some(39));
+
+    let replica = Replica::open(
+        cluster.bucket("follow"),
+        replica_options(&work.path().join("cache")),
+    )
+    .unwrap();
+    assert_eq!(replica.status().head, 39);
+    let served = replica.read_only(reader_options()).unwrap();
+    let source = ReadOnlyStateDb::open(&datadir, reader_options()).unwrap();
+    for block in [39, 38, 30, 17, 3, 0] {
+        same_answers(&source, &served, block, 300, block + 11);
+    }
+
+    // The writer goes on; the publisher makes batches and, past 30 blocks,
+    // a new base; the replica follows each round.
+    let mut bases = 0;
+    for round in 0..8 {
+        write_blocks(&writer, 40 + round * 5, 45 + round * 5, &mut rng);
+        let report = publisher.publish_once().unwrap();
+        bases += u32::from(report.base);
+        let status = replica.sync().unwrap();
+        assert_eq!(status.head, 44 + round * 5, "{status:?}");
+        served.catch_up().unwrap();
+        source.catch_up().unwrap();
+        same_answers(&source, &served, status.head, 200, round);
+    }
+    assert!(bases >= 1, "no new base in 40 blocks with base_every 30");
+    for block in [70, 41, 39, 12] {
+        same_answers(&source, &served, block, 200, block);
+    }
+    // A second replica starts from the newest base and holds the same.
+    let late = Replica::open(
+        cluster.bucket("follow"),
+        replica_options(&work.path().join("late")),
+    )
+    .unwrap();
+    assert_eq!(late.status().head, 79);
+    same_answers(&source, late.store(), 79, 300, 5);
+    // Reopened on its cache, the first replica resumes where it stood.
+    drop(served);
+    replica.close().unwrap();
+    let reopened = Replica::open(
+        cluster.bucket("follow"),
+        replica_options(&work.path().join("cache")),
+    )
+    .unwrap();
+    assert_eq!(reopened.status().head, 79);
+    assert_eq!(reopened.status().applied, 0, "nothing replayed again");
+    same_answers(&source, reopened.store(), 60, 200, 6);
+    let counters = bucket.counters();
+    assert!(counters.puts > 0 && counters.gets > 0, "{counters:?}");
+}
+
+/// One node of three killed: the publisher and the replica go on through
+/// the others; the node restarted, the cluster serves again.
+#[test]
+fn one_node_killed_replicas_keep_serving() {
+    let Some(cluster) = Cluster::start("one_node_killed_replicas_keep_serving") else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let datadir = work.path().join("writer");
+    let writer = StateDb::open(&datadir, writer_options()).unwrap();
+    let mut rng = Rng(77);
+    write_blocks(&writer, 0, 20, &mut rng);
+    let mut publisher = Publisher::open(
+        &datadir,
+        cluster.bucket("node"),
+        publish_options(work.path()),
+    )
+    .unwrap();
+    publisher.publish_once().unwrap();
+    let replica = Replica::open(
+        cluster.bucket("node"),
+        replica_options(&work.path().join("cache")),
+    )
+    .unwrap();
+    let source = ReadOnlyStateDb::open(&datadir, reader_options()).unwrap();
+    for node in [1, 2] {
+        cluster.kill(node);
+        let from = writer.last_block().unwrap() + 1;
+        write_blocks(&writer, from, from + 6, &mut rng);
+        publisher.publish_once().unwrap();
+        let status = replica.sync().unwrap();
+        assert_eq!(status.head, from + 5, "node {node} down: {status:?}");
+        source.catch_up().unwrap();
+        same_answers(&source, replica.store(), status.head, 200, node.into());
+        cluster.restart(node);
+    }
+    assert!(
+        publisher.bucket().counters().failovers + replica.bucket().counters().failovers > 0,
+        "no call went to another node"
+    );
+}
+
+/// The whole store unreachable: the replica answers what it holds at the
+/// block it claims, and its error names the bucket; back, it catches up.
+#[test]
+fn store_unreachable_the_replica_serves_its_head_and_names_the_bucket() {
+    let Some(cluster) = Cluster::start("store_unreachable") else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let datadir = work.path().join("writer");
+    let writer = StateDb::open(&datadir, writer_options()).unwrap();
+    let mut rng = Rng(5);
+    write_blocks(&writer, 0, 25, &mut rng);
+    let mut publisher = Publisher::open(
+        &datadir,
+        cluster.bucket("down"),
+        publish_options(work.path()),
+    )
+    .unwrap();
+    publisher.publish_once().unwrap();
+    let replica = Replica::open(
+        cluster.bucket("down"),
+        replica_options(&work.path().join("cache")),
+    )
+    .unwrap();
+    cluster.stop();
+    write_blocks(&writer, 25, 30, &mut rng);
+    let error = replica.sync().unwrap_err().to_string();
+    assert!(error.contains("s3://strata-test/down"), "{error}");
+    let status = replica.status();
+    assert_eq!(status.head, 24, "claims only what it holds");
+    assert!(status.last_error.unwrap().contains("strata-test"));
+    let source = ReadOnlyStateDb::open(&datadir, reader_options()).unwrap();
+    same_answers(&source, replica.store(), 24, 300, 9);
+    // A replica cannot start without its bucket: the error says which.
+    let cold = Replica::open(
+        cluster.bucket("down"),
+        replica_options(&work.path().join("cold")),
+    );
+    let error = cold.err().expect("no bucket, no replica").to_string();
+    assert!(error.contains("s3://strata-test/down"), "{error}");
+}
+
+/// Damaged and foreign objects are refused, never applied: the replica
+/// stays at the block before and says which object.
+#[test]
+fn damaged_and_foreign_objects_are_refused() {
+    let Some(cluster) = Cluster::start("damaged_and_foreign_objects_are_refused") else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let (one, two) = (work.path().join("one"), work.path().join("two"));
+    let writer = StateDb::open(&one, writer_options()).unwrap();
+    let other = StateDb::open(&two, writer_options()).unwrap();
+    let mut rng = Rng(11);
+    write_blocks(&writer, 0, 20, &mut rng);
+    write_blocks(&other, 0, 26, &mut Rng(12));
+    let bucket = cluster.bucket("one");
+    let mut publisher =
+        Publisher::open(&one, bucket.clone(), publish_options(work.path())).unwrap();
+    publisher.publish_once().unwrap();
+    let mut foreign =
+        Publisher::open(&two, cluster.bucket("two"), publish_options(work.path())).unwrap();
+    foreign.publish_once().unwrap();
+    write_blocks(&other, 26, 30, &mut Rng(13));
+    foreign.publish_once().unwrap();
+    // The second datadir's publisher cannot take over the first's prefix.
+    let taken = Publisher::open(&two, bucket.clone(), publish_options(work.path()));
+    assert!(
+        matches!(taken, Err(ReplicaError::Foreign { .. })),
+        "published over another datadir"
+    );
+
+    let replica =
+        Replica::open(bucket.clone(), replica_options(&work.path().join("cache"))).unwrap();
+    assert_eq!(replica.status().head, 19);
+    write_blocks(&writer, 20, 26, &mut rng);
+    publisher.publish_once().unwrap();
+    let manifest = publisher.manifest().unwrap().clone();
+    let newest = manifest.batches.last().unwrap().object.key.clone();
+
+    // A flipped byte in the newest batch.
+    let good = bucket.get(&newest).unwrap();
+    let mut bad = good.to_vec();
+    let middle = bad.len() / 2;
+    bad[middle] ^= 0x40;
+    bucket.put(&newest, bad.into()).unwrap();
+    let error = replica.sync().unwrap_err();
+    assert!(matches!(error, ReplicaError::Damaged { .. }), "{error}");
+    assert!(error.to_string().contains(&newest), "{error}");
+    assert!(replica.status().head < 25);
+    let held = replica.status().head;
+    let source = ReadOnlyStateDb::open(&one, reader_options()).unwrap();
+    same_answers(&source, replica.store(), held, 200, 1);
+
+    // Another datadir's batch under the same name.
+    let other_manifest = foreign.manifest().unwrap().clone();
+    let theirs = cluster
+        .bucket("two")
+        .get(&other_manifest.batches.last().unwrap().object.key)
+        .unwrap();
+    bucket.put(&newest, theirs).unwrap();
+    let error = replica.sync().unwrap_err();
+    assert!(matches!(error, ReplicaError::Foreign { .. }), "{error}");
+    assert_eq!(replica.status().head, held);
+
+    // Another datadir's manifest over this one's.
+    let their_manifest = cluster.bucket("two").get("manifest.json").unwrap();
+    let ours = bucket.get("manifest.json").unwrap();
+    bucket.put("manifest.json", their_manifest).unwrap();
+    let error = replica.sync().unwrap_err();
+    assert!(matches!(error, ReplicaError::Foreign { .. }), "{error}");
+    assert_eq!(replica.status().head, held);
+
+    // Put right, the replica catches up.
+    bucket.put("manifest.json", ours).unwrap();
+    bucket.put(&newest, good).unwrap();
+    assert_eq!(replica.sync().unwrap().head, 25);
+    source.catch_up().unwrap();
+    same_answers(&source, replica.store(), 25, 200, 2);
+
+    // A damaged base: a new replica refuses to start from it, and leaves
+    // no datadir behind.
+    let base = manifest.base.db.key.clone();
+    let mut stream = bucket.get(&base).unwrap().to_vec();
+    stream[40] ^= 1;
+    bucket.put(&base, stream.into()).unwrap();
+    let cache = work.path().join("cold");
+    let error = Replica::open(bucket, replica_options(&cache))
+        .err()
+        .expect("a damaged base was loaded");
+    assert!(matches!(error, ReplicaError::Damaged { .. }), "{error}");
+    assert!(error.to_string().contains(&base), "{error}");
+    assert!(!cache.join("datadir").exists());
+}
+
+/// A round cut short (objects uploaded, the manifest not written) leaves
+/// the bucket at the last manifest; the next publisher skips what is there.
+#[test]
+fn a_round_cut_short_leaves_the_last_manifest_and_resumes() {
+    let Some(cluster) = Cluster::start("a_round_cut_short") else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let datadir = work.path().join("writer");
+    let writer = StateDb::open(&datadir, writer_options()).unwrap();
+    let mut rng = Rng(3);
+    write_blocks(&writer, 0, 20, &mut rng);
+    let bucket = cluster.bucket("cut");
+    let mut publisher =
+        Publisher::open(&datadir, bucket.clone(), publish_options(work.path())).unwrap();
+    publisher.publish_once().unwrap();
+    write_blocks(&writer, 20, 28, &mut rng);
+    // What a killed round leaves: a later batch without the manifest that names it.
+    let published = publisher.manifest().unwrap().clone();
+    drop(publisher);
+    let stray = "blocks/00000000000000000099-00000000000000000099-0000000000000000.blk";
+    bucket.put(stray, Bytes::from_static(b"partial")).unwrap();
+    let replica =
+        Replica::open(bucket.clone(), replica_options(&work.path().join("cache"))).unwrap();
+    assert_eq!(
+        replica.status().head,
+        published.head,
+        "the last manifest's head"
+    );
+    let mut resumed =
+        Publisher::open(&datadir, bucket.clone(), publish_options(work.path())).unwrap();
+    let report = resumed.publish_once().unwrap();
+    assert!(!report.base, "resumed without a new base: {report:?}");
+    assert_eq!(report.head, Some(27));
+    assert!(
+        resumed
+            .manifest()
+            .unwrap()
+            .retired
+            .iter()
+            .any(|r| r.key == stray),
+        "the stray object is retired"
+    );
+    assert_eq!(replica.sync().unwrap().head, 27);
+}

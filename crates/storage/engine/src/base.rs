@@ -1,0 +1,134 @@
+//! A datadir at one flushed head, as a replica on another machine starts
+//! from it: the redb tier as one stream ([`strata_db::base`]) and the
+//! immutable files (state and history) the same transaction lists.
+//! [`crate::ReadOnlyStateDb::export_base`] writes it beside a running
+//! writer without touching the datadir; [`install_base`] builds a datadir
+//! from it that a writer then opens as its own.
+
+use std::io::{Read, Write};
+use std::path::Path;
+
+use bytes::Bytes;
+
+use crate::error::{Error, Result};
+use crate::read_only::ReadOnlyStateDb;
+pub use strata_db::base::{BaseError, BaseSummary};
+use strata_types::datadir::{DB_FILE, FILES_DIR, HISTORY_DIR};
+use strata_types::{DatadirId, Domain, Head};
+
+/// Where in a datadir an immutable file lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FileKind {
+    /// A state file (`files/`).
+    State,
+    /// A history file (`history/`).
+    History,
+}
+
+impl FileKind {
+    /// The datadir folder of files of this kind.
+    pub fn folder(self) -> &'static str {
+        match self {
+            FileKind::State => FILES_DIR,
+            FileKind::History => HISTORY_DIR,
+        }
+    }
+}
+
+/// One immutable file of a base.
+#[derive(Clone, Debug)]
+pub struct BaseFile {
+    /// State or history.
+    pub kind: FileKind,
+    /// Its domain.
+    pub domain: Domain,
+    /// Its name in its folder.
+    pub name: String,
+    /// The whole-file checksum its footer records.
+    pub checksum: u64,
+    /// Its bytes (mapped: readable even after maintenance deleted it).
+    pub bytes: Bytes,
+}
+
+/// What [`ReadOnlyStateDb::export_base`] wrote and the files that go with it.
+#[derive(Clone, Debug)]
+pub struct ExportedBase {
+    /// The flushed head the base holds.
+    pub head: Head,
+    /// The datadir's identity.
+    pub datadir_id: DatadirId,
+    /// The redb stream written.
+    pub summary: BaseSummary,
+    /// Every immutable file the base's manifest lists, oldest first per
+    /// domain and kind.
+    pub files: Vec<BaseFile>,
+}
+
+impl ReadOnlyStateDb {
+    /// The datadir's identity, which its journal segments and a
+    /// publisher's objects name (`None`: a datadir written before
+    /// datadirs had one).
+    pub fn datadir_id(&self) -> Result<Option<DatadirId>> {
+        Ok(self.snapshot()?.datadir_id()?)
+    }
+
+    /// Writes the redb tier of the newest published snapshot to `out` as a
+    /// base stream and returns the head it holds with the files listed by
+    /// the same transaction. Reads only; the writer goes on meanwhile.
+    pub fn export_base(&self, out: &mut dyn Write) -> Result<ExportedBase> {
+        let snapshot = self.snapshot()?;
+        let head = snapshot
+            .flushed_head()
+            .ok_or_else(|| Error::Base(BaseError::NoHead))?;
+        let datadir_id = snapshot
+            .datadir_id()?
+            .ok_or_else(|| Error::Base(BaseError::NoIdentity))?;
+        let summary = snapshot.write_base(out)?;
+        let mut files = Vec::new();
+        for domain in Domain::ALL {
+            for (kind, list) in [
+                (FileKind::State, snapshot.files.files(domain)),
+                (FileKind::History, snapshot.files.history(domain)),
+            ] {
+                // The set holds state files newest first; a base lists them
+                // oldest first, as the manifest does.
+                let ordered: Vec<_> = match kind {
+                    FileKind::State => list.iter().rev().collect(),
+                    FileKind::History => list.iter().collect(),
+                };
+                for file in ordered {
+                    let name = strata_fs::file_name_of(file.path())
+                        .unwrap_or_default()
+                        .to_string();
+                    files.push(BaseFile {
+                        kind,
+                        domain,
+                        name,
+                        checksum: file.checksum(),
+                        bytes: file.bytes().clone(),
+                    });
+                }
+            }
+        }
+        Ok(ExportedBase {
+            head,
+            datadir_id,
+            summary,
+            files,
+        })
+    }
+}
+
+/// Builds the redb tier of a new datadir at `datadir` from a base stream
+/// (its folder must hold no database yet). The caller places the base's
+/// files in `files/` and `history/` (checked when the datadir opens); a
+/// writer then opens the datadir as the one the base was written from, at
+/// its head, with an empty journal.
+pub fn install_base(datadir: &Path, input: &mut dyn Read) -> Result<BaseSummary> {
+    std::fs::create_dir_all(datadir).map_err(|source| Error::Datadir {
+        path: datadir.to_path_buf(),
+        what: "create",
+        source,
+    })?;
+    Ok(strata_db::base::load_base(&datadir.join(DB_FILE), input)?)
+}
