@@ -19,6 +19,7 @@ pub mod logging;
 pub mod metrics_server;
 pub mod output;
 mod output_file;
+mod replica_metrics;
 mod scratch;
 
 pub use error::{

@@ -21,6 +21,7 @@ pub(crate) mod init;
 mod man;
 mod observe;
 mod proof;
+mod publish;
 pub mod reference;
 mod replay;
 mod root;
@@ -48,6 +49,7 @@ pub use init::InitArgs;
 pub use man::ManArgs;
 pub use observe::ObserveArgs;
 pub use proof::{ProofArgs, response as proof_response};
+pub use publish::PublishArgs;
 pub use replay::{ReplayArgs, RunResult};
 pub use root::RootArgs;
 pub use serve::ServeArgs;
@@ -92,6 +94,8 @@ pub enum Command {
     Proof(ProofArgs),
     /// Serve the state over Ethereum JSON-RPC, read-only beside the writer.
     Serve(ServeArgs),
+    /// Publish a data directory to an S3 bucket for read replicas (read-only on it).
+    Publish(PublishArgs),
     /// Print domain, tier and file statistics of a data directory.
     Stats(StatsArgs),
     /// Collate, merge and prune a data directory's files.
@@ -130,6 +134,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Root(args) => root::run(args),
         Command::Proof(args) => proof::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Publish(args) => publish::run(args),
         Command::Stats(args) => stats::run(args),
         Command::Compact(args) => compact::run(args),
         Command::Export(args) => export::run(args),

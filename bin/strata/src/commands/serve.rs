@@ -26,8 +26,27 @@ use crate::metrics_server::MetricsServer;
 pub struct ServeArgs {
     /// The data directory (opened read-only; its writer may be running
     /// with --share).
-    #[arg(long, value_name = "DIR")]
-    pub datadir: PathBuf,
+    #[arg(long, value_name = "DIR", required_unless_present = "replica")]
+    pub datadir: Option<PathBuf>,
+    /// Serve a read replica of the datadir published at this bucket
+    /// (`strata publish`): built in --cache from the bucket's base, kept at
+    /// the bucket's head. The object store's address and keys come from
+    /// STRATA_S3_ENDPOINTS, STRATA_S3_KEY_ID, STRATA_S3_SECRET and
+    /// STRATA_S3_REGION (or AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID,
+    /// AWS_SECRET_ACCESS_KEY, AWS_REGION).
+    #[arg(
+        long,
+        value_name = "s3://BUCKET/PREFIX",
+        conflicts_with = "datadir",
+        requires = "cache"
+    )]
+    pub replica: Option<String>,
+    /// The replica's local folder (its datadir, reused when it restarts).
+    #[arg(long, value_name = "DIR", requires = "replica")]
+    pub cache: Option<PathBuf>,
+    /// How often the replica looks at the bucket's manifest, in ms.
+    #[arg(long, value_name = "MS", default_value_t = 100, requires = "replica")]
+    pub replica_poll_ms: u64,
     /// Where to serve HTTP and WebSocket (port 0 picks a free port; the
     /// bound address is printed to stderr).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8545")]
@@ -90,11 +109,19 @@ pub(super) fn run(args: ServeArgs) -> Result<(), CliError> {
         .map(strata_executor::GenesisBlock::read)
         .transpose()?;
     let options = Options::default().with_read_metrics(true);
-    let db = Arc::new(
-        ReadOnlyStateDb::open(&args.datadir, options).map_err(CliError::storage(&args.datadir))?,
-    );
+    let replica = match (&args.replica, &args.cache) {
+        (Some(url), Some(cache)) => Some(open_replica(url, cache, args.replica_poll_ms)?),
+        _ => None,
+    };
+    let datadir = match (&replica, &args.datadir) {
+        (Some(replica), _) => replica.datadir().to_path_buf(),
+        (None, Some(datadir)) => datadir.clone(),
+        (None, None) => return Err(ServeError::NothingToServe.into_cli()),
+    };
+    let db =
+        Arc::new(ReadOnlyStateDb::open(&datadir, options).map_err(CliError::storage(&datadir))?);
     if let (Some(genesis), Some(path)) = (&genesis, &args.genesis) {
-        check_same_chain(&db, &args.datadir, genesis, path)?;
+        check_same_chain(&db, &datadir, genesis, path)?;
     }
     let chain = Chain {
         chain_id: args.chain_id,
@@ -105,6 +132,9 @@ pub(super) fn run(args: ServeArgs) -> Result<(), CliError> {
         Some(addr) => {
             let mut registry = Registry::default();
             metrics.register(&mut registry);
+            if let Some(replica) = &replica {
+                crate::replica_metrics::register(&mut registry, replica.clone());
+            }
             let server = MetricsServer::start(addr, registry)?;
             eprintln!("serve: metrics at http://{}/metrics", server.addr());
             Some(server)
@@ -131,9 +161,21 @@ pub(super) fn run(args: ServeArgs) -> Result<(), CliError> {
         let server = RpcServer::start(db, chain, limits, metrics, args.http, args.ws)
             .await
             .map_err(|e| ServeError::Listen(e).into_cli())?;
+        let what = match (&args.replica, &replica) {
+            (Some(url), Some(replica)) => {
+                let counters = replica.bucket().counters();
+                format!(
+                    "replica of {url} (block {}, cache {}; {} GETs, {} bytes down to start)",
+                    replica.status().head,
+                    datadir.display(),
+                    counters.gets,
+                    counters.bytes_in
+                )
+            }
+            _ => datadir.display().to_string(),
+        };
         eprintln!(
-            "serve: {} at http://{}{}",
-            args.datadir.display(),
+            "serve: {what} at http://{}{}",
             server.http_addr(),
             server
                 .ws_addr()
@@ -141,9 +183,57 @@ pub(super) fn run(args: ServeArgs) -> Result<(), CliError> {
         );
         shutdown_signal().await;
         eprintln!("serve: stopping");
+        if let Some(replica) = &replica {
+            eprintln!("{}", replica_summary(replica));
+        }
         server.stop().await;
         Ok(())
     })
+}
+
+/// What a replica did while it served: blocks applied, the lag from each
+/// block's upload to its application, and the requests it made.
+fn replica_summary(replica: &strata_storage::replica::Replica) -> String {
+    let status = replica.status();
+    let mut lags = replica.lags_ms();
+    lags.sort_unstable();
+    let at = |q: f64| {
+        lags.get(((lags.len() as f64 - 1.0) * q).round() as usize)
+            .map_or_else(|| "-".to_string(), |ms| format!("{ms} ms"))
+    };
+    let counters = replica.bucket().counters();
+    format!(
+        "serve: replica at block {} (bucket {}), {} blocks applied, lag p50 {} p99 {} max {}; {} GETs, {} bytes down, {} failovers",
+        status.head,
+        status.bucket_head,
+        status.applied,
+        at(0.5),
+        at(0.99),
+        at(1.0),
+        counters.gets,
+        counters.bytes_in,
+        counters.failovers
+    )
+}
+
+/// Opens the replica of the bucket at `url` cached in `cache`.
+fn open_replica(
+    url: &str,
+    cache: &Path,
+    poll_ms: u64,
+) -> Result<Arc<strata_storage::replica::Replica>, CliError> {
+    use strata_storage::replica::{Bucket, BucketConfig, BucketUrl, Replica, ReplicaOptions};
+    let replica_error = |e| ServeError::Replica(Box::new(e)).into_cli();
+    let url: BucketUrl = url.parse().map_err(replica_error)?;
+    let config = BucketConfig::from_env().map_err(replica_error)?;
+    let bucket = Arc::new(Bucket::open(url, &config).map_err(replica_error)?);
+    let options = ReplicaOptions {
+        poll: Duration::from_millis(poll_ms.max(1)),
+        ..ReplicaOptions::new(cache)
+    };
+    Ok(Arc::new(
+        Replica::open(bucket, options).map_err(replica_error)?,
+    ))
 }
 
 /// Refuses a `--genesis` of another chain than the datadir's, as

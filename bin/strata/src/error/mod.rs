@@ -38,6 +38,9 @@ pub enum CliError {
         /// Why it is refused.
         reason: crate::OutputRefusal,
     },
+    /// Publishing to an object store failed.
+    #[error("publish: {0}")]
+    Publish(#[source] Box<strata_storage::replica::ReplicaError>),
     /// Writing to standard output failed.
     #[error("cannot write the output: {0}")]
     Output(#[source] std::io::Error),

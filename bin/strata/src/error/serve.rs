@@ -11,6 +11,12 @@ pub enum ServeError {
     /// The async runtime could not start.
     #[error("cannot start the runtime: {0}")]
     Runtime(#[source] std::io::Error),
+    /// The replica could not start (the bucket, the cache, the base).
+    #[error("--replica: {0}")]
+    Replica(#[source] Box<strata_storage::replica::ReplicaError>),
+    /// Neither a datadir nor a replica's bucket was given.
+    #[error("serve needs --datadir DIR or --replica s3://bucket/prefix with --cache DIR")]
+    NothingToServe,
     /// An address could not be listened on.
     #[error(transparent)]
     Listen(#[from] strata_rpc::ListenError),

@@ -36,6 +36,10 @@ pub use strata_engine::*;
 pub use strata_files as files;
 pub use strata_genesis as genesis;
 pub use strata_journal as journal;
+/// Publishing a datadir to an S3 object store, and read replicas on other
+/// machines that follow it (feature `replica`).
+#[cfg(feature = "replica")]
+pub use strata_replica as replica;
 #[cfg(feature = "revm")]
 pub use strata_revm as revm;
 pub use strata_types::datadir::{BRANCHES_DIR, DB_FILE, FILES_DIR, HISTORY_DIR, JOURNAL_DIR};

@@ -70,7 +70,12 @@ pub struct ReplicaStatus {
     pub last_contact_unix_ms: u64,
     /// The last round's error (`None` after a round that succeeded).
     pub last_error: Option<String>,
+    /// Milliseconds from the last applied block's upload to its application.
+    pub last_lag_ms: Option<u64>,
 }
+
+/// The most lag samples a replica keeps (the newest).
+const LAG_SAMPLES: usize = 1 << 16;
 
 /// What the cache folder holds a replica of.
 #[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -214,7 +219,7 @@ impl Replica {
     }
 
     /// The milliseconds from each applied block's upload to its
-    /// application, in the order applied (since the replica opened).
+    /// application, in the order applied (the newest 32,768 to 65,536).
     pub fn lags_ms(&self) -> Vec<u64> {
         self.shared.lags.lock().clone()
     }
@@ -376,10 +381,17 @@ impl Shared {
         }
         for block in blocks.iter().filter(|b| b.block > head) {
             self.apply_block(key, block)?;
-            self.status.lock().applied += 1;
-            self.lags
-                .lock()
-                .push(now_ms().saturating_sub(batch.published_unix_ms));
+            let lag = now_ms().saturating_sub(batch.published_unix_ms);
+            {
+                let mut status = self.status.lock();
+                status.applied += 1;
+                status.last_lag_ms = Some(lag);
+            }
+            let mut lags = self.lags.lock();
+            if lags.len() >= LAG_SAMPLES {
+                lags.drain(..LAG_SAMPLES / 2);
+            }
+            lags.push(lag);
         }
         Ok(())
     }

@@ -1,0 +1,66 @@
+//! A replica's standing as Prometheus gauges on `serve --metrics`: the
+//! block it serves, the bucket's head, the blocks between, the time from
+//! the last applied block's upload to its application, and whether the
+//! last look at the bucket failed. Refreshed four times a second by a
+//! thread that ends with the replica.
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use strata_storage::replica::Replica;
+
+/// Registers the replica's gauges in `registry` and starts their refresh.
+pub(crate) fn register(registry: &mut Registry, replica: Arc<Replica>) {
+    let head = Gauge::<i64>::default();
+    let bucket_head = Gauge::<i64>::default();
+    let behind = Gauge::<i64>::default();
+    let lag_ms = Gauge::<i64>::default();
+    let failing = Gauge::<i64>::default();
+    registry.register(
+        "strata_replica_head",
+        "The block the replica serves",
+        head.clone(),
+    );
+    registry.register(
+        "strata_replica_bucket_head",
+        "The newest block the bucket's manifest names",
+        bucket_head.clone(),
+    );
+    registry.register(
+        "strata_replica_blocks_behind",
+        "Blocks the bucket holds beyond the replica's head",
+        behind.clone(),
+    );
+    registry.register(
+        "strata_replica_lag_ms",
+        "Milliseconds from the last applied block's upload to its application",
+        lag_ms.clone(),
+    );
+    registry.register(
+        "strata_replica_failing",
+        "1 while the last look at the bucket failed (the error is logged)",
+        failing.clone(),
+    );
+    let weak: Weak<Replica> = Arc::downgrade(&replica);
+    let spawned = std::thread::Builder::new()
+        .name("strata-replica-metrics".into())
+        .spawn(move || {
+            while let Some(replica) = weak.upgrade() {
+                let status = replica.status();
+                head.set(status.head as i64);
+                bucket_head.set(status.bucket_head as i64);
+                behind.set(status.bucket_head.saturating_sub(status.head) as i64);
+                if let Some(last) = status.last_lag_ms {
+                    lag_ms.set(last as i64);
+                }
+                failing.set(i64::from(status.last_error.is_some()));
+                drop(replica);
+                std::thread::sleep(Duration::from_millis(250));
+            }
+        });
+    if let Err(error) = spawned {
+        tracing::warn!(%error, "the replica's gauges are not refreshed");
+    }
+}
