@@ -5,7 +5,10 @@
 //! the vector files of a folder; [`tree_contents`], what "changed no byte
 //! of the datadir" is checked with; and [`http_post`] / [`json_rpc`], a
 //! JSON-RPC server asked over a bare HTTP/1.1 connection, byte for byte what
-//! the test wrote (malformed bodies included), for the servers' tests.
+//! the test wrote (malformed bodies included), for the servers' tests;
+//! [`garage::GarageCluster`], the object store the replica tests run against.
+
+pub mod garage;
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};

@@ -22,6 +22,7 @@ mod read_only;
 mod reference;
 mod refusals;
 mod replay;
+mod replicas;
 mod resume;
 mod serve;
 mod temp_names;

@@ -15,7 +15,7 @@ use strata_test_support::json_rpc as call;
 use crate::common::{gen_trace, read_json, replay_small_steps, strata_ok};
 
 /// Starts `strata serve` on a free port; returns the child and its address.
-fn start(datadir: &std::path::Path) -> (Child, SocketAddr) {
+pub(crate) fn start(datadir: &std::path::Path) -> (Child, SocketAddr) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
         .args(["serve", "--http", "127.0.0.1:0", "--datadir"])
         .arg(datadir)
@@ -79,7 +79,7 @@ fn two_serve_processes_answer_over_one_datadir_and_stop_on_sigterm() {
 }
 
 /// SIGTERM, then a clean exit.
-fn stop(child: &mut Child) {
+pub(crate) fn stop(child: &mut Child) {
     let killed = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
