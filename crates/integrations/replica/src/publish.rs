@@ -103,7 +103,12 @@ impl Publisher {
     /// under the prefix that the manifest does not name (a round cut short)
     /// are retired.
     pub fn open(datadir: &Path, bucket: Arc<Bucket>, options: PublishOptions) -> Result<Publisher> {
-        let db = ReadOnlyStateDb::open(datadir, Options::default())?;
+        // Refreshed only when a base is made (or to check the head when
+        // the journal holds nothing new), never block by block.
+        let db = ReadOnlyStateDb::open(
+            datadir,
+            Options::default().with_follow_interval(Duration::from_secs(3600)),
+        )?;
         let id = db.datadir_id()?.ok_or_else(|| {
             ReplicaError::Config(format!(
                 "{} has no identity (written before datadirs had one): open its writer once",
@@ -194,13 +199,12 @@ impl Publisher {
     /// deletes retired objects whose grace period has passed.
     pub fn publish_once(&mut self) -> Result<PublishReport> {
         let mut report = PublishReport::default();
-        self.db.catch_up()?;
-        let last = self.db.last_block()?;
-        let after = self.manifest.as_ref().map(|m| m.head);
-        let read = self.tail.read_after(after.or(last))?;
-        self.pending.extend(read.into_iter().map(BatchBlock::from));
+        if let Some(head) = self.manifest.as_ref().map(|m| m.head) {
+            let read = self.tail.read_after(Some(head))?;
+            self.pending.extend(read.into_iter().map(BatchBlock::from));
+        }
         let mut attempts = 0;
-        while self.needs_base(last) {
+        while self.needs_base()? {
             attempts += 1;
             if attempts > 3 {
                 return Err(ReplicaError::Config(
@@ -248,17 +252,41 @@ impl Publisher {
     }
 
     /// Whether the bucket needs a new base before the pending blocks.
-    fn needs_base(&self, last: Option<u64>) -> bool {
+    fn needs_base(&mut self) -> Result<bool> {
         let Some(manifest) = &self.manifest else {
-            return true;
+            return Ok(true);
         };
-        let continues = match self.pending.first() {
-            Some(first) => first.block == manifest.head + 1 && first.link.parent == manifest.root,
-            // Nothing new: the bucket must not claim a block the datadir
-            // no longer holds (an unwind), nor miss ones released unread.
-            None => last == Some(manifest.head),
+        let (head, root) = (manifest.head, manifest.root);
+        if head - manifest.base.block >= self.options.base_every {
+            return Ok(true);
+        }
+        if let Some(first) = self.pending.first() {
+            return Ok(first.block != head + 1 || first.link.parent != root);
+        }
+        // Nothing new in the journal. When a segment that would hold the
+        // next block is there, there is no next block yet; otherwise the
+        // writer may have released blocks unread (a flush): redb's head
+        // tells. (The follower is refreshed only here and for a base: it
+        // does not follow each block.)
+        if self.journal_may_hold(head + 1) {
+            return Ok(false);
+        }
+        self.db.catch_up()?;
+        Ok(self.db.last_block()? != Some(head))
+    }
+
+    /// Whether a journal segment that would hold `block` is in the folder.
+    fn journal_may_hold(&self, block: u64) -> bool {
+        let Ok(entries) = std::fs::read_dir(self.tail.dir()) else {
+            return false;
         };
-        !continues || manifest.head - manifest.base.block >= self.options.base_every
+        entries.flatten().any(|entry| {
+            entry
+                .file_name()
+                .to_str()
+                .and_then(strata_journal::segment_first_block)
+                .is_some_and(|first| first <= block)
+        })
     }
 
     /// Writes a new base: the redb stream and every file it lists that
