@@ -5,15 +5,11 @@
 //! ```text
 //! magic "STRATA-BLOCKS\0\0\0" | version u32 | datadir id [16] | first u64 | count u32
 //! record*: block u64 | parent root [32] | root [32] | payload_len u32 | payload
-//!          | has_branches u8 | (branches_len u32 | branches)?      (version 2)
 //! xxh3-64 of every byte before it (u64)
 //! ```
 //! All integers little-endian. The payload is the journal record's, as the
-//! writer framed it (`strata_journal::BlockRecord`); `branches`, when the
-//! writer published them, the block's branch records
-//! (`strata_journal::BranchRecords`). A replica replays the block with its
-//! branch records as they are, else computes its root and checks it
-//! against the record's. Version 1 (no branch records) is still read.
+//! writer framed it (`strata_journal::BlockRecord`); a replica decodes it and
+//! replays the block, its root checked against the record's.
 
 use alloy_primitives::B256;
 use bytes::{BufMut, Bytes, BytesMut};
@@ -23,9 +19,7 @@ use strata_journal::{JournalRecord, Link};
 use strata_types::DatadirId;
 
 const MAGIC: &[u8; 16] = b"STRATA-BLOCKS\0\0\0";
-const VERSION: u32 = 2;
-/// Batches written before branch records travelled with the blocks.
-const VERSION_PLAIN: u32 = 1;
+const VERSION: u32 = 1;
 const HEADER: usize = 16 + 4 + 16 + 8 + 4;
 /// The largest payload a batch may carry (the journal's own bound is lower).
 const PAYLOAD_LIMIT: usize = 256 << 20;
@@ -39,8 +33,6 @@ pub struct BatchBlock {
     pub link: Link,
     /// The journal record's bytes.
     pub payload: Bytes,
-    /// The block's branch records as its writer published them, when it did.
-    pub branches: Option<Bytes>,
 }
 
 impl From<JournalRecord> for BatchBlock {
@@ -49,7 +41,6 @@ impl From<JournalRecord> for BatchBlock {
             block: record.block,
             link: record.link,
             payload: record.payload,
-            branches: None,
         }
     }
 }
@@ -60,7 +51,7 @@ pub fn encode(id: DatadirId, blocks: &[BatchBlock]) -> Bytes {
     let size = HEADER
         + blocks
             .iter()
-            .map(|b| 8 + 64 + 4 + b.payload.len() + 5 + b.branches.as_ref().map_or(0, Bytes::len))
+            .map(|b| 8 + 64 + 4 + b.payload.len())
             .sum::<usize>()
         + 8;
     let mut out = BytesMut::with_capacity(size);
@@ -75,14 +66,6 @@ pub fn encode(id: DatadirId, blocks: &[BatchBlock]) -> Bytes {
         out.put_slice(block.link.root.as_slice());
         out.put_u32_le(block.payload.len() as u32);
         out.put_slice(&block.payload);
-        match &block.branches {
-            Some(branches) => {
-                out.put_u8(1);
-                out.put_u32_le(branches.len() as u32);
-                out.put_slice(branches);
-            }
-            None => out.put_u8(0),
-        }
     }
     let checksum = xxh3_64(&out);
     out.put_u64_le(checksum);
@@ -117,9 +100,9 @@ pub fn decode(id: DatadirId, data: &Bytes) -> Result<Vec<BatchBlock>, BatchDamag
         return Err(damaged("checksum mismatch".into()));
     }
     let version = u32::from_le_bytes(data[16..20].try_into().expect("4 bytes"));
-    if version != VERSION && version != VERSION_PLAIN {
+    if version != VERSION {
         return Err(damaged(format!(
-            "batch version {version}, this build reads {VERSION_PLAIN} and {VERSION}"
+            "batch version {version}, this build reads {VERSION}"
         )));
     }
     let found = DatadirId(data[20..36].try_into().expect("16 bytes"));
@@ -150,46 +133,12 @@ pub fn decode(id: DatadirId, data: &Bytes) -> Result<Vec<BatchBlock>, BatchDamag
                 "block {block}: a payload of {len} bytes at byte {at}"
             )));
         }
-        let payload = data.slice(at..at + len);
-        at += len;
-        let mut branches = None;
-        if version == VERSION {
-            if body - at < 1 {
-                return Err(damaged(format!("block {block}: cut at byte {at}")));
-            }
-            let has = data[at];
-            at += 1;
-            match has {
-                0 => {}
-                1 => {
-                    if body - at < 4 {
-                        return Err(damaged(format!("block {block}: cut at byte {at}")));
-                    }
-                    let len =
-                        u32::from_le_bytes(data[at..at + 4].try_into().expect("4 bytes")) as usize;
-                    at += 4;
-                    if len > PAYLOAD_LIMIT || body - at < len {
-                        return Err(damaged(format!(
-                            "block {block}: branch records of {len} bytes at byte {at}"
-                        )));
-                    }
-                    branches = Some(data.slice(at..at + len));
-                    at += len;
-                }
-                other => {
-                    return Err(damaged(format!(
-                        "block {block}: branch flag {other} at byte {}",
-                        at - 1
-                    )));
-                }
-            }
-        }
         blocks.push(BatchBlock {
             block,
             link: Link { parent, root },
-            payload,
-            branches,
+            payload: data.slice(at..at + len),
         });
+        at += len;
     }
     if at != body {
         return Err(damaged(format!("{} bytes after the last block", body - at)));
@@ -213,7 +162,6 @@ mod tests {
                     root: B256::repeat_byte(block as u8 + 1),
                 },
                 payload: Bytes::from(vec![block as u8; 10 * block as usize]),
-                branches: (block % 2 == 1).then(|| Bytes::from(vec![0xb0; block as usize])),
             })
             .collect()
     }

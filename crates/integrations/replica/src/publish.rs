@@ -20,12 +20,10 @@ use std::time::Duration;
 
 use xxhash_rust::xxh3::xxh3_64;
 
-use std::collections::BTreeMap;
 use strata_engine::{Options, ReadOnlyStateDb};
-
-use strata_journal::{BranchRecords, JournalRecord, JournalTail};
+use strata_journal::JournalTail;
 use strata_types::DatadirId;
-use strata_types::datadir::{BRANCHES_DIR, JOURNAL_DIR};
+use strata_types::datadir::JOURNAL_DIR;
 
 use crate::batch::{self, BatchBlock};
 use crate::bucket::{Bucket, Fetched};
@@ -88,11 +86,6 @@ pub struct Publisher {
     bucket: Arc<Bucket>,
     db: ReadOnlyStateDb,
     tail: JournalTail,
-    /// The writer's published branch records (`branches/`), read beside
-    /// the journal and sent with their blocks.
-    branch_tail: JournalTail,
-    /// Branch frames read and not yet matched with their block.
-    branch_frames: BTreeMap<u64, JournalRecord>,
     id: DatadirId,
     manifest: Option<BucketManifest>,
     /// Objects known to be in the bucket.
@@ -148,8 +141,6 @@ impl Publisher {
             bucket,
             db,
             tail: JournalTail::new(datadir.join(JOURNAL_DIR), Some(id)),
-            branch_tail: JournalTail::new(datadir.join(BRANCHES_DIR), Some(id)),
-            branch_frames: BTreeMap::new(),
             id,
             manifest,
             present,
@@ -225,7 +216,6 @@ impl Publisher {
             self.make_base(&mut report)?;
             report.base = true;
         }
-        self.attach_branches();
         while !self.pending.is_empty() {
             let take = self.pending.len().min(self.options.batch_blocks.max(1));
             let blocks = self.pending[..take].to_vec();
@@ -259,40 +249,6 @@ impl Publisher {
             }
             std::thread::sleep(self.options.interval);
         }
-    }
-
-    /// Gives each pending block the branch records its writer published
-    /// for it (a frame of `branches/` for the same block, parent root and
-    /// root, whose payload names the block and root). A stream that cannot
-    /// be read leaves the blocks without: a replica then computes their roots.
-    fn attach_branches(&mut self) {
-        let Some(first) = self.pending.first().map(|b| b.block) else {
-            return;
-        };
-        match self.branch_tail.read_after(Some(first.saturating_sub(1))) {
-            Ok(frames) => self
-                .branch_frames
-                .extend(frames.into_iter().map(|f| (f.block, f))),
-            Err(error) => {
-                tracing::debug!(%error, "publish: the published branch records are unreadable");
-                self.branch_tail.reset();
-                self.branch_frames.clear();
-            }
-        }
-        for block in &mut self.pending {
-            if block.branches.is_some() {
-                continue;
-            }
-            if let Some(frame) = self.branch_frames.remove(&block.block)
-                && frame.link == block.link
-                && BranchRecords::decode(&frame.payload)
-                    .is_ok_and(|b| b.block == block.block && b.root == block.link.root)
-            {
-                block.branches = Some(frame.payload);
-            }
-        }
-        let last = self.pending.last().map_or(first, |b| b.block);
-        self.branch_frames = self.branch_frames.split_off(&(last + 1));
     }
 
     /// Whether the bucket needs a new base before the pending blocks.
@@ -450,8 +406,6 @@ impl Publisher {
         self.dirty = true;
         // Everything after the base's head, from the journal again.
         self.tail.reset();
-        self.branch_tail.reset();
-        self.branch_frames.clear();
         self.pending = self
             .tail
             .read_after(Some(head.block))?

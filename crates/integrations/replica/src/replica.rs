@@ -20,7 +20,7 @@ use parking_lot::{Condvar, Mutex};
 use serde::{Deserialize, Serialize};
 
 use strata_engine::{Options, ReadOnlyStateDb, StateDb};
-use strata_journal::{BlockRecord, BranchRecords};
+use strata_journal::BlockRecord;
 use strata_types::{DatadirId, Domain};
 
 use crate::batch::{self, BatchBlock, BatchDamage};
@@ -72,9 +72,6 @@ pub struct ReplicaStatus {
     pub last_error: Option<String>,
     /// Milliseconds from the last applied block's upload to its application.
     pub last_lag_ms: Option<u64>,
-    /// Blocks applied with the branch records their writer published (no
-    /// root computed); the others' roots were computed and checked.
-    pub applied_with_records: u64,
 }
 
 /// The most lag samples a replica keeps (the newest).
@@ -439,28 +436,6 @@ impl Shared {
             writer.set_block_header(header);
         }
         writer.expect_root(block.link.root);
-        if let Some(payload) = &block.branches {
-            let branches = BranchRecords::decode(payload).map_err(|e| {
-                damaged(
-                    &self.bucket,
-                    key,
-                    format!("block {}: branch records: {e}", block.block),
-                )
-            })?;
-            if branches.block != block.block || branches.root != block.link.root {
-                return Err(damaged(
-                    &self.bucket,
-                    key,
-                    format!(
-                        "block {}: its branch records name block {} root {}",
-                        block.block, branches.block, branches.root
-                    ),
-                ));
-            }
-            writer.commit_with_records(block.link.root, &branches.records)?;
-            self.status.lock().applied_with_records += 1;
-            return Ok(());
-        }
         writer.commit().map_err(|error| match error {
             strata_engine::Error::BlockRootMismatch { .. } => damaged(
                 &self.bucket,

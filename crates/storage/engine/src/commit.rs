@@ -196,55 +196,6 @@ pub(crate) fn prepare_block(
     })
 }
 
-/// Prepares block `number` with the root and branch records its writer
-/// computed (`records`: the commitment domain's keys and new values, as a
-/// writer's published branch records carry them), gathering its unwind
-/// data: no root is computed. What a replica replaying another writer's
-/// blocks uses; the records are trusted as that writer's.
-pub(crate) fn prepare_with_records(
-    inner: &Arc<Inner>,
-    number: u64,
-    base: &Arc<Snapshot>,
-    overlay: Arc<Overlay>,
-    root: B256,
-    records: &[(Bytes, Option<Bytes>)],
-) -> Result<PreparedBlock> {
-    let started = Instant::now();
-    check_number(base, number)?;
-    let mut overlay = Arc::unwrap_or_clone(overlay);
-    expand_storage_wipes(base, &mut overlay)?;
-    let overlay = Arc::new(overlay);
-    let mut writes = Vec::with_capacity(records.len());
-    for (key, value) in records {
-        let path = strata_commitment::record_path(key).map_err(|source| Error::Commitment {
-            block: number,
-            source,
-        })?;
-        writes.push((path, value.clone()));
-    }
-    writes.sort_by(|a, b| a.0.cmp(&b.0));
-    writes.dedup_by(|later, earlier| later.0 == earlier.0);
-    let before = inner
-        .reader(base.clone(), None, Regime::Commitment)
-        .untimed();
-    let previous = previous_values(&before, &overlay, number)?;
-    Ok(PreparedBlock {
-        number,
-        overlay,
-        output: CommitOutput {
-            root,
-            writes,
-            stats: Default::default(),
-        },
-        previous,
-        commitment_time: Duration::ZERO,
-        warmed: 0,
-        prepare_time: started.elapsed(),
-        root_wait: None,
-        root_folds: 0,
-    })
-}
-
 /// Refuses a block that does not follow `base`.
 fn check_number(base: &Snapshot, number: u64) -> Result<()> {
     let expected = base.block().map_or(0, |b| b + 1);

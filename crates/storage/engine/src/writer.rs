@@ -512,46 +512,6 @@ impl BlockWriter {
     }
 }
 
-impl BlockWriter {
-    /// Commits the block with the root and the branch records its writer
-    /// computed (`records`: commitment-domain keys and new values, as
-    /// [`strata_journal::BranchRecords`] carry them), computing no root:
-    /// for a replica that replays another writer's blocks, whose records
-    /// it trusts as that writer's (their bytes checked by checksums on the
-    /// way). With [`BlockWriter::expect_root`] set, `root` must be it.
-    /// Everything else is [`BlockWriter::commit`]'s: the journal record,
-    /// the unwind data, the cache's write-through, the publication.
-    pub fn commit_with_records(
-        mut self,
-        root: B256,
-        records: &[(Bytes, Option<Bytes>)],
-    ) -> Result<CommitInfo> {
-        let number = self.number;
-        let inner = self.inner.clone();
-        let result = inner.check_poisoned().and_then(|()| {
-            if self.stream.is_some() || self.alongside.is_some() {
-                return Err(crate::error::Error::InvalidOptions(
-                    "commit_with_records on a block whose root is being computed".into(),
-                ));
-            }
-            let mut prepared = crate::commit::prepare_with_records(
-                &self.inner,
-                number,
-                &self.base,
-                self.overlay.clone(),
-                root,
-                records,
-            )?;
-            prepared.label_as(&self.overlay);
-            self.stop_prefetch();
-            persist_block(&self.inner, prepared, self.expected_root)
-        });
-        inner
-            .poison_on_error(result)
-            .map_err(|error| error.in_block(number))
-    }
-}
-
 impl Drop for BlockWriter {
     /// A dropped block leaves no loads behind: its prefetch and its root
     /// thread read the state before the block and fill the caches, so they
