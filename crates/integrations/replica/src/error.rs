@@ -76,6 +76,20 @@ pub enum ReplicaError {
         /// The bucket's base block.
         base: u64,
     },
+    /// The bucket's next block does not follow the replica's head (the
+    /// writer unwound: a reorg); the replica rejoins the bucket's chain at
+    /// its base when it can, else the round fails with this.
+    #[error(
+        "{bucket}: {key}: block {block} does not follow the replica's head (the writer unwound)"
+    )]
+    Forked {
+        /// The bucket and prefix.
+        bucket: String,
+        /// The batch.
+        key: String,
+        /// The block that does not follow.
+        block: u64,
+    },
     /// A local file or folder could not be used.
     #[error("{path}: {op}: {source}")]
     Io {

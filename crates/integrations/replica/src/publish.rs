@@ -94,6 +94,10 @@ pub struct Publisher {
     pending: Vec<BatchBlock>,
     /// The manifest in memory differs from the bucket's.
     dirty: bool,
+    /// The journal was read once since the open.
+    journal_read: bool,
+    /// The writer rewrote its journal below the bucket's head (an unwind).
+    rewritten: bool,
     options: PublishOptions,
 }
 
@@ -146,6 +150,8 @@ impl Publisher {
             present,
             pending: Vec::new(),
             dirty: false,
+            journal_read: false,
+            rewritten: false,
             options,
         };
         publisher.retire_unnamed();
@@ -199,9 +205,19 @@ impl Publisher {
     /// deletes retired objects whose grace period has passed.
     pub fn publish_once(&mut self) -> Result<PublishReport> {
         let mut report = PublishReport::default();
-        if let Some(head) = self.manifest.as_ref().map(|m| m.head) {
-            let read = self.tail.read_after(Some(head))?;
-            self.pending.extend(read.into_iter().map(BatchBlock::from));
+        if let Some((base, head)) = self.manifest.as_ref().map(|m| (m.base.block, m.head)) {
+            // The first read passes over what the bucket holds; after it,
+            // the tail returns a block at or below the head only when the
+            // writer rewrote its journal (an unwind): a new base then.
+            let after = if self.journal_read { base } else { head };
+            let read = self.tail.read_after(Some(after))?;
+            self.journal_read = true;
+            if read.iter().any(|r| r.block <= head) {
+                self.pending.clear();
+                self.rewritten = true;
+            } else {
+                self.pending.extend(read.into_iter().map(BatchBlock::from));
+            }
         }
         let mut attempts = 0;
         while self.needs_base()? {
@@ -257,7 +273,7 @@ impl Publisher {
             return Ok(true);
         };
         let (head, root) = (manifest.head, manifest.root);
-        if head - manifest.base.block >= self.options.base_every {
+        if self.rewritten || head - manifest.base.block >= self.options.base_every {
             return Ok(true);
         }
         if let Some(first) = self.pending.first() {
@@ -405,6 +421,7 @@ impl Publisher {
         });
         self.dirty = true;
         // Everything after the base's head, from the journal again.
+        self.rewritten = false;
         self.tail.reset();
         self.pending = self
             .tail

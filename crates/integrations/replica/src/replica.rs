@@ -330,6 +330,13 @@ impl Shared {
             status.last_contact_unix_ms = now_ms();
         }
         let mut head = self.db.last_block().unwrap_or(0);
+        let mut rejoined = false;
+        if head > manifest.head || (head == manifest.head && self.db.root() != manifest.root) {
+            // The replica holds blocks the bucket no longer claims.
+            self.rejoin(&manifest)?;
+            rejoined = true;
+            head = self.db.last_block().unwrap_or(0);
+        }
         let batches: Vec<&BatchRef> = manifest.earlier.iter().chain(&manifest.batches).collect();
         while head < manifest.head {
             let Some(batch) = batches
@@ -345,11 +352,52 @@ impl Shared {
                     base: manifest.base.block,
                 });
             };
-            if let Err(error) = self.apply_batch(batch, head) {
-                *self.etag.lock() = None;
-                return Err(error);
+            match self.apply_batch(batch, head) {
+                Ok(()) => {}
+                Err(ReplicaError::Forked { .. }) if !rejoined => {
+                    self.rejoin(&manifest)?;
+                    rejoined = true;
+                }
+                Err(error) => {
+                    *self.etag.lock() = None;
+                    return Err(error);
+                }
             }
             head = self.db.last_block().unwrap_or(0);
+        }
+        Ok(())
+    }
+
+    /// After the writer unwound: goes back to the bucket's base when the
+    /// replica holds the base's block with the base's root (one of its
+    /// last `unwind_depth` blocks), so that the base's batches continue
+    /// it; else the replica cannot follow ([`ReplicaError::Diverged`]).
+    fn rejoin(&self, manifest: &BucketManifest) -> Result<()> {
+        let base = &manifest.base;
+        let head = self.db.last_block().unwrap_or(0);
+        let diverged = || ReplicaError::Diverged {
+            bucket: self.bucket.url().to_string(),
+            head,
+            base: base.block,
+        };
+        if base.block > head {
+            *self.etag.lock() = None;
+            return Err(diverged());
+        }
+        let root = match self.db.reader_at(base.block, strata_types::Regime::Exec) {
+            Ok(reader) => reader.root(),
+            Err(_) => {
+                *self.etag.lock() = None;
+                return Err(diverged());
+            }
+        };
+        if root != base.root {
+            *self.etag.lock() = None;
+            return Err(diverged());
+        }
+        if base.block < head {
+            tracing::info!(bucket = %self.bucket.url(), from = head, to = base.block, "the writer unwound: the replica goes back to the bucket's base");
+            self.db.unwind_to(base.block)?;
         }
         Ok(())
     }
@@ -399,16 +447,12 @@ impl Shared {
     /// Replays one block: its writes through the replica's writer, its root
     /// checked against the record's before anything is committed.
     fn apply_block(&self, key: &str, block: &BatchBlock) -> Result<()> {
-        let root = self.db.root();
-        if block.link.parent != root {
-            return Err(damaged(
-                &self.bucket,
-                key,
-                format!(
-                    "block {} follows root {}, the replica's head has {root}",
-                    block.block, block.link.parent
-                ),
-            ));
+        if block.link.parent != self.db.root() {
+            return Err(ReplicaError::Forked {
+                bucket: self.bucket.url().to_string(),
+                key: self.bucket.url().key(key),
+                block: block.block,
+            });
         }
         let record = BlockRecord::decode(&block.payload)
             .map_err(|e| damaged(&self.bucket, key, format!("block {}: {e}", block.block)))?;

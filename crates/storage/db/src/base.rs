@@ -203,9 +203,21 @@ impl<W: Write> Hashing<W> {
     }
 }
 
+/// Values that replace a domain table's rows in a base: per domain (by
+/// [`Domain::index`]), key → the encoded row (`step ‖ value`, a bare step
+/// for a tombstone), sorted by key.
+pub type BaseOverrides = [std::collections::BTreeMap<Vec<u8>, Vec<u8>>; 4];
+
 /// Writes every table `txn` sees to `out` (see the module's format) and
-/// returns what it wrote.
-pub fn write_base(txn: &ReadTransaction, out: &mut dyn Write) -> Result<BaseSummary, BaseError> {
+/// returns what it wrote. The rows of `overrides` replace (or add to) the
+/// domain tables' rows: a transaction taken while a flush was half done
+/// holds plain values of blocks after its head, which the caller takes
+/// back to the head this way.
+pub fn write_base(
+    txn: &ReadTransaction,
+    overrides: &BaseOverrides,
+    out: &mut dyn Write,
+) -> Result<BaseSummary, BaseError> {
     for legacy in [LEGACY_HISTORY_CHANGES, LEGACY_HISTORY_INDEX] {
         match txn.open_table(legacy) {
             Ok(_) => return Err(BaseError::LegacyHistory),
@@ -273,14 +285,7 @@ pub fn write_base(txn: &ReadTransaction, out: &mut dyn Write) -> Result<BaseSumm
             )?,
             tag => {
                 let domain = Domain::ALL[usize::from(tag - 7)];
-                write_table(
-                    txn,
-                    &mut out,
-                    section,
-                    domain_table(domain),
-                    |k| k.to_vec(),
-                    |v| v.to_vec(),
-                )?
+                write_domain(txn, &mut out, section, domain, &overrides[domain.index()])?
             }
         };
     }
@@ -329,6 +334,74 @@ where
     for entry in table.iter().map_err(db("iterate table"))? {
         let (k, v) = entry.map_err(db("read table"))?;
         out.entry(&key(k.value()), &value(v.value()))?;
+        written += 1;
+    }
+    if written != count {
+        return Err(BaseError::Damaged {
+            offset: out.bytes,
+            what: format!(
+                "table {} counted {count} entries but held {written}",
+                section.name
+            ),
+        });
+    }
+    Ok(count)
+}
+
+/// Writes a domain table merged with `overrides` (their rows win).
+fn write_domain<W: Write>(
+    txn: &ReadTransaction,
+    out: &mut Hashing<W>,
+    section: Section,
+    domain: Domain,
+    overrides: &std::collections::BTreeMap<Vec<u8>, Vec<u8>>,
+) -> Result<u64, BaseError> {
+    let table = match txn.open_table(domain_table(domain)) {
+        Ok(table) => Some(table),
+        Err(TableError::TableDoesNotExist(_)) => None,
+        Err(e) => return Err(db("open table")(e)),
+    };
+    let Some(table) = table else {
+        if !overrides.is_empty() {
+            return Err(BaseError::Damaged {
+                offset: out.bytes,
+                what: format!("table {} is missing but has rows to replace", section.name),
+            });
+        }
+        out.put(&[section.tag, 0])?;
+        out.put(&0u64.to_le_bytes())?;
+        return Ok(0);
+    };
+    let mut added = 0u64;
+    for key in overrides.keys() {
+        if table
+            .get(key.as_slice())
+            .map_err(db("read table"))?
+            .is_none()
+        {
+            added += 1;
+        }
+    }
+    let count = table.len().map_err(db("count table"))? + added;
+    out.put(&[section.tag, 1])?;
+    out.put(&count.to_le_bytes())?;
+    let mut pending = overrides.iter().peekable();
+    let mut written = 0u64;
+    for entry in table.iter().map_err(db("iterate table"))? {
+        let (k, v) = entry.map_err(db("read table"))?;
+        let key = k.value();
+        while let Some((over, row)) = pending.next_if(|(over, _)| over.as_slice() < key) {
+            out.entry(over, row)?;
+            written += 1;
+        }
+        match pending.next_if(|(over, _)| over.as_slice() == key) {
+            Some((_, row)) => out.entry(key, row)?,
+            None => out.entry(key, v.value())?,
+        }
+        written += 1;
+    }
+    for (over, row) in pending {
+        out.entry(over, row)?;
         written += 1;
     }
     if written != count {
@@ -559,5 +632,5 @@ fn load_section<R: Read>(
 pub fn write_base_of(path: &Path, out: &mut dyn Write) -> Result<BaseSummary, BaseError> {
     let database = redb::ReadOnlyDatabase::open(path).map_err(db("open database"))?;
     let txn = database.begin_read().map_err(db("begin read"))?;
-    write_base(&txn, out)
+    write_base(&txn, &Default::default(), out)
 }

@@ -83,7 +83,8 @@ impl ReadOnlyStateDb {
         let datadir_id = snapshot
             .datadir_id()?
             .ok_or_else(|| Error::Base(BaseError::NoIdentity))?;
-        let summary = snapshot.write_base(out)?;
+        let overrides = self.rows_at_db_head(&snapshot, head)?;
+        let summary = snapshot.write_base(&overrides, out)?;
         let mut files = Vec::new();
         for domain in Domain::ALL {
             for (kind, list) in [
@@ -116,6 +117,39 @@ impl ReadOnlyStateDb {
             summary,
             files,
         })
+    }
+}
+
+impl ReadOnlyStateDb {
+    /// The rows that take `snapshot`'s redb back to its head: a flush
+    /// writes the plain keys of its blocks in transactions before the one
+    /// that moves the head, so a transaction taken in between holds values
+    /// of journaled blocks after the head. Every key the journal's blocks
+    /// after the head wrote gets its value at the head (the undo of those
+    /// blocks), tagged with the head's step; absent then, a tombstone.
+    fn rows_at_db_head(
+        &self,
+        snapshot: &strata_view::snapshot::Snapshot,
+        head: Head,
+    ) -> Result<strata_db::base::BaseOverrides> {
+        let mut overrides: strata_db::base::BaseOverrides = Default::default();
+        let last = snapshot.block().unwrap_or(head.block);
+        if last == head.block {
+            return Ok(overrides);
+        }
+        let undo = self.undo_to_db_head(snapshot, head, last)?;
+        let manifest = &snapshot.files.manifest;
+        let step = head.block / self.step_size().max(1);
+        for domain in [Domain::Account, Domain::Storage, Domain::Code] {
+            let step = manifest.db_step(domain, step);
+            for (key, value) in undo.entries(domain) {
+                overrides[domain.index()].insert(
+                    key.clone(),
+                    strata_db::value::encode(step, value.as_deref()),
+                );
+            }
+        }
+        Ok(overrides)
     }
 }
 

@@ -119,14 +119,16 @@ struct DbView {
 
 impl Snapshot {
     /// Writes this snapshot's redb tier — every table of its one read
-    /// transaction, so of one flushed head — as a base stream
+    /// transaction, so of one flushed head, with `overrides` in place of
+    /// the rows a flush in progress wrote ahead of that head — as a base stream
     /// ([`strata_db::base`]): with the files this snapshot holds, the
     /// datadir at that head, what a replica on another machine starts from.
     pub fn write_base(
         &self,
+        overrides: &strata_db::base::BaseOverrides,
         out: &mut dyn std::io::Write,
     ) -> std::result::Result<strata_db::base::BaseSummary, strata_db::base::BaseError> {
-        strata_db::base::write_base(&self.db.txn, out)
+        strata_db::base::write_base(&self.db.txn, overrides, out)
     }
 
     /// The datadir's identity, as this snapshot's metadata records it.

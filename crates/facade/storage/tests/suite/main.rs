@@ -2,6 +2,7 @@
 
 mod access_list;
 mod api;
+mod base;
 mod concurrency;
 mod crash;
 mod damaged;

@@ -312,7 +312,25 @@ impl ReadOnlyStateDb {
             return Err(not_retained);
         }
         let to_db_head = self
-            .deep_undo
+            .undo_to_db_head(&snapshot, db_head, last)
+            .map_err(|_| not_retained)?;
+        crate::state_history::deep_reader(snapshot, to_db_head, block, regime, self.metrics.clone())
+    }
+
+    /// The undo of the journal's blocks after `snapshot`'s redb head
+    /// (`db_head`) up to `last`: the state back at redb's head.
+    pub(crate) fn undo_to_db_head(
+        &self,
+        snapshot: &Snapshot,
+        db_head: Head,
+        last: u64,
+    ) -> Result<Arc<strata_view::overlay::Overlay>> {
+        let not_retained = || Error::StateNotRetained {
+            block: db_head.block,
+            oldest: db_head.block,
+            last,
+        };
+        self.deep_undo
             .get_or_build(snapshot.root(), db_head.block, || {
                 if db_head.block == last {
                     return Ok(strata_view::overlay::Overlay::default());
@@ -321,11 +339,12 @@ impl ReadOnlyStateDb {
                 // A journal that does not end at this snapshot's root: the
                 // writer moved on meanwhile, the next snapshot reads it.
                 if roots.get(&last) != Some(&snapshot.root()) {
-                    return Err(not_retained);
+                    return Err(not_retained());
                 }
-                history.undo_to(db_head.block, last).ok_or(not_retained)
-            })?;
-        crate::state_history::deep_reader(snapshot, to_db_head, block, regime, self.metrics.clone())
+                history
+                    .undo_to(db_head.block, last)
+                    .ok_or_else(not_retained)
+            })
     }
 
     /// The number of the block with `hash` among the unflushed blocks and,
