@@ -116,11 +116,17 @@ impl Replica {
     /// base when the folder is empty), brings it to the bucket's head, and
     /// starts following the manifest.
     pub fn open(bucket: Arc<Bucket>, options: ReplicaOptions) -> Result<Replica> {
+        let cache = &options.cache;
+        if cache.join(strata_types::datadir::DB_FILE).exists() {
+            return Err(ReplicaError::Config(format!(
+                "cache {} is a datadir: a replica's cache is a folder of its own",
+                cache.display()
+            )));
+        }
         let manifest = read_manifest(&bucket)?;
         let id = manifest
             .datadir()
             .map_err(|what| damaged(&bucket, MANIFEST, what))?;
-        let cache = &options.cache;
         std::fs::create_dir_all(cache).map_err(io_err(cache, "create the cache folder"))?;
         let origin = Origin {
             bucket: bucket.url().to_string(),

@@ -330,6 +330,14 @@ fn store_unreachable_the_replica_serves_its_head_and_names_the_bucket() {
     assert!(status.last_error.unwrap().contains("strata-test"));
     let source = ReadOnlyStateDb::open(&datadir, reader_options()).unwrap();
     same_answers(&source, replica.store(), 24, 300, 9);
+    // A datadir given as the cache is refused, untouched.
+    let refused = Replica::open(cluster.bucket("down"), replica_options(&datadir));
+    let error = refused
+        .err()
+        .expect("a datadir taken as a cache")
+        .to_string();
+    assert!(error.contains("is a datadir"), "{error}");
+    assert!(!datadir.join("datadir").exists() && !datadir.join("replica.json").exists());
     // A replica cannot start without its bucket: the error says which.
     let cold = Replica::open(
         cluster.bucket("down"),
