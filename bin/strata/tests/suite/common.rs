@@ -121,3 +121,17 @@ pub(crate) fn final_root(stdout: &str) -> String {
         .unwrap_or_else(|| panic!("no final root line in:\n{stdout}"));
     line["final root ".len().."final root ".len() + 66].to_owned()
 }
+
+/// The top-level RLP items of `bytes` (a file of blocks or access lists),
+/// each with its header.
+pub(crate) fn rlp_items(bytes: &[u8]) -> Vec<&[u8]> {
+    let mut rest = bytes;
+    let mut items = Vec::new();
+    while !rest.is_empty() {
+        let start = rest;
+        let header = alloy_rlp::Header::decode(&mut rest).unwrap();
+        rest = &rest[header.payload_length..];
+        items.push(&start[..start.len() - rest.len()]);
+    }
+    items
+}

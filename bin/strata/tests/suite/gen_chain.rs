@@ -304,14 +304,7 @@ fn an_amsterdam_chain_imports_with_its_access_lists_and_a_wrong_list_is_refused(
 
     // The file with its first two lists swapped: block 1 meets block 2's.
     let bytes = std::fs::read(&lists).unwrap();
-    let mut rest = bytes.as_slice();
-    let mut items = Vec::new();
-    while !rest.is_empty() {
-        let start = rest;
-        let header = alloy_rlp::Header::decode(&mut rest).unwrap();
-        rest = &rest[header.payload_length..];
-        items.push(&start[..start.len() - rest.len()]);
-    }
+    let mut items = crate::common::rlp_items(&bytes);
     items.swap(0, 1);
     let swapped = dir.path().join("swapped.rlp");
     std::fs::write(&swapped, items.concat()).unwrap();

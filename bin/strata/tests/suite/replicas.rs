@@ -176,14 +176,7 @@ fn publish_killed_at_random_moments_leaves_a_bucket_replicas_serve() {
     // skips the blocks the datadir holds) while a publisher runs and is
     // SIGKILLed at a random moment.
     let bytes = std::fs::read(&chain).unwrap();
-    let mut rest = bytes.as_slice();
-    let mut blocks = Vec::new();
-    while !rest.is_empty() {
-        let start = rest;
-        let header = alloy_rlp::Header::decode(&mut rest).unwrap();
-        rest = &rest[header.payload_length..];
-        blocks.push(&start[..start.len() - rest.len()]);
-    }
+    let blocks = crate::common::rlp_items(&bytes);
     let mut rng = rand::rngs::StdRng::seed_from_u64(47);
     let mut served = Vec::new();
     for kill in 0..5 {
