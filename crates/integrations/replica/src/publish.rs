@@ -219,6 +219,12 @@ impl Publisher {
                 self.pending.extend(read.into_iter().map(BatchBlock::from));
             }
         }
+        // Blocks that continue the bucket's chain go up before any new
+        // base, so that a replica at the old head reaches the new base
+        // through them (they stay, retired, among the earlier batches).
+        if self.continues() {
+            self.publish_pending(&mut report)?;
+        }
         let mut attempts = 0;
         while self.needs_base()? {
             attempts += 1;
@@ -232,12 +238,7 @@ impl Publisher {
             self.make_base(&mut report)?;
             report.base = true;
         }
-        while !self.pending.is_empty() {
-            let take = self.pending.len().min(self.options.batch_blocks.max(1));
-            let blocks = self.pending[..take].to_vec();
-            self.publish_batch(&blocks, &mut report)?;
-            self.pending.drain(..take);
-        }
+        self.publish_pending(&mut report)?;
         if self.dirty {
             self.write_manifest()?;
         }
@@ -264,6 +265,30 @@ impl Publisher {
                 Err(error) => tracing::warn!(%error, "publish round failed; trying again"),
             }
             std::thread::sleep(self.options.interval);
+        }
+    }
+
+    /// Uploads the pending blocks as batches and adds them to the manifest.
+    fn publish_pending(&mut self, report: &mut PublishReport) -> Result<()> {
+        while !self.pending.is_empty() {
+            let take = self.pending.len().min(self.options.batch_blocks.max(1));
+            let blocks = self.pending[..take].to_vec();
+            self.publish_batch(&blocks, report)?;
+            self.pending.drain(..take);
+        }
+        Ok(())
+    }
+
+    /// Whether the pending blocks continue the bucket's chain (none
+    /// pending: nothing to continue).
+    fn continues(&self) -> bool {
+        match (&self.manifest, self.pending.first()) {
+            (Some(manifest), Some(first)) => {
+                !self.rewritten
+                    && first.block == manifest.head + 1
+                    && first.link.parent == manifest.root
+            }
+            _ => false,
         }
     }
 
