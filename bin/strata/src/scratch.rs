@@ -1,7 +1,7 @@
 //! strata's own temporary names — `.strata-output-XXXXXX` beside an output's
 //! target (a trace, report, plot or dump), `.strata-sweep-XXXXXX` beside a sweep's datadir,
 //! `strata-verify-XXXXXX` in verify's temp folder, `strata-ef-test-XXXXXX`
-//! in the temp folder — created *locked*, so
+//! in the temp folder, `strata-publish-XXXXXX` in publish's scratch folder — created *locked*, so
 //! that what a killed command left can be told from what a running one
 //! uses, and removed at the next start of a command that uses the folder.
 //!
@@ -31,6 +31,8 @@ pub(crate) const SWEEP_PREFIX: &str = ".strata-sweep-";
 pub(crate) const VERIFY_PREFIX: &str = "strata-verify-";
 /// The prefix of ef-test's folder of case stores in the temp folder.
 pub(crate) const EF_TEST_PREFIX: &str = "strata-ef-test-";
+/// The prefix of publish's folder for a base's stream before its upload.
+pub(crate) const PUBLISH_PREFIX: &str = "strata-publish-";
 
 /// Length of the random suffix of every strata temporary name.
 pub(crate) const SUFFIX_LEN: usize = 6;

@@ -17,6 +17,7 @@ use strata_storage::replica::{
 };
 
 use crate::CliError;
+use crate::scratch::{LockedDir, PUBLISH_PREFIX, remove_stale};
 
 /// Arguments of `strata publish`.
 #[derive(Debug, Clone, Args)]
@@ -42,8 +43,9 @@ pub struct PublishArgs {
     /// before deleting them: a replica never misses one it was told of.
     #[arg(long, value_name = "SECONDS", default_value_t = 600)]
     pub grace_secs: u64,
-    /// Where a base is written before its upload (default: the system's
-    /// temporary folder; never the datadir).
+    /// The folder in which a base is written before its upload, in a
+    /// locked `strata-publish-XXXXXX` of its own that a killed run's next
+    /// start removes (default: the system's temporary folder).
     #[arg(long, value_name = "DIR")]
     pub scratch: Option<PathBuf>,
     /// Publish once and exit.
@@ -56,15 +58,16 @@ pub(super) fn run(args: PublishArgs) -> Result<(), CliError> {
     let url: BucketUrl = args.to.parse().map_err(error)?;
     let config = BucketConfig::from_env().map_err(error)?;
     let bucket = Arc::new(Bucket::open(url.clone(), &config).map_err(error)?);
-    let mut options = PublishOptions {
+    let parent = args.scratch.clone().unwrap_or_else(std::env::temp_dir);
+    remove_stale(&parent, PUBLISH_PREFIX);
+    let scratch = LockedDir::new_in(&parent, PUBLISH_PREFIX).map_err(CliError::file(parent))?;
+    let options = PublishOptions {
         interval: Duration::from_millis(args.interval_ms),
         base_every: args.base_every,
         grace: Duration::from_secs(args.grace_secs),
+        scratch: scratch.path().to_owned(),
         ..PublishOptions::default()
     };
-    if let Some(scratch) = args.scratch {
-        options.scratch = scratch;
-    }
     let mut publisher = Publisher::open(&args.datadir, bucket.clone(), options).map_err(error)?;
     eprintln!(
         "publish: {} to {url} (bucket at block {})",

@@ -31,8 +31,9 @@ fn with_store(command: &mut Command, cluster: &GarageCluster) {
 }
 
 /// `strata publish` in the background, a round as soon as the last ends
-/// and a new base every 3 blocks (so that kills land in uploads).
-fn publish(cluster: &GarageCluster, datadir: &Path, url: &str) -> Child {
+/// and a new base every 3 blocks (so that kills land in uploads), its
+/// base streams written in `scratch`.
+fn publish(cluster: &GarageCluster, datadir: &Path, url: &str, scratch: &Path) -> Child {
     let mut command = Command::new(env!("CARGO_BIN_EXE_strata"));
     command
         .args([
@@ -46,6 +47,8 @@ fn publish(cluster: &GarageCluster, datadir: &Path, url: &str) -> Child {
             "--datadir",
         ])
         .arg(datadir)
+        .arg("--scratch")
+        .arg(scratch)
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     with_store(&mut command, cluster);
@@ -177,13 +180,15 @@ fn publish_killed_at_random_moments_leaves_a_bucket_replicas_serve() {
     // SIGKILLed at a random moment.
     let bytes = std::fs::read(&chain).unwrap();
     let blocks = crate::common::rlp_items(&bytes);
+    let scratch = dir.path().join("scratch");
+    std::fs::create_dir_all(&scratch).unwrap();
     let mut rng = rand::rngs::StdRng::seed_from_u64(47);
     let mut served = Vec::new();
     for kill in 0..5 {
         let upto = blocks.len() * (kill + 1) / 5;
         let part = dir.path().join(format!("part-{kill}.rlp"));
         std::fs::write(&part, blocks[..upto].concat()).unwrap();
-        let mut publisher = publish(&cluster, &datadir, &url);
+        let mut publisher = publish(&cluster, &datadir, &url, &scratch);
         strata_ok(&[
             "import-chain",
             part.to_str().unwrap(),
@@ -219,6 +224,7 @@ fn publish_killed_at_random_moments_leaves_a_bucket_replicas_serve() {
     // then reaches the writer's head.
     let mut once = Command::new(env!("CARGO_BIN_EXE_strata"));
     once.args(["publish", "--once", "--to", &url, "--datadir", d]);
+    once.arg("--scratch").arg(&scratch);
     with_store(&mut once, &cluster);
     let done = once.output().unwrap();
     assert!(
