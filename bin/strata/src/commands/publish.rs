@@ -62,7 +62,6 @@ pub(super) fn run(args: PublishArgs) -> Result<(), CliError> {
     remove_stale(&parent, PUBLISH_PREFIX);
     let scratch = LockedDir::new_in(&parent, PUBLISH_PREFIX).map_err(CliError::file(parent))?;
     let options = PublishOptions {
-        interval: Duration::from_millis(args.interval_ms),
         base_every: args.base_every,
         grace: Duration::from_secs(args.grace_secs),
         scratch: scratch.path().to_owned(),

@@ -88,7 +88,7 @@ pub struct Retired {
 pub struct BucketManifest {
     /// [`FORMAT`].
     pub format: u32,
-    /// The datadir published (hex).
+    /// The datadir published (hex, as `DatadirId` displays it).
     pub datadir_id: String,
     /// Counts the manifests written for this prefix.
     pub sequence: u64,
@@ -183,11 +183,6 @@ impl BucketManifest {
     }
 }
 
-/// A datadir identity as its hex text.
-pub fn id_text(id: DatadirId) -> String {
-    id.0.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// A datadir identity from its hex text.
 pub fn parse_id(text: &str) -> Result<DatadirId, String> {
     if text.len() != 32 {
@@ -220,7 +215,7 @@ mod tests {
         };
         BucketManifest {
             format: FORMAT,
-            datadir_id: id_text(DatadirId([0xab; 16])),
+            datadir_id: DatadirId([0xab; 16]).to_string(),
             sequence: 3,
             written_unix_ms: 1,
             head: 12,

@@ -3,7 +3,8 @@
 //! as one stream and the immutable files it lists), the blocks since, in
 //! batches, and the manifest naming them, written last.
 //!
-//! Each round ([`Publisher::publish_once`]): the journal's new records
+//! Each round ([`Publisher::publish_once`], which the caller repeats at
+//! the cadence it wants): the journal's new records
 //! (read as another process's journal is, never written) become one
 //! batch; a new base is made when the chain of batches would not continue
 //! (the writer released blocks not yet read, or unwound) or has grown past
@@ -29,15 +30,12 @@ use crate::batch::{self, BatchBlock};
 use crate::bucket::{Bucket, Fetched};
 use crate::error::{ReplicaError, Result, io_err};
 use crate::manifest::{
-    BaseRef, BatchRef, BucketManifest, FORMAT, FileRef, MANIFEST, ObjectRef, Retired, id_text,
-    now_ms,
+    BaseRef, BatchRef, BucketManifest, FORMAT, FileRef, MANIFEST, ObjectRef, Retired, now_ms,
 };
 
 /// How a publisher runs.
 #[derive(Clone, Debug)]
 pub struct PublishOptions {
-    /// The pause between rounds.
-    pub interval: Duration,
     /// A new base once the batches after the current one hold this many
     /// blocks (a replica starting then replays at most about this many).
     pub base_every: u64,
@@ -55,7 +53,6 @@ pub struct PublishOptions {
 impl Default for PublishOptions {
     fn default() -> PublishOptions {
         PublishOptions {
-            interval: Duration::from_millis(200),
             base_every: 2_000,
             grace: Duration::from_secs(600),
             batch_blocks: 256,
@@ -130,12 +127,12 @@ impl Publisher {
             Fetched::NotFound | Fetched::NotModified => None,
         };
         if let Some(manifest) = &manifest
-            && manifest.datadir_id != id_text(id)
+            && manifest.datadir_id != id.to_string()
         {
             return Err(ReplicaError::Foreign {
                 bucket: bucket.url().to_string(),
                 key: bucket.url().key(MANIFEST),
-                expected: id_text(id),
+                expected: id.to_string(),
                 found: manifest.datadir_id.clone(),
             });
         }
@@ -247,27 +244,6 @@ impl Publisher {
         Ok(report)
     }
 
-    /// Runs rounds every [`PublishOptions::interval`] until `stop` says so,
-    /// logging each round's failure and going on.
-    pub fn run(&mut self, stop: &std::sync::atomic::AtomicBool) {
-        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-            match self.publish_once() {
-                Ok(report) if report.blocks > 0 || report.base => {
-                    tracing::info!(
-                        head = ?report.head,
-                        blocks = report.blocks,
-                        base = report.base,
-                        uploaded = report.uploaded,
-                        "published"
-                    );
-                }
-                Ok(_) => {}
-                Err(error) => tracing::warn!(%error, "publish round failed; trying again"),
-            }
-            std::thread::sleep(self.options.interval);
-        }
-    }
-
     /// Uploads the pending blocks as batches and adds them to the manifest.
     fn publish_pending(&mut self, report: &mut PublishReport) -> Result<()> {
         while !self.pending.is_empty() {
@@ -297,12 +273,12 @@ impl Publisher {
         let Some(manifest) = &self.manifest else {
             return Ok(true);
         };
-        let (head, root) = (manifest.head, manifest.root);
+        let head = manifest.head;
         if self.rewritten || head - manifest.base.block >= self.options.base_every {
             return Ok(true);
         }
-        if let Some(first) = self.pending.first() {
-            return Ok(first.block != head + 1 || first.link.parent != root);
+        if !self.pending.is_empty() {
+            return Ok(!self.continues());
         }
         // Nothing new in the journal. When a segment that would hold the
         // next block is there, there is no next block yet; otherwise the
@@ -433,7 +409,7 @@ impl Publisher {
         earlier.retain(|b| retired.iter().any(|r| r.key == b.object.key));
         self.manifest = Some(BucketManifest {
             format: FORMAT,
-            datadir_id: id_text(self.id),
+            datadir_id: self.id.to_string(),
             sequence,
             written_unix_ms: now,
             head: head.block,
@@ -478,6 +454,9 @@ impl Publisher {
         let bytes = data.len() as u64;
         self.upload(&key, report, |bucket, key| bucket.put(key, data.clone()))?;
         let manifest = self.manifest.as_mut().expect("a base is made first");
+        // A batch a new base sends again holds the same bytes under the same
+        // name as one it retired: named again, it must not be deleted.
+        manifest.retired.retain(|r| r.key != key);
         manifest.batches.push(BatchRef {
             object: ObjectRef {
                 key,
@@ -522,8 +501,8 @@ impl Publisher {
         Ok(())
     }
 
-    /// Deletes retired objects older than the grace period; the manifest
-    /// stops naming them the next time it is written.
+    /// Deletes retired objects older than the grace period, after writing
+    /// a manifest that no longer names them.
     fn delete_expired(&mut self) -> Result<u64> {
         let Some(manifest) = &mut self.manifest else {
             return Ok(0);

@@ -26,7 +26,7 @@ use strata_types::{DatadirId, Domain};
 use crate::batch::{self, BatchBlock, BatchDamage};
 use crate::bucket::{Bucket, Fetched};
 use crate::error::{ReplicaError, Result, io_err};
-use crate::manifest::{BatchRef, BucketManifest, MANIFEST, id_text, now_ms};
+use crate::manifest::{BatchRef, BucketManifest, MANIFEST, now_ms};
 
 /// The replica's datadir inside the cache folder.
 const DATADIR: &str = "datadir";
@@ -130,7 +130,7 @@ impl Replica {
         std::fs::create_dir_all(cache).map_err(io_err(cache, "create the cache folder"))?;
         let origin = Origin {
             bucket: bucket.url().to_string(),
-            datadir_id: id_text(id),
+            datadir_id: id.to_string(),
         };
         let datadir = cache.join(DATADIR);
         match read_origin(cache)? {
@@ -291,6 +291,11 @@ impl Shared {
                 Err(error) => result = result.and(Err(error.into())),
             }
         }
+        if result.is_err() {
+            // The next round reads the manifest again even if it is
+            // unchanged: a refusal stays in the status until it is put right.
+            *self.etag.lock() = None;
+        }
         let mut status = self.status.lock();
         status.head = self.db.last_block().unwrap_or(0);
         status.last_error = result.as_ref().err().map(ToString::to_string);
@@ -322,11 +327,11 @@ impl Shared {
                 }
             }
         };
-        if manifest.datadir_id != id_text(self.id) {
+        if manifest.datadir_id != self.id.to_string() {
             return Err(ReplicaError::Foreign {
                 bucket: self.bucket.url().to_string(),
                 key: self.bucket.url().key(MANIFEST),
-                expected: id_text(self.id),
+                expected: self.id.to_string(),
                 found: manifest.datadir_id.clone(),
             });
         }
@@ -350,8 +355,6 @@ impl Shared {
                 .filter(|b| b.first <= head + 1 && b.last > head)
                 .max_by_key(|b| b.last)
             else {
-                // Keep the etag from hiding this manifest next round.
-                *self.etag.lock() = None;
                 return Err(ReplicaError::Diverged {
                     bucket: self.bucket.url().to_string(),
                     head,
@@ -364,10 +367,7 @@ impl Shared {
                     self.rejoin(&manifest)?;
                     rejoined = true;
                 }
-                Err(error) => {
-                    *self.etag.lock() = None;
-                    return Err(error);
-                }
+                Err(error) => return Err(error),
             }
             head = self.db.last_block().unwrap_or(0);
         }
@@ -386,19 +386,12 @@ impl Shared {
             head,
             base: base.block,
         };
-        if base.block > head {
-            *self.etag.lock() = None;
-            return Err(diverged());
-        }
-        let root = match self.db.reader_at(base.block, strata_types::Regime::Exec) {
-            Ok(reader) => reader.root(),
-            Err(_) => {
-                *self.etag.lock() = None;
-                return Err(diverged());
-            }
-        };
-        if root != base.root {
-            *self.etag.lock() = None;
+        let holds_base = base.block <= head
+            && self
+                .db
+                .reader_at(base.block, strata_types::Regime::Exec)
+                .is_ok_and(|reader| reader.root() == base.root);
+        if !holds_base {
             return Err(diverged());
         }
         if base.block < head {
@@ -417,8 +410,8 @@ impl Shared {
             BatchDamage::Foreign(found) => ReplicaError::Foreign {
                 bucket: self.bucket.url().to_string(),
                 key: self.bucket.url().key(key),
-                expected: id_text(self.id),
-                found: id_text(found),
+                expected: self.id.to_string(),
+                found: found.to_string(),
             },
         })?;
         if blocks.first().map(|b| b.block) != Some(batch.first)

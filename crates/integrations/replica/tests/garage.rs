@@ -132,7 +132,6 @@ fn publish_options(scratch: &Path) -> PublishOptions {
         grace: std::time::Duration::from_secs(3600),
         batch_blocks: 8,
         scratch: scratch.to_path_buf(),
-        ..PublishOptions::default()
     }
 }
 
@@ -428,6 +427,11 @@ fn damaged_and_foreign_objects_are_refused() {
     let error = replica.sync().unwrap_err();
     assert!(matches!(error, ReplicaError::Foreign { .. }), "{error}");
     assert_eq!(replica.status().head, held);
+    // Still there a round later: the refusal stays (an unchanged manifest
+    // is read again after a failed round, not passed over).
+    let again = replica.sync().unwrap_err();
+    assert!(matches!(again, ReplicaError::Foreign { .. }), "{again}");
+    assert!(replica.status().last_error.is_some());
 
     // Put right, the replica catches up.
     bucket.put("manifest.json", ours).unwrap();
