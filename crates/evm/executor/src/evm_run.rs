@@ -13,11 +13,12 @@ use alloy_evm::block::{
 };
 use alloy_evm::eth::dao_fork::{DAO_HARDFORK_ACCOUNTS, DAO_HARDFORK_BENEFICIARY};
 use alloy_evm::eth::receipt_builder::AlloyReceiptBuilder;
-use alloy_evm::eth::{EthBlockExecutionCtx, EthBlockExecutorFactory, EthEvmFactory};
+use alloy_evm::eth::{EthBlockExecutionCtx, EthBlockExecutorFactory};
 use alloy_evm::{Evm, EvmFactory};
 use alloy_hardforks::{EthereumHardfork, EthereumHardforks, ForkCondition};
 use alloy_primitives::{B256, Bloom, KECCAK256_EMPTY};
 use revm::database::State;
+use strata_chainspec::StrataEvmFactory;
 
 use crate::ChainSpec;
 use crate::access::BlockAccess;
@@ -142,7 +143,7 @@ where
 pub(crate) fn executor_factory(
     spec: &ChainSpec,
     header: &Header,
-) -> EthBlockExecutorFactory<AlloyReceiptBuilder, ChainSpec, EthEvmFactory> {
+) -> EthBlockExecutorFactory<AlloyReceiptBuilder, ChainSpec, StrataEvmFactory> {
     let mut executor_spec = if spec.is_dao_block(header.number) {
         spec.with_fork(EthereumHardfork::Dao, ForkCondition::Never)
     } else {
@@ -154,7 +155,7 @@ pub(crate) fn executor_factory(
     EthBlockExecutorFactory::new(
         AlloyReceiptBuilder::default(),
         executor_spec,
-        EthEvmFactory::default(),
+        StrataEvmFactory,
     )
 }
 

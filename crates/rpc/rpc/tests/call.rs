@@ -12,7 +12,6 @@ use alloy_consensus::transaction::SignerRecoverable;
 use alloy_consensus::{Header, Transaction};
 use alloy_eips::BlockId;
 use alloy_eips::eip2930::AccessList;
-use alloy_evm::eth::EthEvmFactory;
 use alloy_evm::{Evm, EvmFactory};
 use alloy_primitives::{Address, B256, Bytes, TxKind, U256, map::HashMap};
 use alloy_provider::{Provider, ProviderBuilder};
@@ -28,6 +27,7 @@ use strata_chain_gen::contracts::{
     transfer_calldata,
 };
 use strata_chain_gen::{Fork, GenConfig, Generator};
+use strata_chainspec::StrataEvmFactory;
 use strata_executor::consensus::Ancestor;
 use strata_executor::{ChainSpec, DecodedBlock, GenesisBlock, execute_block};
 use strata_rpc::{Chain, Limits, REVERTED_CODE, RpcMetrics, RpcServer, SERVER_ERROR_CODE};
@@ -201,7 +201,7 @@ fn run_at(db: &ReadOnlyStateDb, spec: &ChainSpec, block: u64, tx: TxEnv) -> Exec
     let rlp = reader.block_header(block).unwrap().unwrap();
     let header = Header::decode(&mut rlp.as_ref()).unwrap();
     let env = strata_executor::evm_env(spec, &header);
-    let mut evm = EthEvmFactory::default().create_evm(CacheDB::new(ReaderDatabase(reader)), env);
+    let mut evm = StrataEvmFactory.create_evm(CacheDB::new(ReaderDatabase(reader)), env);
     evm.transact(tx).unwrap().result
 }
 

@@ -25,7 +25,7 @@ use alloy_eips::eip7251::{
 use alloy_eips::eip7840::BlobParams;
 use alloy_evm::block::{BlockExecutor, BlockExecutorFactory};
 use alloy_evm::eth::receipt_builder::AlloyReceiptBuilder;
-use alloy_evm::eth::{EthBlockExecutionCtx, EthBlockExecutorFactory, EthEvmFactory};
+use alloy_evm::eth::{EthBlockExecutionCtx, EthBlockExecutorFactory};
 use alloy_evm::{Evm, EvmFactory};
 use alloy_genesis::{ChainConfig, Genesis, GenesisAccount};
 use alloy_hardforks::{EthereumHardfork, ForkCondition};
@@ -36,6 +36,7 @@ use rand::rngs::StdRng;
 use revm::database::State;
 use revm::database::states::bundle_state::BundleRetention;
 use revm::database_interface::WrapDatabaseRef;
+use strata_chainspec::StrataEvmFactory;
 use strata_chainspec::{ChainSpec, GenesisBlock};
 
 use crate::config::{CHAIN_ID, Fork, GenConfig};
@@ -357,7 +358,7 @@ impl Generator {
         let factory = EthBlockExecutorFactory::new(
             AlloyReceiptBuilder::default(),
             executor_spec,
-            EthEvmFactory::default(),
+            StrataEvmFactory,
         );
         let evm = factory.evm_factory().create_evm(&mut state, env);
         let ctx = EthBlockExecutionCtx {

@@ -124,7 +124,7 @@ struct Worker<'a> {
 impl Worker<'_> {
     fn run(self) {
         let overlay = ListOverlay::new(self.base, self.view);
-        let mut evm = alloy_evm::eth::EthEvmFactory::default().create_evm(overlay, self.env);
+        let mut evm = strata_chainspec::StrataEvmFactory.create_evm(overlay, self.env);
         while !self.stop.load(Ordering::Relaxed) {
             let index = self.next.fetch_add(1, Ordering::Relaxed);
             let Some(tx) = self.transactions.get(index) else {

@@ -5,13 +5,13 @@
 //! transaction the EVM refuses to run.
 
 use alloy_evm::eth::EthEvmContext;
-use alloy_evm::eth::EthEvmFactory;
 use alloy_evm::{Evm, EvmEnv, EvmFactory};
 use alloy_primitives::Bytes;
 use alloy_sol_types::{Revert, SolError};
 use revm::context::TxEnv;
 use revm::context::result::{EVMError, ExecutionResult, InvalidTransaction};
 use revm::inspector::{Inspector, NoOpInspector};
+use strata_chainspec::StrataEvmFactory;
 use strata_storage::revm::RevmError;
 
 use crate::call::db::{CallDb, revm_error};
@@ -57,7 +57,7 @@ where
     I: Inspector<EthEvmContext<&'a mut CallDb>> + Clone,
 {
     let watched = (stop.halter(), inspector);
-    let mut evm = EthEvmFactory::default().create_evm_with_inspector(db, env.clone(), watched);
+    let mut evm = StrataEvmFactory.create_evm_with_inspector(db, env.clone(), watched);
     let result = evm.transact(tx).map_err(Box::new)?.result;
     if stop.is_set() {
         return Err(Box::new(EVMError::Custom(stopped_error())));

@@ -1,0 +1,285 @@
+//! The EVM strata executes with: revm's mainnet EVM, whose transactions of an
+//! Amsterdam block run under a handler of strata's own where revm 43 follows
+//! a later devnet than the execution-spec-tests release strata is checked
+//! against (`bal@v5.7.0`, see [`crate::amsterdam_gas_params`]).
+//!
+//! revm 43 moved EIP-8037's intrinsic state gas into EIP-2780's runtime
+//! phase, which that release does not have; with EIP-2780 off it charges
+//! none. [`AmsterdamHandler`] charges it as the release does:
+//! - a creating transaction's intrinsic state gas is a new account's bytes;
+//! - each authorization (EIP-7702) charges a new account's bytes and a
+//!   delegation's, whatever the authority turns out to be; one to an
+//!   authority that exists gives the new account's part back to the
+//!   state-gas reservoir (so to the sender), while the block's state gas
+//!   keeps the whole charge.
+//!
+//! Every fork before Amsterdam, and every system call, runs revm's own
+//! handler unchanged.
+
+use alloy_evm::eth::{EthEvmBuilder, EthEvmContext};
+use alloy_evm::precompiles::PrecompilesMap;
+use alloy_evm::revm::context::{BlockEnv, CfgEnv, Evm as RevmEvm, TxEnv};
+use alloy_evm::revm::context_interface::result::{
+    EVMError, HaltReason, InvalidTransaction, ResultAndState,
+};
+use alloy_evm::revm::context_interface::{Cfg, ContextTr, JournalTr, Transaction};
+use alloy_evm::revm::handler::instructions::EthInstructions;
+use alloy_evm::revm::handler::pre_execution::apply_auth_list;
+use alloy_evm::revm::handler::{EthFrame, EvmTr, EvmTrError, FrameResult, FrameTr, Handler};
+use alloy_evm::revm::inspector::{InspectorEvmTr, InspectorHandler, NoOpInspector};
+use alloy_evm::revm::interpreter::interpreter::EthInterpreter;
+use alloy_evm::revm::interpreter::interpreter_action::FrameInit;
+use alloy_evm::revm::interpreter::{GasTracker, InitialAndFloorGas};
+use alloy_evm::revm::primitives::hardfork::SpecId;
+use alloy_evm::revm::state::EvmState;
+use alloy_evm::revm::{Context, ExecuteEvm, InspectEvm, Inspector, SystemCallEvm};
+use alloy_evm::{Database, Evm, EvmEnv, EvmFactory};
+use alloy_primitives::{Address, Bytes};
+use core::marker::PhantomData;
+
+/// revm's handler with the intrinsic state gas of Amsterdam's release rules
+/// (see the module's text); used only where EIP-8037 is on.
+#[derive(Debug)]
+pub struct AmsterdamHandler<EVM, ERROR, FRAME> {
+    _types: PhantomData<(EVM, ERROR, FRAME)>,
+}
+
+impl<EVM, ERROR, FRAME> Default for AmsterdamHandler<EVM, ERROR, FRAME> {
+    fn default() -> Self {
+        Self {
+            _types: PhantomData,
+        }
+    }
+}
+
+impl<EVM, ERROR, FRAME> Handler for AmsterdamHandler<EVM, ERROR, FRAME>
+where
+    EVM: EvmTr<Context: ContextTr<Journal: JournalTr<State = EvmState>>, Frame = FRAME>,
+    ERROR: EvmTrError<EVM>,
+    FRAME: FrameTr<FrameResult = FrameResult, FrameInit = FrameInit>,
+{
+    type Evm = EVM;
+    type Error = ERROR;
+    type HaltReason = HaltReason;
+
+    /// revm's intrinsic gas plus the release's intrinsic state gas: a new
+    /// account's for a creating transaction, a new account's and a
+    /// delegation's for each authorization. A transaction whose gas limit
+    /// does not cover it is invalid.
+    fn validate_initial_tx_gas(
+        &self,
+        evm: &mut Self::Evm,
+    ) -> Result<InitialAndFloorGas, Self::Error> {
+        let mut gas = MainnetRules::<EVM, ERROR, FRAME>::default().validate_initial_tx_gas(evm)?;
+        let ctx = evm.ctx_ref();
+        let params = ctx.cfg().gas_params();
+        let tx = ctx.tx();
+        let mut state_gas = 0u64;
+        if tx.kind().is_create() {
+            state_gas += params.create_state_gas();
+        }
+        let authorizations = tx.authorization_list_len() as u64;
+        state_gas += authorizations.saturating_mul(
+            params.new_account_state_gas() + params.tx_eip7702_state_gas_bytecode(),
+        );
+        gas.set_initial_state_gas(gas.initial_state_gas + state_gas);
+        if gas.initial_total_gas() > tx.gas_limit() {
+            return Err(InvalidTransaction::CallGasCostMoreThanGasLimit {
+                gas_limit: tx.gas_limit(),
+                initial_gas: gas.initial_total_gas(),
+            }
+            .into());
+        }
+        Ok(gas)
+    }
+
+    /// Applies the authorizations as revm does; each one to an authority
+    /// that exists gives its new account's state gas back to the reservoir.
+    fn apply_eip7702_auth_list(
+        &self,
+        evm: &mut Self::Evm,
+        gas: &mut GasTracker,
+    ) -> Result<Option<u64>, Self::Error> {
+        let ctx = evm.ctx();
+        if ctx.tx().authorization_list_len() == 0 {
+            return Ok(Some(0));
+        }
+        let chain_id = ctx.cfg().chain_id();
+        let new_account = ctx.cfg().gas_params().new_account_state_gas();
+        let (tx, journal) = ctx.tx_journal_mut();
+        let existing = apply_auth_list::<_, ERROR>(chain_id, tx.authorization_list(), journal)?;
+        gas.refill_reservoir(existing.saturating_mul(new_account));
+        Ok(Some(0))
+    }
+}
+
+impl<EVM, ERROR> InspectorHandler for AmsterdamHandler<EVM, ERROR, EthFrame<EthInterpreter>>
+where
+    EVM: InspectorEvmTr<
+            Context: ContextTr<Journal: JournalTr<State = EvmState>>,
+            Frame = EthFrame<EthInterpreter>,
+            Inspector: Inspector<<EVM as EvmTr>::Context, EthInterpreter>,
+        >,
+    ERROR: EvmTrError<EVM>,
+{
+    type IT = EthInterpreter;
+}
+
+/// revm's own handler, whose defaults [`AmsterdamHandler`] builds on.
+type MainnetRules<EVM, ERROR, FRAME> = alloy_evm::revm::handler::MainnetHandler<EVM, ERROR, FRAME>;
+
+/// The revm EVM inside a [`StrataEvm`].
+type InnerEvm<DB, I> = RevmEvm<
+    EthEvmContext<DB>,
+    I,
+    EthInstructions<EthInterpreter, EthEvmContext<DB>>,
+    PrecompilesMap,
+    EthFrame,
+>;
+
+/// alloy-evm's Ethereum EVM, with Amsterdam's transactions run by
+/// [`AmsterdamHandler`].
+#[allow(missing_debug_implementations)]
+pub struct StrataEvm<DB: Database, I> {
+    inner: InnerEvm<DB, I>,
+    inspect: bool,
+}
+
+impl<DB: Database, I> StrataEvm<DB, I> {
+    /// The EVM's context (block, transaction, configuration, journal).
+    pub fn ctx(&self) -> &EthEvmContext<DB> {
+        &self.inner.ctx
+    }
+
+    /// The EVM's context, to change.
+    pub fn ctx_mut(&mut self) -> &mut EthEvmContext<DB> {
+        &mut self.inner.ctx
+    }
+}
+
+impl<DB, I> Evm for StrataEvm<DB, I>
+where
+    DB: Database,
+    I: Inspector<EthEvmContext<DB>>,
+{
+    type DB = DB;
+    type Tx = TxEnv;
+    type Error = EVMError<DB::Error>;
+    type HaltReason = HaltReason;
+    type Spec = SpecId;
+    type BlockEnv = BlockEnv;
+    type Precompiles = PrecompilesMap;
+    type Inspector = I;
+
+    fn block(&self) -> &BlockEnv {
+        &self.inner.ctx.block
+    }
+
+    fn cfg_env(&self) -> &CfgEnv<Self::Spec> {
+        &self.inner.ctx.cfg
+    }
+
+    fn chain_id(&self) -> u64 {
+        self.inner.ctx.cfg.chain_id
+    }
+
+    fn transact_raw(
+        &mut self,
+        tx: Self::Tx,
+    ) -> Result<ResultAndState<Self::HaltReason>, Self::Error> {
+        if !self.inner.ctx.cfg.is_amsterdam_eip8037_enabled() {
+            return if self.inspect {
+                self.inner.inspect_tx(tx)
+            } else {
+                self.inner.transact(tx)
+            };
+        }
+        self.inner.ctx.tx = tx;
+        let mut handler = AmsterdamHandler::<_, EVMError<DB::Error>, EthFrame>::default();
+        let result = if self.inspect {
+            handler.inspect_run(&mut self.inner)
+        } else {
+            handler.run(&mut self.inner)
+        };
+        // The journal is cleared whatever the outcome, as revm's `transact`.
+        let state = self.inner.ctx.journal_mut().finalize();
+        Ok(ResultAndState::new(result?, state))
+    }
+
+    fn transact_system_call(
+        &mut self,
+        caller: Address,
+        contract: Address,
+        data: Bytes,
+    ) -> Result<ResultAndState<Self::HaltReason>, Self::Error> {
+        self.inner.system_call_with_caller(caller, contract, data)
+    }
+
+    fn finish(self) -> (Self::DB, EvmEnv<Self::Spec>) {
+        let Context {
+            block: block_env,
+            cfg: cfg_env,
+            journaled_state,
+            ..
+        } = self.inner.ctx;
+        (journaled_state.database, EvmEnv { block_env, cfg_env })
+    }
+
+    fn set_inspector_enabled(&mut self, enabled: bool) {
+        self.inspect = enabled;
+    }
+
+    fn components(&self) -> (&Self::DB, &Self::Inspector, &Self::Precompiles) {
+        (
+            &self.inner.ctx.journaled_state.database,
+            &self.inner.inspector,
+            &self.inner.precompiles,
+        )
+    }
+
+    fn components_mut(&mut self) -> (&mut Self::DB, &mut Self::Inspector, &mut Self::Precompiles) {
+        (
+            &mut self.inner.ctx.journaled_state.database,
+            &mut self.inner.inspector,
+            &mut self.inner.precompiles,
+        )
+    }
+}
+
+/// Makes [`StrataEvm`]s: alloy-evm's `EthEvmFactory` with Amsterdam's
+/// transactions run by [`AmsterdamHandler`].
+#[derive(Debug, Default, Clone, Copy)]
+pub struct StrataEvmFactory;
+
+impl EvmFactory for StrataEvmFactory {
+    type Evm<DB: Database, I: Inspector<EthEvmContext<DB>>> = StrataEvm<DB, I>;
+    type Context<DB: Database> = EthEvmContext<DB>;
+    type Tx = TxEnv;
+    type Error<DBError: alloy_evm::revm::context::DBErrorMarker> = EVMError<DBError>;
+    type HaltReason = HaltReason;
+    type Spec = SpecId;
+    type BlockEnv = BlockEnv;
+    type Precompiles = PrecompilesMap;
+
+    fn create_evm<DB: Database>(&self, db: DB, input: EvmEnv) -> Self::Evm<DB, NoOpInspector> {
+        StrataEvm {
+            inner: EthEvmBuilder::new(db, input).build().into_inner(),
+            inspect: false,
+        }
+    }
+
+    fn create_evm_with_inspector<DB: Database, I: Inspector<Self::Context<DB>>>(
+        &self,
+        db: DB,
+        input: EvmEnv,
+        inspector: I,
+    ) -> Self::Evm<DB, I> {
+        StrataEvm {
+            inner: EthEvmBuilder::new(db, input)
+                .activate_inspector(inspector)
+                .build()
+                .into_inner(),
+            inspect: true,
+        }
+    }
+}
