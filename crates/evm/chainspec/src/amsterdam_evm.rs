@@ -20,7 +20,7 @@ use alloy_evm::eth::{EthEvmBuilder, EthEvmContext};
 use alloy_evm::precompiles::PrecompilesMap;
 use alloy_evm::revm::context::{BlockEnv, CfgEnv, Evm as RevmEvm, TxEnv};
 use alloy_evm::revm::context_interface::result::{
-    EVMError, HaltReason, InvalidTransaction, ResultAndState,
+    EVMError, HaltReason, InvalidTransaction, ResultAndState, ResultGas,
 };
 use alloy_evm::revm::context_interface::{Cfg, ContextTr, JournalTr, Transaction};
 use alloy_evm::revm::handler::instructions::EthInstructions;
@@ -35,18 +35,23 @@ use alloy_evm::revm::state::EvmState;
 use alloy_evm::revm::{Context, ExecuteEvm, InspectEvm, Inspector, SystemCallEvm};
 use alloy_evm::{Database, Evm, EvmEnv, EvmFactory};
 use alloy_primitives::{Address, Bytes};
+use core::cell::Cell;
 use core::marker::PhantomData;
 
 /// revm's handler with the intrinsic state gas of Amsterdam's release rules
 /// (see the module's text); used only where EIP-8037 is on.
 #[derive(Debug)]
 pub struct AmsterdamHandler<EVM, ERROR, FRAME> {
+    /// The state gas this transaction's authorizations gave back to the
+    /// reservoir (authorities that existed).
+    given_back: Cell<u64>,
     _types: PhantomData<(EVM, ERROR, FRAME)>,
 }
 
 impl<EVM, ERROR, FRAME> Default for AmsterdamHandler<EVM, ERROR, FRAME> {
     fn default() -> Self {
         Self {
+            given_back: Cell::new(0),
             _types: PhantomData,
         }
     }
@@ -108,8 +113,34 @@ where
         let new_account = ctx.cfg().gas_params().new_account_state_gas();
         let (tx, journal) = ctx.tx_journal_mut();
         let existing = apply_auth_list::<_, ERROR>(chain_id, tx.authorization_list(), journal)?;
-        gas.refill_reservoir(existing.saturating_mul(new_account));
+        let given_back = existing.saturating_mul(new_account);
+        gas.refill_reservoir(given_back);
+        self.given_back.set(given_back);
         Ok(Some(0))
+    }
+
+    /// revm's settlement, then the block's state gas made whole again for
+    /// what the authorizations gave back: the block counts each
+    /// authorization's whole charge (its regular gas, spent less state,
+    /// stays as it was), while the sender pays only what was kept.
+    fn post_execution(
+        &self,
+        evm: &mut Self::Evm,
+        exec_result: &mut FrameResult,
+        init_and_floor_gas: InitialAndFloorGas,
+        eip7702_gas_refund: i64,
+    ) -> Result<ResultGas, Self::Error> {
+        let gas = MainnetRules::<EVM, ERROR, FRAME>::default().post_execution(
+            evm,
+            exec_result,
+            init_and_floor_gas,
+            eip7702_gas_refund,
+        )?;
+        let given_back = self.given_back.get();
+        Ok(gas
+            .with_total_gas_spent(gas.total_gas_spent() + given_back)
+            .with_refunded(gas.inner_refunded() + given_back)
+            .with_state_gas_spent(gas.state_gas_spent_final() + given_back))
     }
 }
 
