@@ -119,6 +119,30 @@ where
         Ok(Some(0))
     }
 
+    /// revm's settlement of the transaction's frame; after an exceptional
+    /// halt the state gas its undone charges took from the regular gas goes
+    /// back to the reservoir (so to the sender), where revm burns it with
+    /// the rest of the regular gas.
+    fn last_frame_result(
+        &mut self,
+        evm: &mut Self::Evm,
+        frame_result: &mut FrameResult,
+        parent_gas: &mut GasTracker,
+    ) -> Result<(), Self::Error> {
+        let halted = frame_result.instruction_result().is_halt();
+        let spilled = frame_result.gas().tracker().state_gas_spilled();
+        MainnetRules::<EVM, ERROR, FRAME>::default().last_frame_result(
+            evm,
+            frame_result,
+            parent_gas,
+        )?;
+        if halted && spilled > 0 {
+            parent_gas.set_reservoir(parent_gas.reservoir() + spilled);
+            *frame_result.gas_mut().tracker_mut() = *parent_gas;
+        }
+        Ok(())
+    }
+
     /// revm's settlement, then the block's state gas made whole again for
     /// what the authorizations gave back: the block counts each
     /// authorization's whole charge (its regular gas, spent less state,
