@@ -19,6 +19,7 @@
 use alloy_evm::eth::{EthEvmBuilder, EthEvmContext};
 use alloy_evm::precompiles::PrecompilesMap;
 use alloy_evm::revm::context::{BlockEnv, CfgEnv, Evm as RevmEvm, TxEnv};
+use alloy_evm::revm::context_interface::cfg::gas_params::GasId;
 use alloy_evm::revm::context_interface::result::{
     EVMError, HaltReason, InvalidTransaction, ResultAndState, ResultGas,
 };
@@ -30,11 +31,12 @@ use alloy_evm::revm::inspector::{InspectorEvmTr, InspectorHandler, NoOpInspector
 use alloy_evm::revm::interpreter::interpreter::EthInterpreter;
 use alloy_evm::revm::interpreter::interpreter_action::FrameInit;
 use alloy_evm::revm::interpreter::{GasTracker, InitialAndFloorGas};
+use alloy_evm::revm::primitives::eip7708::{BURN_LOG_TOPIC, ETH_TRANSFER_LOG_ADDRESS};
 use alloy_evm::revm::primitives::hardfork::SpecId;
 use alloy_evm::revm::state::EvmState;
 use alloy_evm::revm::{Context, ExecuteEvm, InspectEvm, Inspector, SystemCallEvm};
 use alloy_evm::{Database, Evm, EvmEnv, EvmFactory};
-use alloy_primitives::{Address, Bytes};
+use alloy_primitives::{Address, B256, Bytes, Log, LogData, U256};
 use core::cell::Cell;
 use core::marker::PhantomData;
 
@@ -140,6 +142,12 @@ where
             parent_gas.set_reservoir(parent_gas.reservoir() + spilled);
             *frame_result.gas_mut().tracker_mut() = *parent_gas;
         }
+        burn_destroyed_balances(evm.ctx());
+        let destroyed = destroyed_creations_state_gas(evm.ctx_ref());
+        if destroyed > 0 {
+            parent_gas.refill_reservoir(destroyed);
+            *frame_result.gas_mut().tracker_mut() = *parent_gas;
+        }
         Ok(())
     }
 
@@ -166,6 +174,61 @@ where
             .with_refunded(gas.inner_refunded() + given_back)
             .with_state_gas_spent(gas.state_gas_spent_final() + given_back))
     }
+}
+
+/// EIP-7708 as the release has it (without EIP-8246): what an account this
+/// transaction destroyed still holds at its end is burned, with one `Burn`
+/// log per account, in the order of their addresses.
+fn burn_destroyed_balances<CTX>(ctx: &mut CTX)
+where
+    CTX: ContextTr<Journal: JournalTr<State = EvmState>>,
+{
+    let mut burned: Vec<(Address, U256)> = ctx
+        .journal_mut()
+        .evm_state_mut()
+        .iter_mut()
+        .filter(|(_, account)| account.is_selfdestructed() && !account.info.balance.is_zero())
+        .map(|(address, account)| {
+            let balance = core::mem::take(&mut account.info.balance);
+            (*address, balance)
+        })
+        .collect();
+    burned.sort_unstable_by_key(|(address, _)| *address);
+    for (address, balance) in burned {
+        let topics = vec![BURN_LOG_TOPIC, B256::left_padding_from(address.as_slice())];
+        let data = Bytes::copy_from_slice(&balance.to_be_bytes::<32>());
+        if let Some(data) = LogData::new(topics, data) {
+            ctx.journal_mut().log(Log {
+                address: ETH_TRANSFER_LOG_ADDRESS,
+                data,
+            });
+        }
+    }
+}
+
+/// The state gas of the accounts this transaction both created and
+/// destroyed (EIP-6780): each leaves no state behind, so its account, its
+/// code's bytes and the slots it still holds are given back.
+fn destroyed_creations_state_gas<CTX>(ctx: &CTX) -> u64
+where
+    CTX: ContextTr<Journal: JournalTr<State = EvmState>>,
+{
+    let params = ctx.cfg().gas_params();
+    let slot = params.get(GasId::sstore_set_state_gas());
+    ctx.journal_ref()
+        .evm_state()
+        .values()
+        .filter(|account| account.is_created() && account.is_selfdestructed())
+        .map(|account| {
+            let code_len = account.info.code.as_ref().map_or(0, |code| code.len());
+            let slots = account
+                .storage
+                .values()
+                .filter(|value| !value.present_value.is_zero())
+                .count() as u64;
+            params.create_state_gas() + params.code_deposit_state_gas(code_len) + slot * slots
+        })
+        .sum()
 }
 
 impl<EVM, ERROR> InspectorHandler for AmsterdamHandler<EVM, ERROR, EthFrame<EthInterpreter>>

@@ -46,6 +46,9 @@ pub fn evm_env(spec: &ChainSpec, header: &Header) -> EvmEnv {
             .set_gas_params(amsterdam_gas_params(header.gas_limit));
         env.cfg_env.enable_amsterdam_eip8037 = true;
         env.cfg_env.enable_amsterdam_eip2780 = false;
+        // Nor is EIP-8246 (a destroyed account keeps its balance): what it
+        // holds at the end is burned (`AmsterdamHandler`).
+        env.cfg_env.amsterdam_eip8246_delayed_clear_disabled = true;
     }
     env
 }
