@@ -3,21 +3,26 @@
 //! the outcome checked against the header, and what a path hands back to
 //! [`crate::execute`] ([`PathRun`]).
 
+use alloy_consensus::Transaction as _;
 use alloy_consensus::transaction::Recovered;
 use alloy_consensus::{Header, TxEnvelope, TxReceipt, proofs::calculate_receipt_root};
 use alloy_eips::eip7002::WITHDRAWAL_REQUEST_PREDEPLOY_ADDRESS;
 use alloy_eips::eip7251::CONSOLIDATION_REQUEST_PREDEPLOY_ADDRESS;
+use alloy_evm::FromRecoveredTx;
 use alloy_evm::block::{
     BalIndexedDatabase, BlockExecutionError, BlockExecutor, BlockExecutorFactory,
     BlockValidationError,
 };
 use alloy_evm::eth::dao_fork::{DAO_HARDFORK_ACCOUNTS, DAO_HARDFORK_BENEFICIARY};
 use alloy_evm::eth::receipt_builder::AlloyReceiptBuilder;
-use alloy_evm::eth::{EthBlockExecutionCtx, EthBlockExecutorFactory};
+use alloy_evm::eth::{EthBlockExecutionCtx, EthBlockExecutor, EthBlockExecutorFactory};
 use alloy_evm::{Evm, EvmFactory};
 use alloy_hardforks::{EthereumHardfork, EthereumHardforks, ForkCondition};
 use alloy_primitives::{B256, Bloom, KECCAK256_EMPTY};
+use revm::context::TxEnv;
+use revm::context_interface::{Block as _, Cfg as _};
 use revm::database::State;
+use revm::primitives::hardfork::SpecId;
 use strata_chainspec::StrataEvmFactory;
 
 use crate::ChainSpec;
@@ -187,20 +192,19 @@ fn drive_steps<E, DB>(
     spec: &ChainSpec,
     header: &Header,
     transactions: &[Recovered<TxEnvelope>],
-    executor: &mut E,
+    executor: &mut EthBlockExecutor<'_, E, &ChainSpec, &AlloyReceiptBuilder>,
 ) -> Result<(), RunError>
 where
-    E: BlockExecutor<
-            Transaction = TxEnvelope,
-            Receipt = alloy_consensus::ReceiptEnvelope,
-            Evm: Evm<DB = RecordingDb<DB>>,
-        >,
+    E: Evm<DB = RecordingDb<DB>, Spec = SpecId, Tx = TxEnv>,
     DB: alloy_evm::block::StateDB,
 {
+    // Amsterdam's state-gas capacity is checked below, as the release has it.
+    executor.skip_state_gas_capacity_check = true;
     executor
         .apply_pre_execution_changes()
         .map_err(|error| block_error(None, error))?;
     for (index, tx) in transactions.iter().enumerate() {
+        state_gas_capacity(executor, tx).map_err(|error| block_error(Some(index), error))?;
         executor
             .execute_transaction_with_index(tx, index)
             .map_err(|error| block_error(Some(index), error))?;
@@ -216,6 +220,44 @@ where
 /// What follows a block's `transactions` transactions before alloy-evm's
 /// `finish`: the list's index moves one past the last transaction, and
 /// from Prague the request contracts must have code.
+/// EIP-8037's per-transaction check of the block's state gas, as the
+/// bal@v5.7.0 release has it: what the transaction could add to the
+/// block's state gas — its gas limit less its intrinsic regular gas — must
+/// fit in what the block has left (alloy-evm 0.39 checks the whole gas
+/// limit, a later devnet's rule). Nothing before Amsterdam.
+pub(crate) fn state_gas_capacity<E>(
+    executor: &EthBlockExecutor<'_, E, &ChainSpec, &AlloyReceiptBuilder>,
+    tx: &Recovered<TxEnvelope>,
+) -> Result<(), BlockExecutionError>
+where
+    E: Evm<Spec = SpecId>,
+{
+    let cfg = executor.evm.cfg_env();
+    if !cfg.enable_amsterdam_eip8037 {
+        return Ok(());
+    }
+    let tx_env = TxEnv::from_recovered_tx(tx.inner(), tx.signer());
+    let intrinsic_regular = cfg
+        .gas_params()
+        .initial_tx_gas_for_tx(&tx_env, None)
+        .initial_regular_gas();
+    let available = executor
+        .evm
+        .block()
+        .gas_limit()
+        .saturating_sub(executor.block_state_gas_used);
+    if tx.gas_limit().saturating_sub(intrinsic_regular) > available {
+        return Err(
+            BlockValidationError::TransactionGasLimitMoreThanAvailableBlockGas {
+                transaction_gas_limit: tx.gas_limit(),
+                block_available_gas: available,
+            }
+            .into(),
+        );
+    }
+    Ok(())
+}
+
 pub(crate) fn after_transactions<DB>(
     spec: &ChainSpec,
     header: &Header,

@@ -166,6 +166,8 @@ fn commit_in_turn(
         .evm_factory()
         .create_evm(RecordingDb::new(writer, true), env);
     let mut executor = factory.create_executor(evm, execution_ctx(block, transactions.len()));
+    // Amsterdam's state-gas capacity is checked as the release has it.
+    executor.skip_state_gas_capacity_check = true;
     executor
         .apply_pre_execution_changes()
         .map_err(|error| block_error(None, error))?;
@@ -188,6 +190,8 @@ fn commit_in_turn(
                 counts.committed += 1;
             }
             None => {
+                crate::evm_run::state_gas_capacity(&executor, tx)
+                    .map_err(|error| block_error(Some(index), error))?;
                 executor
                     .execute_transaction_with_index(tx, index)
                     .map_err(|error| block_error(Some(index), error))?;
@@ -247,10 +251,7 @@ where
         executor.cumulative_tx_gas_used
     };
     let regular_fits = tx.gas_limit().min(cfg.tx_gas_limit_cap()) <= gas_limit.saturating_sub(used);
-    let state_fits = !state_gas
-        || executor.skip_state_gas_capacity_check
-        || tx.gas_limit() <= gas_limit.saturating_sub(executor.block_state_gas_used);
-    regular_fits && state_fits
+    regular_fits && crate::evm_run::state_gas_capacity(executor, tx).is_ok()
 }
 
 /// Whether every value in `reads` that may have changed since the state
