@@ -18,6 +18,7 @@
 
 use alloy_evm::eth::{EthEvmBuilder, EthEvmContext};
 use alloy_evm::precompiles::PrecompilesMap;
+use alloy_evm::revm::bytecode::opcode;
 use alloy_evm::revm::context::{BlockEnv, CfgEnv, Evm as RevmEvm, TxEnv};
 use alloy_evm::revm::context_interface::cfg::gas_params::GasId;
 use alloy_evm::revm::context_interface::result::{
@@ -364,6 +365,19 @@ where
     }
 }
 
+/// Amsterdam's opcode gas as the release has it: EXTCODESIZE and
+/// EXTCODECOPY cost a warm access like every other account access (revm 43
+/// charges a second one, EIP-8038's, of a later devnet).
+fn with_release_gas<DB: Database, I>(mut evm: InnerEvm<DB, I>) -> InnerEvm<DB, I> {
+    if evm.ctx.cfg.is_amsterdam_eip8037_enabled() {
+        let warm = evm.ctx.cfg.gas_params().warm_storage_read_cost();
+        let warm = u16::try_from(warm).unwrap_or(u16::MAX);
+        evm.instruction.insert_gas(opcode::EXTCODESIZE, warm);
+        evm.instruction.insert_gas(opcode::EXTCODECOPY, warm);
+    }
+    evm
+}
+
 /// Makes [`StrataEvm`]s: alloy-evm's `EthEvmFactory` with Amsterdam's
 /// transactions run by [`AmsterdamHandler`].
 #[derive(Debug, Default, Clone, Copy)]
@@ -381,7 +395,7 @@ impl EvmFactory for StrataEvmFactory {
 
     fn create_evm<DB: Database>(&self, db: DB, input: EvmEnv) -> Self::Evm<DB, NoOpInspector> {
         StrataEvm {
-            inner: EthEvmBuilder::new(db, input).build().into_inner(),
+            inner: with_release_gas(EthEvmBuilder::new(db, input).build().into_inner()),
             inspect: false,
         }
     }
@@ -393,10 +407,12 @@ impl EvmFactory for StrataEvmFactory {
         inspector: I,
     ) -> Self::Evm<DB, I> {
         StrataEvm {
-            inner: EthEvmBuilder::new(db, input)
-                .activate_inspector(inspector)
-                .build()
-                .into_inner(),
+            inner: with_release_gas(
+                EthEvmBuilder::new(db, input)
+                    .activate_inspector(inspector)
+                    .build()
+                    .into_inner(),
+            ),
             inspect: true,
         }
     }
