@@ -27,11 +27,17 @@ use alloy_evm::revm::context_interface::result::{
 use alloy_evm::revm::context_interface::{Cfg, ContextTr, JournalTr, Transaction};
 use alloy_evm::revm::handler::instructions::EthInstructions;
 use alloy_evm::revm::handler::pre_execution::apply_auth_list;
-use alloy_evm::revm::handler::{EthFrame, EvmTr, EvmTrError, FrameResult, FrameTr, Handler};
+use alloy_evm::revm::handler::{
+    EthFrame, EvmTr, EvmTrError, FrameResult, FrameTr, Handler, ItemOrResult,
+};
 use alloy_evm::revm::inspector::{InspectorEvmTr, InspectorHandler, NoOpInspector};
+use alloy_evm::revm::interpreter::instructions::host::sstore_with_gas_accounting;
 use alloy_evm::revm::interpreter::interpreter::EthInterpreter;
-use alloy_evm::revm::interpreter::interpreter_action::FrameInit;
+use alloy_evm::revm::interpreter::interpreter_action::{FrameInit, FrameInput};
 use alloy_evm::revm::interpreter::{GasTracker, InitialAndFloorGas};
+use alloy_evm::revm::interpreter::{
+    Host, Instruction, InstructionContext, InstructionExecResult, InstructionResult,
+};
 use alloy_evm::revm::primitives::eip7708::{BURN_LOG_TOPIC, ETH_TRANSFER_LOG_ADDRESS};
 use alloy_evm::revm::primitives::hardfork::SpecId;
 use alloy_evm::revm::state::EvmState;
@@ -48,6 +54,9 @@ pub struct AmsterdamHandler<EVM, ERROR, FRAME> {
     /// The state gas this transaction's authorizations gave back to the
     /// reservoir (authorities that existed).
     given_back: Cell<u64>,
+    /// The state gas failed frames took from the regular gas for good
+    /// ([`settle_failed_frame`]).
+    lost: Cell<u64>,
     _types: PhantomData<(EVM, ERROR, FRAME)>,
 }
 
@@ -55,6 +64,7 @@ impl<EVM, ERROR, FRAME> Default for AmsterdamHandler<EVM, ERROR, FRAME> {
     fn default() -> Self {
         Self {
             given_back: Cell::new(0),
+            lost: Cell::new(0),
             _types: PhantomData,
         }
     }
@@ -122,27 +132,66 @@ where
         Ok(Some(0))
     }
 
-    /// revm's settlement of the transaction's frame; after an exceptional
-    /// halt the state gas its undone charges took from the regular gas goes
-    /// back to the reservoir (so to the sender), where revm burns it with
-    /// the rest of the regular gas.
+    /// revm's loop of frames, each failed frame's state gas settled as the
+    /// release does before its parent takes it ([`settle_failed_frame`]).
+    fn run_exec_loop(
+        &mut self,
+        evm: &mut Self::Evm,
+        first_frame_input: FrameInit,
+    ) -> Result<FrameResult, Self::Error> {
+        let mut entries = Vec::new();
+        let entry = entry_reservoir(&first_frame_input);
+        match evm.frame_init(first_frame_input)? {
+            ItemOrResult::Item(_) => entries.push(entry),
+            ItemOrResult::Result(mut result) => {
+                self.lost
+                    .set(self.lost.get() + settle_failed_frame(&mut result, entry));
+                return Ok(result);
+            }
+        }
+        loop {
+            let result = match evm.frame_run()? {
+                ItemOrResult::Item(init) => {
+                    let entry = entry_reservoir(&init);
+                    match evm.frame_init(init)? {
+                        ItemOrResult::Item(_) => {
+                            entries.push(entry);
+                            continue;
+                        }
+                        ItemOrResult::Result(mut result) => {
+                            self.lost
+                                .set(self.lost.get() + settle_failed_frame(&mut result, entry));
+                            result
+                        }
+                    }
+                }
+                ItemOrResult::Result(mut result) => {
+                    self.lost.set(
+                        self.lost.get()
+                            + settle_failed_frame(&mut result, entries.pop().unwrap_or_default()),
+                    );
+                    result
+                }
+            };
+            if let Some(result) = evm.frame_return_result(result)? {
+                return Ok(result);
+            }
+        }
+    }
+
+    /// revm's settlement of the transaction's frame, then the state gas of
+    /// the accounts it both created and destroyed given back.
     fn last_frame_result(
         &mut self,
         evm: &mut Self::Evm,
         frame_result: &mut FrameResult,
         parent_gas: &mut GasTracker,
     ) -> Result<(), Self::Error> {
-        let halted = frame_result.instruction_result().is_halt();
-        let spilled = frame_result.gas().tracker().state_gas_spilled();
         MainnetRules::<EVM, ERROR, FRAME>::default().last_frame_result(
             evm,
             frame_result,
             parent_gas,
         )?;
-        if halted && spilled > 0 {
-            parent_gas.set_reservoir(parent_gas.reservoir() + spilled);
-            *frame_result.gas_mut().tracker_mut() = *parent_gas;
-        }
         burn_destroyed_balances(evm.ctx());
         let destroyed = destroyed_creations_state_gas(evm.ctx_ref());
         if destroyed > 0 {
@@ -173,7 +222,7 @@ where
         Ok(gas
             .with_total_gas_spent(gas.total_gas_spent() + given_back)
             .with_refunded(gas.inner_refunded() + given_back)
-            .with_state_gas_spent(gas.state_gas_spent_final() + given_back))
+            .with_state_gas_spent(gas.state_gas_spent_final() + given_back + self.lost.get()))
     }
 }
 
@@ -242,6 +291,121 @@ where
     ERROR: EvmTrError<EVM>,
 {
     type IT = EthInterpreter;
+
+    /// [`Handler::run_exec_loop`]'s loop, with the inspector's hooks.
+    fn inspect_run_exec_loop(
+        &mut self,
+        evm: &mut Self::Evm,
+        first_frame_input: FrameInit,
+    ) -> Result<FrameResult, Self::Error> {
+        let mut entries = Vec::new();
+        let entry = entry_reservoir(&first_frame_input);
+        match evm.inspect_frame_init(first_frame_input)? {
+            ItemOrResult::Item(_) => entries.push(entry),
+            ItemOrResult::Result(mut result) => {
+                self.lost
+                    .set(self.lost.get() + settle_failed_frame(&mut result, entry));
+                return Ok(result);
+            }
+        }
+        loop {
+            let result = match evm.inspect_frame_run()? {
+                ItemOrResult::Item(init) => {
+                    let entry = entry_reservoir(&init);
+                    match evm.inspect_frame_init(init)? {
+                        ItemOrResult::Item(_) => {
+                            entries.push(entry);
+                            continue;
+                        }
+                        ItemOrResult::Result(mut result) => {
+                            self.lost
+                                .set(self.lost.get() + settle_failed_frame(&mut result, entry));
+                            result
+                        }
+                    }
+                }
+                ItemOrResult::Result(mut result) => {
+                    self.lost.set(
+                        self.lost.get()
+                            + settle_failed_frame(&mut result, entries.pop().unwrap_or_default()),
+                    );
+                    result
+                }
+            };
+            if let Some(result) = evm.frame_return_result(result)? {
+                return Ok(result);
+            }
+        }
+    }
+}
+
+/// The state-gas reservoir a frame starts with.
+fn entry_reservoir(init: &FrameInit) -> u64 {
+    match &init.frame_input {
+        FrameInput::Call(inputs) => inputs.reservoir,
+        FrameInput::Create(inputs) => inputs.reservoir(),
+        FrameInput::Empty => 0,
+    }
+}
+
+/// A failed frame (revert or halt) as the release settles it: the
+/// reservoir goes back to what the frame started with plus the state gas
+/// its charges still owe the regular gas (those charges are undone, and
+/// what they took comes back through the reservoir), and its regular gas
+/// is returned (revert) or consumed (halt) as it stands. revm's own
+/// settlement, which runs next, credits that state gas to the regular gas
+/// instead; the tracker is set so that it arrives at the release's figures.
+///
+/// Returns the state gas the frame's undone charges had taken from the
+/// regular gas and its refunds had already moved to the reservoir: the
+/// reservoir's reset takes it, so the sender pays it, and the block counts
+/// it as state gas rather than regular (see [`Handler::post_execution`]).
+fn settle_failed_frame(result: &mut FrameResult, entry: u64) -> u64 {
+    if result.instruction_result().is_ok() {
+        return 0;
+    }
+    let tracker = result.gas_mut().tracker_mut();
+    let owed = tracker.state_gas_spilled();
+    let reservoir = i128::from(tracker.reservoir());
+    let spent = i128::from(tracker.state_gas_spent());
+    let lost = (reservoir + spent - i128::from(owed) - i128::from(entry)).max(0);
+    let target = i128::from(entry) + i128::from(owed);
+    tracker.set_state_gas_spilled(0);
+    tracker.set_state_gas_spent(i64::try_from(target - reservoir).unwrap_or_default());
+    u64::try_from(lost).unwrap_or_default()
+}
+
+/// SSTORE with the release's routing of EIP-8037's restoration refund
+/// (a slot set from zero and put back to zero in one transaction): the
+/// state gas goes to the reservoir, settling first what the charge owed the
+/// regular gas, where revm 43 credits the regular gas first.
+fn release_sstore<H: Host + ?Sized>(
+    context: InstructionContext<'_, H, EthInterpreter>,
+) -> InstructionExecResult {
+    sstore_with_gas_accounting(context, |context, _target, load| {
+        let params = context.host.gas_params();
+        let dynamic = params.sstore_dynamic_gas(true, &load.data, load.is_cold);
+        let state = params.sstore_state_gas(&load.data);
+        let refill = params.sstore_state_gas_refill(&load.data);
+        let refund = params.sstore_refund(true, &load.data);
+        let gas = &mut context.interpreter.gas;
+        if !gas.record_regular_cost(dynamic) || !gas.record_state_cost(state) {
+            return Err(InstructionResult::OutOfGas);
+        }
+        if refill > 0 {
+            let tracker = gas.tracker_mut();
+            let settled = refill.min(tracker.state_gas_spilled());
+            tracker.set_state_gas_spilled(tracker.state_gas_spilled() - settled);
+            tracker.set_reservoir(tracker.reservoir() + refill);
+            tracker.set_state_gas_spent(
+                tracker
+                    .state_gas_spent()
+                    .saturating_sub(i64::try_from(refill).unwrap_or(i64::MAX)),
+            );
+        }
+        gas.record_refund(refund);
+        Ok(())
+    })
 }
 
 /// revm's own handler, whose defaults [`AmsterdamHandler`] builds on.
@@ -374,6 +538,12 @@ fn with_release_gas<DB: Database, I>(mut evm: InnerEvm<DB, I>) -> InnerEvm<DB, I
         let warm = u16::try_from(warm).unwrap_or(u16::MAX);
         evm.instruction.insert_gas(opcode::EXTCODESIZE, warm);
         evm.instruction.insert_gas(opcode::EXTCODECOPY, warm);
+        let sstore_gas = evm.instruction.gas_table()[usize::from(opcode::SSTORE)];
+        evm.instruction.insert_instruction(
+            opcode::SSTORE,
+            Instruction::new(release_sstore),
+            sstore_gas,
+        );
     }
     evm
 }
