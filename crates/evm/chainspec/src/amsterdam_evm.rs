@@ -21,6 +21,8 @@ use alloy_evm::precompiles::PrecompilesMap;
 use alloy_evm::revm::bytecode::opcode;
 use alloy_evm::revm::context::{BlockEnv, CfgEnv, Evm as RevmEvm, TxEnv};
 use alloy_evm::revm::context_interface::cfg::gas_params::GasId;
+use alloy_evm::revm::context_interface::journaled_state::StateLoad;
+use alloy_evm::revm::context_interface::journaled_state::account::JournaledAccountTr;
 use alloy_evm::revm::context_interface::result::{
     EVMError, HaltReason, InvalidTransaction, ResultAndState, ResultGas,
 };
@@ -31,9 +33,11 @@ use alloy_evm::revm::handler::{
     EthFrame, EvmTr, EvmTrError, FrameResult, FrameTr, Handler, ItemOrResult,
 };
 use alloy_evm::revm::inspector::{InspectorEvmTr, InspectorHandler, NoOpInspector};
-use alloy_evm::revm::interpreter::instructions::host::sstore_with_gas_accounting;
+use alloy_evm::revm::interpreter::instructions::host::{selfdestruct, sstore_with_gas_accounting};
+use alloy_evm::revm::interpreter::instructions::utility::IntoAddress;
 use alloy_evm::revm::interpreter::interpreter::EthInterpreter;
 use alloy_evm::revm::interpreter::interpreter_action::{FrameInit, FrameInput};
+use alloy_evm::revm::interpreter::interpreter_types::InputsTr;
 use alloy_evm::revm::interpreter::{GasTracker, InitialAndFloorGas};
 use alloy_evm::revm::interpreter::{
     Host, Instruction, InstructionContext, InstructionExecResult, InstructionResult,
@@ -245,14 +249,7 @@ where
         .collect();
     burned.sort_unstable_by_key(|(address, _)| *address);
     for (address, balance) in burned {
-        let topics = vec![BURN_LOG_TOPIC, B256::left_padding_from(address.as_slice())];
-        let data = Bytes::copy_from_slice(&balance.to_be_bytes::<32>());
-        if let Some(data) = LogData::new(topics, data) {
-            ctx.journal_mut().log(Log {
-                address: ETH_TRANSFER_LOG_ADDRESS,
-                data,
-            });
-        }
+        ctx.journal_mut().log(burn_log(address, balance));
     }
 }
 
@@ -373,6 +370,58 @@ fn settle_failed_frame(result: &mut FrameResult, entry: u64) -> u64 {
     tracker.set_state_gas_spilled(0);
     tracker.set_state_gas_spent(i64::try_from(target - reservoir).unwrap_or_default());
     u64::try_from(lost).unwrap_or_default()
+}
+
+/// SELFDESTRUCT as the release has it (EIP-7708 without EIP-8246): an
+/// account this transaction created that destroys itself naming itself as
+/// the beneficiary burns its balance there and then, with a `Burn` log;
+/// what it receives afterwards is burned at the transaction's end
+/// ([`burn_destroyed_balances`]).
+fn release_selfdestruct<DB: Database>(
+    context: InstructionContext<'_, EthEvmContext<DB>, EthInterpreter>,
+) -> InstructionExecResult {
+    let InstructionContext { interpreter, host } = context;
+    let address = interpreter.input.target_address();
+    let to_itself = interpreter
+        .stack
+        .peek(0)
+        .is_ok_and(|target| target.into_address() == address);
+    let result = selfdestruct(InstructionContext {
+        interpreter: &mut *interpreter,
+        host: &mut *host,
+    });
+    if !to_itself || result != Err(InstructionResult::SelfDestruct) {
+        return result;
+    }
+    let journal = host.journal_mut();
+    let Ok(StateLoad {
+        data: mut account, ..
+    }) = journal.load_account_mut(address)
+    else {
+        return Err(InstructionResult::FatalExternalError);
+    };
+    if !account.account().is_selfdestructed() {
+        return result;
+    }
+    let balance = *account.balance();
+    if balance.is_zero() {
+        return result;
+    }
+    account.decr_balance(balance);
+    drop(account);
+    journal.log(burn_log(address, balance));
+    result
+}
+
+/// EIP-7708's `Burn` log of `amount` wei at `address`.
+fn burn_log(address: Address, amount: U256) -> Log {
+    Log {
+        address: ETH_TRANSFER_LOG_ADDRESS,
+        data: LogData::new_unchecked(
+            vec![BURN_LOG_TOPIC, B256::left_padding_from(address.as_slice())],
+            Bytes::copy_from_slice(&amount.to_be_bytes::<32>()),
+        ),
+    }
 }
 
 /// SSTORE with the release's routing of EIP-8037's restoration refund
@@ -538,6 +587,12 @@ fn with_release_gas<DB: Database, I>(mut evm: InnerEvm<DB, I>) -> InnerEvm<DB, I
         let warm = u16::try_from(warm).unwrap_or(u16::MAX);
         evm.instruction.insert_gas(opcode::EXTCODESIZE, warm);
         evm.instruction.insert_gas(opcode::EXTCODECOPY, warm);
+        let selfdestruct_gas = evm.instruction.gas_table()[usize::from(opcode::SELFDESTRUCT)];
+        evm.instruction.insert_instruction(
+            opcode::SELFDESTRUCT,
+            Instruction::new(release_selfdestruct::<DB>),
+            selfdestruct_gas,
+        );
         let sstore_gas = evm.instruction.gas_table()[usize::from(opcode::SSTORE)];
         evm.instruction.insert_instruction(
             opcode::SSTORE,
