@@ -408,7 +408,6 @@ fn release_selfdestruct<DB: Database>(
         return result;
     }
     account.decr_balance(balance);
-    drop(account);
     journal.log(burn_log(address, balance));
     result
 }
