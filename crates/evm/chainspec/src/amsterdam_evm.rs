@@ -641,3 +641,126 @@ impl EvmFactory for StrataEvmFactory {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ChainSpec, cost_per_state_byte, evm_env};
+    use alloy_consensus::Header;
+    use alloy_evm::revm::database::{CacheDB, EmptyDB};
+    use alloy_evm::revm::primitives::TxKind;
+    use alloy_evm::revm::state::{AccountInfo, Bytecode};
+    use alloy_primitives::{U256, address};
+
+    const GAS_LIMIT: u64 = 120_000_000;
+    const SENDER: Address = address!("0x1000000000000000000000000000000000000001");
+    const CONTRACT: Address = address!("0x2000000000000000000000000000000000000002");
+    const TARGET: Address = address!("0x3000000000000000000000000000000000000003");
+
+    /// An Amsterdam block's EVM over `accounts`, the sender funded.
+    fn amsterdam_evm(accounts: &[(Address, Bytes)]) -> StrataEvm<CacheDB<EmptyDB>, NoOpInspector> {
+        let spec = ChainSpec::from_test_network("Amsterdam").expect("a known network");
+        let header = Header {
+            gas_limit: GAS_LIMIT,
+            base_fee_per_gas: Some(7),
+            excess_blob_gas: Some(0),
+            blob_gas_used: Some(0),
+            timestamp: 1,
+            ..Header::default()
+        };
+        let mut db = CacheDB::new(EmptyDB::default());
+        let funded = AccountInfo {
+            balance: U256::from(10u64).pow(U256::from(20)),
+            ..AccountInfo::default()
+        };
+        db.insert_account_info(SENDER, funded);
+        for (address, code) in accounts {
+            let code = Bytecode::new_raw(code.clone());
+            db.insert_account_info(*address, AccountInfo::default().with_code(code));
+        }
+        StrataEvmFactory.create_evm(db, evm_env(&spec, &header))
+    }
+
+    fn tx(kind: TxKind, input: Bytes, gas_limit: u64) -> TxEnv {
+        TxEnv::builder()
+            .caller(SENDER)
+            .kind(kind)
+            .data(input)
+            .gas_limit(gas_limit)
+            .gas_price(10)
+            .chain_id(Some(1))
+            .build()
+            .expect("a valid transaction")
+    }
+
+    #[test]
+    fn a_creating_transaction_pays_a_new_accounts_state_gas() {
+        let cpsb = cost_per_state_byte(GAS_LIMIT);
+        let mut evm = amsterdam_evm(&[]);
+        // Init code that deploys nothing: all that grows the state is the account.
+        let result = evm
+            .transact_raw(tx(TxKind::Create, Bytes::from_static(&[0x00]), 1_000_000))
+            .expect("the transaction runs");
+        assert!(result.result.is_success());
+        assert_eq!(result.result.gas().block_state_gas_used(), 112 * cpsb);
+    }
+
+    #[test]
+    fn a_gas_limit_short_of_the_intrinsic_state_gas_is_refused() {
+        let mut evm = amsterdam_evm(&[]);
+        // Enough for the regular intrinsic gas (21,000 + 9,000 + calldata),
+        // not for the new account's 131,488 of state gas.
+        let refused = evm.transact_raw(tx(TxKind::Create, Bytes::from_static(&[0x00]), 100_000));
+        assert!(
+            matches!(
+                refused,
+                Err(EVMError::Transaction(
+                    InvalidTransaction::CallGasCostMoreThanGasLimit { .. }
+                ))
+            ),
+            "{refused:?}"
+        );
+    }
+
+    #[test]
+    fn extcodesize_costs_one_access() {
+        // PUSH20 TARGET, EXTCODESIZE, STOP.
+        let mut code = vec![0x73];
+        code.extend_from_slice(TARGET.as_slice());
+        code.extend_from_slice(&[0x3b, 0x00]);
+        let mut evm = amsterdam_evm(&[
+            (CONTRACT, code.into()),
+            (TARGET, Bytes::from_static(&[0x00])),
+        ]);
+        let result = evm
+            .transact_raw(tx(TxKind::Call(CONTRACT), Bytes::new(), 100_000))
+            .expect("the transaction runs");
+        // The transaction, the push, and a cold account access.
+        assert_eq!(result.result.tx_gas_used(), 21_000 + 3 + 2_600);
+    }
+
+    #[test]
+    fn a_slot_set_and_cleared_in_a_reverted_frame_is_paid_for() {
+        // The callee: SSTORE(0, 1), SSTORE(0, 0), REVERT(0, 0).
+        let callee = Bytes::from_static(&[
+            0x60, 0x01, 0x60, 0x00, 0x55, 0x60, 0x00, 0x60, 0x00, 0x55, 0x60, 0x00, 0x80, 0xfd,
+        ]);
+        // The caller: CALL(gas, TARGET, 0, 0, 0, 0, 0), STOP.
+        let mut caller = vec![0x60, 0x00, 0x80, 0x80, 0x80, 0x80, 0x73];
+        caller.extend_from_slice(TARGET.as_slice());
+        caller.extend_from_slice(&[0x5a, 0xf1, 0x00]);
+        let slot_state_gas = 32 * cost_per_state_byte(GAS_LIMIT);
+        let mut evm = amsterdam_evm(&[(CONTRACT, caller.into()), (TARGET, callee)]);
+        let result = evm
+            .transact_raw(tx(TxKind::Call(CONTRACT), Bytes::new(), 1_000_000))
+            .expect("the transaction runs");
+        let gas = result.result.gas();
+        // The refund went to the callee's reservoir and left with it: the
+        // sender pays the slot's state gas, which the block counts as state.
+        assert_eq!(
+            gas.tx_gas_used(),
+            gas.block_regular_gas_used() + slot_state_gas
+        );
+        assert_eq!(gas.block_state_gas_used(), slot_state_gas);
+    }
+}
