@@ -27,6 +27,7 @@ use alloy_evm::revm::context_interface::result::{
     EVMError, HaltReason, InvalidTransaction, ResultAndState, ResultGas,
 };
 use alloy_evm::revm::context_interface::{Cfg, ContextTr, JournalTr, Transaction};
+use alloy_evm::revm::handler::evm::ContextDbError;
 use alloy_evm::revm::handler::instructions::EthInstructions;
 use alloy_evm::revm::handler::pre_execution::apply_auth_list;
 use alloy_evm::revm::handler::{
@@ -143,44 +144,13 @@ where
         evm: &mut Self::Evm,
         first_frame_input: FrameInit,
     ) -> Result<FrameResult, Self::Error> {
-        let mut entries = Vec::new();
-        let entry = entry_reservoir(&first_frame_input);
-        match evm.frame_init(first_frame_input)? {
-            ItemOrResult::Item(_) => entries.push(entry),
-            ItemOrResult::Result(mut result) => {
-                self.lost
-                    .set(self.lost.get() + settle_failed_frame(&mut result, entry));
-                return Ok(result);
-            }
-        }
-        loop {
-            let result = match evm.frame_run()? {
-                ItemOrResult::Item(init) => {
-                    let entry = entry_reservoir(&init);
-                    match evm.frame_init(init)? {
-                        ItemOrResult::Item(_) => {
-                            entries.push(entry);
-                            continue;
-                        }
-                        ItemOrResult::Result(mut result) => {
-                            self.lost
-                                .set(self.lost.get() + settle_failed_frame(&mut result, entry));
-                            result
-                        }
-                    }
-                }
-                ItemOrResult::Result(mut result) => {
-                    self.lost.set(
-                        self.lost.get()
-                            + settle_failed_frame(&mut result, entries.pop().unwrap_or_default()),
-                    );
-                    result
-                }
-            };
-            if let Some(result) = evm.frame_return_result(result)? {
-                return Ok(result);
-            }
-        }
+        Ok(run_frames(
+            evm,
+            first_frame_input,
+            &self.lost,
+            |evm, init| Ok(evm.frame_init(init)?.map_item(|_| ())),
+            |evm| evm.frame_run(),
+        )?)
     }
 
     /// revm's settlement of the transaction's frame, then the state gas of
@@ -295,43 +265,73 @@ where
         evm: &mut Self::Evm,
         first_frame_input: FrameInit,
     ) -> Result<FrameResult, Self::Error> {
-        let mut entries = Vec::new();
-        let entry = entry_reservoir(&first_frame_input);
-        match evm.inspect_frame_init(first_frame_input)? {
-            ItemOrResult::Item(_) => entries.push(entry),
-            ItemOrResult::Result(mut result) => {
-                self.lost
-                    .set(self.lost.get() + settle_failed_frame(&mut result, entry));
-                return Ok(result);
-            }
+        Ok(run_frames(
+            evm,
+            first_frame_input,
+            &self.lost,
+            |evm, init| Ok(evm.inspect_frame_init(init)?.map_item(|_| ())),
+            |evm| evm.inspect_frame_run(),
+        )?)
+    }
+}
+
+/// revm's loop of frames (`run_exec_loop`), with each failed frame settled
+/// as the release does ([`settle_failed_frame`]) before its parent takes
+/// it, and what that costs the sender added to `lost`. `init` starts a frame
+/// (`Item` when one was pushed), `run` runs the top one: the plain or the
+/// inspected calls.
+fn run_frames<EVM, FRAME>(
+    evm: &mut EVM,
+    first: FrameInit,
+    lost: &Cell<u64>,
+    mut init: impl FnMut(
+        &mut EVM,
+        FrameInit,
+    ) -> Result<ItemOrResult<(), FrameResult>, ContextDbError<EVM::Context>>,
+    mut run: impl FnMut(
+        &mut EVM,
+    )
+        -> Result<ItemOrResult<FrameInit, FrameResult>, ContextDbError<EVM::Context>>,
+) -> Result<FrameResult, ContextDbError<EVM::Context>>
+where
+    EVM: EvmTr<Frame = FRAME>,
+    FRAME: FrameTr<FrameResult = FrameResult, FrameInit = FrameInit>,
+{
+    let settle = |result: &mut FrameResult, entry: u64| {
+        lost.set(lost.get() + settle_failed_frame(result, entry));
+    };
+    // The reservoir each frame on the stack started with.
+    let mut entries = Vec::new();
+    let entry = entry_reservoir(&first);
+    match init(evm, first)? {
+        ItemOrResult::Item(()) => entries.push(entry),
+        ItemOrResult::Result(mut result) => {
+            settle(&mut result, entry);
+            return Ok(result);
         }
-        loop {
-            let result = match evm.inspect_frame_run()? {
-                ItemOrResult::Item(init) => {
-                    let entry = entry_reservoir(&init);
-                    match evm.inspect_frame_init(init)? {
-                        ItemOrResult::Item(_) => {
-                            entries.push(entry);
-                            continue;
-                        }
-                        ItemOrResult::Result(mut result) => {
-                            self.lost
-                                .set(self.lost.get() + settle_failed_frame(&mut result, entry));
-                            result
-                        }
+    }
+    loop {
+        let result = match run(evm)? {
+            ItemOrResult::Item(frame) => {
+                let entry = entry_reservoir(&frame);
+                match init(evm, frame)? {
+                    ItemOrResult::Item(()) => {
+                        entries.push(entry);
+                        continue;
+                    }
+                    ItemOrResult::Result(mut result) => {
+                        settle(&mut result, entry);
+                        result
                     }
                 }
-                ItemOrResult::Result(mut result) => {
-                    self.lost.set(
-                        self.lost.get()
-                            + settle_failed_frame(&mut result, entries.pop().unwrap_or_default()),
-                    );
-                    result
-                }
-            };
-            if let Some(result) = evm.frame_return_result(result)? {
-                return Ok(result);
             }
+            ItemOrResult::Result(mut result) => {
+                settle(&mut result, entries.pop().unwrap_or_default());
+                result
+            }
+        };
+        if let Some(result) = evm.frame_return_result(result)? {
+            return Ok(result);
         }
     }
 }
