@@ -1,17 +1,24 @@
 //! The EVM strata executes with: revm's mainnet EVM, whose transactions of an
-//! Amsterdam block run under a handler of strata's own where revm 43 follows
-//! a later devnet than the execution-spec-tests release strata is checked
-//! against (`bal@v5.7.0`, see [`crate::amsterdam_gas_params`]).
-//!
-//! revm 43 moved EIP-8037's intrinsic state gas into EIP-2780's runtime
-//! phase, which that release does not have; with EIP-2780 off it charges
-//! none. [`AmsterdamHandler`] charges it as the release does:
-//! - a creating transaction's intrinsic state gas is a new account's bytes;
-//! - each authorization (EIP-7702) charges a new account's bytes and a
-//!   delegation's, whatever the authority turns out to be; one to an
-//!   authority that exists gives the new account's part back to the
-//!   state-gas reservoir (so to the sender), while the block's state gas
-//!   keeps the whole charge.
+//! Amsterdam block run under a handler and two instructions of strata's own
+//! where revm 43 follows a later devnet than the execution-spec-tests release
+//! strata is checked against (`bal@v5.7.0`; its gas table is
+//! [`crate::amsterdam_gas_params`]). [`AmsterdamHandler`] keeps the release's
+//! EIP-8037 state gas:
+//! - intrinsic state gas: a creating transaction pays a new account's bytes,
+//!   each authorization (EIP-7702) a new account's and a delegation's; one to
+//!   an authority that exists gives the new account's part back to the
+//!   reservoir (so to the sender) while the block's state gas keeps the whole
+//!   charge (revm 43 moved these into EIP-2780's runtime phase, which the
+//!   release does not have);
+//! - a failed frame's reservoir goes back to what it started with plus what
+//!   its undone charges took from the regular gas ([`settle_failed_frame`]);
+//!   a restoration refund (a slot set from zero and put back) goes to the
+//!   reservoir ([`release_sstore`]);
+//! - accounts created and destroyed in one transaction give their state gas
+//!   back, and what a destroyed account holds is burned with EIP-7708's
+//!   `Burn` log ([`burn_destroyed_balances`], [`release_selfdestruct`]; the
+//!   release has no EIP-8246);
+//! - EXTCODESIZE and EXTCODECOPY cost one account access ([`with_release_gas`]).
 //!
 //! Every fork before Amsterdam, and every system call, runs revm's own
 //! handler unchanged.
@@ -52,8 +59,8 @@ use alloy_primitives::{Address, B256, Bytes, Log, LogData, U256};
 use core::cell::Cell;
 use core::marker::PhantomData;
 
-/// revm's handler with the intrinsic state gas of Amsterdam's release rules
-/// (see the module's text); used only where EIP-8037 is on.
+/// revm's handler with Amsterdam's state gas as the release has it (see the
+/// module's text); used only where EIP-8037 is on.
 #[derive(Debug)]
 pub struct AmsterdamHandler<EVM, ERROR, FRAME> {
     /// The state gas this transaction's authorizations gave back to the
