@@ -390,6 +390,7 @@ impl Generator {
             } else {
                 0
             },
+            delegations: self.config.fork >= Fork::Prague,
         };
         while gas_used < self.config.gas_per_block {
             let live = executor.evm_mut().db_mut();

@@ -1,4 +1,5 @@
-//! Deterministic secp256k1 keys and EIP-1559 transaction signing.
+//! Deterministic secp256k1 keys, and the signing of EIP-1559 and EIP-7702
+//! transactions and of EIP-7702 authorizations.
 //!
 //! Key `i` of seed `s` is the first valid secret among
 //! `keccak256("strata-gen-chain key" ‖ s ‖ i ‖ attempt)` for attempt 0, 1, …
@@ -6,7 +7,8 @@
 //! about one chance in 2^128). Signatures are RFC 6979 (deterministic), so
 //! the same seed gives the same transactions, byte for byte.
 
-use alloy_consensus::{SignableTransaction, TxEip1559, TxEnvelope};
+use alloy_consensus::{SignableTransaction, TxEip1559, TxEip7702, TxEnvelope};
+use alloy_eips::eip7702::{Authorization, SignedAuthorization};
 use alloy_primitives::{Address, B256, Signature, keccak256};
 use k256::ecdsa::SigningKey;
 
@@ -44,12 +46,53 @@ impl AccountKey {
         }
     }
 
-    /// Signs `tx` (its EIP-1559 signing hash) with this key.
-    pub fn sign(&self, tx: TxEip1559) -> Result<TxEnvelope, k256::ecdsa::Error> {
+    /// Signs `tx` (its signing hash) with this key.
+    pub fn sign(&self, tx: Unsigned) -> Result<TxEnvelope, k256::ecdsa::Error> {
+        Ok(match tx {
+            Unsigned::Eip1559(tx) => {
+                let signature = self.sign_hash(tx.signature_hash())?;
+                TxEnvelope::Eip1559(tx.into_signed(signature))
+            }
+            Unsigned::Eip7702(tx) => {
+                let signature = self.sign_hash(tx.signature_hash())?;
+                TxEnvelope::Eip7702(tx.into_signed(signature))
+            }
+        })
+    }
+
+    /// Signs an EIP-7702 authorization: this key's account delegates to
+    /// the authorization's address.
+    pub fn authorize(
+        &self,
+        authorization: Authorization,
+    ) -> Result<SignedAuthorization, k256::ecdsa::Error> {
+        let signature = self.sign_hash(authorization.signature_hash())?;
+        Ok(authorization.into_signed(signature))
+    }
+
+    fn sign_hash(&self, hash: B256) -> Result<Signature, k256::ecdsa::Error> {
         let key = SigningKey::from_bytes(&self.secret.0.into())?;
-        let (signature, recovery) = key.sign_prehash_recoverable(tx.signature_hash().as_slice())?;
-        let signature = Signature::from((signature, recovery));
-        Ok(TxEnvelope::Eip1559(tx.into_signed(signature)))
+        let (signature, recovery) = key.sign_prehash_recoverable(hash.as_slice())?;
+        Ok(Signature::from((signature, recovery)))
+    }
+}
+
+/// A transaction of the mix before it is signed.
+#[derive(Clone, Debug)]
+pub enum Unsigned {
+    /// Every kind but a delegation.
+    Eip1559(TxEip1559),
+    /// A delegation (EIP-7702), its authorizations already signed.
+    Eip7702(TxEip7702),
+}
+
+impl Unsigned {
+    /// The gas limit.
+    pub fn gas_limit(&self) -> u64 {
+        match self {
+            Self::Eip1559(tx) => tx.gas_limit,
+            Self::Eip7702(tx) => tx.gas_limit,
+        }
     }
 }
 
@@ -81,8 +124,12 @@ mod tests {
             value: U256::from(5),
             ..Default::default()
         };
-        let signed = key.sign(tx.clone()).expect("signs");
+        let signed = key.sign(Unsigned::Eip1559(tx.clone())).expect("signs");
         assert_eq!(signed.recover_signer().expect("recovers"), key.address);
-        assert_eq!(signed, key.sign(tx).expect("signs"), "RFC 6979: same bytes");
+        assert_eq!(
+            signed,
+            key.sign(Unsigned::Eip1559(tx)).expect("signs"),
+            "RFC 6979: same bytes"
+        );
     }
 }

@@ -34,7 +34,7 @@ pub use config::{
 };
 pub use error::GenError;
 pub use generator::{GeneratedBlock, Generator, chain_config, coinbase};
-pub use keys::AccountKey;
+pub use keys::{AccountKey, Unsigned};
 pub use mix::TxShape;
 pub use output::{
     ACCESS_LISTS_FILE, CHAIN_CONFIG_FILE, CHAIN_FILE, ChainSummary, GENESIS_FILE, STATE_FILE,

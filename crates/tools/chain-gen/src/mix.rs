@@ -6,13 +6,17 @@
 //! to an account without that token: a new storage slot), 14% router calls
 //! (2 to 5 tokens each), 3% store writes (8 to 40 slots, about half new),
 //! 2% store reads (50 to 400 slots) and 2% contract creations (a new
-//! token). Contracts are chosen by popularity (Zipf), senders uniformly
+//! token); from Prague, 1% of them (taken from the ether transfers) are
+//! delegations (EIP-7702): a sponsor sends a set-code transaction carrying
+//! another EOA's authorization to a store contract's code and calls that
+//! EOA, which writes two slots of its own storage through the code. Contracts are chosen by popularity (Zipf), senders uniformly
 //! among the EOAs that can pay. A sender's nonce and balance, and a
 //! holder's token balance, are read from the block's state as it stands
 //! before the transaction, so every transaction is valid where it sits and
 //! a transfer never exceeds what its sender holds.
 
-use alloy_consensus::TxEip1559;
+use alloy_consensus::{TxEip1559, TxEip7702};
+use alloy_eips::eip7702::Authorization;
 use alloy_primitives::{Address, Bytes, TxKind, U256};
 use rand::Rng;
 use rand::rngs::StdRng;
@@ -24,6 +28,7 @@ use crate::contracts::{
     transfer_calldata,
 };
 use crate::error::GenError;
+use crate::keys::Unsigned;
 use crate::population::{ETHER, Population, zipf};
 
 /// One gwei in wei.
@@ -47,17 +52,20 @@ pub enum TxShape {
     StoreRead,
     /// A token created.
     Create,
+    /// An EOA delegated to a store's code (EIP-7702) and called.
+    SetCode,
 }
 
 impl TxShape {
     /// Every shape, in the order reports list them.
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 7] = [
         Self::EtherTransfer,
         Self::TokenTransfer,
         Self::RouterCall,
         Self::StoreWrite,
         Self::StoreRead,
         Self::Create,
+        Self::SetCode,
     ];
 
     /// A short name for reports.
@@ -69,12 +77,14 @@ impl TxShape {
             Self::StoreWrite => "store-write",
             Self::StoreRead => "store-read",
             Self::Create => "create",
+            Self::SetCode => "set-code",
         }
     }
 
     fn draw(rng: &mut StdRng) -> Self {
         match rng.random_range(0..100u32) {
-            0..40 => Self::EtherTransfer,
+            0..39 => Self::EtherTransfer,
+            39 => Self::SetCode,
             40..79 => Self::TokenTransfer,
             79..93 => Self::RouterCall,
             93..96 => Self::StoreWrite,
@@ -111,7 +121,7 @@ pub(crate) struct Planned {
     /// Key index of the sender.
     pub sender: u32,
     /// The unsigned transaction.
-    pub tx: TxEip1559,
+    pub tx: Unsigned,
     /// What it does.
     pub shape: TxShape,
     /// What follows from it once it succeeds.
@@ -157,6 +167,8 @@ pub(crate) struct Mix<'a> {
     /// transaction's gas limit covers the slots, accounts and code it may
     /// create, as a wallet's estimate would.
     pub state_byte_gas: u64,
+    /// Whether EIP-7702 delegations are part of the mix (from Prague).
+    pub delegations: bool,
 }
 
 /// EIP-8037: the state bytes of a new storage slot.
@@ -179,9 +191,11 @@ impl Mix<'_> {
             TxShape::RouterCall => self.router_call(live)?,
             TxShape::StoreWrite | TxShape::StoreRead => self.store_call(live, shape)?,
             TxShape::Create => self.create(live)?,
+            TxShape::SetCode if self.delegations => self.set_code(live)?,
+            TxShape::SetCode => None,
         };
         let planned = match planned {
-            Some(planned) if planned.tx.gas_limit <= gas_left => Some(planned),
+            Some(planned) if planned.tx.gas_limit() <= gas_left => Some(planned),
             _ if gas_left >= 21_000 => self.ether_transfer(live)?,
             _ => None,
         };
@@ -258,14 +272,17 @@ impl Mix<'_> {
         Ok(None)
     }
 
-    /// An existing EOA, or a new one (`new_share` of the time).
+    /// An existing EOA, or a new one (`new_share` of the time, and in place
+    /// of an EOA delegated to code).
     fn recipient(&mut self, new_share: f64) -> (u32, Address) {
         if self.population.eoas.is_empty() || self.rng.random_bool(new_share) {
-            self.population.new_eoa()
-        } else {
-            let index = self.rng.random_range(0..self.population.eoas.len());
-            (index as u32, self.population.eoas[index].address)
+            return self.population.new_eoa();
         }
+        let index = self.rng.random_range(0..self.population.eoas.len());
+        if self.population.delegated.contains(&(index as u32)) {
+            return self.population.new_eoa();
+        }
+        (index as u32, self.population.eoas[index].address)
     }
 
     fn ether_transfer(&mut self, live: &mut dyn LiveState) -> Result<Option<Planned>, GenError> {
@@ -277,7 +294,7 @@ impl Mix<'_> {
         let tx = self.transaction(nonce, 21_000, TxKind::Call(to), value, Bytes::new());
         Ok(Some(Planned {
             sender,
-            tx,
+            tx: Unsigned::Eip1559(tx),
             shape: TxShape::EtherTransfer,
             effect: Effect::None,
         }))
@@ -324,7 +341,7 @@ impl Mix<'_> {
             );
             return Ok(Some(Planned {
                 sender: holder,
-                tx,
+                tx: Unsigned::Eip1559(tx),
                 shape: TxShape::TokenTransfer,
                 effect: Effect::NewHolder {
                     token,
@@ -363,7 +380,7 @@ impl Mix<'_> {
         );
         Ok(Some(Planned {
             sender,
-            tx,
+            tx: Unsigned::Eip1559(tx),
             shape: TxShape::RouterCall,
             effect: Effect::None,
         }))
@@ -402,7 +419,7 @@ impl Mix<'_> {
         );
         Ok(Some(Planned {
             sender,
-            tx,
+            tx: Unsigned::Eip1559(tx),
             shape,
             effect: Effect::None,
         }))
@@ -422,12 +439,76 @@ impl Mix<'_> {
         let tx = self.transaction(nonce, gas, TxKind::Create, U256::ZERO, code);
         Ok(Some(Planned {
             sender,
-            tx,
+            tx: Unsigned::Eip1559(tx),
             shape: TxShape::Create,
             effect: Effect::Created {
                 address: creator.create(nonce),
                 creator: sender,
             },
+        }))
+    }
+
+    /// A sponsor's EIP-7702 transaction: another EOA (the authority)
+    /// delegates to a store's code, and the call to it writes two slots of
+    /// its own storage through that code. The gas covers the authorization
+    /// (a new account and a delegation's bytes as state gas from Amsterdam)
+    /// and the two new slots.
+    fn set_code(&mut self, live: &mut dyn LiveState) -> Result<Option<Planned>, GenError> {
+        const AUTHORIZATION_STATE_BYTES: u64 = ACCOUNT_STATE_BYTES + 23;
+        let stores = self.population.stores.len();
+        let funded = self.population.funded;
+        if stores == 0 || funded < 2 {
+            return Ok(None);
+        }
+        let delegate = self.population.stores[zipf(self.rng, stores)].address;
+        let gas =
+            150_000 + AUTHORIZATION_STATE_BYTES * self.state_byte_gas + 2 * self.slot_state_gas();
+        let Some((sender, nonce)) = self.sender(live, U256::ZERO, gas)? else {
+            return Ok(None);
+        };
+        let mut authority = self.rng.random_range(0..funded);
+        if authority == sender as usize {
+            authority = (authority + 1) % funded;
+        }
+        let key = self.population.eoas[authority].clone();
+        self.population.delegated.insert(authority as u32);
+        let (_, authority_nonce) = live.account(key.address).map_err(|m| self.live_error(m))?;
+        let authorization = key
+            .authorize(Authorization {
+                chain_id: U256::from(self.chain_id),
+                address: delegate,
+                nonce: authority_nonce,
+            })
+            .map_err(|e| GenError::Signing {
+                number: self.number,
+                index: usize::MAX,
+                message: e.to_string(),
+            })?;
+        let start = self.rng.random_range(0..1_000u64);
+        let shaped = self.transaction(
+            nonce,
+            gas,
+            TxKind::Call(key.address),
+            U256::ZERO,
+            store_calldata(start, 2, StoreMode::Write),
+        );
+        let tx = TxEip7702 {
+            chain_id: shaped.chain_id,
+            nonce: shaped.nonce,
+            gas_limit: shaped.gas_limit,
+            max_fee_per_gas: shaped.max_fee_per_gas,
+            max_priority_fee_per_gas: shaped.max_priority_fee_per_gas,
+            to: key.address,
+            value: U256::ZERO,
+            access_list: Default::default(),
+            authorization_list: vec![authorization],
+            input: shaped.input,
+        };
+        Ok(Some(Planned {
+            sender,
+            tx: Unsigned::Eip7702(tx),
+            shape: TxShape::SetCode,
+            effect: Effect::None,
         }))
     }
 }

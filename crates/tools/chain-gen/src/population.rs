@@ -17,7 +17,7 @@
 //! - The EIP-4788 beacon roots contract at its address, so each block's
 //!   system call stores the parent beacon root as on mainnet.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use alloy_eips::eip4788::{BEACON_ROOTS_ADDRESS, BEACON_ROOTS_CODE};
 use alloy_genesis::GenesisAccount;
@@ -79,6 +79,9 @@ pub(crate) struct Population {
     pub routers: Vec<Router>,
     /// Stores by popularity.
     pub stores: Vec<Store>,
+    /// EOAs an EIP-7702 authorization of the mix delegated to code: a plain
+    /// ether transfer's 21,000 gas would not run it, so they receive none.
+    pub delegated: BTreeSet<u32>,
 }
 
 /// The kind of contract number `index`.
@@ -145,6 +148,7 @@ impl Population {
             tokens: Vec::new(),
             routers: Vec::new(),
             stores: Vec::new(),
+            delegated: BTreeSet::new(),
         };
         let mut storage: BTreeMap<Address, BTreeMap<B256, B256>> = BTreeMap::new();
         let mut code: BTreeMap<Address, Bytes> = BTreeMap::new();

@@ -61,8 +61,20 @@ fn blocks_decode_near_their_gas_target_with_signed_type_2_transactions() {
             transactions.len()
         );
         for tx in transactions {
-            let tx1559 = tx.as_eip1559().expect("EIP-1559 transactions only");
-            assert_eq!(tx1559.tx().chain_id, CHAIN_ID);
+            // EIP-1559, and from Prague the delegations' EIP-7702.
+            let chain_id = match (tx.as_eip1559(), tx.as_eip7702()) {
+                (Some(tx), _) => tx.tx().chain_id,
+                (None, Some(tx)) => {
+                    for authorization in &tx.tx().authorization_list {
+                        authorization
+                            .recover_authority()
+                            .expect("the authorization recovers");
+                    }
+                    tx.tx().chain_id
+                }
+                (None, None) => panic!("a transaction of another type: {tx:?}"),
+            };
+            assert_eq!(chain_id, CHAIN_ID);
             tx.recover_signer().expect("the signature recovers");
         }
         assert_eq!(

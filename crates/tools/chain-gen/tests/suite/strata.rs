@@ -3,7 +3,9 @@
 //! header checks, gas used, receipts root, logs bloom and the state root
 //! strata computes.
 
-use strata_chain_gen::{ACCESS_LISTS_FILE, CHAIN_FILE, Fork, GENESIS_FILE, GenConfig, write_chain};
+use strata_chain_gen::{
+    ACCESS_LISTS_FILE, CHAIN_FILE, Fork, GENESIS_FILE, GenConfig, TxShape, write_chain,
+};
 use strata_executor::consensus::Ancestor;
 use strata_executor::ef_tests::case_options;
 use strata_executor::{
@@ -122,12 +124,24 @@ fn the_importer_takes_a_chain_resumes_it_and_refuses_what_does_not_follow() {
 fn strata_executes_every_fork_the_generator_makes() {
     for fork in [Fork::Cancun, Fork::Prague, Fork::Osaka, Fork::Amsterdam] {
         let dir = tempfile::tempdir().unwrap();
+        // 20 blocks: about 400 transactions, so that each shape of the mix shows.
         let config = GenConfig {
             fork,
+            blocks: 20,
             ..small_config(11)
         };
         let summary = write_chain(&config, dir.path(), |_| {}).expect("generates");
         assert_eq!(summary.reverted, 0, "{fork:?}: the mix reverts nothing");
+        // From Prague the mix delegates EOAs to code (EIP-7702).
+        assert_eq!(
+            summary
+                .shapes
+                .get(&TxShape::SetCode)
+                .is_some_and(|n| *n > 0),
+            fork >= Fork::Prague,
+            "{fork:?}: {:?}",
+            summary.shapes
+        );
         let genesis =
             GenesisBlock::read(&dir.path().join(GENESIS_FILE)).expect("genesis.json reads");
         let lists =
