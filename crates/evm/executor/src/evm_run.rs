@@ -8,7 +8,6 @@ use alloy_consensus::transaction::Recovered;
 use alloy_consensus::{Header, TxEnvelope, TxReceipt, proofs::calculate_receipt_root};
 use alloy_eips::eip7002::WITHDRAWAL_REQUEST_PREDEPLOY_ADDRESS;
 use alloy_eips::eip7251::CONSOLIDATION_REQUEST_PREDEPLOY_ADDRESS;
-use alloy_evm::FromRecoveredTx;
 use alloy_evm::block::{
     BalIndexedDatabase, BlockExecutionError, BlockExecutor, BlockExecutorFactory,
     BlockValidationError,
@@ -217,9 +216,6 @@ where
     )
 }
 
-/// What follows a block's `transactions` transactions before alloy-evm's
-/// `finish`: the list's index moves one past the last transaction, and
-/// from Prague the request contracts must have code.
 /// EIP-8037's per-transaction check of the block's state gas, as the
 /// bal@v5.7.0 release has it: what the transaction could add to the
 /// block's state gas — its gas limit less its intrinsic regular gas — must
@@ -236,10 +232,21 @@ where
     if !cfg.enable_amsterdam_eip8037 {
         return Ok(());
     }
-    let tx_env = TxEnv::from_recovered_tx(tx.inner(), tx.signer());
+    let (accounts, slots) = tx.access_list().map_or((0, 0), |list| {
+        let slots: usize = list.iter().map(|item| item.storage_keys.len()).sum();
+        (list.len() as u64, slots as u64)
+    });
+    let authorizations = tx.authorization_list().map_or(0, |list| list.len() as u64);
     let intrinsic_regular = cfg
         .gas_params()
-        .initial_tx_gas_for_tx(&tx_env, None)
+        .initial_tx_gas(
+            tx.input(),
+            tx.kind().is_create(),
+            accounts,
+            slots,
+            authorizations,
+            None,
+        )
         .initial_regular_gas();
     let available = executor
         .evm
@@ -258,6 +265,9 @@ where
     Ok(())
 }
 
+/// What follows a block's `transactions` transactions before alloy-evm's
+/// `finish`: the list's index moves one past the last transaction, and
+/// from Prague the request contracts must have code.
 pub(crate) fn after_transactions<DB>(
     spec: &ChainSpec,
     header: &Header,
