@@ -336,9 +336,21 @@ where
         out.entry(&key(k.value()), &value(v.value()))?;
         written += 1;
     }
+    written_as_counted(section, count, written, out.bytes)
+}
+
+/// Writes a domain table merged with `overrides` (their rows win).
+/// `count`, when a table's rows written to the stream (up to `offset`) are
+/// the `count` it announced before them; else the stream is damaged.
+fn written_as_counted(
+    section: Section,
+    count: u64,
+    written: u64,
+    offset: u64,
+) -> Result<u64, BaseError> {
     if written != count {
         return Err(BaseError::Damaged {
-            offset: out.bytes,
+            offset,
             what: format!(
                 "table {} counted {count} entries but held {written}",
                 section.name
@@ -348,7 +360,6 @@ where
     Ok(count)
 }
 
-/// Writes a domain table merged with `overrides` (their rows win).
 fn write_domain<W: Write>(
     txn: &ReadTransaction,
     out: &mut Hashing<W>,
@@ -404,16 +415,7 @@ fn write_domain<W: Write>(
         out.entry(over, row)?;
         written += 1;
     }
-    if written != count {
-        return Err(BaseError::Damaged {
-            offset: out.bytes,
-            what: format!(
-                "table {} counted {count} entries but held {written}",
-                section.name
-            ),
-        });
-    }
-    Ok(count)
+    written_as_counted(section, count, written, out.bytes)
 }
 
 /// A reader that hashes and counts what it hands out.
