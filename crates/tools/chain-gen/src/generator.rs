@@ -399,7 +399,11 @@ impl Generator {
                 tx,
                 shape,
                 effect,
-            }) = mix.next(*live, header.gas_limit.saturating_sub(gas_used))?
+            }) = mix.next(
+                *live,
+                header.gas_limit.saturating_sub(gas_used),
+                transactions.len(),
+            )?
             else {
                 break;
             };

@@ -179,10 +179,12 @@ const ACCOUNT_STATE_BYTES: u64 = 112;
 impl Mix<'_> {
     /// The next transaction, with a gas limit at most `gas_left`; `None`
     /// when not even an ether transfer fits or nobody can pay for one.
+    /// `index` is its place in the block (for errors).
     pub(crate) fn next(
         &mut self,
         live: &mut dyn LiveState,
         gas_left: u64,
+        index: usize,
     ) -> Result<Option<Planned>, GenError> {
         let shape = TxShape::draw(self.rng);
         let planned = match shape {
@@ -191,7 +193,7 @@ impl Mix<'_> {
             TxShape::RouterCall => self.router_call(live)?,
             TxShape::StoreWrite | TxShape::StoreRead => self.store_call(live, shape)?,
             TxShape::Create => self.create(live)?,
-            TxShape::SetCode if self.delegations => self.set_code(live)?,
+            TxShape::SetCode if self.delegations => self.set_code(live, index)?,
             TxShape::SetCode => None,
         };
         let planned = match planned {
@@ -453,7 +455,11 @@ impl Mix<'_> {
     /// its own storage through that code. The gas covers the authorization
     /// (a new account and a delegation's bytes as state gas from Amsterdam)
     /// and the two new slots.
-    fn set_code(&mut self, live: &mut dyn LiveState) -> Result<Option<Planned>, GenError> {
+    fn set_code(
+        &mut self,
+        live: &mut dyn LiveState,
+        index: usize,
+    ) -> Result<Option<Planned>, GenError> {
         const AUTHORIZATION_STATE_BYTES: u64 = ACCOUNT_STATE_BYTES + 23;
         let stores = self.population.stores.len();
         let funded = self.population.funded;
@@ -481,7 +487,7 @@ impl Mix<'_> {
             })
             .map_err(|e| GenError::Signing {
                 number: self.number,
-                index: usize::MAX,
+                index,
                 message: e.to_string(),
             })?;
         let start = self.rng.random_range(0..1_000u64);
