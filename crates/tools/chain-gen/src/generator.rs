@@ -41,7 +41,7 @@ use strata_chainspec::{ChainSpec, GenesisBlock};
 
 use crate::config::{CHAIN_ID, Fork, GenConfig};
 use crate::error::GenError;
-use crate::mix::{Effect, Mix, Planned, TxShape};
+use crate::mix::{BlobRoom, Effect, Mix, Planned, TxShape};
 use crate::population::{Population, Token};
 use crate::root::alloc_root;
 use crate::world::World;
@@ -298,6 +298,7 @@ impl Generator {
         header.state_root = self.world.state_root();
         let root = started.elapsed();
         header.gas_used = built.gas_used;
+        header.blob_gas_used = Some(built.blob_gas_used);
         if self.config.fork >= Fork::Prague {
             header.requests_hash = Some(built.requests_hash);
         }
@@ -391,6 +392,14 @@ impl Generator {
                 0
             },
             delegations: self.config.fork >= Fork::Prague,
+            blobs: (self.config.fork >= Fork::Prague)
+                .then(|| self.spec.blob_params_at(header.timestamp))
+                .flatten()
+                .map(|params| BlobRoom {
+                    left: params.target_blob_count,
+                    per_transaction: params.max_blobs_per_tx,
+                    fee: params.calc_blob_fee(header.excess_blob_gas.unwrap_or_default()),
+                }),
         };
         while gas_used < self.config.gas_per_block {
             let live = executor.evm_mut().db_mut();
@@ -455,6 +464,7 @@ impl Generator {
             receipts: result.receipts,
             access_list,
             gas_used: result.gas_used,
+            blob_gas_used: result.blob_gas_used,
             shapes,
             reverted,
         })
@@ -484,6 +494,7 @@ struct Built {
     requests_hash: B256,
     access_list: Option<BlockAccessList>,
     gas_used: u64,
+    blob_gas_used: u64,
     shapes: BTreeMap<TxShape, usize>,
     reverted: usize,
 }

@@ -1,5 +1,5 @@
-//! Deterministic secp256k1 keys, and the signing of EIP-1559 and EIP-7702
-//! transactions and of EIP-7702 authorizations.
+//! Deterministic secp256k1 keys, and the signing of EIP-1559, EIP-4844 and
+//! EIP-7702 transactions and of EIP-7702 authorizations.
 //!
 //! Key `i` of seed `s` is the first valid secret among
 //! `keccak256("strata-gen-chain key" ‖ s ‖ i ‖ attempt)` for attempt 0, 1, …
@@ -7,7 +7,7 @@
 //! about one chance in 2^128). Signatures are RFC 6979 (deterministic), so
 //! the same seed gives the same transactions, byte for byte.
 
-use alloy_consensus::{SignableTransaction, TxEip1559, TxEip7702, TxEnvelope};
+use alloy_consensus::{SignableTransaction, TxEip1559, TxEip4844, TxEip7702, TxEnvelope};
 use alloy_eips::eip7702::{Authorization, SignedAuthorization};
 use alloy_primitives::{Address, B256, Signature, keccak256};
 use k256::ecdsa::SigningKey;
@@ -57,6 +57,10 @@ impl AccountKey {
                 let signature = self.sign_hash(tx.signature_hash())?;
                 TxEnvelope::Eip7702(tx.into_signed(signature))
             }
+            Unsigned::Eip4844(tx) => {
+                let signature = self.sign_hash(tx.signature_hash())?;
+                TxEnvelope::Eip4844(tx.into_signed(signature).into())
+            }
         })
     }
 
@@ -84,6 +88,9 @@ pub enum Unsigned {
     Eip1559(TxEip1559),
     /// A delegation (EIP-7702), its authorizations already signed.
     Eip7702(TxEip7702),
+    /// A blob transaction (EIP-4844) as a block carries it: the blobs'
+    /// versioned hashes, without the sidecar.
+    Eip4844(TxEip4844),
 }
 
 impl Unsigned {
@@ -92,6 +99,7 @@ impl Unsigned {
         match self {
             Self::Eip1559(tx) => tx.gas_limit,
             Self::Eip7702(tx) => tx.gas_limit,
+            Self::Eip4844(tx) => tx.gas_limit,
         }
     }
 }

@@ -9,15 +9,19 @@
 //! token); from Prague, 1% of them (taken from the ether transfers) are
 //! delegations (EIP-7702): a sponsor sends a set-code transaction carrying
 //! another EOA's authorization to a store contract's code and calls that
-//! EOA, which writes two slots of its own storage through the code. Contracts are chosen by popularity (Zipf), senders uniformly
+//! EOA, which writes two slots of its own storage through the code; and
+//! 2% of the ether transfers carry blobs (EIP-4844: 1 to 3 blobs' versioned
+//! hashes, the sidecars dropped as in blocks), while the block has room
+//! under its blob target. Contracts are chosen by popularity (Zipf), senders uniformly
 //! among the EOAs that can pay. A sender's nonce and balance, and a
 //! holder's token balance, are read from the block's state as it stands
 //! before the transaction, so every transaction is valid where it sits and
 //! a transfer never exceeds what its sender holds.
 
-use alloy_consensus::{TxEip1559, TxEip7702};
+use alloy_consensus::{TxEip1559, TxEip4844, TxEip7702};
+use alloy_eips::eip4844::{DATA_GAS_PER_BLOB, VERSIONED_HASH_VERSION_KZG};
 use alloy_eips::eip7702::Authorization;
-use alloy_primitives::{Address, Bytes, TxKind, U256};
+use alloy_primitives::{Address, B256, Bytes, TxKind, U256, keccak256};
 use rand::Rng;
 use rand::rngs::StdRng;
 use revm::Database;
@@ -54,11 +58,13 @@ pub enum TxShape {
     Create,
     /// An EOA delegated to a store's code (EIP-7702) and called.
     SetCode,
+    /// Ether to an EOA carrying blobs (EIP-4844).
+    Blob,
 }
 
 impl TxShape {
     /// Every shape, in the order reports list them.
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 8] = [
         Self::EtherTransfer,
         Self::TokenTransfer,
         Self::RouterCall,
@@ -66,6 +72,7 @@ impl TxShape {
         Self::StoreRead,
         Self::Create,
         Self::SetCode,
+        Self::Blob,
     ];
 
     /// A short name for reports.
@@ -78,6 +85,7 @@ impl TxShape {
             Self::StoreRead => "store-read",
             Self::Create => "create",
             Self::SetCode => "set-code",
+            Self::Blob => "blob",
         }
     }
 
@@ -169,7 +177,26 @@ pub(crate) struct Mix<'a> {
     pub state_byte_gas: u64,
     /// Whether EIP-7702 delegations are part of the mix (from Prague).
     pub delegations: bool,
+    /// From Prague, the blobs the block still has room for.
+    pub blobs: Option<BlobRoom>,
 }
+
+/// The blobs a block may still carry and what they cost.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BlobRoom {
+    /// Blobs left under the block's target (a block never goes over its
+    /// target, so the blob base fee never climbs out of reach).
+    pub left: u64,
+    /// The most one transaction may carry (EIP-7594's cap from Osaka).
+    pub per_transaction: u64,
+    /// The block's blob base fee.
+    pub fee: u128,
+}
+
+/// The share of ether transfers that carry blobs, where the block has room.
+const BLOB_SHARE: f64 = 0.02;
+/// The most blobs the mix puts in one transaction.
+const MOST_BLOBS: u64 = 3;
 
 /// EIP-8037: the state bytes of a new storage slot.
 const SLOT_STATE_BYTES: u64 = 32;
@@ -188,7 +215,13 @@ impl Mix<'_> {
     ) -> Result<Option<Planned>, GenError> {
         let shape = TxShape::draw(self.rng);
         let planned = match shape {
-            TxShape::EtherTransfer => None,
+            TxShape::EtherTransfer => match self.blobs {
+                Some(room) if room.left > 0 && self.rng.random_bool(BLOB_SHARE) => {
+                    self.blob_transfer(live, room, index)?
+                }
+                _ => None,
+            },
+            TxShape::Blob => None,
             TxShape::TokenTransfer => self.token_transfer(live)?,
             TxShape::RouterCall => self.router_call(live)?,
             TxShape::StoreWrite | TxShape::StoreRead => self.store_call(live, shape)?,
@@ -447,6 +480,67 @@ impl Mix<'_> {
                 address: creator.create(nonce),
                 creator: sender,
             },
+        }))
+    }
+
+    /// Ether to an EOA with 1 to 3 blobs: their versioned hashes name no
+    /// real blob (a block carries no sidecar; the hashes only need the KZG
+    /// version byte). The fee cap covers twice the block's blob base fee or
+    /// the base fee, whichever is more (EIP-7918 keeps the blob fee near a
+    /// sixteenth of the base fee while blobs are used).
+    fn blob_transfer(
+        &mut self,
+        live: &mut dyn LiveState,
+        room: BlobRoom,
+        index: usize,
+    ) -> Result<Option<Planned>, GenError> {
+        let count = self
+            .rng
+            .random_range(1..=MOST_BLOBS.min(room.per_transaction).min(room.left).max(1));
+        let fee_cap = (2 * room.fee).max(u128::from(self.base_fee));
+        let blob_cost = U256::from(count * DATA_GAS_PER_BLOB) * U256::from(fee_cap);
+        let value = U256::from(self.rng.random_range(ETHER / 10_000..=ETHER / 20));
+        let Some((sender, nonce)) = self.sender(live, value + blob_cost, 21_000)? else {
+            return Ok(None);
+        };
+        let (_, to) = self.recipient(0.3);
+        let shaped = self.transaction(nonce, 21_000, TxKind::Call(to), value, Bytes::new());
+        let blob_versioned_hashes = (0..count)
+            .map(|blob| {
+                let mut hash = keccak256(
+                    [
+                        b"strata gen-chain blob".as_slice(),
+                        &self.number.to_be_bytes(),
+                        &(index as u64).to_be_bytes(),
+                        &blob.to_be_bytes(),
+                    ]
+                    .concat(),
+                );
+                hash.0[0] = VERSIONED_HASH_VERSION_KZG;
+                B256::from(hash)
+            })
+            .collect();
+        let tx = TxEip4844 {
+            chain_id: shaped.chain_id,
+            nonce: shaped.nonce,
+            gas_limit: shaped.gas_limit,
+            max_fee_per_gas: shaped.max_fee_per_gas,
+            max_priority_fee_per_gas: shaped.max_priority_fee_per_gas,
+            to,
+            value,
+            access_list: Default::default(),
+            blob_versioned_hashes,
+            max_fee_per_blob_gas: fee_cap,
+            input: Bytes::new(),
+        };
+        if let Some(room) = &mut self.blobs {
+            room.left -= count;
+        }
+        Ok(Some(Planned {
+            sender,
+            tx: Unsigned::Eip4844(tx),
+            shape: TxShape::Blob,
+            effect: Effect::None,
         }))
     }
 

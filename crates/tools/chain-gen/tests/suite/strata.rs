@@ -132,16 +132,16 @@ fn strata_executes_every_fork_the_generator_makes() {
         };
         let summary = write_chain(&config, dir.path(), |_| {}).expect("generates");
         assert_eq!(summary.reverted, 0, "{fork:?}: the mix reverts nothing");
-        // From Prague the mix delegates EOAs to code (EIP-7702).
-        assert_eq!(
-            summary
-                .shapes
-                .get(&TxShape::SetCode)
-                .is_some_and(|n| *n > 0),
-            fork >= Fork::Prague,
-            "{fork:?}: {:?}",
-            summary.shapes
-        );
+        // From Prague the mix delegates EOAs to code (EIP-7702) and
+        // carries blobs (EIP-4844).
+        for shape in [TxShape::SetCode, TxShape::Blob] {
+            assert_eq!(
+                summary.shapes.get(&shape).is_some_and(|n| *n > 0),
+                fork >= Fork::Prague,
+                "{fork:?}, {shape:?}: {:?}",
+                summary.shapes
+            );
+        }
         let genesis =
             GenesisBlock::read(&dir.path().join(GENESIS_FILE)).expect("genesis.json reads");
         let lists =
