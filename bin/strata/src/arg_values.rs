@@ -55,3 +55,14 @@ pub(crate) fn transaction_workers(text: &str) -> Result<usize, String> {
         )),
     }
 }
+
+/// Parses one value of an on/off switch (`--prefetch`, `--warm-start`).
+pub(crate) fn on_off(text: &str) -> Result<bool, String> {
+    match text.trim() {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        other => Err(format!(
+            "invalid value {other:?} (expected on, off or off,on)"
+        )),
+    }
+}

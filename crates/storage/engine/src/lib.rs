@@ -49,6 +49,7 @@ mod state_read;
 mod test_chain;
 mod unwind;
 mod verify;
+mod warm_start;
 mod worker;
 mod writer;
 mod writer_slot;
@@ -78,4 +79,5 @@ pub use strata_view::stats::{
     HistoryDomainSize, HistoryStats, JournalStats, LiveSize, MemoryStats,
 };
 pub use verify::{IntegrityTiming, VerifyOptions, VerifyReport, verify_datadir};
+pub use warm_start::WarmStart;
 pub use writer::BlockWriter;

@@ -39,6 +39,13 @@ pub struct Options {
     pub value_cache_bytes: u64,
     /// Number of warmers prefetching branches ahead of the commitment (0: none).
     pub warmers: usize,
+    /// Whether the branch cache is warmed before the first block: at open,
+    /// and after a genesis or a state is imported, the account trie's top
+    /// levels are read into it, whole levels within a quarter of
+    /// [`Options::cache_bytes`] (at 1M accounts the root and four levels,
+    /// about 70,000 records), so the first blocks' roots do not read them
+    /// from the files one miss at a time.
+    pub warm_start: bool,
     /// Whether reads record their latency (overridden by `STRATA_READ_METRICS`).
     pub read_metrics: bool,
     /// Whether collate/merge/prune run on a background thread after commits.
@@ -126,6 +133,7 @@ impl Default for Options {
             cache_bytes: 256 << 20,
             value_cache_bytes: 128 << 20,
             warmers: 0,
+            warm_start: true,
             read_metrics: true,
             background_maintenance: true,
             parallel_commitment_threshold: 1024,
@@ -172,6 +180,7 @@ with_setters! {
     cache_bytes: u64 => with_cache_bytes;
     value_cache_bytes: u64 => with_value_cache_bytes;
     warmers: usize => with_warmers;
+    warm_start: bool => with_warm_start;
     read_metrics: bool => with_read_metrics;
     background_maintenance: bool => with_background_maintenance;
     parallel_commitment_threshold: usize => with_parallel_commitment_threshold;

@@ -18,6 +18,7 @@ use crate::ledger::{FlushStats, FlushWorker, Ledger};
 use crate::maintenance::{self, MaintenanceReport, MaintenanceWorker};
 use crate::options::Options;
 use crate::retained::Retained;
+use crate::warm_start::WarmStart;
 use crate::writer::BlockWriter;
 use crate::writer_slot::{Wait, WriterTicket};
 use strata_db::meta::{self, FORMAT_VERSION, Meta};
@@ -63,6 +64,9 @@ pub struct StateDb {
     /// blocks back to redb's head, for one snapshot (its root and redb
     /// head), built once.
     deep_undo: crate::state_history::UndoToDbHead,
+    /// What the last warm start of the branch cache read
+    /// ([`Options::warm_start`]).
+    warmed: parking_lot::Mutex<Option<WarmStart>>,
 }
 
 impl StateDb {
@@ -222,6 +226,8 @@ impl StateDb {
         if replayed_whole {
             crate::replay_check::check_replayed(&inner)?;
         }
+        // No writer exists yet: what the warm start reads is the head's.
+        let warmed = crate::warm_start::warm_branch_cache(&inner);
         let (worker, flusher) = if background {
             (
                 Some(maintenance::start_worker(inner.clone())?),
@@ -237,6 +243,7 @@ impl StateDb {
             abandoned: false,
             checked: Default::default(),
             deep_undo: Default::default(),
+            warmed: parking_lot::Mutex::new(warmed),
         })
     }
 
@@ -460,7 +467,22 @@ impl StateDb {
     ) -> Result<strata_bulk::import::ImportReport> {
         self.inner.check_poisoned()?;
         let _write_side = WriterTicket::take(&self.inner.writer_slot, Wait::Yes)?;
-        crate::imported::import(&self.inner, accounts, options)
+        let report = crate::imported::import(&self.inner, accounts, options)?;
+        self.warm_after_import();
+        Ok(report)
+    }
+
+    /// Warms the branch cache over the state just imported; the caller
+    /// holds the writer slot.
+    fn warm_after_import(&self) {
+        *self.warmed.lock() = crate::warm_start::warm_branch_cache(&self.inner);
+    }
+
+    /// What the last warm start of the branch cache read (at open, or
+    /// after the last genesis or state import), if one ran
+    /// ([`Options::warm_start`]).
+    pub fn warm_start(&self) -> Option<WarmStart> {
+        *self.warmed.lock()
     }
 
     fn write_genesis(
@@ -471,7 +493,9 @@ impl StateDb {
         self.inner.check_poisoned()?;
         let _write_side = WriterTicket::take(&self.inner.writer_slot, Wait::Yes)?;
         let result = crate::genesis_init::init_genesis(&self.inner, alloc, block_of);
-        self.inner.poison_on_error(result)
+        let written = self.inner.poison_on_error(result)?;
+        self.warm_after_import();
+        Ok(written)
     }
 
     /// Restores the exact state of `block`, one of the last `unwind_depth`

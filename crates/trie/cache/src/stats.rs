@@ -111,6 +111,18 @@ pub struct CacheStats {
 }
 
 impl CacheStats {
+    /// The lookups, stores and evictions since `earlier` (a reading of the
+    /// same cache), with the occupancy as it is now.
+    pub fn since(&self, earlier: &CacheStats) -> CacheStats {
+        CacheStats {
+            hits: self.hits.saturating_sub(earlier.hits),
+            misses: self.misses.saturating_sub(earlier.misses),
+            inserts: self.inserts.saturating_sub(earlier.inserts),
+            evictions: self.evictions.saturating_sub(earlier.evictions),
+            ..*self
+        }
+    }
+
     /// hits / (hits + misses), or 0 before the first lookup.
     pub fn hit_rate(&self) -> f64 {
         let lookups = self.hits + self.misses;

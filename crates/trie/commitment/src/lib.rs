@@ -68,4 +68,4 @@ pub use record::reencode_record;
 pub use source::{AccountLeaf, BranchSource, SourceError, StateSource};
 pub use stats::CommitStats;
 pub use touch::TrieUpdate;
-pub use warm::warm_path;
+pub use warm::{TopLevels, warm_path, warm_top_levels};

@@ -173,6 +173,14 @@ pub struct ImportChainArgs {
     #[arg(long, value_name = "WHEN", default_value = "ahead", value_delimiter = ',',
           value_parser = SendersTiming::parse)]
     pub senders: Vec<SendersTiming>,
+    /// Whether the branch cache is warmed before the first block: the
+    /// account trie's top levels read into it at open and after the
+    /// genesis, whole levels within a quarter of --cache-mib (at 1M
+    /// accounts the root and four levels, about 70,000 records). `on` (the
+    /// default) or `off`; "off,on" sweeps both.
+    #[arg(long, value_name = "ON|OFF", default_value = "on", value_delimiter = ',',
+          value_parser = crate::arg_values::on_off)]
+    pub warm_start: Vec<bool>,
     /// Branch cache capacity in MiB.
     #[arg(long, value_name = "MIB", default_value_t = 256,
           value_parser = clap::value_parser!(u64).range(1..=MAX_CACHE_MIB))]
@@ -257,14 +265,17 @@ pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
                 for &senders in &args.senders {
                     for &lists in &args.access_list {
                         for &transaction_workers in &args.transaction_workers {
-                            combos.push(RunSettings {
-                                warmers,
-                                state,
-                                root,
-                                senders,
-                                lists,
-                                transaction_workers,
-                            });
+                            for &warm_start in &args.warm_start {
+                                combos.push(RunSettings {
+                                    warmers,
+                                    state,
+                                    root,
+                                    senders,
+                                    lists,
+                                    transaction_workers,
+                                    warm_start,
+                                });
+                            }
                         }
                     }
                 }
@@ -293,16 +304,18 @@ pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
             senders,
             lists,
             transaction_workers,
+            warm_start,
         } = *settings;
         if sweep {
             eprintln!(
-                "run {}/{}: warmers {warmers}, state path {}, root {}, senders {}, access lists {}, transaction workers {transaction_workers}",
+                "run {}/{}: warmers {warmers}, state path {}, root {}, senders {}, access lists {}, transaction workers {transaction_workers}, warm start {}",
                 index + 1,
                 combos.len(),
                 path_name(state),
                 root_name(root),
                 senders.name(),
-                access_list_name(lists)
+                access_list_name(lists),
+                on_off_name(warm_start)
             );
         }
         let copy = sweep.then(|| copy_datadir(&args.datadir)).transpose()?;
@@ -311,7 +324,7 @@ pub(super) fn run(args: ImportChainArgs) -> Result<(), CliError> {
             chain: &args.chain,
             datadir,
             start: &start,
-            options: options(&args, warmers),
+            options: options(&args, warmers).with_warm_start(warm_start),
             trace_out: trace_out.as_mut(),
             state,
             root,
@@ -404,6 +417,12 @@ struct RunSettings {
     senders: SendersTiming,
     lists: AccessListUse,
     transaction_workers: usize,
+    warm_start: bool,
+}
+
+/// `on` or `off`, as the switches name them.
+pub(crate) fn on_off_name(on: bool) -> &'static str {
+    if on { "on" } else { "off" }
 }
 
 /// `use` or `ignore`: [`AccessListUse`] as `--access-list` names it.
@@ -435,7 +454,7 @@ pub(crate) fn path_name(state: StatePath) -> &'static str {
 
 /// A new datadir gets its genesis (a sweep copies it per run).
 fn prepare_datadir(args: &ImportChainArgs, genesis: &GenesisBlock) -> Result<(), CliError> {
-    let db = strata_storage::StateDb::open(&args.datadir, options(args, 0))
+    let db = strata_storage::StateDb::open(&args.datadir, options(args, 0).with_warm_start(false))
         .map_err(CliError::storage(&args.datadir))?;
     if db.last_block().is_none() {
         db.init_genesis(

@@ -4,6 +4,7 @@
 //! in-memory baseline beside it with the ratio; a table when warmers were
 //! swept; and the same as JSON.
 
+use crate::host::format_bytes;
 use std::path::Path;
 use std::time::Duration;
 
@@ -111,6 +112,19 @@ pub(super) fn print_run(out: &mut Lines, run: &ImportRun) {
             folds as f64 / run.per_block.len().max(1) as f64
         ));
     }
+    match (&run.warmed, run.warm_start) {
+        (Some(warm), _) => out.line(format_args!(
+            "branch cache warmed before the first block: {} records ({}), the root and {} levels of the account trie, in {:.0} ms (not in the wall time)",
+            warm.records,
+            format_bytes(Some(warm.bytes)),
+            warm.levels,
+            warm.took.as_secs_f64() * 1e3
+        )),
+        (None, true) => out.line(format_args!(
+            "branch cache not warmed: the warm start read nothing (see the log)"
+        )),
+        (None, false) => out.line(format_args!("branch cache not warmed (--warm-start off)")),
+    }
     for (name, c) in [
         ("branch cache", &run.cache_stats),
         ("value cache", &run.value_cache_stats),
@@ -164,8 +178,9 @@ pub(super) fn print_baseline(out: &mut Lines, baseline: &BaselineRun, strata: &I
 /// The sweep's runs side by side.
 pub(super) fn print_sweep(out: &mut Lines, runs: &[ImportRun]) {
     out.line(format_args!(
-        "{:>8} {:>7} {:>9} {:>8} {:>6} {:>10} {:>14} {:>14} {:>9} {:>9} {:>9} {:>9}",
+        "{:>8} {:>5} {:>7} {:>9} {:>8} {:>6} {:>10} {:>14} {:>14} {:>9} {:>9} {:>9} {:>9}",
         "warmers",
+        "warm",
         "state",
         "root",
         "senders",
@@ -180,8 +195,9 @@ pub(super) fn print_sweep(out: &mut Lines, runs: &[ImportRun]) {
     ));
     for run in runs {
         out.line(format_args!(
-            "{:>8} {:>7} {:>9} {:>8} {:>6} {:>10} {:>14.1} {:>14.1} {:>9.3} {:>9.3} {:>9.3} {:>9.3}",
+            "{:>8} {:>5} {:>7} {:>9} {:>8} {:>6} {:>10} {:>14.1} {:>14.1} {:>9.3} {:>9.3} {:>9.3} {:>9.3}",
             run.warmers,
+            super::on_off_name(run.warm_start),
             super::path_name(run.state),
             super::root_name(run.root),
             run.senders.name(),
@@ -233,6 +249,12 @@ struct RunJson<'a> {
     prefetched: Option<u64>,
     /// Threads running transactions ahead from the lists (strata only).
     transaction_workers: Option<usize>,
+    /// Whether the branch cache was warmed before the first block (strata only).
+    warm_start: Option<bool>,
+    /// Branch records the warm start read (strata only, when it ran).
+    warm_start_records: Option<usize>,
+    /// How long it took (strata only, when it ran).
+    warm_start_s: Option<f64>,
     /// Transactions committed as run ahead (strata only).
     transactions_committed_ahead: Option<usize>,
     /// Transactions run ahead but executed again in their turn (strata only).
@@ -282,6 +304,9 @@ pub(super) fn write_json(
             access_lists: run.lists_name(),
             prefetched: Some(run.prefetched),
             transaction_workers: Some(run.transaction_workers),
+            warm_start: Some(run.warm_start),
+            warm_start_records: run.warmed.map(|warm| warm.records),
+            warm_start_s: run.warmed.map(|warm| s(warm.took)),
             transactions_committed_ahead: Some(run.ahead.committed),
             transactions_executed_again: Some(run.ahead.executed_again),
             list_reading_s: Some(s(run.list_reading)),
@@ -314,6 +339,9 @@ pub(super) fn write_json(
             access_lists: None,
             prefetched: None,
             transaction_workers: None,
+            warm_start: None,
+            warm_start_records: None,
+            warm_start_s: None,
             transactions_committed_ahead: None,
             transactions_executed_again: None,
             list_reading_s: None,

@@ -13,7 +13,7 @@ use strata_executor::{
     ImportError, Imported, RootTiming, StatePath, TransactionsAhead,
 };
 use strata_storage::telemetry::MetricsSnapshot;
-use strata_storage::{CacheStats, Options, StateDb};
+use strata_storage::{CacheStats, Options, StateDb, WarmStart};
 
 use super::access_lists::AccessListFile;
 use super::ahead::{Blocks, NextBlock, SendersTiming};
@@ -52,6 +52,10 @@ pub(crate) struct ImportRun {
     pub(crate) access_list: AccessListUse,
     /// Threads running each block's transactions ahead from its list.
     pub(crate) transaction_workers: usize,
+    /// Whether the branch cache was to be warmed before the first block.
+    pub(crate) warm_start: bool,
+    /// What the warm start read, when one ran.
+    pub(crate) warmed: Option<WarmStart>,
     /// How the transactions ran ahead, summed over the blocks that did.
     pub(crate) ahead: TransactionsAhead,
     /// The datadir's last block before the run (0: just created).
@@ -172,6 +176,7 @@ impl Import<'_> {
             progress,
         } = self;
         let warmers = options.warmers;
+        let warm_start = options.warm_start;
         let mut db = StateDb::open(datadir, options.clone()).map_err(CliError::storage(datadir))?;
         let resumed_after = match &chain_start.genesis {
             Some(genesis) => {
@@ -220,6 +225,8 @@ impl Import<'_> {
             access_lists: access_lists.map(Path::to_owned),
             access_list,
             transaction_workers,
+            warm_start,
+            warmed: db.warm_start(),
             ahead: TransactionsAhead::default(),
             resumed_after,
             blocks: 0,
@@ -237,6 +244,9 @@ impl Import<'_> {
         };
         let mut bar = Progress::new(progress, blocks.len());
         db.metrics().snapshot_and_reset();
+        // The caches' figures are the blocks': the warm start's loads are
+        // reported apart.
+        let (cache_before, values_before) = (db.cache_stats(), db.value_cache_stats());
         let started = Instant::now();
         while let Some(NextBlock {
             block: FileBlock { block, offset },
@@ -293,8 +303,8 @@ impl Import<'_> {
         run.wall = started.elapsed().saturating_sub(run.list_reading);
         bar.finish(run.done(), run.wall);
         run.reads = db.metrics().snapshot_and_reset();
-        run.cache_stats = db.cache_stats();
-        run.value_cache_stats = db.value_cache_stats();
+        run.cache_stats = db.cache_stats().since(&cache_before);
+        run.value_cache_stats = db.value_cache_stats().since(&values_before);
         run.final_block = db.last_block();
         run.final_root = db.root();
         db.close().map_err(CliError::final_flush(datadir))?;

@@ -112,7 +112,7 @@ pub struct ReplayArgs {
     /// reads are checked, and the root is computed from the listed writes
     /// alongside them. "off,on" sweeps both; `--prefetch` alone means on.
     #[arg(long, value_name = "off|on", num_args = 0..=1, default_value = "off",
-          default_missing_value = "on", value_delimiter = ',', value_parser = on_off)]
+          default_missing_value = "on", value_delimiter = ',', value_parser = crate::arg_values::on_off)]
     pub prefetch: Vec<bool>,
     /// Start every run cold: the datadir's files are evicted from the page
     /// cache (posix_fadvise) after the genesis or resume, and the store is
@@ -152,16 +152,6 @@ pub(crate) struct Combo {
     /// Whether blocks are prefetched from their access lists (and their
     /// roots computed alongside the read check).
     pub(crate) prefetch: bool,
-}
-
-fn on_off(text: &str) -> Result<bool, String> {
-    match text.trim() {
-        "on" => Ok(true),
-        "off" => Ok(false),
-        other => Err(format!(
-            "invalid value {other:?} (expected on, off or off,on)"
-        )),
-    }
 }
 
 fn cache_kind(text: &str) -> Result<CacheKind, String> {

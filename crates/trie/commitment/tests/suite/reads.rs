@@ -8,7 +8,7 @@ use bytes::Bytes;
 use rand::{SeedableRng, rngs::StdRng};
 use strata_commitment::{
     BranchSource, ComputeOptions, MemoryBranchStore, SourceError, TrieUpdate, compute_root,
-    unpack_nibbles, warm_path,
+    unpack_nibbles, warm_path, warm_top_levels,
 };
 
 use crate::common::{address, bulk_store, random_state, slot};
@@ -168,4 +168,58 @@ fn account_only_change_skips_storage() {
         warm.log.lock().expect("log"),
         log
     );
+}
+
+/// With room for everything, the warm start reads every record of the
+/// account trie, each once, and none of a storage trie; with half that
+/// room it stops after a whole level, within the budget, having read the
+/// levels above it in full.
+#[test]
+fn the_warm_start_reads_whole_top_levels_within_its_budget() {
+    let mut rng = StdRng::seed_from_u64(22);
+    let state = random_state(&mut rng, 20_000, 40);
+    let (store, _) = bulk_store(&state, false);
+    let mut account_trie: Vec<(Vec<u8>, u64)> = store
+        .iter()
+        .filter(|(path, _)| path.len() < 64)
+        .map(|(path, record)| (path, record.len() as u64))
+        .collect();
+    account_trie.sort();
+    assert!(
+        store.iter().any(|(path, _)| path.len() >= 64),
+        "the state has storage tries"
+    );
+    let recording = || Recording {
+        inner: &store,
+        log: Mutex::new(Vec::new()),
+    };
+
+    let all = recording();
+    let read = warm_top_levels(&all, u64::MAX).expect("reads");
+    let mut log = all.log.into_inner().expect("log");
+    log.sort();
+    let paths: Vec<Vec<u8>> = account_trie.iter().map(|(p, _)| p.clone()).collect();
+    assert_eq!(log, paths, "every account-trie record, each once");
+    assert_eq!(read.records, paths.len());
+    assert_eq!(read.bytes, account_trie.iter().map(|(_, n)| n).sum::<u64>());
+    assert!(read.levels >= 3, "20,000 accounts: {read:?}");
+
+    let half = recording();
+    let budget = read.bytes / 2;
+    let part = warm_top_levels(&half, budget).expect("reads");
+    assert!(part.bytes <= budget, "{part:?} within {budget}");
+    assert!(part.levels < read.levels && part.records > 0, "{part:?}");
+    let mut log = half.log.into_inner().expect("log");
+    log.sort();
+    log.dedup();
+    assert_eq!(log.len(), part.records, "each once, every one found");
+    // The levels read are the top ones, whole: every record at most
+    // `levels` branch nodes below the root, and every such record read.
+    let depth = |path: &[u8]| {
+        (0..path.len())
+            .filter(|&cut| paths.binary_search(&path[..cut].to_vec()).is_ok())
+            .count()
+    };
+    let top: Vec<&Vec<u8>> = paths.iter().filter(|p| depth(p) <= part.levels).collect();
+    assert_eq!(log.iter().collect::<Vec<_>>(), top);
 }
