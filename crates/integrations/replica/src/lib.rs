@@ -27,6 +27,6 @@ pub mod replica;
 pub use bucket::{Bucket, BucketConfig, BucketCounters};
 pub use error::{ReplicaError, Result};
 pub use location::BucketUrl;
-pub use manifest::BucketManifest;
+pub use manifest::{BucketManifest, MANIFEST, MANIFEST_COPIES, manifest_copy};
 pub use publish::{PublishOptions, PublishReport, Publisher};
 pub use replica::{Replica, ReplicaOptions, ReplicaStatus};

@@ -6,6 +6,15 @@
 //!
 //! Stored as JSON followed by a line `xxh3:<16 hex digits>` over the JSON's
 //! bytes: a damaged manifest is refused, never half-read.
+//!
+//! Each manifest is written twice: first under a name of its own,
+//! `manifests/<sequence>.json`, then over `manifest.json`. A PUT cut short
+//! must leave the object's previous version, and Garage does not always:
+//! a client that disconnects while Garage records a large object's upload
+//! as complete has it marked aborted after the previous version was
+//! already dropped, and the object is gone. A PUT cut short of a new name
+//! loses only itself, so a reader that finds no `manifest.json` reads the
+//! newest copy ([`fetch_manifest`]).
 
 use alloy_primitives::B256;
 use bytes::Bytes;
@@ -14,8 +23,46 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use strata_types::DatadirId;
 
+use crate::bucket::{Bucket, Fetched};
+use crate::error::Result;
+
 /// The manifest's object name under the prefix.
 pub const MANIFEST: &str = "manifest.json";
+
+/// The folder under the prefix of each manifest's own copy.
+pub const MANIFEST_COPIES: &str = "manifests";
+
+/// The name of the copy of manifest number `sequence`.
+pub fn manifest_copy(sequence: u64) -> String {
+    format!("{MANIFEST_COPIES}/{sequence:020}.json")
+}
+
+/// The bucket's manifest as a reader finds it, with the name it was read
+/// under: `manifest.json` (`NotModified` while its entity tag is still
+/// `etag`), or, when that is missing, the newest copy under `manifests/`
+/// (read without an entity tag, so the next poll reads again); `NotFound`
+/// when there is neither.
+pub(crate) fn fetch_manifest(bucket: &Bucket, etag: Option<&str>) -> Result<(Fetched, String)> {
+    match bucket.get_if_changed(MANIFEST, etag)? {
+        Fetched::NotFound => {}
+        found => return Ok((found, MANIFEST.to_string())),
+    }
+    let newest = bucket
+        .list(MANIFEST_COPIES)?
+        .into_iter()
+        .map(|(key, _)| key)
+        .filter(|key| key.ends_with(".json"))
+        .max();
+    let Some(key) = newest else {
+        return Ok((Fetched::NotFound, MANIFEST.to_string()));
+    };
+    tracing::warn!(bucket = %bucket.url(), copy = %key, "manifest.json is missing; reading the newest copy");
+    let fetched = match bucket.get_if_changed(&key, None)? {
+        Fetched::Object(data, _) => Fetched::Object(data, None),
+        other => other,
+    };
+    Ok((fetched, key))
+}
 
 /// The manifest format this build writes and reads.
 pub const FORMAT: u32 = 1;

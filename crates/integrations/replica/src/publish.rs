@@ -30,7 +30,8 @@ use crate::batch::{self, BatchBlock};
 use crate::bucket::{Bucket, Fetched};
 use crate::error::{ReplicaError, Result, io_err};
 use crate::manifest::{
-    BaseRef, BatchRef, BucketManifest, FORMAT, FileRef, MANIFEST, ObjectRef, Retired, now_ms,
+    BaseRef, BatchRef, BucketManifest, FORMAT, FileRef, MANIFEST, ObjectRef, Retired,
+    fetch_manifest, manifest_copy, now_ms,
 };
 
 /// How a publisher runs.
@@ -116,7 +117,7 @@ impl Publisher {
                 datadir.display()
             ))
         })?;
-        let manifest = match bucket.get_if_changed(MANIFEST, None)? {
+        let manifest = match fetch_manifest(&bucket, None)?.0 {
             Fetched::Object(data, _) => match BucketManifest::decode(&data) {
                 Ok(manifest) => Some(manifest),
                 Err(what) => {
@@ -170,8 +171,10 @@ impl Publisher {
         let Some(manifest) = &mut self.manifest else {
             return;
         };
+        let copy = manifest_copy(manifest.sequence);
         let mut named: HashSet<&str> = HashSet::new();
         named.insert(MANIFEST);
+        named.insert(&copy);
         named.insert(&manifest.base.db.key);
         for file in &manifest.base.files {
             named.insert(&file.object.key);
@@ -492,11 +495,26 @@ impl Publisher {
         Ok(())
     }
 
+    /// Writes the manifest under a name of its own, then over
+    /// `manifest.json` (see [`crate::manifest`] for why both); the copy
+    /// before it is retired.
     fn write_manifest(&mut self) -> Result<()> {
         let manifest = self.manifest.as_mut().expect("a base is made first");
+        let now = now_ms();
+        let previous = manifest_copy(manifest.sequence);
+        if self.present.contains(&previous) && !manifest.retired.iter().any(|r| r.key == previous) {
+            manifest.retired.push(Retired {
+                key: previous,
+                since_unix_ms: now,
+            });
+        }
         manifest.sequence += 1;
-        manifest.written_unix_ms = now_ms();
-        self.bucket.put(MANIFEST, manifest.encode())?;
+        manifest.written_unix_ms = now;
+        let data = manifest.encode();
+        let copy = manifest_copy(manifest.sequence);
+        self.bucket.put(&copy, data.clone())?;
+        self.present.insert(copy);
+        self.bucket.put(MANIFEST, data)?;
         self.dirty = false;
         Ok(())
     }

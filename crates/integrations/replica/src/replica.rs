@@ -26,7 +26,7 @@ use strata_types::{DatadirId, Domain};
 use crate::batch::{self, BatchBlock, BatchDamage};
 use crate::bucket::{Bucket, Fetched};
 use crate::error::{ReplicaError, Result, io_err};
-use crate::manifest::{BatchRef, BucketManifest, MANIFEST, now_ms};
+use crate::manifest::{BatchRef, BucketManifest, MANIFEST, fetch_manifest, now_ms};
 
 /// The replica's datadir inside the cache folder.
 const DATADIR: &str = "datadir";
@@ -307,7 +307,8 @@ impl Shared {
             Some(manifest) => manifest,
             None => {
                 let etag = self.etag.lock().clone();
-                match self.bucket.get_if_changed(MANIFEST, etag.as_deref())? {
+                let (fetched, key) = fetch_manifest(&self.bucket, etag.as_deref())?;
+                match fetched {
                     Fetched::NotModified => {
                         self.status.lock().last_contact_unix_ms = now_ms();
                         return Ok(());
@@ -320,7 +321,7 @@ impl Shared {
                     }
                     Fetched::Object(data, etag) => {
                         let manifest = BucketManifest::decode(&data)
-                            .map_err(|what| damaged(&self.bucket, MANIFEST, what))?;
+                            .map_err(|what| damaged(&self.bucket, &key, what))?;
                         *self.etag.lock() = etag;
                         manifest
                     }
@@ -503,9 +504,10 @@ fn damaged(bucket: &Bucket, key: &str, what: impl Into<String>) -> ReplicaError 
 }
 
 fn read_manifest(bucket: &Bucket) -> Result<BucketManifest> {
-    match bucket.get_if_changed(MANIFEST, None)? {
+    let (fetched, key) = fetch_manifest(bucket, None)?;
+    match fetched {
         Fetched::Object(data, _) => {
-            BucketManifest::decode(&data).map_err(|what| damaged(bucket, MANIFEST, what))
+            BucketManifest::decode(&data).map_err(|what| damaged(bucket, &key, what))
         }
         Fetched::NotFound | Fetched::NotModified => Err(ReplicaError::Missing {
             bucket: bucket.url().to_string(),

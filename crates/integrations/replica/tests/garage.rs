@@ -501,6 +501,74 @@ fn a_round_cut_short_leaves_the_last_manifest_and_resumes() {
     assert_eq!(replica.sync().unwrap().head, 27);
 }
 
+/// Garage can lose `manifest.json` itself when the PUT overwriting it is
+/// cut at the moment it completes (the new version marked aborted, the
+/// old one already dropped): every manifest is also written under a name
+/// of its own, and a replica or a publisher that finds no `manifest.json`
+/// reads the newest copy; the publisher writes `manifest.json` again.
+#[test]
+fn a_lost_manifest_is_read_from_its_newest_copy() {
+    let Some(cluster) = Cluster::start("a_lost_manifest") else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let datadir = work.path().join("writer");
+    let writer = StateDb::open(&datadir, writer_options()).unwrap();
+    let mut rng = Rng(5);
+    write_blocks(&writer, 0, 20, &mut rng);
+    let bucket = cluster.bucket("lost");
+    let mut publisher =
+        Publisher::open(&datadir, bucket.clone(), publish_options(work.path())).unwrap();
+    publisher.publish_once().unwrap();
+    write_blocks(&writer, 20, 26, &mut rng);
+    publisher.publish_once().unwrap();
+    let published = publisher.manifest().unwrap().clone();
+    assert_eq!(published.head, 25);
+    let copies: Vec<String> = bucket
+        .list(strata_replica::MANIFEST_COPIES)
+        .unwrap()
+        .into_iter()
+        .map(|(key, _)| key)
+        .collect();
+    let newest = strata_replica::manifest_copy(published.sequence);
+    assert!(copies.contains(&newest), "{copies:?}");
+    assert!(
+        copies
+            .iter()
+            .filter(|key| **key != newest)
+            .all(|key| published.retired.iter().any(|r| &r.key == key)),
+        "every older copy is retired: {copies:?}, {:?}",
+        published.retired
+    );
+    drop(publisher);
+    bucket.delete(strata_replica::MANIFEST).unwrap();
+
+    let replica =
+        Replica::open(bucket.clone(), replica_options(&work.path().join("cache"))).unwrap();
+    assert_eq!(replica.status().head, 25, "the newest copy's head");
+    let served = replica.read_only(reader_options()).unwrap();
+    let source = ReadOnlyStateDb::open(&datadir, reader_options()).unwrap();
+    same_answers(&source, &served, 25, 200, 5);
+    write_blocks(&writer, 26, 30, &mut rng);
+    let mut resumed =
+        Publisher::open(&datadir, bucket.clone(), publish_options(work.path())).unwrap();
+    let report = resumed.publish_once().unwrap();
+    assert!(
+        !report.base,
+        "resumed from the copy, no new base: {report:?}"
+    );
+    assert_eq!(report.head, Some(29));
+    assert!(
+        bucket
+            .list("")
+            .unwrap()
+            .iter()
+            .any(|(key, _)| key == strata_replica::MANIFEST),
+        "manifest.json is written again"
+    );
+    assert_eq!(replica.sync().unwrap().head, 29);
+}
+
 /// The writer unwinds (a reorg) and writes other blocks: the publisher
 /// makes a new base at the block it went back to, and the replica goes
 /// back to it and follows the new blocks, answering as the writer does.
