@@ -1,5 +1,5 @@
 //! The EVM strata executes with: revm's mainnet EVM, whose transactions of an
-//! Amsterdam block run under a handler and two instructions of strata's own
+//! Amsterdam block run under a handler and instructions of strata's own
 //! where revm 43 follows a later devnet than the execution-spec-tests release
 //! strata is checked against (`bal@v5.7.0`; its gas table is
 //! [`crate::amsterdam_gas_params`]). [`AmsterdamHandler`] keeps the release's
@@ -18,7 +18,9 @@
 //!   back, and what a destroyed account holds is burned with EIP-7708's
 //!   `Burn` log ([`burn_destroyed_balances`], [`release_selfdestruct`]; the
 //!   release has no EIP-8246);
-//! - EXTCODESIZE and EXTCODECOPY cost one account access ([`with_release_gas`]).
+//! - EXTCODESIZE and EXTCODECOPY cost one account access ([`with_release_gas`]);
+//! - a CREATE or CREATE2 that cannot pay its new account's state gas fails
+//!   before it reads the destination ([`release_create`]).
 //!
 //! Every fork before Amsterdam, and every system call, runs revm's own
 //! handler unchanged.
@@ -41,15 +43,17 @@ use alloy_evm::revm::handler::{
     EthFrame, EvmTr, EvmTrError, FrameResult, FrameTr, Handler, ItemOrResult,
 };
 use alloy_evm::revm::inspector::{InspectorEvmTr, InspectorHandler, NoOpInspector};
+use alloy_evm::revm::interpreter::instructions::contract::create;
 use alloy_evm::revm::interpreter::instructions::host::{selfdestruct, sstore_with_gas_accounting};
 use alloy_evm::revm::interpreter::instructions::utility::IntoAddress;
 use alloy_evm::revm::interpreter::interpreter::EthInterpreter;
 use alloy_evm::revm::interpreter::interpreter_action::{FrameInit, FrameInput};
-use alloy_evm::revm::interpreter::interpreter_types::InputsTr;
+use alloy_evm::revm::interpreter::interpreter_types::{InputsTr, RuntimeFlag};
 use alloy_evm::revm::interpreter::{GasTracker, InitialAndFloorGas};
 use alloy_evm::revm::interpreter::{
     Host, Instruction, InstructionContext, InstructionExecResult, InstructionResult,
 };
+use alloy_evm::revm::primitives::constants::CALL_STACK_LIMIT;
 use alloy_evm::revm::primitives::eip7708::{BURN_LOG_TOPIC, ETH_TRANSFER_LOG_ADDRESS};
 use alloy_evm::revm::primitives::hardfork::SpecId;
 use alloy_evm::revm::state::EvmState;
@@ -419,6 +423,77 @@ fn release_selfdestruct<DB: Database>(
     result
 }
 
+/// CREATE and CREATE2 as the release has them: the new account's state
+/// gas is charged before the destination is read, so a create that cannot
+/// pay it fails without touching the destination (which stays out of the
+/// block's access list and the warm set). revm 43 reads the destination
+/// first, to charge only a destination that is not alive (a later
+/// devnet's rule). Where the charge can be paid, or a check before it
+/// fails (static context, initcode size, static gas, value, nonce, depth),
+/// revm's instruction runs as it is.
+fn release_create<const IS_CREATE2: bool, H: Host + ?Sized>(
+    mut context: InstructionContext<'_, H, EthInterpreter>,
+) -> InstructionExecResult {
+    if create_state_gas_short::<IS_CREATE2, H>(&mut context) == Some(true) {
+        return Err(InstructionResult::OutOfGas);
+    }
+    create::<IS_CREATE2, _, _>(context)
+}
+
+/// Whether a CREATE (or CREATE2) that passes every check before its state
+/// gas charge lacks the gas for that charge; `None` when a check before it
+/// fails (revm's instruction then fails it the same way).
+fn create_state_gas_short<const IS_CREATE2: bool, H: Host + ?Sized>(
+    context: &mut InstructionContext<'_, H, EthInterpreter>,
+) -> Option<bool> {
+    let (interpreter, host) = (&*context.interpreter, &*context.host);
+    if interpreter.runtime_flag.is_static() {
+        return None;
+    }
+    let value = interpreter.stack.peek(0).ok()?;
+    let offset = interpreter.stack.peek(1).ok()?;
+    let len = usize::try_from(interpreter.stack.peek(2).ok()?).ok()?;
+    if IS_CREATE2 {
+        interpreter.stack.peek(3).ok()?;
+    }
+    let params = host.gas_params();
+    let mut static_gas = if IS_CREATE2 {
+        params.create2_cost(len)
+    } else {
+        params.create_cost()
+    };
+    if len != 0 {
+        if len > host.max_initcode_size() {
+            return None;
+        }
+        let offset = usize::try_from(offset).ok()?;
+        static_gas = static_gas.checked_add(params.initcode_cost(len))?;
+        let words = offset.checked_add(len)?.div_ceil(32);
+        let memory = interpreter.gas.memory();
+        if words > memory.words_num {
+            let expansion = params
+                .memory_cost(words)
+                .checked_sub(memory.expansion_cost)?;
+            static_gas = static_gas.checked_add(expansion)?;
+        }
+    }
+    let regular_left = interpreter.gas.remaining().checked_sub(static_gas)?;
+    let available = interpreter.gas.reservoir().saturating_add(regular_left);
+    let charge = params.create_state_gas();
+    let too_deep = interpreter.input.depth() + 1 > CALL_STACK_LIMIT as usize;
+    // The checks before the destination is read, on the caller revm reads
+    // too (the executing account, loaded already).
+    let caller = interpreter.input.target_address();
+    let info = context
+        .host
+        .load_account_info_skip_cold_load(caller, false, false)
+        .ok()?;
+    if info.account.balance < value || info.account.nonce == u64::MAX || too_deep {
+        return None;
+    }
+    Some(available < charge)
+}
+
 /// EIP-7708's `Burn` log of `amount` wei at `address`.
 fn burn_log(address: Address, amount: U256) -> Log {
     Log {
@@ -599,6 +674,19 @@ fn with_release_gas<DB: Database, I>(mut evm: InnerEvm<DB, I>) -> InnerEvm<DB, I
             Instruction::new(release_selfdestruct::<DB>),
             selfdestruct_gas,
         );
+        for (op, instruction) in [
+            (
+                opcode::CREATE,
+                Instruction::new(release_create::<false, EthEvmContext<DB>>),
+            ),
+            (
+                opcode::CREATE2,
+                Instruction::new(release_create::<true, EthEvmContext<DB>>),
+            ),
+        ] {
+            let gas = evm.instruction.gas_table()[usize::from(op)];
+            evm.instruction.insert_instruction(op, instruction, gas);
+        }
         let sstore_gas = evm.instruction.gas_table()[usize::from(opcode::SSTORE)];
         evm.instruction.insert_instruction(
             opcode::SSTORE,
@@ -710,6 +798,32 @@ mod tests {
             .expect("the transaction runs");
         assert!(result.result.is_success());
         assert_eq!(result.result.gas().block_state_gas_used(), 112 * cpsb);
+    }
+
+    /// A CREATE that cannot pay its new account's state gas fails without
+    /// reading the destination (which stays out of the block's access
+    /// list); one that can reads it.
+    #[test]
+    fn a_create_short_of_its_state_gas_does_not_touch_the_destination() {
+        let cpsb = cost_per_state_byte(GAS_LIMIT);
+        // PUSH1 0 (length), PUSH1 0 (offset), PUSH1 0 (value), CREATE, STOP.
+        let code = Bytes::from_static(&[0x60, 0x00, 0x60, 0x00, 0x60, 0x00, 0xf0, 0x00]);
+        let destination = CONTRACT.create(0);
+        for (gas_limit, pays) in [
+            (21_000 + 40_000, false),
+            (21_000 + 40_000 + 200 * cpsb, true),
+        ] {
+            let mut evm = amsterdam_evm(&[(CONTRACT, code.clone())]);
+            let result = evm
+                .transact_raw(tx(TxKind::Call(CONTRACT), Bytes::new(), gas_limit))
+                .expect("the transaction runs");
+            assert_eq!(result.result.is_success(), pays, "{:?}", result.result);
+            assert_eq!(
+                result.state.contains_key(&destination),
+                pays,
+                "gas limit {gas_limit}: the destination read only when the charge is paid"
+            );
+        }
     }
 
     #[test]

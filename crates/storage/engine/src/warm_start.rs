@@ -51,7 +51,7 @@ pub(crate) fn warm_branch_cache(inner: &Arc<Inner>) -> Option<WarmStart> {
                 levels: read.levels,
                 took: started.elapsed(),
             };
-            tracing::info!(
+            tracing::debug!(
                 block,
                 records = warm.records,
                 bytes = warm.bytes,
