@@ -19,8 +19,8 @@
 //!   `Burn` log ([`burn_destroyed_balances`], [`release_selfdestruct`]; the
 //!   release has no EIP-8246);
 //! - EXTCODESIZE and EXTCODECOPY cost one account access ([`with_release_gas`]);
-//! - a CREATE or CREATE2 that cannot pay its new account's state gas fails
-//!   before it reads the destination ([`release_create`]).
+//! - a CREATE or CREATE2 pays its new account's state gas whatever its
+//!   destination holds, before it reads it ([`release_create`]).
 //!
 //! Every fork before Amsterdam, and every system call, runs revm's own
 //! handler unchanged.
@@ -48,10 +48,11 @@ use alloy_evm::revm::interpreter::instructions::host::{selfdestruct, sstore_with
 use alloy_evm::revm::interpreter::instructions::utility::IntoAddress;
 use alloy_evm::revm::interpreter::interpreter::EthInterpreter;
 use alloy_evm::revm::interpreter::interpreter_action::{FrameInit, FrameInput};
-use alloy_evm::revm::interpreter::interpreter_types::{InputsTr, RuntimeFlag};
+use alloy_evm::revm::interpreter::interpreter_types::{InputsTr, LoopControl, RuntimeFlag};
 use alloy_evm::revm::interpreter::{GasTracker, InitialAndFloorGas};
 use alloy_evm::revm::interpreter::{
     Host, Instruction, InstructionContext, InstructionExecResult, InstructionResult,
+    InterpreterAction,
 };
 use alloy_evm::revm::primitives::constants::CALL_STACK_LIMIT;
 use alloy_evm::revm::primitives::eip7708::{BURN_LOG_TOPIC, ETH_TRANSFER_LOG_ADDRESS};
@@ -424,20 +425,55 @@ fn release_selfdestruct<DB: Database>(
 }
 
 /// CREATE and CREATE2 as the release has them: the new account's state
-/// gas is charged before the destination is read, so a create that cannot
+/// gas is charged whatever the destination holds, before the destination
+/// is read and before the child's gas is split off, so a create that cannot
 /// pay it fails without touching the destination (which stays out of the
-/// block's access list and the warm set). revm 43 reads the destination
-/// first, to charge only a destination that is not alive (a later
-/// devnet's rule). Where the charge can be paid, or a check before it
-/// fails (static context, initcode size, static gas, value, nonce, depth),
-/// revm's instruction runs as it is.
+/// block's access list and the warm set), and one onto an account that is
+/// alive (a collision) pays it too and gets it back when the create fails.
+/// revm 43 reads the destination first, to charge only a destination that
+/// is not alive (a later devnet's rule). revm's instruction runs as it is,
+/// its child's gas split again after the charge where it charged nothing.
 fn release_create<const IS_CREATE2: bool, H: Host + ?Sized>(
     mut context: InstructionContext<'_, H, EthInterpreter>,
 ) -> InstructionExecResult {
     if create_state_gas_short::<IS_CREATE2, H>(&mut context) == Some(true) {
         return Err(InstructionResult::OutOfGas);
     }
-    create::<IS_CREATE2, _, _>(context)
+    let result = create::<IS_CREATE2, _, _>(InstructionContext {
+        interpreter: &mut *context.interpreter,
+        host: &mut *context.host,
+    });
+    if result != Err(InstructionResult::Suspend) {
+        return result;
+    }
+    let params = context.host.gas_params();
+    let charge = params.create_state_gas();
+    let interpreter = &mut *context.interpreter;
+    let Some(InterpreterAction::NewFrame(FrameInput::Create(inputs))) =
+        interpreter.bytecode.action()
+    else {
+        return result;
+    };
+    if inputs.charged_create_state_gas() {
+        return result;
+    }
+    // The destination is alive (revm charged nothing): the release charges
+    // the new account's state gas all the same, before the child's gas is
+    // split off, and the frame gives it back if the create fails (a
+    // collision does).
+    let gas = &mut interpreter.gas;
+    gas.erase_cost(inputs.gas_limit());
+    if !gas.record_state_cost(charge) {
+        return Err(InstructionResult::OutOfGas);
+    }
+    let limit = params.call_stipend_reduction(gas.remaining());
+    if !gas.record_regular_cost(limit) {
+        return Err(InstructionResult::OutOfGas);
+    }
+    inputs.set_gas_limit(limit);
+    inputs.set_reservoir(gas.reservoir());
+    inputs.set_charged_create_state_gas(true);
+    result
 }
 
 /// Whether a CREATE (or CREATE2) that passes every check before its state
@@ -824,6 +860,43 @@ mod tests {
                 "gas limit {gas_limit}: the destination read only when the charge is paid"
             );
         }
+    }
+
+    /// A CREATE2 onto an account that is alive (here a collision: it has
+    /// code) pays its new account's state gas all the same, before the
+    /// child's gas is split off, and gets it back when the create fails:
+    /// the child's 63/64 are of what the charge left.
+    #[test]
+    fn a_colliding_create2_pays_its_state_gas_before_the_split_and_gets_it_back() {
+        let charge = 112 * cost_per_state_byte(GAS_LIMIT);
+        // PUSH1 0 (salt), PUSH1 0 (length), PUSH1 0 (offset), PUSH1 0 (value), CREATE2, STOP.
+        let code = Bytes::from_static(&[0x60, 0, 0x60, 0, 0x60, 0, 0x60, 0, 0xf5, 0x00]);
+        let destination = CONTRACT.create2(B256::ZERO, alloy_primitives::keccak256([]));
+        let stop = Bytes::from_static(&[0x00]);
+        let mut evm = amsterdam_evm(&[
+            (CONTRACT, code),
+            (destination, stop.clone()),
+            (TARGET, stop),
+        ]);
+        let gas_limit = 1_000_000;
+        let intrinsic = evm
+            .transact_raw(tx(TxKind::Call(TARGET), Bytes::new(), gas_limit))
+            .expect("the transaction runs")
+            .result
+            .tx_gas_used();
+        let result = evm
+            .transact_raw(tx(TxKind::Call(CONTRACT), Bytes::new(), gas_limit))
+            .expect("the transaction runs");
+        assert!(result.result.is_success(), "{:?}", result.result);
+        let static_gas = 4 * 3 + evm.inner.ctx.cfg.gas_params().create2_cost(0);
+        let left = gas_limit - intrinsic - static_gas - charge;
+        let child = left - left / 64;
+        assert_eq!(
+            result.result.tx_gas_used(),
+            intrinsic + static_gas + child,
+            "the child's gas burned by the collision, the charge given back"
+        );
+        assert_eq!(result.result.gas().block_state_gas_used(), 0);
     }
 
     #[test]
