@@ -11,7 +11,8 @@
 //!   charge (revm 43 moved these into EIP-2780's runtime phase, which the
 //!   release does not have);
 //! - a failed frame's reservoir goes back to what it started with plus what
-//!   its undone charges took from the regular gas ([`settle_failed_frame`]);
+//!   its undone charges took from the regular gas, less the charges failed
+//!   children gave back to it ([`settle_failed_frame`]);
 //!   a restoration refund (a slot set from zero and put back) goes to the
 //!   reservoir ([`release_sstore`]);
 //! - accounts created and destroyed in one transaction give their state gas
@@ -74,6 +75,9 @@ pub struct AmsterdamHandler<EVM, ERROR, FRAME> {
     /// The state gas failed frames took from the regular gas for good
     /// ([`settle_failed_frame`]).
     lost: Cell<u64>,
+    /// The part of `lost` that is refunds of failed children undone by a
+    /// failing parent: the sender pays it, the block counts it nowhere.
+    undone: Cell<u64>,
     _types: PhantomData<(EVM, ERROR, FRAME)>,
 }
 
@@ -82,6 +86,7 @@ impl<EVM, ERROR, FRAME> Default for AmsterdamHandler<EVM, ERROR, FRAME> {
         Self {
             given_back: Cell::new(0),
             lost: Cell::new(0),
+            undone: Cell::new(0),
             _types: PhantomData,
         }
     }
@@ -159,7 +164,7 @@ where
         Ok(run_frames(
             evm,
             first_frame_input,
-            &self.lost,
+            (&self.lost, &self.undone),
             |evm, init| Ok(evm.frame_init(init)?.map_item(|_| ())),
             |evm| evm.frame_run(),
         )?)
@@ -280,7 +285,7 @@ where
         Ok(run_frames(
             evm,
             first_frame_input,
-            &self.lost,
+            (&self.lost, &self.undone),
             |evm, init| Ok(evm.inspect_frame_init(init)?.map_item(|_| ())),
             |evm| evm.inspect_frame_run(),
         )?)
@@ -289,13 +294,16 @@ where
 
 /// revm's loop of frames (`run_exec_loop`), with each failed frame settled
 /// as the release does ([`settle_failed_frame`]) before its parent takes
-/// it, and what that costs the sender added to `lost`. `init` starts a frame
+/// it, and what that costs the sender added to `lost`. The charges failed
+/// children give back to a frame (revm refills its reservoir with them in
+/// `frame_return_result`) are counted per frame on the stack, and passed
+/// up when the frame succeeds: its own failure undoes them. `init` starts a frame
 /// (`Item` when one was pushed), `run` runs the top one: the plain or the
 /// inspected calls.
 fn run_frames<EVM, FRAME>(
     evm: &mut EVM,
     first: FrameInit,
-    lost: &Cell<u64>,
+    (lost, undone): (&Cell<u64>, &Cell<u64>),
     mut init: impl FnMut(
         &mut EVM,
         FrameInit,
@@ -309,16 +317,20 @@ where
     EVM: EvmTr<Frame = FRAME>,
     FRAME: FrameTr<FrameResult = FrameResult, FrameInit = FrameInit>,
 {
-    let settle = |result: &mut FrameResult, entry: u64| {
-        lost.set(lost.get() + settle_failed_frame(result, entry));
+    let settle = |result: &mut FrameResult, entry: u64, received: u64| {
+        let (taken, refunds) = settle_failed_frame(result, entry, received);
+        lost.set(lost.get() + taken);
+        undone.set(undone.get() + refunds);
     };
-    // The reservoir each frame on the stack started with.
-    let mut entries = Vec::new();
+    // The reservoir each frame on the stack started with, and the state
+    // gas failed children's charges gave back to it (or to its successful
+    // descendants): refunds its own failure undoes.
+    let mut entries: Vec<(u64, u64)> = Vec::new();
     let entry = entry_reservoir(&first);
     match init(evm, first)? {
-        ItemOrResult::Item(()) => entries.push(entry),
+        ItemOrResult::Item(()) => entries.push((entry, 0)),
         ItemOrResult::Result(mut result) => {
-            settle(&mut result, entry);
+            settle(&mut result, entry, 0);
             return Ok(result);
         }
     }
@@ -328,20 +340,34 @@ where
                 let entry = entry_reservoir(&frame);
                 match init(evm, frame)? {
                     ItemOrResult::Item(()) => {
-                        entries.push(entry);
+                        entries.push((entry, 0));
                         continue;
                     }
                     ItemOrResult::Result(mut result) => {
-                        settle(&mut result, entry);
+                        settle(&mut result, entry, 0);
                         result
                     }
                 }
             }
             ItemOrResult::Result(mut result) => {
-                settle(&mut result, entries.pop().unwrap_or_default());
+                let (entry, received) = entries.pop().unwrap_or_default();
+                settle(&mut result, entry, received);
+                if result.instruction_result().is_ok()
+                    && let Some((_, parent)) = entries.last_mut()
+                {
+                    *parent += received;
+                }
                 result
             }
         };
+        // A failed child's charge the parent gets back (revm refills the
+        // parent's reservoir with it in `frame_return_result`).
+        let refund = result
+            .refundable_state_gas(evm.ctx().cfg().gas_params())
+            .unwrap_or_default();
+        if let Some((_, parent)) = entries.last_mut() {
+            *parent += refund;
+        }
         if let Some(result) = evm.frame_return_result(result)? {
             return Ok(result);
         }
@@ -360,28 +386,39 @@ fn entry_reservoir(init: &FrameInit) -> u64 {
 /// A failed frame (revert or halt) as the release settles it: the
 /// reservoir goes back to what the frame started with plus the state gas
 /// its charges still owe the regular gas (those charges are undone, and
-/// what they took comes back through the reservoir), and its regular gas
-/// is returned (revert) or consumed (halt) as it stands. revm's own
-/// settlement, which runs next, credits that state gas to the regular gas
-/// instead; the tracker is set so that it arrives at the release's figures.
+/// what they took comes back through the reservoir), less what failed
+/// children's charges gave back to the frame or to its successful
+/// descendants (`received`: a refund inside a failed frame is undone, the
+/// charge it refunded stands), and its regular gas is returned (revert)
+/// or consumed (halt) as it stands. revm's own settlement, which runs
+/// next, credits that state gas to the regular gas instead; the tracker is
+/// set so that it arrives at the release's figures.
 ///
-/// Returns the state gas the frame's undone charges had taken from the
-/// regular gas and its refunds had already moved to the reservoir: the
-/// reservoir's reset takes it, so the sender pays it, and the block counts
-/// it as state gas rather than regular (see [`Handler::post_execution`]).
-fn settle_failed_frame(result: &mut FrameResult, entry: u64) -> u64 {
+/// Returns the state gas the reset takes beyond that — what the frame's
+/// undone charges had taken from the regular gas and its refunds had
+/// already moved to the reservoir, and the refunds undone — which the
+/// sender pays and the transaction's result counts as state gas rather
+/// than regular (see [`Handler::post_execution`]); and, of it, the refunds
+/// undone, which the release's block counts as neither
+/// ([`UncountedStateGas`]).
+fn settle_failed_frame(result: &mut FrameResult, entry: u64, received: u64) -> (u64, u64) {
     if result.instruction_result().is_ok() {
-        return 0;
+        return (0, 0);
     }
     let tracker = result.gas_mut().tracker_mut();
     let owed = tracker.state_gas_spilled();
     let reservoir = i128::from(tracker.reservoir());
     let spent = i128::from(tracker.state_gas_spent());
-    let lost = (reservoir + spent - i128::from(owed) - i128::from(entry)).max(0);
-    let target = i128::from(entry) + i128::from(owed);
+    let undone_from = i128::from(entry) + i128::from(owed);
+    let target = (undone_from - i128::from(received)).max(0);
+    let lost = (reservoir + spent - target).max(0);
+    let undone = (undone_from - target).min(lost);
     tracker.set_state_gas_spilled(0);
     tracker.set_state_gas_spent(i64::try_from(target - reservoir).unwrap_or_default());
-    u64::try_from(lost).unwrap_or_default()
+    (
+        u64::try_from(lost).unwrap_or_default(),
+        u64::try_from(undone).unwrap_or_default(),
+    )
 }
 
 /// SELFDESTRUCT as the release has it (EIP-7708 without EIP-8246): an
@@ -592,6 +629,28 @@ type InnerEvm<DB, I> = RevmEvm<
 pub struct StrataEvm<DB: Database, I> {
     inner: InnerEvm<DB, I>,
     inspect: bool,
+    /// [`StrataEvm::uncounted_state_gas`] of the last transaction.
+    uncounted: u64,
+}
+
+/// An EVM that tells how much of its last transaction's state gas the
+/// block counts nowhere ([`StrataEvm`]'s implementation says what that is).
+pub trait UncountedStateGas {
+    /// The last transaction's state gas its sender paid that its block
+    /// counts neither as regular nor as state gas.
+    fn uncounted_state_gas(&self) -> u64;
+}
+
+impl<DB: Database, I> UncountedStateGas for StrataEvm<DB, I> {
+    /// State gas the last transaction's sender paid that its block counts
+    /// neither as regular nor as state gas (bal@v5.7.0): refunds of failed
+    /// children (a CREATE's or a value CALL's new account) undone by a
+    /// parent that failed too. revm's `ResultGas` derives the block's
+    /// regular gas as spent less state gas, so the result counts it as
+    /// state gas; a block executor takes it off the block's state gas.
+    fn uncounted_state_gas(&self) -> u64 {
+        self.uncounted
+    }
 }
 
 impl<DB: Database, I> StrataEvm<DB, I> {
@@ -636,6 +695,7 @@ where
         &mut self,
         tx: Self::Tx,
     ) -> Result<ResultAndState<Self::HaltReason>, Self::Error> {
+        self.uncounted = 0;
         if !self.inner.ctx.cfg.is_amsterdam_eip8037_enabled() {
             return if self.inspect {
                 self.inner.inspect_tx(tx)
@@ -650,6 +710,7 @@ where
         } else {
             handler.run(&mut self.inner)
         };
+        self.uncounted = handler.undone.get();
         // The journal is cleared whatever the outcome, as revm's `transact`.
         let state = self.inner.ctx.journal_mut().finalize();
         Ok(ResultAndState::new(result?, state))
@@ -752,6 +813,7 @@ impl EvmFactory for StrataEvmFactory {
         StrataEvm {
             inner: with_release_gas(EthEvmBuilder::new(db, input).build().into_inner()),
             inspect: false,
+            uncounted: 0,
         }
     }
 
@@ -769,6 +831,7 @@ impl EvmFactory for StrataEvmFactory {
                     .into_inner(),
             ),
             inspect: true,
+            uncounted: 0,
         }
     }
 }
@@ -897,6 +960,52 @@ mod tests {
             "the child's gas burned by the collision, the charge given back"
         );
         assert_eq!(result.result.gas().block_state_gas_used(), 0);
+    }
+
+    /// A factory whose CREATE fails gets the create's state gas back; when
+    /// the factory then reverts, that refund is undone with it: the sender
+    /// pays the charge and the block counts it nowhere (what it returns
+    /// keeps the refund).
+    #[test]
+    fn a_reverting_factory_undoes_its_failed_creates_refund() {
+        let charge = 112 * cost_per_state_byte(GAS_LIMIT);
+        const FACTORY: Address = address!("0x4000000000000000000000000000000000000004");
+        // The caller: CALL(500,000 gas, FACTORY, no value, no data), STOP.
+        let mut caller = vec![0x60, 0, 0x60, 0, 0x60, 0, 0x60, 0, 0x60, 0, 0x73];
+        caller.extend_from_slice(FACTORY.as_slice());
+        caller.extend_from_slice(&[0x62, 0x07, 0xa1, 0x20, 0xf1, 0x50, 0x00]);
+        let factory = |last: u8| {
+            // MSTORE the init code PUSH1 0 PUSH1 0 REVERT; CREATE from it
+            // (a child that reverts); POP; then REVERT or RETURN, empty.
+            Bytes::from(vec![
+                0x64, 0x60, 0x00, 0x60, 0x00, 0xfd, 0x60, 0, 0x52, 0x60, 5, 0x60, 27, 0x60, 0,
+                0xf0, 0x50, 0x60, 0, 0x60, 0, last,
+            ])
+        };
+        // The reservoir holds exactly one create's charge.
+        let gas_limit = (1 << 24) + charge;
+        let used = |last: u8| {
+            let mut evm = amsterdam_evm(&[
+                (CONTRACT, Bytes::from(caller.clone())),
+                (FACTORY, factory(last)),
+            ]);
+            let result = evm
+                .transact_raw(tx(TxKind::Call(CONTRACT), Bytes::new(), gas_limit))
+                .expect("the transaction runs");
+            assert!(result.result.is_success(), "{:?}", result.result);
+            (result.result.tx_gas_used(), evm.uncounted_state_gas())
+        };
+        let (reverts, returns) = (used(0xfd), used(0xf3));
+        assert_eq!(
+            reverts.0,
+            returns.0 + charge,
+            "the sender pays the undone refund"
+        );
+        assert_eq!(
+            (reverts.1, returns.1),
+            (charge, 0),
+            "which the block counts nowhere"
+        );
     }
 
     #[test]

@@ -23,6 +23,7 @@ use revm::context_interface::{Block as _, Cfg as _};
 use revm::database::State;
 use revm::primitives::hardfork::SpecId;
 use strata_chainspec::StrataEvmFactory;
+use strata_chainspec::UncountedStateGas;
 
 use crate::ChainSpec;
 use crate::access::BlockAccess;
@@ -194,7 +195,7 @@ fn drive_steps<E, DB>(
     executor: &mut EthBlockExecutor<'_, E, &ChainSpec, &AlloyReceiptBuilder>,
 ) -> Result<(), RunError>
 where
-    E: Evm<DB = RecordingDb<DB>, Spec = SpecId, Tx = TxEnv>,
+    E: Evm<DB = RecordingDb<DB>, Spec = SpecId, Tx = TxEnv> + UncountedStateGas,
     DB: alloy_evm::block::StateDB,
 {
     // Amsterdam's state-gas capacity is checked below, as the release has it.
@@ -207,6 +208,8 @@ where
         executor
             .execute_transaction_with_index(tx, index)
             .map_err(|error| block_error(Some(index), error))?;
+        let uncounted = executor.evm().uncounted_state_gas();
+        uncount_state_gas(executor, uncounted);
     }
     after_transactions(
         spec,
@@ -214,6 +217,17 @@ where
         transactions.len(),
         executor.evm_mut().db_mut(),
     )
+}
+
+/// Takes a transaction's state gas that the release's block counts
+/// nowhere off the block's state gas (see [`UncountedStateGas`]).
+pub(crate) fn uncount_state_gas<E, R>(
+    executor: &mut EthBlockExecutor<'_, E, &ChainSpec, R>,
+    uncounted: u64,
+) where
+    R: alloy_evm::eth::receipt_builder::ReceiptBuilder,
+{
+    executor.block_state_gas_used = executor.block_state_gas_used.saturating_sub(uncounted);
 }
 
 /// EIP-8037's per-transaction check of the block's state gas, as the

@@ -36,8 +36,8 @@ use rand::rngs::StdRng;
 use revm::database::State;
 use revm::database::states::bundle_state::BundleRetention;
 use revm::database_interface::WrapDatabaseRef;
-use strata_chainspec::StrataEvmFactory;
 use strata_chainspec::{ChainSpec, GenesisBlock};
+use strata_chainspec::{StrataEvmFactory, UncountedStateGas};
 
 use crate::config::{CHAIN_ID, Fork, GenConfig};
 use crate::error::GenError;
@@ -431,6 +431,10 @@ impl Generator {
             let output = executor
                 .execute_transaction(&recovered)
                 .map_err(|e| failed(&format!("transaction {}: {e}", transactions.len())))?;
+            // State gas the release's block counts nowhere (none in the
+            // mix: no create or call fails under a parent that fails).
+            let uncounted = executor.evm().uncounted_state_gas();
+            executor.block_state_gas_used = executor.block_state_gas_used.saturating_sub(uncounted);
             gas_used += output.tx_gas_used();
             transactions.push(recovered.into_inner());
             effects.push(effect);

@@ -26,6 +26,7 @@ pub(crate) use written::WrittenKeys;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
+use strata_chainspec::UncountedStateGas;
 
 use alloy_consensus::transaction::Recovered;
 use alloy_consensus::{Transaction, TxEnvelope};
@@ -55,6 +56,8 @@ use overlay::{ListOverlay, ListView, Reads};
 struct Ahead {
     output: EthTxResult<HaltReason, alloy_consensus::TxType>,
     reads: Reads,
+    /// Its state gas the block counts nowhere (see `UncountedStateGas`).
+    uncounted: u64,
 }
 
 /// A transaction's index and its run ahead (`None`: the run failed).
@@ -133,6 +136,7 @@ impl Worker<'_> {
             evm.db_mut().start(index as u64 + 1);
             let result = evm.transact(TxEnv::from_recovered_tx(tx.inner(), tx.signer()));
             let reads = evm.db_mut().take_reads();
+            let uncounted = evm.uncounted_state_gas();
             let ahead = result.ok().map(|result| Ahead {
                 output: EthTxResult {
                     result,
@@ -140,6 +144,7 @@ impl Worker<'_> {
                     tx_type: tx.tx_type(),
                 },
                 reads,
+                uncounted,
             });
             if self.send.send((index, ahead)).is_err() {
                 break;
@@ -187,6 +192,7 @@ fn commit_in_turn(
             Some(ahead) => {
                 executor.evm_mut().db_mut().set_bal_index(index as u64 + 1);
                 executor.commit_transaction(ahead.output);
+                crate::evm_run::uncount_state_gas(&mut executor, ahead.uncounted);
                 counts.committed += 1;
             }
             None => {
@@ -195,6 +201,8 @@ fn commit_in_turn(
                 executor
                     .execute_transaction_with_index(tx, index)
                     .map_err(|error| block_error(Some(index), error))?;
+                let uncounted = executor.evm().uncounted_state_gas();
+                crate::evm_run::uncount_state_gas(&mut executor, uncounted);
                 counts.executed_again += 1;
             }
         }
