@@ -33,10 +33,10 @@ pub struct GenChainArgs {
     #[arg(long, value_name = "S", default_value_t = 1)]
     pub seed: u64,
     /// The fork every block runs under, active from the genesis: cancun
-    /// (the chains strata's figures are measured on), prague, osaka, or
-    /// amsterdam (each block's access list built and hashed into its
-    /// header).
-    #[arg(long, value_name = "FORK", default_value = "cancun", value_parser = parse_fork)]
+    /// (most of the chains strata's figures were measured on), prague,
+    /// osaka (the default: the fork mainnet runs), or amsterdam (each
+    /// block's access list built and hashed into its header).
+    #[arg(long, value_name = "FORK", default_value = "osaka", value_parser = parse_fork)]
     pub fork: Fork,
     /// Output folder (created if absent): genesis.json, its allocation as
     /// state.jsonl and the rest as chain.json (for `init --state --chain`),

@@ -1365,8 +1365,8 @@ fi
 if want surfaces; then
     C="output flags, links, configs, serve, calls"
     if [ ! -d sgc ]; then
-        "$STRATA" gen-chain --accounts 2000 --contracts 20 --blocks 12 --gas-per-block 2000000 --seed 1 --out sgc >/dev/null 2>&1 || exit 1
-        "$STRATA" gen-chain --accounts 2000 --contracts 20 --blocks 12 --gas-per-block 2000000 --seed 2 --out sgc2 >/dev/null 2>&1 || exit 1
+        "$STRATA" gen-chain --accounts 2000 --contracts 20 --blocks 12 --gas-per-block 2000000 --fork cancun --seed 1 --out sgc >/dev/null 2>&1 || exit 1
+        "$STRATA" gen-chain --accounts 2000 --contracts 20 --blocks 12 --gas-per-block 2000000 --fork cancun --seed 2 --out sgc2 >/dev/null 2>&1 || exit 1
         "$STRATA" import-chain sgc/chain.rlp --datadir sdd --genesis sgc/genesis.json >/dev/null 2>&1 || exit 1
     fi
     inputs() { cat sgc/chain.rlp sgc/genesis.json sgc/state.jsonl t.jsonl | sha256sum | cut -c1-64; }

@@ -41,14 +41,14 @@ pub struct GenConfig {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Fork {
     /// Cancun (EIP-4844's blob fields, EIP-4788's beacon root in the
-    /// header): the fork of the chains strata's figures are measured on.
-    #[default]
+    /// header): the fork most of strata's published figures were measured on.
     Cancun,
     /// Prague: the EIP-2935, EIP-4788, EIP-7002 and EIP-7251 system
     /// contracts in the genesis, their calls every block, the requests hash.
     Prague,
-    /// Osaka (mainnet's fork): Prague's, with Osaka's blob parameters and
-    /// EIP-7825's transaction gas cap.
+    /// Osaka (mainnet's fork, the default): Prague's, with Osaka's blob
+    /// parameters and EIP-7825's transaction gas cap.
+    #[default]
     Osaka,
     /// Amsterdam (bal@v5.7.0): Osaka's, with each block's access list
     /// (EIP-7928) built as it is generated and hashed into its header, the

@@ -392,9 +392,9 @@ impl Generator {
                 0
             },
             delegations: self.config.fork >= Fork::Prague,
-            blobs: (self.config.fork >= Fork::Prague)
-                .then(|| self.spec.blob_params_at(header.timestamp))
-                .flatten()
+            blobs: self
+                .spec
+                .blob_params_at(header.timestamp)
                 .map(|params| BlobRoom {
                     left: params.target_blob_count,
                     per_transaction: params.max_blobs_per_tx,

@@ -9,8 +9,8 @@
 //! token); from Prague, 1% of them (taken from the ether transfers) are
 //! delegations (EIP-7702): a sponsor sends a set-code transaction carrying
 //! another EOA's authorization to a store contract's code and calls that
-//! EOA, which writes two slots of its own storage through the code; and
-//! 2% of the ether transfers carry blobs (EIP-4844: 1 to 3 blobs' versioned
+//! EOA, which writes two slots of its own storage through the code; and on
+//! every fork 2% of the ether transfers carry blobs (EIP-4844: 1 to 3 blobs' versioned
 //! hashes, the sidecars dropped as in blocks), while the block has room
 //! under its blob target. Contracts are chosen by popularity (Zipf), senders uniformly
 //! among the EOAs that can pay. A sender's nonce and balance, and a
@@ -177,7 +177,8 @@ pub(crate) struct Mix<'a> {
     pub state_byte_gas: u64,
     /// Whether EIP-7702 delegations are part of the mix (from Prague).
     pub delegations: bool,
-    /// From Prague, the blobs the block still has room for.
+    /// The blobs the block still has room for (every fork: Cancun brought
+    /// them).
     pub blobs: Option<BlobRoom>,
 }
 

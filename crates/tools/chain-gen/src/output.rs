@@ -319,7 +319,11 @@ mod tests {
         let whole = serde_json::to_value(generator.genesis()).expect("serializes");
         assert_eq!(streamed, whole);
         let reread: Genesis = serde_json::from_value(streamed).expect("a genesis");
-        assert_eq!(reread.alloc.len(), 36, "30 EOAs, 5 contracts, beacon roots");
+        assert_eq!(
+            reread.alloc.len(),
+            39,
+            "30 EOAs, 5 contracts, the 4 system contracts of Osaka (the default fork)"
+        );
         assert_eq!(reread.alloc, generator.genesis().alloc);
     }
 }

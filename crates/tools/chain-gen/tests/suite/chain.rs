@@ -56,14 +56,22 @@ fn blocks_decode_near_their_gas_target_with_signed_type_2_transactions() {
         assert_eq!(header.gas_limit, 2 * config.gas_per_block);
         let transactions = &block.block.body.transactions;
         assert!(
-            transactions.len() >= 15,
+            transactions.len() >= 10,
             "{} transactions",
             transactions.len()
         );
         for tx in transactions {
-            // EIP-1559, and from Prague the delegations' EIP-7702.
+            // EIP-1559, the blob transactions' EIP-4844, and from Prague
+            // the delegations' EIP-7702.
             let chain_id = match (tx.as_eip1559(), tx.as_eip7702()) {
                 (Some(tx), _) => tx.tx().chain_id,
+                (None, None) if tx.as_eip4844().is_some() => {
+                    tx.as_eip4844()
+                        .expect("a blob transaction")
+                        .tx()
+                        .tx()
+                        .chain_id
+                }
                 (None, Some(tx)) => {
                     for authorization in &tx.tx().authorization_list {
                         authorization

@@ -132,12 +132,15 @@ fn strata_executes_every_fork_the_generator_makes() {
         };
         let summary = write_chain(&config, dir.path(), |_| {}).expect("generates");
         assert_eq!(summary.reverted, 0, "{fork:?}: the mix reverts nothing");
-        // From Prague the mix delegates EOAs to code (EIP-7702) and
-        // carries blobs (EIP-4844).
-        for shape in [TxShape::SetCode, TxShape::Blob] {
+        // Every fork's mix carries blobs (EIP-4844); from Prague it
+        // delegates EOAs to code (EIP-7702).
+        for (shape, from) in [
+            (TxShape::Blob, Fork::Cancun),
+            (TxShape::SetCode, Fork::Prague),
+        ] {
             assert_eq!(
                 summary.shapes.get(&shape).is_some_and(|n| *n > 0),
-                fork >= Fork::Prague,
+                fork >= from,
                 "{fork:?}, {shape:?}: {:?}",
                 summary.shapes
             );
