@@ -36,7 +36,7 @@ pub struct GenChainArgs {
     /// (most of the chains strata's figures were measured on), prague,
     /// osaka (the default: the fork mainnet runs), or amsterdam (each
     /// block's access list built and hashed into its header).
-    #[arg(long, value_name = "FORK", default_value = "osaka", value_parser = parse_fork)]
+    #[arg(long, value_name = "FORK", default_value = Fork::default().name(), value_parser = parse_fork)]
     pub fork: Fork,
     /// Output folder (created if absent): genesis.json, its allocation as
     /// state.jsonl and the rest as chain.json (for `init --state --chain`),

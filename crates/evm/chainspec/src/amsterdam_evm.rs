@@ -26,7 +26,8 @@
 //! Every fork before Amsterdam, and every system call, runs revm's own
 //! handler unchanged.
 
-use alloy_evm::eth::{EthEvmBuilder, EthEvmContext};
+use alloy_evm::eth::receipt_builder::ReceiptBuilder;
+use alloy_evm::eth::{EthBlockExecutor, EthEvmBuilder, EthEvmContext};
 use alloy_evm::precompiles::PrecompilesMap;
 use alloy_evm::revm::bytecode::opcode;
 use alloy_evm::revm::context::{BlockEnv, CfgEnv, Evm as RevmEvm, TxEnv};
@@ -629,7 +630,7 @@ type InnerEvm<DB, I> = RevmEvm<
 pub struct StrataEvm<DB: Database, I> {
     inner: InnerEvm<DB, I>,
     inspect: bool,
-    /// [`StrataEvm::uncounted_state_gas`] of the last transaction.
+    /// The last transaction's [`UncountedStateGas`].
     uncounted: u64,
 }
 
@@ -651,6 +652,18 @@ impl<DB: Database, I> UncountedStateGas for StrataEvm<DB, I> {
     fn uncounted_state_gas(&self) -> u64 {
         self.uncounted
     }
+}
+
+/// Takes `uncounted` — a transaction's state gas that the release's block
+/// counts nowhere ([`UncountedStateGas`]) — off the block's state gas that
+/// alloy-evm's executor sums.
+pub fn uncount_state_gas<E, Spec, R>(
+    executor: &mut EthBlockExecutor<'_, E, Spec, R>,
+    uncounted: u64,
+) where
+    R: ReceiptBuilder,
+{
+    executor.block_state_gas_used = executor.block_state_gas_used.saturating_sub(uncounted);
 }
 
 impl<DB: Database, I> StrataEvm<DB, I> {

@@ -19,7 +19,9 @@ mod error;
 mod evm_env;
 mod genesis;
 
-pub use amsterdam_evm::{AmsterdamHandler, StrataEvm, StrataEvmFactory, UncountedStateGas};
+pub use amsterdam_evm::{
+    AmsterdamHandler, StrataEvm, StrataEvmFactory, UncountedStateGas, uncount_state_gas,
+};
 pub use amsterdam_gas::{amsterdam_gas_params, cost_per_state_byte};
 pub use chain_spec::{ChainSpec, MAINNET_CHAIN_ID, recorded_chain_config};
 pub use error::{ChainSpecError, GenesisError};

@@ -23,7 +23,7 @@ use revm::context_interface::{Block as _, Cfg as _};
 use revm::database::State;
 use revm::primitives::hardfork::SpecId;
 use strata_chainspec::StrataEvmFactory;
-use strata_chainspec::UncountedStateGas;
+use strata_chainspec::{UncountedStateGas, uncount_state_gas};
 
 use crate::ChainSpec;
 use crate::access::BlockAccess;
@@ -217,17 +217,6 @@ where
         transactions.len(),
         executor.evm_mut().db_mut(),
     )
-}
-
-/// Takes a transaction's state gas that the release's block counts
-/// nowhere off the block's state gas (see [`UncountedStateGas`]).
-pub(crate) fn uncount_state_gas<E, R>(
-    executor: &mut EthBlockExecutor<'_, E, &ChainSpec, R>,
-    uncounted: u64,
-) where
-    R: alloy_evm::eth::receipt_builder::ReceiptBuilder,
-{
-    executor.block_state_gas_used = executor.block_state_gas_used.saturating_sub(uncounted);
 }
 
 /// EIP-8037's per-transaction check of the block's state gas, as the

@@ -339,7 +339,6 @@ where
     written_as_counted(section, count, written, out.bytes)
 }
 
-/// Writes a domain table merged with `overrides` (their rows win).
 /// `count`, when a table's rows written to the stream (up to `offset`) are
 /// the `count` it announced before them; else the stream is damaged.
 fn written_as_counted(
@@ -360,6 +359,7 @@ fn written_as_counted(
     Ok(count)
 }
 
+/// Writes a domain table merged with `overrides` (their rows win).
 fn write_domain<W: Write>(
     txn: &ReadTransaction,
     out: &mut Hashing<W>,

@@ -37,7 +37,7 @@ use revm::database::State;
 use revm::database::states::bundle_state::BundleRetention;
 use revm::database_interface::WrapDatabaseRef;
 use strata_chainspec::{ChainSpec, GenesisBlock};
-use strata_chainspec::{StrataEvmFactory, UncountedStateGas};
+use strata_chainspec::{StrataEvmFactory, UncountedStateGas, uncount_state_gas};
 
 use crate::config::{CHAIN_ID, Fork, GenConfig};
 use crate::error::GenError;
@@ -434,7 +434,7 @@ impl Generator {
             // State gas the release's block counts nowhere (none in the
             // mix: no create or call fails under a parent that fails).
             let uncounted = executor.evm().uncounted_state_gas();
-            executor.block_state_gas_used = executor.block_state_gas_used.saturating_sub(uncounted);
+            uncount_state_gas(&mut executor, uncounted);
             gas_used += output.tx_gas_used();
             transactions.push(recovered.into_inner());
             effects.push(effect);

@@ -10,10 +10,10 @@
 //! delegations (EIP-7702): a sponsor sends a set-code transaction carrying
 //! another EOA's authorization to a store contract's code and calls that
 //! EOA, which writes two slots of its own storage through the code; and on
-//! every fork 2% of the ether transfers carry blobs (EIP-4844: 1 to 3 blobs' versioned
-//! hashes, the sidecars dropped as in blocks), while the block has room
-//! under its blob target. Contracts are chosen by popularity (Zipf), senders uniformly
-//! among the EOAs that can pay. A sender's nonce and balance, and a
+//! every fork 2% of the ether transfers carry blobs (EIP-4844: 1 to 3
+//! blobs' versioned hashes, the sidecars dropped as in blocks), while the
+//! block has room under its blob target. Contracts are chosen by popularity
+//! (Zipf), senders uniformly among the EOAs that can pay. A sender's nonce and balance, and a
 //! holder's token balance, are read from the block's state as it stands
 //! before the transaction, so every transaction is valid where it sits and
 //! a transfer never exceeds what its sender holds.

@@ -192,7 +192,7 @@ fn commit_in_turn(
             Some(ahead) => {
                 executor.evm_mut().db_mut().set_bal_index(index as u64 + 1);
                 executor.commit_transaction(ahead.output);
-                crate::evm_run::uncount_state_gas(&mut executor, ahead.uncounted);
+                strata_chainspec::uncount_state_gas(&mut executor, ahead.uncounted);
                 counts.committed += 1;
             }
             None => {
@@ -202,7 +202,7 @@ fn commit_in_turn(
                     .execute_transaction_with_index(tx, index)
                     .map_err(|error| block_error(Some(index), error))?;
                 let uncounted = executor.evm().uncounted_state_gas();
-                crate::evm_run::uncount_state_gas(&mut executor, uncounted);
+                strata_chainspec::uncount_state_gas(&mut executor, uncounted);
                 counts.executed_again += 1;
             }
         }
