@@ -435,6 +435,11 @@ impl Error {
     pub fn poisons(&self) -> bool {
         match self {
             Error::BlockNotCommitted { source, .. } => source.poisons(),
+            // A block refused for what it writes, before anything is written.
+            Error::Commitment {
+                source: strata_commitment::CommitmentError::StorageWithoutAccount { .. },
+                ..
+            } => false,
             _ => !matches!(
                 self,
                 Error::BlockOutOfOrder { .. }

@@ -133,7 +133,10 @@ impl BlockWriter {
         self.overlay_mut().delete_account(address);
     }
 
-    /// Sets a storage slot; zero deletes it.
+    /// Sets a storage slot; zero deletes it. A value must have an account
+    /// to belong to by the end of the block: [`BlockWriter::commit`] refuses
+    /// a block that leaves one under no account (the commitment's
+    /// `StorageWithoutAccount`), writing nothing, and the store stays usable.
     pub fn put_storage(&mut self, address: Address, slot: B256, value: U256) {
         self.touch(|t| t.slot(address, slot));
         self.overlay_mut().put_storage(address, slot, value);

@@ -41,6 +41,16 @@ pub enum CommitmentError {
         /// What was wrong.
         what: String,
     },
+    /// A storage slot holds a value under an address with no account: no
+    /// Ethereum state has one (an account's storage goes with it), and the
+    /// trie has no leaf to hang it from.
+    #[error("storage slot {slot} of {address} holds a value, but {address} has no account")]
+    StorageWithoutAccount {
+        /// The address.
+        address: alloy_primitives::Address,
+        /// The slot (unhashed).
+        slot: alloy_primitives::B256,
+    },
     /// The bulk builder was fed keys out of order.
     #[error("bulk build input out of order: {what}")]
     Unsorted {

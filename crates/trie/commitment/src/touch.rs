@@ -169,6 +169,19 @@ impl Touch for AccountTouch {
         push_key_nibbles(&mut w.path, &self.hashed, depth, 64);
         let result = (|| {
             let Some(acct) = acct else {
+                // Slots written to zero may stay (a wiped account's); a
+                // value under no account is refused, not dropped.
+                for touched in &self.slots {
+                    if w
+                        .read_storage(&self.address, &touched.slot)?
+                        .is_some_and(|value| !value.is_zero())
+                    {
+                        return Err(CommitmentError::StorageWithoutAccount {
+                            address: self.address,
+                            slot: touched.slot,
+                        });
+                    }
+                }
                 if old_root != EMPTY_ROOT {
                     w.delete_records()?;
                 }

@@ -181,6 +181,7 @@ fn refused_requests_name_the_problem_and_leave_the_store_usable() {
     assert!(matches!(err, Error::GenesisExists { last: 0 }), "{err}");
     // None of that poisoned the store.
     let mut writer = db.begin_block(1).unwrap();
+    writer.put_account(Address::ZERO, &Default::default());
     writer.put_storage(Address::ZERO, B256::ZERO, U256::from(1));
     writer.commit().unwrap();
 }

@@ -65,6 +65,7 @@ fn stage(writer: &mut strata_storage::BlockWriter, number: u64, variant: u64) {
         }
     }
     if variant != 0 {
+        writer.put_account(who(301), &Account::default());
         writer.put_storage(who(301), B256::with_last_byte(9), U256::from(variant));
         writer.delete_account(who(20));
     }
@@ -136,6 +137,60 @@ fn a_block_with_another_root_is_refused_and_leaves_nothing_behind() {
     drop(db);
     let db = StateDb::open(dir.path(), options(0)).unwrap();
     assert_eq!(db.root(), roots[2]);
+    let report = db.verify(&Default::default()).unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+}
+
+#[test]
+fn storage_left_under_no_account_is_refused_and_leaves_nothing_behind() {
+    let roots = reference_roots();
+    let dir = tempfile::tempdir().unwrap();
+    let db = StateDb::open(dir.path(), options(2)).unwrap();
+    block_zero(&db);
+    let root0 = db.root();
+    let orphan = who(400);
+
+    // A value under an address that never had an account; then one under an
+    // account the same block deletes (a slot written to zero is no value).
+    for delete_after in [false, true] {
+        let mut bad = db.begin_block(1).unwrap();
+        stage(&mut bad, 1, 0);
+        if delete_after {
+            bad.put_storage(who(30), B256::with_last_byte(2), U256::ZERO);
+            bad.delete_account(who(30));
+            bad.put_storage(who(30), B256::with_last_byte(5), U256::from(3));
+        } else {
+            bad.put_storage(orphan, B256::with_last_byte(5), U256::from(3));
+        }
+        let err = bad.commit().unwrap_err();
+        let message = err.to_string();
+        let address = if delete_after { who(30) } else { orphan };
+        assert!(
+            message.contains("block 1")
+                && message.contains("has no account")
+                && message.contains(&address.to_string()),
+            "{message}"
+        );
+        assert!(!err.poisons(), "{message}");
+        assert_eq!(db.last_block(), Some(0));
+        assert_eq!(db.root(), root0);
+        assert_eq!(
+            db.reader(Regime::Exec)
+                .storage(&orphan, &B256::with_last_byte(5))
+                .unwrap(),
+            U256::ZERO
+        );
+    }
+
+    // The store takes the right blocks after the refusals.
+    for n in 1..=3u64 {
+        let mut writer = db.begin_block(n).unwrap();
+        stage(&mut writer, n, 0);
+        // A slot zeroed under no account is no value: allowed.
+        writer.put_storage(orphan, B256::with_last_byte(6), U256::ZERO);
+        writer.expect_root(roots[n as usize - 1]);
+        assert_eq!(writer.commit().unwrap().root, roots[n as usize - 1]);
+    }
     let report = db.verify(&Default::default()).unwrap();
     assert!(report.problems.is_empty(), "{:?}", report.problems);
 }
