@@ -572,3 +572,49 @@ fn a_clones_flushed_segment_is_refused_by_reads_at_a_block_verify_and_the_writer
     let error = open_error(a.path(), unflushed_options());
     assert!(error.to_string().contains("follows root"), "{error}");
 }
+
+#[test]
+fn a_reader_wider_than_its_writer_refuses_blocks_the_writer_no_longer_keeps() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = StateDb::open(
+        dir.path(),
+        small_options()
+            .with_unwind_depth(4)
+            .with_share_with_readers(true),
+    )
+    .unwrap();
+    let mut roots = Vec::new();
+    for block in 0..40 {
+        roots.push(commit(&db, block));
+        if block % 7 == 6 {
+            db.flush().unwrap();
+        }
+        if block % 13 == 12 {
+            db.compact().unwrap();
+        }
+    }
+    // Beside the writer, then after it closed: every block is served with
+    // its root or refused as not retained, never rebuilt wrong.
+    let check = |context: &str| {
+        let reader = strata_storage::ReadOnlyStateDb::open(
+            dir.path(),
+            small_options().with_unwind_depth(64),
+        )
+        .unwrap();
+        let mut served = 0;
+        for block in 0..40u64 {
+            match reader.reader_at(block, Regime::Exec) {
+                Ok(at) => {
+                    assert_eq!(at.root(), roots[block as usize], "{context}: block {block}");
+                    served += 1;
+                }
+                Err(Error::StateNotRetained { .. }) => {}
+                Err(other) => panic!("{context}: block {block}: {other}"),
+            }
+        }
+        assert!(served >= 4, "{context}: only {served} blocks served");
+    };
+    check("beside the writer");
+    drop(db);
+    check("after the writer closed");
+}
