@@ -23,9 +23,12 @@ use super::prefixed::PREFIXED_TRAILER;
 use super::reader::SortedFile;
 use strata_fs::file_name_of;
 
-struct Checker<'a> {
-    path: &'a Path,
-    data: &'a Bytes,
+pub(crate) struct Checker<'a> {
+    pub(crate) path: &'a Path,
+    /// The bytes checked: the whole file, or (a remote file) its tail.
+    pub(crate) data: &'a Bytes,
+    /// The file offset of `data`'s first byte (0 for the whole file).
+    pub(crate) base: usize,
 }
 
 impl Checker<'_> {
@@ -78,6 +81,7 @@ pub(crate) fn open_bytes(
     let c = Checker {
         path: &path,
         data: &data,
+        base: 0,
     };
     let len = data.len();
     let footer_start = len.checked_sub(FOOTER_LEN).ok_or_else(|| {
@@ -143,7 +147,7 @@ fn chunked_checksum(bytes: &[u8], at: usize, release: Release<'_>) -> u64 {
 }
 
 /// Checks the footer's values and returns the file's identity.
-fn check_footer(
+pub(crate) fn check_footer(
     c: &Checker<'_>,
     f: &Footer,
     raw: &[u8; FOOTER_LEN],
@@ -204,14 +208,17 @@ fn check_footer(
 
 /// Checks the index checksum and every entry, and samples them into the
 /// in-memory [`BlockIndex`]; the blocks must tile the data region exactly.
-fn parse_index(
+pub(crate) fn parse_index(
     c: &Checker<'_>,
     f: &Footer,
     layout: Layout,
     release: Release<'_>,
 ) -> Result<BlockIndex, FileError> {
     let start = f.index_offset as usize;
-    let region = &c.data[start..f.filter_offset as usize];
+    // Where the index lies in `c.data` (the entries' positions the
+    // index keeps are positions in it).
+    let local = start - c.base;
+    let region = &c.data[local..f.filter_offset as usize - c.base];
     let body = region.len() - CHECKSUM_LEN;
     let expected = read_u64(region, body).unwrap_or(0);
     let found = chunked_checksum(&region[..body], start, release);
@@ -220,7 +227,7 @@ fn parse_index(
     }
     let count = f.block_count as usize;
     let mut index =
-        BlockIndex::with_capacity(count.min(body / INDEX_ENTRY_HEADER), start, start + body);
+        BlockIndex::with_capacity(count.min(body / INDEX_ENTRY_HEADER), start, local + body);
     let (mut at, mut next_block, mut released) = (0usize, 0usize, 0usize);
     for i in 0..count {
         if at - released >= RELEASE_CHUNK {
@@ -256,7 +263,7 @@ fn parse_index(
         if entries == 0 {
             return Err(bad("block has no entries"));
         }
-        index.push(start + at, &c.data[start + key_start..start + key_end]);
+        index.push(local + at, &region[key_start..key_end]);
         next_block = end;
         at = key_end;
     }
@@ -279,7 +286,7 @@ fn parse_index(
     Ok(index)
 }
 
-fn filter_error(c: &Checker<'_>, at: usize, defect: FilterDefect) -> FileError {
+pub(crate) fn filter_error(c: &Checker<'_>, at: usize, defect: FilterDefect) -> FileError {
     match defect {
         FilterDefect::Checksum(expected, found) => c.mismatch(at, "filter", expected, found),
         FilterDefect::Short => c.corrupted(at, "filter region is shorter than its trailer"),
@@ -362,11 +369,48 @@ fn check_block(
     handle: &BlockHandle,
     keys: &mut KeyOrder,
 ) -> Result<(), FileError> {
+    check_block_bytes(
+        c,
+        layout,
+        number,
+        handle,
+        &c.data[handle.offset..handle.offset + handle.len],
+        keys,
+    )
+}
+
+/// Checks one data block read apart from the file (a remote file's ranged
+/// read): its checksum, entry layout, key order and first key, the index
+/// in `c`.
+pub(crate) fn check_fetched_block(
+    c: &Checker<'_>,
+    layout: Layout,
+    handle: &BlockHandle,
+    bytes: &[u8],
+) -> Result<(), FileError> {
+    check_block_bytes(
+        c,
+        layout,
+        handle.number,
+        handle,
+        bytes,
+        &mut KeyOrder::default(),
+    )
+}
+
+fn check_block_bytes(
+    c: &Checker<'_>,
+    layout: Layout,
+    number: usize,
+    handle: &BlockHandle,
+    bytes: &[u8],
+    keys: &mut KeyOrder,
+) -> Result<(), FileError> {
     let block = BlockCheck {
         c,
         number,
         handle,
-        bytes: &c.data[handle.offset..handle.offset + handle.len],
+        bytes,
     };
     let view = block.header(layout)?;
     let end = block.entries(view, keys)?;

@@ -172,8 +172,7 @@ impl Touch for AccountTouch {
                 // Slots written to zero may stay (a wiped account's); a
                 // value under no account is refused, not dropped.
                 for touched in &self.slots {
-                    if w
-                        .read_storage(&self.address, &touched.slot)?
+                    if w.read_storage(&self.address, &touched.slot)?
                         .is_some_and(|value| !value.is_zero())
                     {
                         return Err(CommitmentError::StorageWithoutAccount {

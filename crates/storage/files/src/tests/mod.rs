@@ -6,6 +6,7 @@ mod faults;
 mod fixtures;
 mod layouts;
 mod open_rss;
+mod remote;
 mod roundtrip;
 
 use std::collections::BTreeMap;
