@@ -361,6 +361,22 @@ impl Bucket {
         Ok(data)
     }
 
+    /// Reads bytes `range` of object `name` (one ranged GET).
+    pub fn get_range(&self, name: &str, range: std::ops::Range<u64>) -> Result<Bytes> {
+        let path = self.path(name);
+        let data = self
+            .with_failover(|store| {
+                let (path, range) = (path.clone(), range.clone());
+                async move { store.get_range(&path, range).await }
+            })
+            .map_err(|e| self.error(name, "get a range of", e))?;
+        self.counters.gets.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .bytes_in
+            .fetch_add(data.len() as u64, Ordering::Relaxed);
+        Ok(data)
+    }
+
     /// Reads object `name` unless its entity tag is still `etag`.
     pub fn get_if_changed(&self, name: &str, etag: Option<&str>) -> Result<Fetched> {
         let path = self.path(name);

@@ -22,6 +22,7 @@ mod error;
 pub mod location;
 pub mod manifest;
 pub mod publish;
+pub mod ranges;
 pub mod replica;
 
 pub use bucket::{Bucket, BucketConfig, BucketCounters};
@@ -29,4 +30,5 @@ pub use error::{ReplicaError, Result};
 pub use location::BucketUrl;
 pub use manifest::{BucketManifest, MANIFEST, MANIFEST_COPIES, manifest_copy};
 pub use publish::{PublishOptions, PublishReport, Publisher};
+pub use ranges::{RangeCache, RangeCacheOptions, RangeCacheStats};
 pub use replica::{Replica, ReplicaOptions, ReplicaStatus};
