@@ -1,7 +1,7 @@
 //! Ranges of the bucket's objects read on demand and kept on local disk
 //! within a byte budget, the least recently used going first
 //! ([`RangeCache`]): what a reader of a base's immutable files fetches
-//! instead of the files whole ([`strata_files::RemoteFile`] over
+//! instead of the files whole ([`strata_files::SortedFile::open_remote`] over
 //! [`RangeCache::object`]).
 //!
 //! An object is read in aligned chunks (`chunk_bytes`, the last one

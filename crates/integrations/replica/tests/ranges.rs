@@ -12,7 +12,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use strata_files::{FileMeta, OsFileSystem, RemoteFile, SortedFile, SortedFileWriter};
+use strata_files::{FileMeta, OsFileSystem, SortedFile, SortedFileWriter};
 use strata_replica::{RangeCache, RangeCacheOptions};
 use strata_types::Domain;
 
@@ -158,7 +158,7 @@ fn a_sorted_file_in_the_bucket_answers_through_the_cache_as_it_does_locally() {
     let cache = RangeCache::open(bucket.clone(), options(&cache_dir, 8 << 20)).unwrap();
     let gets = || bucket.counters().gets;
     let before = gets();
-    let remote = RemoteFile::open(
+    let remote = SortedFile::open_remote(
         Path::new(&object),
         info.size,
         Some(local.checksum()),
@@ -202,7 +202,7 @@ fn a_sorted_file_in_the_bucket_answers_through_the_cache_as_it_does_locally() {
     drop(cache);
     let cache = RangeCache::open(bucket.clone(), options(&cache_dir, 8 << 20)).unwrap();
     let before = gets();
-    let remote = RemoteFile::open(
+    let remote = SortedFile::open_remote(
         Path::new(&object),
         info.size,
         Some(local.checksum()),
@@ -218,7 +218,7 @@ fn a_sorted_file_in_the_bucket_answers_through_the_cache_as_it_does_locally() {
     // error naming the bucket and the object, never a wrong answer.
     let cache =
         RangeCache::open(bucket.clone(), options(&work.path().join("cold"), 8 << 20)).unwrap();
-    let cold = RemoteFile::open(
+    let cold = SortedFile::open_remote(
         Path::new(&object),
         info.size,
         Some(local.checksum()),

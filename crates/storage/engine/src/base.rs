@@ -106,7 +106,10 @@ impl ReadOnlyStateDb {
                         domain,
                         name,
                         checksum: file.checksum(),
-                        bytes: file.bytes().clone(),
+                        bytes: file
+                            .bytes()
+                            .cloned()
+                            .ok_or_else(|| remote_file_error(file))?,
                     });
                 }
             }
@@ -165,4 +168,14 @@ pub fn install_base(datadir: &Path, input: &mut dyn Read) -> Result<BaseSummary>
         source,
     })?;
     Ok(strata_db::base::load_base(&datadir.join(DB_FILE), input)?)
+}
+
+/// A base is made of files held whole: one read where it lives (a
+/// replica's, from its bucket) cannot be published again from here.
+fn remote_file_error(file: &strata_files::SortedFile) -> Error {
+    Error::File(strata_files::FileError::InvalidInput {
+        file: file.path().to_path_buf(),
+        what: "the file is read from an object store, not held here: a base cannot include it"
+            .into(),
+    })
 }

@@ -22,7 +22,8 @@ pub struct FileIter<'a> {
     /// The key of the entry decoded last in this block: the next entry's
     /// shared prefix comes from it.
     key: Vec<u8>,
-    view: Option<Block<'a>>,
+    /// The bytes of the block being read, once read.
+    current: Option<Bytes>,
     prefix: Option<Vec<u8>>,
     pending: Option<FileError>,
     done: bool,
@@ -54,14 +55,17 @@ impl SortedFile {
         };
         let mut it = FileIter::new(self, Some(block), prefix);
         let mut key = Vec::new();
-        match self.view(&block).map(|v| (v, v.seek(start, &mut key))) {
-            Ok((view, Some(at))) => {
+        let sought = self.block_bytes(&block).and_then(|bytes| {
+            let at = Block::new(self.layout(), &bytes)
+                .and_then(|view| view.seek(start, &mut key))
+                .ok_or_else(|| self.block_corrupted(&block, "entry layout changed after open"))?;
+            Ok((bytes, at))
+        });
+        match sought {
+            Ok((bytes, at)) => {
                 it.at = at;
                 it.key = key;
-                it.view = Some(view);
-            }
-            Ok((_, None)) => {
-                it.pending = Some(self.block_corrupted(&block, "entry layout changed after open"));
+                it.current = Some(bytes);
             }
             Err(e) => it.pending = Some(e),
         }
@@ -94,7 +98,7 @@ impl<'a> FileIter<'a> {
             block,
             at: 0,
             key: Vec::new(),
-            view: None,
+            current: None,
             prefix,
             pending: None,
             done: false,
@@ -106,19 +110,21 @@ impl<'a> FileIter<'a> {
             let Some(block) = self.block else {
                 return Ok(None);
             };
-            let view = match self.view {
-                Some(v) => v,
-                None => {
-                    let v = self.file.view(&block)?;
-                    self.view = Some(v);
-                    v
-                }
+            // Taken out while an entry is decoded, put back after: no
+            // shared counter touched per entry.
+            let bytes = match self.current.take() {
+                Some(bytes) => bytes,
+                None => self.file.block_bytes(&block)?,
             };
+            let view = Block::new(self.file.layout(), &bytes).ok_or_else(|| {
+                self.file
+                    .block_corrupted(&block, "block trailer changed after open")
+            })?;
             if self.at >= view.entries_end() {
                 self.block = self.file.next_block(&block)?;
                 self.at = 0;
                 self.key.clear();
-                self.view = None;
+                self.current = None;
                 continue;
             }
             let raw = view
@@ -129,7 +135,7 @@ impl<'a> FileIter<'a> {
                         .block_corrupted(&block, "entry layout changed after open")
                 })?;
             self.at = raw.end;
-            let suffix = self.file.block_slice(&block, raw.suffix);
+            let suffix = bytes.slice(raw.suffix);
             self.key.truncate(raw.shared);
             self.key.extend_from_slice(&suffix);
             // A key stored whole stays a zero-copy slice of the map.
@@ -139,9 +145,10 @@ impl<'a> FileIter<'a> {
                 Bytes::copy_from_slice(&self.key)
             };
             let value = match raw.value {
-                Some(r) => FileValue::Value(self.file.block_slice(&block, r)),
+                Some(r) => FileValue::Value(bytes.slice(r)),
                 None => FileValue::Tombstone,
             };
+            self.current = Some(bytes);
             return Ok(Some((key, value)));
         }
     }

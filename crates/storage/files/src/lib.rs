@@ -80,7 +80,7 @@ pub use lookup::{FileHit, lookup_newest_first};
 pub use merge::merge_files;
 pub use meta::{FILE_EXTENSION, FileInfo, FileMeta, TEMP_SUFFIX};
 pub use reader::{FileValue, FileValueRef, SortedFile};
-pub use remote::{RangeSource, RemoteFile};
+pub use remote::RangeSource;
 pub use strata_fs as fs;
 pub use strata_fs::{FileSystem, MemFileSystem, OsFileSystem};
 pub use writer::SortedFileWriter;

@@ -2,6 +2,7 @@
 //! index and the in-block offset array, zero-copy values, the filter.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use bytes::Bytes;
 
@@ -10,6 +11,7 @@ use super::filter::{Filter, KeyHash};
 use super::index::{BlockHandle, BlockIndex};
 use super::layout::{Block, Layout};
 use super::meta::FileMeta;
+use super::remote::RangeSource;
 use strata_fs::FileSystem;
 
 /// What a file holds for a key.
@@ -50,19 +52,44 @@ pub enum FileValueRef<'a> {
     Tombstone,
 }
 
-/// One immutable sorted file, memory-mapped and verified at open.
+/// One immutable sorted file, memory-mapped and verified at open, or read
+/// where it lives through ranged reads ([`SortedFile::open_remote`]).
 ///
-/// Cheap to share behind an `Arc`; all methods take `&self` and never block.
+/// Cheap to share behind an `Arc`; all methods take `&self`. A mapped
+/// file's methods never block; a remote file's reads may wait for its
+/// source.
 #[derive(Debug)]
 pub struct SortedFile {
     path: PathBuf,
     meta: FileMeta,
     layout: Layout,
+    /// The mapped file; for a remote file, its tail (index, filter, footer).
     data: Bytes,
     entries: u64,
     checksum: u64,
+    /// Positions in `data`.
     index: BlockIndex,
     filter: Filter,
+    /// Where a remote file's data blocks are read from.
+    remote: Option<Remote>,
+}
+
+/// The data blocks of a file read through ranged reads.
+pub(crate) struct Remote {
+    pub(crate) source: Arc<dyn RangeSource>,
+    /// The file's size.
+    pub(crate) size: u64,
+    /// The file offset of the tail held in memory.
+    pub(crate) tail_at: usize,
+}
+
+impl std::fmt::Debug for Remote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Remote")
+            .field("size", &self.size)
+            .field("tail_at", &self.tail_at)
+            .finish()
+    }
 }
 
 impl SortedFile {
@@ -116,7 +143,19 @@ impl SortedFile {
             checksum,
             index,
             filter,
+            remote: None,
         }
+    }
+
+    /// The same file read through `remote` (`data` is its tail).
+    pub(crate) fn with_remote(mut self, remote: Remote) -> Self {
+        self.remote = Some(remote);
+        self
+    }
+
+    /// Whether the file's data blocks are read through ranged reads.
+    pub fn is_remote(&self) -> bool {
+        self.remote.is_some()
     }
 
     /// Domain and step range.
@@ -136,13 +175,17 @@ impl SortedFile {
 
     /// Size of the file in bytes.
     pub fn size_bytes(&self) -> u64 {
-        self.data.len() as u64
+        match &self.remote {
+            Some(remote) => remote.size,
+            None => self.data.len() as u64,
+        }
     }
 
     /// The file's bytes, as mapped (what a publisher uploads: the file
-    /// stays readable through them after maintenance deleted it).
-    pub fn bytes(&self) -> &Bytes {
-        &self.data
+    /// stays readable through them after maintenance deleted it); `None`
+    /// for a remote file, which holds only its tail.
+    pub fn bytes(&self) -> Option<&Bytes> {
+        self.remote.is_none().then_some(&self.data)
     }
 
     /// The whole-file checksum from the footer.
@@ -198,6 +241,9 @@ impl SortedFile {
     /// tombstone, or `None` if the file has no entry for it. The value is a
     /// zero-copy slice of the map that keeps the map alive.
     pub fn get(&self, key: &[u8]) -> Result<Option<FileValue>, FileError> {
+        if self.remote.is_some() {
+            return self.get_remote(key);
+        }
         Ok(self.locate(key)?.map(|(h, value)| match value {
             Some(r) => FileValue::Value(self.block_slice(&h, r)),
             None => FileValue::Tombstone,
@@ -207,7 +253,17 @@ impl SortedFile {
     /// Like [`SortedFile::get`], but borrows the value from the map instead
     /// of taking a reference-counted slice: no shared counter is touched, so
     /// many threads reading one file do not contend on it.
+    ///
+    /// A remote file lends no values (its blocks are read per lookup):
+    /// it refuses with [`FileError::InvalidInput`]; read it with
+    /// [`SortedFile::get`].
     pub fn get_ref(&self, key: &[u8]) -> Result<Option<FileValueRef<'_>>, FileError> {
+        if self.remote.is_some() {
+            return Err(FileError::InvalidInput {
+                file: self.path.clone(),
+                what: "a remote file lends no values: read it with get".into(),
+            });
+        }
         Ok(self.locate(key)?.map(|(h, value)| match value {
             Some(r) => FileValueRef::Value(&self.data[h.offset + r.start..h.offset + r.end]),
             None => FileValueRef::Tombstone,
@@ -258,7 +314,26 @@ impl SortedFile {
             .ok_or_else(|| self.index_corrupted())
     }
 
-    /// A view of the block `h`.
+    /// The bytes of block `h`: a slice of the map, or read (and checked)
+    /// from a remote file's source.
+    pub(crate) fn block_bytes(&self, h: &BlockHandle) -> Result<Bytes, FileError> {
+        match &self.remote {
+            Some(remote) => crate::remote::read_block(self, remote, h),
+            None => Ok(self.data.slice(h.offset..h.offset + h.len)),
+        }
+    }
+
+    /// The layout of the file's blocks.
+    pub(crate) fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    /// The file's bytes as held: the map, or a remote file's tail.
+    pub(crate) fn held(&self) -> &Bytes {
+        &self.data
+    }
+
+    /// A view of the block `h` (a mapped file's).
     #[inline]
     pub(crate) fn view(&self, h: &BlockHandle) -> Result<Block<'_>, FileError> {
         Block::new(self.layout, &self.data[h.offset..h.offset + h.len])

@@ -1,4 +1,4 @@
-//! A file read through ranged reads ([`RemoteFile`]) answers as the whole
+//! A file read through ranged reads ([`SortedFile::open_remote`]) answers as the whole
 //! file opened locally does, reads only the blocks its lookups need, and
 //! refuses a damaged block, index or a file other than the one expected.
 
@@ -11,7 +11,7 @@ use bytes::Bytes;
 
 use super::{Model, mem_fs, meta, sample_model};
 use crate::format::FOOTER_LEN;
-use crate::{FileError, FileLayout, RangeSource, RemoteFile, SortedFile, SortedFileWriter};
+use crate::{FileError, FileLayout, RangeSource, SortedFile, SortedFileWriter};
 use strata_types::Domain;
 
 /// An object in memory: counts the reads and the bytes read.
@@ -93,7 +93,7 @@ fn a_remote_file_answers_as_the_local_one_reading_one_block_a_lookup() {
         let size = bytes.len() as u64;
         let object = Object::new(bytes);
         let remote =
-            RemoteFile::open(name(), size, Some(local.checksum()), object.clone()).unwrap();
+            SortedFile::open_remote(name(), size, Some(local.checksum()), object.clone()).unwrap();
         assert_eq!(object.reads.load(Ordering::Relaxed), 2, "{layout:?}: open");
         let opened = object.read_bytes.load(Ordering::Relaxed);
         assert!(
@@ -119,6 +119,18 @@ fn a_remote_file_answers_as_the_local_one_reading_one_block_a_lookup() {
             assert!(object.reads.load(Ordering::Relaxed) - before <= 1);
             assert_eq!(remote.may_contain(key), local.may_contain(key));
         }
+        // Iteration: whole, from a key, under a prefix.
+        let all = |it: crate::FileIter<'_>| it.collect::<Result<Vec<_>, _>>().unwrap();
+        assert_eq!(all(remote.iter()), all(local.iter()), "{layout:?}");
+        let from = model.keys().nth(1_234).unwrap();
+        assert_eq!(all(remote.iter_from(from)), all(local.iter_from(from)));
+        let prefix = &from[..6];
+        assert_eq!(
+            all(remote.iter_prefix(prefix)),
+            all(local.iter_prefix(prefix))
+        );
+        assert!(remote.get_ref(from).is_err() && remote.bytes().is_none());
+        assert_eq!(remote.size_bytes(), size);
     }
 }
 
@@ -128,7 +140,7 @@ fn a_damaged_block_is_refused_and_the_others_still_answer() {
     let (bytes, local) = written(&model, FileLayout::default());
     let size = bytes.len() as u64;
     let object = Object::new(bytes);
-    let remote = RemoteFile::open(name(), size, None, object.clone()).unwrap();
+    let remote = SortedFile::open_remote(name(), size, None, object.clone()).unwrap();
     // A byte inside the data block holding the middle key.
     let middle = model.keys().nth(1_000).unwrap().clone();
     let first = model.keys().next().unwrap().clone();
@@ -159,17 +171,18 @@ fn a_damaged_index_a_short_read_or_another_file_is_refused() {
 
     let object = Object::new(bytes.clone());
     object.flip(index_at + 3);
-    match RemoteFile::open(name(), size, None, object) {
+    match SortedFile::open_remote(name(), size, None, object) {
         Err(FileError::ChecksumMismatch { what, .. }) => assert_eq!(what, "index"),
         other => panic!("a damaged index opened: {other:?}"),
     }
 
     let object = Object::new(bytes.clone());
-    let err = RemoteFile::open(name(), size, Some(local.checksum() ^ 1), object).unwrap_err();
+    let err =
+        SortedFile::open_remote(name(), size, Some(local.checksum() ^ 1), object).unwrap_err();
     assert!(err.to_string().contains("another file"), "{err}");
 
     let object = Object::new(bytes.clone());
-    let remote = RemoteFile::open(name(), size, None, object.clone()).unwrap();
+    let remote = SortedFile::open_remote(name(), size, None, object.clone()).unwrap();
     object.short.store(true, Ordering::Relaxed);
     let key = model.keys().nth(10).unwrap();
     let err = remote.get(key).unwrap_err();
@@ -177,6 +190,6 @@ fn a_damaged_index_a_short_read_or_another_file_is_refused() {
 
     // A size that is not the object's: its last bytes are not a footer.
     let object = Object::new(bytes);
-    let err = RemoteFile::open(name(), object.len() - 1, None, object).unwrap_err();
+    let err = SortedFile::open_remote(name(), object.len() - 1, None, object).unwrap_err();
     assert!(err.to_string().contains("bad magic"), "{err}");
 }
