@@ -23,6 +23,7 @@ pub mod location;
 pub mod manifest;
 pub mod publish;
 pub mod ranges;
+pub mod remote_files;
 pub mod replica;
 
 pub use bucket::{Bucket, BucketConfig, BucketCounters};
@@ -31,4 +32,4 @@ pub use location::BucketUrl;
 pub use manifest::{BucketManifest, MANIFEST, MANIFEST_COPIES, manifest_copy};
 pub use publish::{PublishOptions, PublishReport, Publisher};
 pub use ranges::{RangeCache, RangeCacheOptions, RangeCacheStats};
-pub use replica::{Replica, ReplicaOptions, ReplicaStatus};
+pub use replica::{DEFAULT_RANGE_CACHE_BYTES, Replica, ReplicaOptions, ReplicaStatus};

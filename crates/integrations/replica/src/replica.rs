@@ -27,6 +27,8 @@ use crate::batch::{self, BatchBlock, BatchDamage};
 use crate::bucket::{Bucket, Fetched};
 use crate::error::{ReplicaError, Result, io_err};
 use crate::manifest::{BatchRef, BucketManifest, MANIFEST, fetch_manifest, now_ms};
+use crate::ranges::{RangeCache, RangeCacheOptions, RangeCacheStats};
+use crate::remote_files::{self, RemoteEntry, RemoteFiles};
 
 /// The replica's datadir inside the cache folder.
 const DATADIR: &str = "datadir";
@@ -44,7 +46,18 @@ pub struct ReplicaOptions {
     pub poll: Duration,
     /// The replica's store settings (its writer's; readers share it).
     pub store: Options,
+    /// `Some(budget)`: the base's immutable files are read from the bucket
+    /// as lookups need them, in ranges kept on local disk within `budget`
+    /// bytes (least recently used out); `None`: they are downloaded whole
+    /// when the replica is built. Fixed when the cache folder is built.
+    pub range_cache_bytes: Option<u64>,
 }
+
+/// The budget of a replica's range cache unless one is given: 4 GiB.
+pub const DEFAULT_RANGE_CACHE_BYTES: u64 = 4 << 30;
+
+/// The folder of the range cache inside the cache folder.
+const RANGES: &str = "ranges";
 
 impl ReplicaOptions {
     /// A replica cached in `cache`, looking every 100 ms.
@@ -53,6 +66,7 @@ impl ReplicaOptions {
             cache: cache.into(),
             poll: Duration::from_millis(100),
             store: Options::default(),
+            range_cache_bytes: Some(DEFAULT_RANGE_CACHE_BYTES),
         }
     }
 }
@@ -86,6 +100,11 @@ struct Origin {
 
 struct Shared {
     bucket: Arc<Bucket>,
+    /// The base's files read from the bucket, when the replica does not
+    /// hold them whole.
+    file_system: Option<Arc<dyn strata_files::FileSystem>>,
+    /// The cache their ranges go through.
+    ranges: Option<Arc<RangeCache>>,
     datadir: PathBuf,
     id: DatadirId,
     db: StateDb,
@@ -153,18 +172,44 @@ impl Replica {
                         cache.display()
                     )));
                 }
-                build_from_base(&bucket, &manifest, cache)?;
+                build_from_base(
+                    &bucket,
+                    &manifest,
+                    cache,
+                    options.range_cache_bytes.is_some(),
+                )?;
                 write_origin(cache, &origin)?;
             }
         }
+        let mut ranges = None;
+        let file_system: Option<Arc<dyn strata_files::FileSystem>> =
+            match remote_files::read_list(cache)? {
+                Some(list) => {
+                    let cache_of_ranges = RangeCache::open(
+                        bucket.clone(),
+                        RangeCacheOptions::new(
+                            cache.join(RANGES),
+                            options
+                                .range_cache_bytes
+                                .unwrap_or(DEFAULT_RANGE_CACHE_BYTES),
+                        ),
+                    )?;
+                    ranges = Some(cache_of_ranges.clone());
+                    Some(Arc::new(RemoteFiles::new(&datadir, list, cache_of_ranges)))
+                }
+                None => None,
+            };
         let store = options
             .store
             .clone()
             .with_share_with_readers(true)
-            .with_publish_branches(true);
+            .with_publish_branches(true)
+            .with_file_system(file_system.clone());
         let db = StateDb::open(&datadir, store)?;
         let shared = Arc::new(Shared {
             bucket,
+            file_system,
+            ranges,
             datadir,
             id,
             db,
@@ -205,7 +250,14 @@ impl Replica {
     /// A read-only handle over the replica's datadir, following its
     /// writer as a serve beside a writer does.
     pub fn read_only(&self, options: Options) -> Result<ReadOnlyStateDb> {
+        let options = options.with_file_system(self.shared.file_system.clone());
         Ok(ReadOnlyStateDb::open(&self.shared.datadir, options)?)
+    }
+
+    /// The store settings a reader of the replica's datadir needs: the
+    /// file system that reads the base's files from the bucket, if any.
+    pub fn reader_options(&self, options: Options) -> Options {
+        options.with_file_system(self.shared.file_system.clone())
     }
 
     /// The replica's own writer (its reads are the replica's state).
@@ -217,6 +269,12 @@ impl Replica {
     pub fn sync(&self) -> Result<ReplicaStatus> {
         self.shared.follow(None)?;
         Ok(self.status())
+    }
+
+    /// What the cache of the base's ranges did so far (`None`: the
+    /// replica holds its files whole).
+    pub fn range_cache_stats(&self) -> Option<RangeCacheStats> {
+        self.shared.ranges.as_ref().map(|ranges| ranges.stats())
     }
 
     /// Where the replica stands.
@@ -539,7 +597,12 @@ fn write_origin(cache: &Path, origin: &Origin) -> Result<()> {
 /// loaded into a new database, every file downloaded and its footer
 /// checksum compared with the manifest's, all in a folder beside the
 /// datadir, renamed into place when whole.
-fn build_from_base(bucket: &Bucket, manifest: &BucketManifest, cache: &Path) -> Result<()> {
+fn build_from_base(
+    bucket: &Bucket,
+    manifest: &BucketManifest,
+    cache: &Path,
+    remote: bool,
+) -> Result<()> {
     let building = cache.join(BUILDING);
     if building.exists() {
         std::fs::remove_dir_all(&building)
@@ -579,6 +642,10 @@ fn build_from_base(bucket: &Bucket, manifest: &BucketManifest, cache: &Path) -> 
         }
         let folder = building.join(&file.folder);
         std::fs::create_dir_all(&folder).map_err(io_err(&folder, "create"))?;
+        if remote {
+            // Read where it lives; its footer is checked at open.
+            continue;
+        }
         let path = folder.join(&file.name);
         bucket.get_to_file(&file.object.key, &path)?;
         let footer = footer_checksum(&path)?;
@@ -592,6 +659,20 @@ fn build_from_base(bucket: &Bucket, manifest: &BucketManifest, cache: &Path) -> 
                 ),
             ));
         }
+    }
+    if remote {
+        let list: Vec<RemoteEntry> = manifest
+            .base
+            .files
+            .iter()
+            .map(|file| RemoteEntry {
+                path: format!("{}/{}", file.folder, file.name),
+                key: file.object.key.clone(),
+                size: file.object.bytes,
+                checksum: file.object.checksum,
+            })
+            .collect();
+        remote_files::write_list(cache, &list)?;
     }
     let datadir = cache.join(DATADIR);
     std::fs::rename(&building, &datadir).map_err(io_err(&datadir, "rename into place"))?;

@@ -224,6 +224,20 @@ fn a_replica_answers_as_the_writer_does_and_follows_it() {
     for block in [39, 38, 30, 17, 3, 0] {
         same_answers(&source, &served, block, 300, block + 11);
     }
+    // The base's files were read in ranges, not downloaded.
+    let ranges = replica
+        .range_cache_stats()
+        .expect("files read from the bucket");
+    assert!(ranges.misses > 0, "{ranges:?}");
+    let held = |dir: &Path| -> u64 {
+        ["files", "history"]
+            .iter()
+            .filter_map(|folder| std::fs::read_dir(dir.join(folder)).ok())
+            .flatten()
+            .map(|entry| entry.unwrap().metadata().unwrap().len())
+            .sum()
+    };
+    assert_eq!(held(replica.datadir()), 0, "no file of the base held whole");
 
     // The writer goes on; the publisher makes batches and, past 30 blocks,
     // a new base; the replica follows each round.
@@ -242,14 +256,36 @@ fn a_replica_answers_as_the_writer_does_and_follows_it() {
     for block in [70, 41, 39, 12] {
         same_answers(&source, &served, block, 200, block);
     }
-    // A second replica starts from the newest base and holds the same.
+    // A second replica starts from the newest base, downloading its files
+    // whole, and holds the same.
     let late = Replica::open(
         cluster.bucket("follow"),
-        replica_options(&work.path().join("late")),
+        ReplicaOptions {
+            range_cache_bytes: None,
+            ..replica_options(&work.path().join("late"))
+        },
     )
     .unwrap();
     assert_eq!(late.status().head, 79);
+    assert!(late.range_cache_stats().is_none());
+    assert!(held(late.datadir()) > 0, "the base's files held whole");
     same_answers(&source, late.store(), 79, 300, 5);
+    // A third within a range cache smaller than a file: the same answers,
+    // the cache within its budget.
+    let small = Replica::open(
+        cluster.bucket("follow"),
+        ReplicaOptions {
+            range_cache_bytes: Some(256 << 10),
+            ..replica_options(&work.path().join("small"))
+        },
+    )
+    .unwrap();
+    same_answers(&source, small.store(), 79, 300, 7);
+    let ranges = small.range_cache_stats().unwrap();
+    assert!(
+        ranges.bytes <= (256 << 10) + (64 << 10) + 4096,
+        "{ranges:?}"
+    );
     // Reopened on its cache, the first replica resumes where it stood.
     drop(served);
     replica.close().unwrap();

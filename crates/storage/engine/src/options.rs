@@ -109,6 +109,10 @@ pub struct Options {
     /// head, so that redb's records are always those of its head (what a
     /// replay of lean journal records rebuilds over).
     pub flush_txn_keys: usize,
+    /// Where the immutable files are read and written: `None`, the
+    /// datadir's own folders. A replica gives one that reads the files it
+    /// does not hold from its bucket (`FileSystem::remote`).
+    pub file_system: Option<std::sync::Arc<dyn strata_files::FileSystem>>,
 }
 
 impl Options {
@@ -150,6 +154,7 @@ impl Default for Options {
             memory_budget_bytes: 256 << 20,
             journal_segment_bytes: 64 << 20,
             flush_txn_keys: 16_384,
+            file_system: None,
         }
     }
 }
@@ -197,4 +202,5 @@ with_setters! {
     memory_budget_bytes: u64 => with_memory_budget_bytes;
     journal_segment_bytes: u64 => with_journal_segment_bytes;
     flush_txn_keys: usize => with_flush_txn_keys;
+    file_system: Option<std::sync::Arc<dyn strata_files::FileSystem>> => with_file_system;
 }

@@ -75,12 +75,11 @@ impl StateDb {
     /// strata files, an empty or unreadable one is an error that names it;
     /// nothing is created or deleted then.
     pub fn open(datadir: impl AsRef<Path>, options: Options) -> Result<StateDb> {
-        Self::open_through::<redb::backends::FileBackend>(
-            datadir,
-            options,
-            Arc::new(OsFileSystem),
-            None,
-        )
+        let fs = options
+            .file_system
+            .clone()
+            .unwrap_or_else(|| Arc::new(OsFileSystem));
+        Self::open_through::<redb::backends::FileBackend>(datadir, options, fs, None)
     }
 
     /// Opens the datadir with immutable-file and journal I/O going through

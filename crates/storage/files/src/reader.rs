@@ -96,7 +96,14 @@ impl SortedFile {
     /// Maps the file at `path` and verifies it completely: footer, index,
     /// filter, every block checksum and layout, key order and the whole-file
     /// checksum. Errors name the file, the offset and what is wrong.
+    ///
+    /// A file `fs` reads where it lives ([`FileSystem::remote`]) is opened
+    /// with [`SortedFile::open_remote`] instead: its footer, index and
+    /// filter checked, each data block when it is read.
     pub fn open(fs: &dyn FileSystem, path: &Path) -> Result<SortedFile, FileError> {
+        if let Some(remote) = fs.remote(path) {
+            return SortedFile::open_remote(path, remote.size, remote.checksum, remote.source);
+        }
         // The check releases the pages it has passed over as it goes; later
         // reads bring back only theirs.
         let mut opened = None;

@@ -9,7 +9,6 @@
 //! expects (a manifest's), and a footer that names another is refused as
 //! another file.
 
-use std::io;
 use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
@@ -23,13 +22,7 @@ use super::index::BlockHandle;
 use super::layout::{Block, Layout};
 use super::open::{Checker, check_fetched_block, check_footer, filter_error, parse_index};
 use super::reader::{FileValue, Remote, SortedFile};
-
-/// Where a remote file's bytes come from: ranged reads of one object
-/// (an object store's ranged GET, a cache in front of one).
-pub trait RangeSource: Send + Sync {
-    /// The bytes at file offsets `range`: exactly that many, or an error.
-    fn read_range(&self, range: Range<u64>) -> io::Result<Bytes>;
-}
+pub use strata_fs::RangeSource;
 
 impl SortedFile {
     /// Opens the `size`-byte file `source` reads, where it lives: two reads

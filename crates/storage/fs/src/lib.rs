@@ -78,6 +78,41 @@ pub trait FileSystem: Send + Sync + Debug {
     }
     /// The file's length in bytes.
     fn file_len(&self, path: &Path) -> io::Result<u64>;
+    /// When the file at `path` is read where it lives — an object in a
+    /// bucket, through ranged reads — rather than held here: its object.
+    /// The default holds every file here.
+    fn remote(&self, path: &Path) -> Option<RemoteObject> {
+        let _ = path;
+        None
+    }
+}
+
+/// Where a remote file's bytes come from: ranged reads of one object
+/// (an object store's ranged GET, a cache in front of one).
+pub trait RangeSource: Send + Sync {
+    /// The bytes at file offsets `range`: exactly that many, or an error.
+    fn read_range(&self, range: Range<u64>) -> io::Result<Bytes>;
+}
+
+/// A file read where it lives ([`FileSystem::remote`]).
+#[derive(Clone)]
+pub struct RemoteObject {
+    /// Its length in bytes.
+    pub size: u64,
+    /// The whole-file checksum its footer must name, when known (a
+    /// manifest's): another is refused as another file.
+    pub checksum: Option<u64>,
+    /// Its bytes.
+    pub source: std::sync::Arc<dyn RangeSource>,
+}
+
+impl Debug for RemoteObject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteObject")
+            .field("size", &self.size)
+            .field("checksum", &self.checksum)
+            .finish()
+    }
 }
 
 /// A check over a whole map, given the map and a callback that releases

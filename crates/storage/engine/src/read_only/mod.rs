@@ -161,7 +161,10 @@ impl ReadOnlyStateDb {
         let db_path = datadir.join(DB_FILE);
         let db = open_database(&datadir, &db_path, options)?;
         let files_dir = datadir.join(FILES_DIR);
-        let fs: Arc<dyn FileSystem> = Arc::new(OsFileSystem);
+        let fs: Arc<dyn FileSystem> = options
+            .file_system
+            .clone()
+            .unwrap_or_else(|| Arc::new(OsFileSystem));
         // Fail now, not at the first read, on a datadir that cannot be read.
         let mut followed = Followed::new(&datadir, options.parallel_commitment_threshold);
         let first = newest(

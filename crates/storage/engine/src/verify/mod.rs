@@ -170,7 +170,9 @@ pub fn verify_datadir(
             None
         }
     };
-    let opened = std::panic::catch_unwind(|| open::open(datadir, options));
+    let opened = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        open::open(datadir, options)
+    }));
     match opened {
         Ok(Ok(opened)) => {
             if let Some(scan) = scan {
