@@ -44,6 +44,13 @@ pub struct ServeArgs {
     /// The replica's local folder (its datadir, reused when it restarts).
     #[arg(long, value_name = "DIR", requires = "replica")]
     pub cache: Option<PathBuf>,
+    /// The most the replica keeps on local disk of the base's files, in
+    /// GiB: they are read from the bucket in 64 KiB ranges as reads need
+    /// them, the least recently used dropped past this (fixed when the
+    /// cache folder is first built; 0 downloads them whole instead).
+    #[arg(long, value_name = "GIB", default_value_t = 4.0, requires = "replica",
+          value_parser = gib)]
+    pub cache_gib: f64,
     /// How often the replica looks at the bucket's manifest, in ms.
     #[arg(long, value_name = "MS", default_value_t = 100, requires = "replica")]
     pub replica_poll_ms: u64,
@@ -110,13 +117,23 @@ pub(super) fn run(args: ServeArgs) -> Result<(), CliError> {
         .transpose()?;
     let options = Options::default().with_read_metrics(true);
     let replica = match (&args.replica, &args.cache) {
-        (Some(url), Some(cache)) => Some(open_replica(url, cache, args.replica_poll_ms)?),
+        (Some(url), Some(cache)) => Some(open_replica(
+            url,
+            cache,
+            args.cache_gib,
+            args.replica_poll_ms,
+        )?),
         _ => None,
     };
     let datadir = match (&replica, &args.datadir) {
         (Some(replica), _) => replica.datadir().to_path_buf(),
         (None, Some(datadir)) => datadir.clone(),
         (None, None) => return Err(ServeError::NothingToServe.into_cli()),
+    };
+    // A replica's readers read the base's files through its bucket.
+    let options = match &replica {
+        Some(replica) => replica.reader_options(options),
+        None => options,
     };
     let db =
         Arc::new(ReadOnlyStateDb::open(&datadir, options).map_err(CliError::storage(&datadir))?);
@@ -165,11 +182,12 @@ pub(super) fn run(args: ServeArgs) -> Result<(), CliError> {
             (Some(url), Some(replica)) => {
                 let counters = replica.bucket().counters();
                 format!(
-                    "replica of {url} (block {}, cache {}; {} GETs, {} bytes down to start)",
+                    "replica of {url} (block {}, cache {}; {} GETs, {} bytes down to start{})",
                     replica.status().head,
                     datadir.display(),
                     counters.gets,
-                    counters.bytes_in
+                    counters.bytes_in,
+                    ranges_summary(replica)
                 )
             }
             _ => datadir.display().to_string(),
@@ -213,13 +231,35 @@ fn replica_summary(replica: &strata_storage::replica::Replica) -> String {
         counters.gets,
         counters.bytes_in,
         counters.failovers
-    )
+    ) + &ranges_summary(replica)
+}
+
+/// The range cache's part of a replica's summary (empty when it holds its
+/// files whole).
+fn ranges_summary(replica: &strata_storage::replica::Replica) -> String {
+    replica
+        .range_cache_stats()
+        .map_or_else(String::new, |ranges| {
+            format!(
+                "; base files read in ranges: {} chunks fetched, {} read from the cache, {} evicted, {} bytes cached",
+                ranges.misses, ranges.hits, ranges.evicted, ranges.bytes
+            )
+        })
+}
+
+/// A number of GiB, 0 or more.
+fn gib(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(gib) if gib.is_finite() && gib >= 0.0 => Ok(gib),
+        _ => Err(format!("{text:?} is not a number of GiB (0 or more)")),
+    }
 }
 
 /// Opens the replica of the bucket at `url` cached in `cache`.
 fn open_replica(
     url: &str,
     cache: &Path,
+    cache_gib: f64,
     poll_ms: u64,
 ) -> Result<Arc<strata_storage::replica::Replica>, CliError> {
     use strata_storage::replica::{Bucket, BucketConfig, BucketUrl, Replica, ReplicaOptions};
@@ -227,8 +267,10 @@ fn open_replica(
     let url: BucketUrl = url.parse().map_err(replica_error)?;
     let config = BucketConfig::from_env().map_err(replica_error)?;
     let bucket = Arc::new(Bucket::open(url, &config).map_err(replica_error)?);
+    let range_cache_bytes = (cache_gib > 0.0).then(|| (cache_gib * (1u64 << 30) as f64) as u64);
     let options = ReplicaOptions {
         poll: Duration::from_millis(poll_ms.max(1)),
+        range_cache_bytes,
         ..ReplicaOptions::new(cache)
     };
     Ok(Arc::new(
