@@ -267,7 +267,7 @@ fn open_replica(
     let url: BucketUrl = url.parse().map_err(replica_error)?;
     let config = BucketConfig::from_env().map_err(replica_error)?;
     let bucket = Arc::new(Bucket::open(url, &config).map_err(replica_error)?);
-    let range_cache_bytes = (cache_gib > 0.0).then(|| (cache_gib * (1u64 << 30) as f64) as u64);
+    let range_cache_bytes = (cache_gib > 0.0).then_some((cache_gib * (1u64 << 30) as f64) as u64);
     let options = ReplicaOptions {
         poll: Duration::from_millis(poll_ms.max(1)),
         range_cache_bytes,

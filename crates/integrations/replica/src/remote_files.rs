@@ -8,7 +8,7 @@
 //! is written once, beside its place and renamed into it, when the
 //! datadir is built from a base.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io;
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
@@ -16,10 +16,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bytes::Bytes;
+use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use strata_files::fs::{CheckMap, RangeSource, RemoteObject, WritableFile};
 use strata_files::{FileSystem, OsFileSystem};
 
+use crate::bucket::Bucket;
 use crate::error::{ReplicaError, Result, io_err};
 use crate::ranges::RangeCache;
 
@@ -66,8 +68,13 @@ pub(crate) fn write_list(cache: &Path, entries: &[RemoteEntry]) -> Result<()> {
 pub struct RemoteFiles {
     local: OsFileSystem,
     /// Path in the datadir → the object.
-    files: HashMap<PathBuf, RemoteEntry>,
+    /// Only the files the datadir may still read: one the replica's own
+    /// maintenance retires (merged into files of its own) leaves the list,
+    /// on disk too.
+    files: Mutex<HashMap<PathBuf, RemoteEntry>>,
     cache: Arc<RangeCache>,
+    /// The cache folder the list is kept in.
+    folder: PathBuf,
 }
 
 impl std::fmt::Debug for RangeCache {
@@ -80,15 +87,22 @@ impl std::fmt::Debug for RangeCache {
 
 impl RemoteFiles {
     /// The base's files of `entries` under `datadir`, read through `cache`.
-    pub(crate) fn new(datadir: &Path, entries: Vec<RemoteEntry>, cache: Arc<RangeCache>) -> Self {
+    /// The list kept in `folder` (the cache folder).
+    pub(crate) fn new(
+        folder: &Path,
+        datadir: &Path,
+        entries: Vec<RemoteEntry>,
+        cache: Arc<RangeCache>,
+    ) -> Self {
         let files = entries
             .into_iter()
             .map(|entry| (datadir.join(&entry.path), entry))
             .collect();
         RemoteFiles {
             local: OsFileSystem,
-            files,
+            files: Mutex::new(files),
             cache,
+            folder: folder.to_path_buf(),
         }
     }
 
@@ -97,9 +111,58 @@ impl RemoteFiles {
         &self.cache
     }
 
+    /// Downloads whole into the datadir every base file still in use whose
+    /// object `named` (a newer manifest's base) no longer lists: the
+    /// publisher deletes a retired object once its grace period passes,
+    /// and the replica must then hold the file itself. Each download is
+    /// written beside its place, its footer checked against the list, and
+    /// renamed in; the file's open readers read it from there on. Returns
+    /// the files downloaded.
+    pub(crate) fn hold_retired(&self, bucket: &Bucket, named: &HashSet<&str>) -> Result<usize> {
+        let mut held = 0;
+        let retired: Vec<(PathBuf, RemoteEntry)> = self
+            .files
+            .lock()
+            .iter()
+            .filter(|(path, entry)| !named.contains(entry.key.as_str()) && !path.exists())
+            .map(|(path, entry)| (path.clone(), entry.clone()))
+            .collect();
+        for (path, entry) in retired {
+            let path = &path;
+            // Named as the files' writers name a file being written: an
+            // open after a crash removes it.
+            let mut partial = path.clone().into_os_string();
+            partial.push(strata_files::TEMP_SUFFIX);
+            let partial = PathBuf::from(partial);
+            bucket.get_to_file(&entry.key, &partial)?;
+            let footer = strata_files::SortedFile::open(&self.local, &partial)
+                .map(|file| file.checksum())
+                .ok();
+            if footer != Some(entry.checksum) {
+                let _ = std::fs::remove_file(&partial);
+                return Err(ReplicaError::Damaged {
+                    bucket: bucket.url().to_string(),
+                    key: bucket.url().key(&entry.key),
+                    what: format!(
+                        "its footer checksum is not the {:016x} the replica's base names",
+                        entry.checksum
+                    ),
+                });
+            }
+            std::fs::rename(&partial, path).map_err(io_err(path, "rename into place"))?;
+            tracing::info!(file = %path.display(), key = %entry.key, "a retired base file is now held whole");
+            held += 1;
+        }
+        Ok(held)
+    }
+
     /// The object behind `path`, while the datadir does not hold the file.
-    fn entry(&self, path: &Path) -> Option<&RemoteEntry> {
-        self.files.get(path).filter(|_| !path.exists())
+    fn entry(&self, path: &Path) -> Option<RemoteEntry> {
+        self.files
+            .lock()
+            .get(path)
+            .filter(|_| !path.exists())
+            .cloned()
     }
 }
 
@@ -119,9 +182,15 @@ impl FileSystem for RemoteFiles {
     fn remove(&self, path: &Path) -> io::Result<()> {
         // A base file retired by the replica's own maintenance: nothing
         // of it is held here.
-        if self.entry(path).is_some() {
-            return Ok(());
+        let mut files = self.files.lock();
+        if files.remove(path).is_some() {
+            let entries: Vec<RemoteEntry> = files.values().cloned().collect();
+            write_list(&self.folder, &entries).map_err(io::Error::other)?;
+            if !path.exists() {
+                return Ok(());
+            }
         }
+        drop(files);
         self.local.remove(path)
     }
 

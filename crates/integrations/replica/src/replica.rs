@@ -103,6 +103,8 @@ struct Shared {
     /// The base's files read from the bucket, when the replica does not
     /// hold them whole.
     file_system: Option<Arc<dyn strata_files::FileSystem>>,
+    /// The same, as the replica's own.
+    remote: Option<Arc<RemoteFiles>>,
     /// The cache their ranges go through.
     ranges: Option<Arc<RangeCache>>,
     datadir: PathBuf,
@@ -182,23 +184,30 @@ impl Replica {
             }
         }
         let mut ranges = None;
-        let file_system: Option<Arc<dyn strata_files::FileSystem>> =
-            match remote_files::read_list(cache)? {
-                Some(list) => {
-                    let cache_of_ranges = RangeCache::open(
-                        bucket.clone(),
-                        RangeCacheOptions::new(
-                            cache.join(RANGES),
-                            options
-                                .range_cache_bytes
-                                .unwrap_or(DEFAULT_RANGE_CACHE_BYTES),
-                        ),
-                    )?;
-                    ranges = Some(cache_of_ranges.clone());
-                    Some(Arc::new(RemoteFiles::new(&datadir, list, cache_of_ranges)))
-                }
-                None => None,
-            };
+        let remote: Option<Arc<RemoteFiles>> = match remote_files::read_list(cache)? {
+            Some(list) => {
+                let cache_of_ranges = RangeCache::open(
+                    bucket.clone(),
+                    RangeCacheOptions::new(
+                        cache.join(RANGES),
+                        options
+                            .range_cache_bytes
+                            .unwrap_or(DEFAULT_RANGE_CACHE_BYTES),
+                    ),
+                )?;
+                ranges = Some(cache_of_ranges.clone());
+                Some(Arc::new(RemoteFiles::new(
+                    cache,
+                    &datadir,
+                    list,
+                    cache_of_ranges,
+                )))
+            }
+            None => None,
+        };
+        let file_system = remote
+            .clone()
+            .map(|remote| remote as Arc<dyn strata_files::FileSystem>);
         let store = options
             .store
             .clone()
@@ -209,6 +218,7 @@ impl Replica {
         let shared = Arc::new(Shared {
             bucket,
             file_system,
+            remote,
             ranges,
             datadir,
             id,
@@ -398,6 +408,15 @@ impl Shared {
             let mut status = self.status.lock();
             status.bucket_head = manifest.head;
             status.last_contact_unix_ms = now_ms();
+        }
+        if let Some(remote) = &self.remote {
+            let named = manifest
+                .base
+                .files
+                .iter()
+                .map(|file| file.object.key.as_str())
+                .collect();
+            remote.hold_retired(&self.bucket, &named)?;
         }
         let mut head = self.db.last_block().unwrap_or(0);
         let mut rejoined = false;

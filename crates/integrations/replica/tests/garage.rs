@@ -648,3 +648,71 @@ fn a_writer_unwind_is_followed() {
         same_answers(&source, replica.store(), block, 200, block);
     }
 }
+
+/// A replica reading the base's files from the bucket holds whole the ones
+/// a newer base retires, before the publisher deletes them: after the
+/// grace period it still answers at every kept block.
+#[test]
+fn a_replica_holds_the_base_files_a_new_base_retires() {
+    let Some(cluster) = Cluster::start("retired_base_files") else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let datadir = work.path().join("writer");
+    let writer = StateDb::open(&datadir, writer_options()).unwrap();
+    let mut rng = Rng(77);
+    write_blocks(&writer, 0, 40, &mut rng);
+    let bucket = cluster.bucket("retire");
+    let grace = std::time::Duration::from_millis(1500);
+    let mut publisher = Publisher::open(
+        &datadir,
+        bucket.clone(),
+        PublishOptions {
+            grace,
+            ..publish_options(work.path())
+        },
+    )
+    .unwrap();
+    assert!(publisher.publish_once().unwrap().base);
+    // A range cache of one chunk: nearly every read goes to the bucket.
+    let replica = Replica::open(
+        cluster.bucket("retire"),
+        ReplicaOptions {
+            range_cache_bytes: Some(64 << 10),
+            ..replica_options(&work.path().join("cache"))
+        },
+    )
+    .unwrap();
+    let source = ReadOnlyStateDb::open(&datadir, reader_options()).unwrap();
+    same_answers(&source, replica.store(), 39, 200, 1);
+
+    // 35 blocks on, a new base: the merged files of the old one retired.
+    write_blocks(&writer, 40, 75, &mut rng);
+    let report = publisher.publish_once().unwrap();
+    assert!(report.base, "{report:?}");
+    replica.sync().unwrap();
+    std::thread::sleep(grace + std::time::Duration::from_millis(200));
+    write_blocks(&writer, 75, 78, &mut rng);
+    let report = publisher.publish_once().unwrap();
+    assert!(
+        report.deleted > 0,
+        "nothing retired was deleted: {report:?}"
+    );
+    replica.sync().unwrap();
+    assert_eq!(replica.status().head, 77);
+    source.catch_up().unwrap();
+    for block in [77, 70, 39, 20, 2] {
+        same_answers(&source, replica.store(), block, 300, block);
+    }
+    // Reopened, it reads the files it holds and the bucket's for the rest.
+    replica.close().unwrap();
+    let reopened = Replica::open(
+        cluster.bucket("retire"),
+        ReplicaOptions {
+            range_cache_bytes: Some(64 << 10),
+            ..replica_options(&work.path().join("cache"))
+        },
+    )
+    .unwrap();
+    same_answers(&source, reopened.store(), 77, 300, 3);
+}
