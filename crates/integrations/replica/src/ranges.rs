@@ -5,8 +5,9 @@
 //! [`RangeCache::object`]).
 //!
 //! An object is read in aligned chunks (`chunk_bytes`, the last one
-//! shorter); each chunk fetched is one ranged GET, written beside its
-//! place and renamed into it. A chunk's file names its object and carries
+//! shorter); a read fetches the chunks it lacks with one ranged GET per
+//! run of neighbours, and each chunk is written beside its place and
+//! renamed into it. A chunk's file names its object and carries
 //! a checksum: one that does not hold what it names (a damaged disk, a cut
 //! write) is fetched again, never served. Objects never change once
 //! written, so a chunk cached stays right for as long as its object is
@@ -61,7 +62,8 @@ impl RangeCacheOptions {
 pub struct RangeCacheStats {
     /// Chunks read from the local disk.
     pub hits: u64,
-    /// Chunks fetched from the bucket (one GET each).
+    /// Chunks fetched from the bucket (a GET fetches one, or a run of
+    /// neighbours one read needs).
     pub misses: u64,
     /// Chunk files removed to stay within the budget.
     pub evicted: u64,
@@ -226,9 +228,36 @@ impl RangeCache {
             let at = first * chunk;
             return Ok(data.slice((range.start - at) as usize..(range.end - at) as usize));
         }
+        // The chunks not on disk, fetched a run at a time: one GET for a
+        // run of neighbours (a file's index and filter, an iteration).
+        let mut fetched: HashMap<u64, Bytes> = HashMap::new();
+        let missing: Vec<u64> = {
+            let recency = self.recency.lock();
+            (first..=last)
+                .filter(|&index| !recency.chunks.contains_key(&chunk_name(key, index)))
+                .collect()
+        };
+        for run in missing.chunk_by(|a, b| a + 1 == *b) {
+            let (from, to) = (run[0], run[run.len() - 1]);
+            if from == to {
+                continue;
+            }
+            let start = from * chunk;
+            let end = ((to + 1) * chunk).min(size);
+            let data = self.fetch(key, size, start..end)?;
+            for index in from..=to {
+                let at = ((index - from) * chunk) as usize;
+                let part = data.slice(at..(at + chunk as usize).min(data.len()));
+                self.keep_fetched(key, index, &part);
+                fetched.insert(index, part);
+            }
+        }
         let mut out = BytesMut::with_capacity((range.end - range.start) as usize);
         for index in first..=last {
-            let data = self.chunk(key, size, index)?;
+            let data = match fetched.remove(&index) {
+                Some(data) => data,
+                None => self.chunk(key, size, index)?,
+            };
             let at = index * chunk;
             let from = range.start.max(at) - at;
             let to = range.end.min(at + data.len() as u64) - at;
@@ -261,7 +290,16 @@ impl RangeCache {
         let chunk = self.options.chunk_bytes;
         let start = index * chunk;
         let end = (start + chunk).min(size);
-        let data = self.bucket.get_range(key, start..end)?;
+        let data = self.fetch(key, size, start..end)?;
+        self.keep_fetched(key, index, &data);
+        Ok(data)
+    }
+
+    /// Bytes `range` of object `key` from the bucket: one GET, counted as
+    /// a miss per chunk it covers.
+    fn fetch(&self, key: &str, size: u64, range: Range<u64>) -> Result<Bytes> {
+        let (start, end) = (range.start, range.end);
+        let data = self.bucket.get_range(key, range)?;
         if data.len() as u64 != end - start {
             return Err(ReplicaError::Damaged {
                 bucket: self.bucket.url().to_string(),
@@ -272,12 +310,17 @@ impl RangeCache {
                 ),
             });
         }
-        self.misses.fetch_add(1, Ordering::Relaxed);
-        if let Err(error) = self.keep(&name, key, index, &data) {
-            // The read is answered all the same; the next one fetches again.
+        let chunks = (end - start).div_ceil(self.options.chunk_bytes);
+        self.misses.fetch_add(chunks, Ordering::Relaxed);
+        Ok(data)
+    }
+
+    /// Keeps fetched chunk `index` of `key`; a failure only logs (the read
+    /// is answered all the same, the next one fetches again).
+    fn keep_fetched(&self, key: &str, index: u64, data: &[u8]) {
+        if let Err(error) = self.keep(&chunk_name(key, index), key, index, data) {
             tracing::warn!(%error, "could not keep a fetched chunk");
         }
-        Ok(data)
     }
 
     /// Writes a fetched chunk beside its place, renames it in, and makes

@@ -208,12 +208,19 @@ impl Replica {
         let file_system = remote
             .clone()
             .map(|remote| remote as Arc<dyn strata_files::FileSystem>);
-        let store = options
+        let mut store = options
             .store
             .clone()
             .with_share_with_readers(true)
             .with_publish_branches(true)
             .with_file_system(file_system.clone());
+        if file_system.is_some() {
+            // The warm start reads the account trie's top levels (tens of
+            // MB at 1M accounts) before the first answer: from the bucket,
+            // that is the whole cold start. The replay's roots read them
+            // as they need them.
+            store = store.with_warm_start(false);
+        }
         let db = StateDb::open(&datadir, store)?;
         let shared = Arc::new(Shared {
             bucket,
