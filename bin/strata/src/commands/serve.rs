@@ -271,6 +271,8 @@ fn open_replica(
     let options = ReplicaOptions {
         poll: Duration::from_millis(poll_ms.max(1)),
         range_cache_bytes,
+        // Answers at once, at the block it holds, while it catches up.
+        catch_up_at_open: false,
         ..ReplicaOptions::new(cache)
     };
     Ok(Arc::new(

@@ -202,6 +202,11 @@ impl RangeCache {
         }
     }
 
+    /// The size of a chunk.
+    pub fn chunk_bytes(&self) -> u64 {
+        self.options.chunk_bytes
+    }
+
     /// The bucket read through.
     pub fn bucket(&self) -> &Arc<Bucket> {
         &self.bucket
@@ -264,6 +269,50 @@ impl RangeCache {
             out.extend_from_slice(&data[from as usize..to as usize]);
         }
         Ok(out.freeze())
+    }
+
+    /// Reads the chunks of object `key` the cache lacks, in order, a run of
+    /// up to `run_chunks` with each GET, while the cache holds less than
+    /// `fill_to` bytes and `go_on` says so; returns the bytes fetched.
+    pub fn fill(
+        &self,
+        key: &str,
+        size: u64,
+        run_chunks: u64,
+        fill_to: u64,
+        go_on: &dyn Fn() -> bool,
+    ) -> Result<u64> {
+        let chunk = self.options.chunk_bytes;
+        let chunks = size.div_ceil(chunk);
+        let mut index = 0;
+        let mut fetched = 0;
+        while index < chunks {
+            if !go_on() || self.recency.lock().bytes >= fill_to {
+                break;
+            }
+            let missing = |index: u64| {
+                !self
+                    .recency
+                    .lock()
+                    .chunks
+                    .contains_key(&chunk_name(key, index))
+            };
+            if !missing(index) {
+                index += 1;
+                continue;
+            }
+            let mut end = index + 1;
+            while end < chunks && end - index < run_chunks && missing(end) {
+                end += 1;
+            }
+            let data = self.fetch(key, size, index * chunk..(end * chunk).min(size))?;
+            for (n, part) in data.chunks(chunk as usize).enumerate() {
+                self.keep_fetched(key, index + n as u64, part);
+            }
+            fetched += data.len() as u64;
+            index = end;
+        }
+        Ok(fetched)
     }
 
     /// Chunk `index` of object `key`: from the disk, else from the bucket

@@ -156,6 +156,42 @@ impl RemoteFiles {
         Ok(held)
     }
 
+    /// Fills the range cache with the base's files the datadir reads from
+    /// the bucket — the commitment's first (every block's root reads
+    /// them), then the accounts, storage, code and history — in runs of
+    /// 4 MiB a GET, up to three quarters of the cache's budget, while
+    /// `go_on` says so. Returns the bytes fetched.
+    pub(crate) fn fill_cache(&self, budget: u64, go_on: &dyn Fn() -> bool) -> Result<u64> {
+        let mut entries: Vec<RemoteEntry> = self
+            .files
+            .lock()
+            .iter()
+            .filter(|(path, _)| !path.exists())
+            .map(|(_, entry)| entry.clone())
+            .collect();
+        let rank = |entry: &RemoteEntry| {
+            let name = entry.path.as_str();
+            [
+                "files/commitment",
+                "files/account",
+                "files/storage",
+                "files/code",
+            ]
+            .iter()
+            .position(|prefix| name.starts_with(prefix))
+            .unwrap_or(4)
+        };
+        entries.sort_by_key(|entry| (rank(entry), entry.path.clone()));
+        let run = (4 << 20) / self.cache.chunk_bytes().max(1);
+        let mut fetched = 0;
+        for entry in entries {
+            fetched +=
+                self.cache
+                    .fill(&entry.key, entry.size, run.max(1), budget / 4 * 3, go_on)?;
+        }
+        Ok(fetched)
+    }
+
     /// The object behind `path`, while the datadir does not hold the file.
     fn entry(&self, path: &Path) -> Option<RemoteEntry> {
         self.files

@@ -51,6 +51,11 @@ pub struct ReplicaOptions {
     /// bytes (least recently used out); `None`: they are downloaded whole
     /// when the replica is built. Fixed when the cache folder is built.
     pub range_cache_bytes: Option<u64>,
+    /// Whether [`Replica::open`] applies the bucket's blocks before it
+    /// returns (`true`), or returns at the block the replica holds and lets
+    /// its thread catch up (`false`: a server answers at once, at the
+    /// block it claims).
+    pub catch_up_at_open: bool,
 }
 
 /// The budget of a replica's range cache unless one is given: 4 GiB.
@@ -67,6 +72,7 @@ impl ReplicaOptions {
             poll: Duration::from_millis(100),
             store: Options::default(),
             range_cache_bytes: Some(DEFAULT_RANGE_CACHE_BYTES),
+            catch_up_at_open: true,
         }
     }
 }
@@ -129,13 +135,16 @@ struct Shared {
 pub struct Replica {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
+    /// The thread filling the range cache with the base's files.
+    fill: Option<JoinHandle<()>>,
     stopped: Arc<AtomicBool>,
 }
 
 impl Replica {
     /// Opens the replica cached in `options.cache` (built from the bucket's
-    /// base when the folder is empty), brings it to the bucket's head, and
-    /// starts following the manifest.
+    /// base when the folder is empty), brings it to the bucket's head
+    /// (unless `catch_up_at_open` is off: then its thread does), and starts
+    /// following the manifest.
     pub fn open(bucket: Arc<Bucket>, options: ReplicaOptions) -> Result<Replica> {
         let cache = &options.cache;
         if cache.join(strata_types::datadir::DB_FILE).exists() {
@@ -238,14 +247,55 @@ impl Replica {
             round: Mutex::new(0),
             flush_every: options.store.unwind_depth.max(1),
         });
-        shared.follow(Some(manifest))?;
+        // The base's files fill the range cache in the background, in long
+        // runs: the replay's roots read the commitment's records all over
+        // its files, one chunk GET a miss without it.
+        let fill = match (&shared.remote, options.range_cache_bytes) {
+            (Some(remote), Some(budget)) => {
+                let (shared, remote) = (shared.clone(), remote.clone());
+                let handle = std::thread::Builder::new()
+                    .name("strata-replica-fill".into())
+                    .spawn(move || {
+                        let go_on = || !*shared.stop.lock();
+                        match remote.fill_cache(budget, &go_on) {
+                            Ok(bytes) => tracing::info!(bytes, "replica: the base's files cached"),
+                            Err(error) => {
+                                tracing::warn!(%error, "replica: filling the range cache stopped")
+                            }
+                        }
+                    })
+                    .map_err(|source| ReplicaError::Io {
+                        path: PathBuf::new(),
+                        op: "start the replica's cache filler",
+                        source,
+                    })?;
+                Some(handle)
+            }
+            _ => None,
+        };
+        let first = if options.catch_up_at_open {
+            if let Err(error) = shared.follow(Some(manifest)) {
+                *shared.stop.lock() = true;
+                if let Some(fill) = fill {
+                    let _ = fill.join();
+                }
+                return Err(error);
+            }
+            None
+        } else {
+            // Serves the block it holds while the thread catches up.
+            let mut status = shared.status.lock();
+            status.head = shared.db.last_block().unwrap_or(0);
+            status.bucket_head = manifest.head;
+            Some(manifest)
+        };
         let stopped = Arc::new(AtomicBool::new(false));
         let thread = {
             let shared = shared.clone();
             let poll = options.poll;
             std::thread::Builder::new()
                 .name("strata-replica".into())
-                .spawn(move || shared.run(poll))
+                .spawn(move || shared.run(poll, first))
                 .map_err(|source| ReplicaError::Io {
                     path: PathBuf::new(),
                     op: "start the replica's thread",
@@ -255,6 +305,7 @@ impl Replica {
         Ok(Replica {
             shared,
             thread: Some(thread),
+            fill,
             stopped,
         })
     }
@@ -325,6 +376,9 @@ impl Replica {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+        if let Some(fill) = self.fill.take() {
+            let _ = fill.join();
+        }
     }
 }
 
@@ -335,7 +389,14 @@ impl Drop for Replica {
 }
 
 impl Shared {
-    fn run(&self, poll: Duration) {
+    /// The thread's loop: `first` followed at once (a replica that serves
+    /// while it catches up), then a round every `poll`.
+    fn run(&self, poll: Duration, first: Option<BucketManifest>) {
+        if let Some(manifest) = first
+            && let Err(error) = self.follow(Some(manifest))
+        {
+            tracing::warn!(bucket = %self.bucket.url(), %error, "replica round failed");
+        }
         loop {
             {
                 let mut stop = self.stop.lock();
