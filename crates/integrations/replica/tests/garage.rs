@@ -19,22 +19,7 @@ use strata_engine::{
 };
 use strata_replica::{PublishOptions, Publisher, Replica, ReplicaError, ReplicaOptions};
 
-use cluster::Cluster;
-
-/// A small deterministic generator (no dependency for a test's randomness).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+use cluster::{Cluster, Rng};
 
 const ACCOUNTS: u64 = 400;
 const CONTRACTS: u64 = 40;

@@ -16,22 +16,7 @@ use strata_files::{FileMeta, OsFileSystem, SortedFile, SortedFileWriter};
 use strata_replica::{RangeCache, RangeCacheOptions};
 use strata_types::Domain;
 
-use cluster::Cluster;
-
-/// A small deterministic generator.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+use cluster::{Cluster, Rng};
 
 const CHUNK: u64 = 64 << 10;
 
@@ -41,6 +26,17 @@ fn options(dir: &Path, budget: u64) -> RangeCacheOptions {
         budget_bytes: budget,
         chunk_bytes: CHUNK,
     }
+}
+
+/// `object` (the file `local` uploaded) opened through `cache`.
+fn open_remote(cache: &Arc<RangeCache>, object: &str, size: u64, local: &SortedFile) -> SortedFile {
+    SortedFile::open_remote(
+        Path::new(object),
+        size,
+        Some(local.checksum()),
+        cache.object(object, size),
+    )
+    .unwrap()
 }
 
 #[test]
@@ -158,13 +154,7 @@ fn a_sorted_file_in_the_bucket_answers_through_the_cache_as_it_does_locally() {
     let cache = RangeCache::open(bucket.clone(), options(&cache_dir, 8 << 20)).unwrap();
     let gets = || bucket.counters().gets;
     let before = gets();
-    let remote = SortedFile::open_remote(
-        Path::new(&object),
-        info.size,
-        Some(local.checksum()),
-        cache.object(&object, info.size),
-    )
-    .unwrap();
+    let remote = open_remote(&cache, &object, info.size, &local);
     let opened = gets() - before;
     let tail = info.size - info.size / 100 * 97;
     assert!(opened <= 2 + tail / CHUNK + 2, "open: {opened} GETs");
@@ -202,13 +192,7 @@ fn a_sorted_file_in_the_bucket_answers_through_the_cache_as_it_does_locally() {
     drop(cache);
     let cache = RangeCache::open(bucket.clone(), options(&cache_dir, 8 << 20)).unwrap();
     let before = gets();
-    let remote = SortedFile::open_remote(
-        Path::new(&object),
-        info.size,
-        Some(local.checksum()),
-        cache.object(&object, info.size),
-    )
-    .unwrap();
+    let remote = open_remote(&cache, &object, info.size, &local);
     for key in &probes {
         assert_eq!(remote.get(key).unwrap(), local.get(key).unwrap());
     }
@@ -218,13 +202,7 @@ fn a_sorted_file_in_the_bucket_answers_through_the_cache_as_it_does_locally() {
     // error naming the bucket and the object, never a wrong answer.
     let cache =
         RangeCache::open(bucket.clone(), options(&work.path().join("cold"), 8 << 20)).unwrap();
-    let cold = SortedFile::open_remote(
-        Path::new(&object),
-        info.size,
-        Some(local.checksum()),
-        cache.object(&object, info.size),
-    )
-    .unwrap();
+    let cold = open_remote(&cache, &object, info.size, &local);
     let few = &probes[..5];
     for key in few {
         assert_eq!(cold.get(key).unwrap(), local.get(key).unwrap());

@@ -92,23 +92,7 @@ pub(crate) fn open_bytes(
     })?;
     let mut raw = [0u8; FOOTER_LEN];
     raw.copy_from_slice(&data[footer_start..]);
-    if raw[FOOTER_LEN - 8..] != MAGIC {
-        return Err(c.corrupted(
-            len - 8,
-            format!(
-                "bad magic: expected {}, found {}",
-                HexKey(&MAGIC),
-                HexKey(&raw[FOOTER_LEN - 8..])
-            ),
-        ));
-    }
-    let footer = Footer::decode(&raw);
-    let layout =
-        Layout::of_version(footer.version).ok_or_else(|| FileError::UnsupportedVersion {
-            file: path.clone(),
-            found: footer.version,
-            supported: FORMAT_VERSION,
-        })?;
+    let (footer, layout) = decode_footer(&path, &raw, len as u64)?;
     let meta = check_footer(&c, &footer, &raw, footer_start)?;
     let index = parse_index(&c, &footer, layout, release)?;
     let filter_at = footer.filter_offset as usize;
@@ -132,6 +116,34 @@ pub(crate) fn open_bytes(
         index,
         filter,
     ))
+}
+
+/// The footer `raw` of the `len`-byte file `path` (its last bytes): its
+/// magic checked, its fields and the block layout its version gives.
+pub(crate) fn decode_footer(
+    path: &Path,
+    raw: &[u8; FOOTER_LEN],
+    len: u64,
+) -> Result<(Footer, Layout), FileError> {
+    if raw[FOOTER_LEN - 8..] != MAGIC {
+        return Err(FileError::Corrupted {
+            file: path.to_path_buf(),
+            offset: len - 8,
+            what: format!(
+                "bad magic: expected {}, found {}",
+                HexKey(&MAGIC),
+                HexKey(&raw[FOOTER_LEN - 8..])
+            ),
+        });
+    }
+    let footer = Footer::decode(raw);
+    let layout =
+        Layout::of_version(footer.version).ok_or_else(|| FileError::UnsupportedVersion {
+            file: path.to_path_buf(),
+            found: footer.version,
+            supported: FORMAT_VERSION,
+        })?;
+    Ok((footer, layout))
 }
 
 /// xxh3-64 of `bytes` (which start at file offset `at`), computed chunk by

@@ -15,12 +15,14 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::error::{FileError, HexKey};
+use super::error::FileError;
 use super::filter::Filter;
-use super::format::{FOOTER_LEN, FORMAT_VERSION, Footer, MAGIC, checksum};
+use super::format::{FOOTER_LEN, checksum};
 use super::index::BlockHandle;
-use super::layout::{Block, Layout};
-use super::open::{Checker, check_fetched_block, check_footer, filter_error, parse_index};
+use super::layout::Block;
+use super::open::{
+    Checker, check_fetched_block, check_footer, decode_footer, filter_error, parse_index,
+};
 use super::reader::{FileValue, Remote, SortedFile};
 pub use strata_fs::RangeSource;
 
@@ -49,24 +51,7 @@ impl SortedFile {
         })?;
         let mut raw = [0u8; FOOTER_LEN];
         raw.copy_from_slice(&read(footer_at..size)?);
-        if raw[FOOTER_LEN - 8..] != MAGIC {
-            return Err(corrupted(
-                name,
-                size - 8,
-                format!(
-                    "bad magic: expected {}, found {}",
-                    HexKey(&MAGIC),
-                    HexKey(&raw[FOOTER_LEN - 8..])
-                ),
-            ));
-        }
-        let footer = Footer::decode(&raw);
-        let layout =
-            Layout::of_version(footer.version).ok_or_else(|| FileError::UnsupportedVersion {
-                file: name.to_path_buf(),
-                found: footer.version,
-                supported: FORMAT_VERSION,
-            })?;
+        let (footer, layout) = decode_footer(name, &raw, size)?;
         if let Some(expected) = expected_checksum
             && footer.checksum != expected
         {

@@ -47,3 +47,18 @@ impl Cluster {
         Arc::new(Bucket::open(url, &self.config()).unwrap())
     }
 }
+
+/// A small deterministic generator (no dependency for a test's randomness).
+pub(crate) struct Rng(pub(crate) u64);
+
+impl Rng {
+    pub(crate) fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}

@@ -35,7 +35,8 @@ const LAYOUTS: [FileLayout; 4] = [
     },
 ];
 
-fn write_as(fs: &Arc<dyn FileSystem>, layout: FileLayout, model: &Model) -> SortedFile {
+/// `model` written in `layout` as a storage file in `/db`, opened.
+pub(super) fn write_as(fs: &Arc<dyn FileSystem>, layout: FileLayout, model: &Model) -> SortedFile {
     let mut w = SortedFileWriter::new(
         Arc::clone(fs),
         Path::new("/db"),

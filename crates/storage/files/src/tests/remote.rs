@@ -9,10 +9,9 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 
-use super::{Model, mem_fs, meta, sample_model};
+use super::{Model, mem_fs, sample_model};
 use crate::format::FOOTER_LEN;
-use crate::{FileError, FileLayout, RangeSource, SortedFile, SortedFileWriter};
-use strata_types::Domain;
+use crate::{FileError, FileLayout, RangeSource, SortedFile};
 
 /// An object in memory: counts the reads and the bytes read.
 struct Object {
@@ -66,19 +65,8 @@ impl RangeSource for Object {
 /// `model` written in `layout`: the file's bytes and the file opened locally.
 fn written(model: &Model, layout: FileLayout) -> (Vec<u8>, SortedFile) {
     let (mem, fs) = mem_fs();
-    let mut w = SortedFileWriter::new(
-        Arc::clone(&fs),
-        Path::new("/db"),
-        meta(Domain::Storage, 0, 1),
-    )
-    .unwrap()
-    .with_layout(layout);
-    for (k, v) in model {
-        w.push(k, v.as_deref()).unwrap();
-    }
-    let info = w.finish().unwrap();
-    let local = SortedFile::open(&*fs, &info.path).unwrap();
-    (mem.contents(&info.path).unwrap(), local)
+    let local = super::layouts::write_as(&fs, layout, model);
+    (mem.contents(local.path()).unwrap(), local)
 }
 
 fn name() -> &'static Path {
