@@ -1,8 +1,9 @@
 //! A replica's standing as Prometheus gauges on `serve --metrics`: the
 //! block it serves, the bucket's head, the blocks between, the time from
-//! the last applied block's upload to its application, and whether the
-//! last look at the bucket failed. Refreshed four times a second by a
-//! thread that ends with the replica.
+//! the last applied block's upload to its application, whether the last
+//! look at the bucket failed, and the range cache of the base's files
+//! (chunks fetched, read from disk, evicted; bytes held). Refreshed four
+//! times a second by a thread that ends with the replica.
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -43,6 +44,33 @@ pub(crate) fn register(registry: &mut Registry, replica: Arc<Replica>) {
         "1 while the last look at the bucket failed (the error is logged)",
         failing.clone(),
     );
+    let ranges: [(&str, &str, Gauge<i64>); 4] = [
+        (
+            "strata_replica_range_fetched_chunks",
+            "Chunks of the base's files fetched from the bucket",
+            Gauge::default(),
+        ),
+        (
+            "strata_replica_range_cached_reads",
+            "Chunks of the base's files read from the local range cache",
+            Gauge::default(),
+        ),
+        (
+            "strata_replica_range_evicted_chunks",
+            "Chunks removed to keep the range cache within its budget",
+            Gauge::default(),
+        ),
+        (
+            "strata_replica_range_cache_bytes",
+            "Bytes the range cache holds on local disk",
+            Gauge::default(),
+        ),
+    ];
+    if replica.range_cache_stats().is_some() {
+        for (name, help, gauge) in &ranges {
+            registry.register(*name, *help, gauge.clone());
+        }
+    }
     let weak: Weak<Replica> = Arc::downgrade(&replica);
     let spawned = std::thread::Builder::new()
         .name("strata-replica-metrics".into())
@@ -56,6 +84,12 @@ pub(crate) fn register(registry: &mut Registry, replica: Arc<Replica>) {
                     lag_ms.set(last as i64);
                 }
                 failing.set(i64::from(status.last_error.is_some()));
+                if let Some(stats) = replica.range_cache_stats() {
+                    let values = [stats.misses, stats.hits, stats.evicted, stats.bytes];
+                    for ((_, _, gauge), value) in ranges.iter().zip(values) {
+                        gauge.set(value as i64);
+                    }
+                }
                 drop(replica);
                 std::thread::sleep(Duration::from_millis(250));
             }

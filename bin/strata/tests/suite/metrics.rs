@@ -47,7 +47,7 @@ const FAMILIES: &[&str] = &[
 
 /// A blocking `GET path`: (status, body). HTTP/1.0, so the body comes
 /// whole up to the close (an HTTP/1.1 answer of this size is chunked).
-fn http_get(addr: &str, path: &str) -> (u16, String) {
+pub(crate) fn http_get(addr: &str, path: &str) -> (u16, String) {
     let mut stream = TcpStream::connect(addr).expect("connect to the metrics endpoint");
     stream
         .set_read_timeout(Some(Duration::from_secs(30)))

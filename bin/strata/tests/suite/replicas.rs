@@ -62,6 +62,17 @@ fn serve_replica(
     url: &str,
     cache: &Path,
 ) -> Result<(Child, SocketAddr), String> {
+    serve_replica_with(cluster, url, cache, &[]).map(|(child, addr, _)| (child, addr))
+}
+
+/// As [`serve_replica`], with `extra` arguments; also the address of its
+/// metrics when `extra` asks for them.
+fn serve_replica_with(
+    cluster: &GarageCluster,
+    url: &str,
+    cache: &Path,
+    extra: &[&str],
+) -> Result<(Child, SocketAddr, Option<String>), String> {
     let mut command = Command::new(env!("CARGO_BIN_EXE_strata"));
     command
         .args([
@@ -73,21 +84,27 @@ fn serve_replica(
             "--cache",
         ])
         .arg(cache)
+        .args(extra)
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     with_store(&mut command, cluster);
     let mut child = command.spawn().unwrap();
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let mut told = String::new();
+    let mut metrics = None;
     loop {
         let Some(Ok(line)) = lines.next() else {
             let _ = child.wait();
             return Err(told);
         };
+        if let Some(rest) = line.split("metrics at http://").nth(1) {
+            metrics = Some(rest.trim_end_matches("/metrics").to_owned());
+            continue;
+        }
         if let Some(rest) = line.split("at http://").nth(1) {
             let addr = rest.split_whitespace().next().unwrap().parse().unwrap();
             std::thread::spawn(move || for _ in lines {});
-            return Ok((child, addr));
+            return Ok((child, addr, metrics));
         }
         told.push_str(&line);
         told.push('\n');
@@ -232,8 +249,13 @@ fn publish_killed_at_random_moments_leaves_a_bucket_replicas_serve() {
         "{}",
         String::from_utf8_lossy(&done.stderr)
     );
-    let (mut replica, addr) =
-        serve_replica(&cluster, &url, &dir.path().join("cache-last")).unwrap();
+    let (mut replica, addr, metrics) = serve_replica_with(
+        &cluster,
+        &url,
+        &dir.path().join("cache-last"),
+        &["--metrics", "127.0.0.1:0"],
+    )
+    .unwrap();
     let head = block_number(local_addr);
     // It answers at once, at the block it holds, and catches up behind.
     let started = std::time::Instant::now();
@@ -244,6 +266,32 @@ fn publish_killed_at_random_moments_leaves_a_bucket_replicas_serve() {
     for block in [head, head / 2, 1] {
         same_answers(addr, local_addr, block, &addresses);
     }
+    // Its metrics name the block it serves and its range cache, which
+    // the reads above went through.
+    let metrics = metrics.expect("serve --metrics printed its address");
+    let (status, body) = crate::metrics::http_get(&metrics, "/metrics");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(gauge(&body, "strata_replica_head"), head as i64, "{body}");
+    assert_eq!(gauge(&body, "strata_replica_blocks_behind"), 0, "{body}");
+    let (fetched, cached) = (
+        gauge(&body, "strata_replica_range_fetched_chunks"),
+        gauge(&body, "strata_replica_range_cached_reads"),
+    );
+    assert!(fetched > 0 && fetched + cached > 0, "{body}");
+    assert!(
+        gauge(&body, "strata_replica_range_cache_bytes") > 0,
+        "{body}"
+    );
     stop(&mut replica);
     stop(&mut local);
+}
+
+/// The value of the gauge `name` in a Prometheus text exposition.
+fn gauge(body: &str, name: &str) -> i64 {
+    body.lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("no {name} in {body}"))
+        .trim()
+        .parse()
+        .unwrap()
 }
