@@ -2,7 +2,8 @@
 //! block it serves, the bucket's head, the blocks between, the time from
 //! the last applied block's upload to its application, whether the last
 //! look at the bucket failed, and the range cache of the base's files
-//! (chunks fetched, read from disk, evicted; bytes held). Refreshed four
+//! (chunks fetched, read from disk, evicted; bytes held) with the bytes of
+//! them downloaded whole. Refreshed four
 //! times a second by a thread that ends with the replica.
 
 use std::sync::{Arc, Weak};
@@ -44,7 +45,7 @@ pub(crate) fn register(registry: &mut Registry, replica: Arc<Replica>) {
         "1 while the last look at the bucket failed (the error is logged)",
         failing.clone(),
     );
-    let ranges: [(&str, &str, Gauge<i64>); 4] = [
+    let ranges: [(&str, &str, Gauge<i64>); 5] = [
         (
             "strata_replica_range_fetched_chunks",
             "Chunks of the base's files fetched from the bucket",
@@ -63,6 +64,11 @@ pub(crate) fn register(registry: &mut Registry, replica: Arc<Replica>) {
         (
             "strata_replica_range_cache_bytes",
             "Bytes the range cache holds on local disk",
+            Gauge::default(),
+        ),
+        (
+            "strata_replica_base_whole_bytes",
+            "Bytes of the base's files the replica holds whole by now",
             Gauge::default(),
         ),
     ];
@@ -85,7 +91,8 @@ pub(crate) fn register(registry: &mut Registry, replica: Arc<Replica>) {
                 }
                 failing.set(i64::from(status.last_error.is_some()));
                 if let Some(stats) = replica.range_cache_stats() {
-                    let values = [stats.misses, stats.hits, stats.evicted, stats.bytes];
+                    let whole = replica.base_files().unwrap_or_default().whole_bytes;
+                    let values = [stats.misses, stats.hits, stats.evicted, stats.bytes, whole];
                     for ((_, _, gauge), value) in ranges.iter().zip(values) {
                         gauge.set(value as i64);
                     }

@@ -51,6 +51,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "GIB", default_value_t = 4.0, requires = "replica",
           value_parser = gib)]
     pub cache_gib: f64,
+    /// GETs at a time downloading the base's files whole in the
+    /// background, the commitment's first, as far as three quarters of
+    /// --cache-gib holds them (0: none; reads fetch the ranges they miss).
+    #[arg(long, value_name = "N", default_value_t = strata_storage::replica::DEFAULT_FILL_STREAMS,
+          requires = "replica")]
+    pub fill_streams: usize,
     /// How often the replica looks at the bucket's manifest, in ms.
     #[arg(long, value_name = "MS", default_value_t = 100, requires = "replica")]
     pub replica_poll_ms: u64,
@@ -121,6 +127,7 @@ pub(super) fn run(args: ServeArgs) -> Result<(), CliError> {
             url,
             cache,
             args.cache_gib,
+            args.fill_streams,
             args.replica_poll_ms,
         )?),
         _ => None,
@@ -240,8 +247,10 @@ fn ranges_summary(replica: &strata_storage::replica::Replica) -> String {
     replica
         .range_cache_stats()
         .map_or_else(String::new, |ranges| {
+            let files = replica.base_files().unwrap_or_default();
+            let (held, listed, bytes) = (files.whole, files.listed, files.whole_bytes);
             format!(
-                "; base files read in ranges: {} chunks fetched, {} read from the cache, {} evicted, {} bytes cached",
+                "; base files read in ranges: {} chunks fetched, {} read from the cache, {} evicted, {} bytes cached; {held} of {listed} files held whole ({bytes} bytes)",
                 ranges.misses, ranges.hits, ranges.evicted, ranges.bytes
             )
         })
@@ -260,6 +269,7 @@ fn open_replica(
     url: &str,
     cache: &Path,
     cache_gib: f64,
+    fill_streams: usize,
     poll_ms: u64,
 ) -> Result<Arc<strata_storage::replica::Replica>, CliError> {
     use strata_storage::replica::{Bucket, BucketConfig, BucketUrl, Replica, ReplicaOptions};
@@ -273,6 +283,7 @@ fn open_replica(
         range_cache_bytes,
         // Answers at once, at the block it holds, while it catches up.
         catch_up_at_open: false,
+        fill_streams,
         ..ReplicaOptions::new(cache)
     };
     Ok(Arc::new(

@@ -32,4 +32,7 @@ pub use location::BucketUrl;
 pub use manifest::{BucketManifest, MANIFEST, MANIFEST_COPIES, manifest_copy};
 pub use publish::{PublishOptions, PublishReport, Publisher};
 pub use ranges::{RangeCache, RangeCacheOptions, RangeCacheStats};
-pub use replica::{DEFAULT_RANGE_CACHE_BYTES, Replica, ReplicaOptions, ReplicaStatus};
+pub use remote_files::BaseFiles;
+pub use replica::{
+    DEFAULT_FILL_STREAMS, DEFAULT_RANGE_CACHE_BYTES, Replica, ReplicaOptions, ReplicaStatus,
+};

@@ -122,6 +122,9 @@ pub struct RangeCache {
     bucket: Arc<Bucket>,
     options: RangeCacheOptions,
     recency: Mutex<Recency>,
+    /// The most bytes of chunks kept: the options' budget less what the
+    /// owner reserved for other uses ([`RangeCache::reserve`]).
+    budget: AtomicU64,
     hits: AtomicU64,
     misses: AtomicU64,
     evicted: AtomicU64,
@@ -170,6 +173,7 @@ impl RangeCache {
         }
         let cache = RangeCache {
             bucket,
+            budget: AtomicU64::new(options.budget_bytes),
             options,
             recency: Mutex::new(recency),
             hits: AtomicU64::new(0),
@@ -200,6 +204,41 @@ impl RangeCache {
             damaged: self.damaged.load(Ordering::Relaxed),
             bytes: self.recency.lock().bytes,
         }
+    }
+
+    /// Takes `bytes` off the chunks' budget (the owner keeps as much of
+    /// the same objects elsewhere on the disk) and evicts what no longer
+    /// fits.
+    pub fn reserve(&self, bytes: u64) -> Result<()> {
+        let _ = self
+            .budget
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |budget| {
+                Some(budget.saturating_sub(bytes))
+            });
+        self.evict_beyond_budget("")
+    }
+
+    /// Removes every chunk of object `key` (`size` bytes long): its owner
+    /// holds the object whole now.
+    pub fn forget(&self, key: &str, size: u64) -> Result<()> {
+        for index in 0..size.div_ceil(self.options.chunk_bytes) {
+            let name = chunk_name(key, index);
+            let held = {
+                let mut recency = self.recency.lock();
+                let held = recency.chunks.contains_key(&name);
+                recency.remove(&name);
+                held
+            };
+            if held {
+                let path = self.options.dir.join(&name);
+                match std::fs::remove_file(&path) {
+                    Ok(()) => {}
+                    Err(error) if error.kind() == io::ErrorKind::NotFound => {}
+                    Err(error) => return Err(io_err(&path, "remove a chunk held whole")(error)),
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The size of a chunk.
@@ -269,50 +308,6 @@ impl RangeCache {
             out.extend_from_slice(&data[from as usize..to as usize]);
         }
         Ok(out.freeze())
-    }
-
-    /// Reads the chunks of object `key` the cache lacks, in order, a run of
-    /// up to `run_chunks` with each GET, while the cache holds less than
-    /// `fill_to` bytes and `go_on` says so; returns the bytes fetched.
-    pub fn fill(
-        &self,
-        key: &str,
-        size: u64,
-        run_chunks: u64,
-        fill_to: u64,
-        go_on: &dyn Fn() -> bool,
-    ) -> Result<u64> {
-        let chunk = self.options.chunk_bytes;
-        let chunks = size.div_ceil(chunk);
-        let mut index = 0;
-        let mut fetched = 0;
-        while index < chunks {
-            if !go_on() || self.recency.lock().bytes >= fill_to {
-                break;
-            }
-            let missing = |index: u64| {
-                !self
-                    .recency
-                    .lock()
-                    .chunks
-                    .contains_key(&chunk_name(key, index))
-            };
-            if !missing(index) {
-                index += 1;
-                continue;
-            }
-            let mut end = index + 1;
-            while end < chunks && end - index < run_chunks && missing(end) {
-                end += 1;
-            }
-            let data = self.fetch(key, size, index * chunk..(end * chunk).min(size))?;
-            for (n, part) in data.chunks(chunk as usize).enumerate() {
-                self.keep_fetched(key, index + n as u64, part);
-            }
-            fetched += data.len() as u64;
-            index = end;
-        }
-        Ok(fetched)
     }
 
     /// Chunk `index` of object `key`: from the disk, else from the bucket
@@ -398,7 +393,7 @@ impl RangeCache {
         loop {
             let victim = {
                 let mut recency = self.recency.lock();
-                if recency.bytes <= self.options.budget_bytes {
+                if recency.bytes <= self.budget.load(Ordering::Relaxed) {
                     return Ok(());
                 }
                 let Some(victim) = recency.oldest_but(keep) else {

@@ -13,7 +13,8 @@ use std::io;
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use parking_lot::Mutex;
@@ -72,6 +73,9 @@ pub struct RemoteFiles {
     /// maintenance retires (merged into files of its own) leaves the list,
     /// on disk too.
     files: Mutex<HashMap<PathBuf, RemoteEntry>>,
+    /// Per file opened from the bucket, its bytes once the datadir holds
+    /// it whole (mapped): its open readers read them from then on.
+    whole: Mutex<HashMap<PathBuf, Arc<OnceLock<Bytes>>>>,
     cache: Arc<RangeCache>,
     /// The cache folder the list is kept in.
     folder: PathBuf,
@@ -101,6 +105,7 @@ impl RemoteFiles {
         RemoteFiles {
             local: OsFileSystem,
             files: Mutex::new(files),
+            whole: Mutex::new(HashMap::new()),
             cache,
             folder: folder.to_path_buf(),
         }
@@ -150,24 +155,36 @@ impl RemoteFiles {
                 });
             }
             std::fs::rename(&partial, path).map_err(io_err(path, "rename into place"))?;
+            self.now_whole(path, &entry)?;
             tracing::info!(file = %path.display(), key = %entry.key, "a retired base file is now held whole");
             held += 1;
         }
         Ok(held)
     }
 
-    /// Fills the range cache with the base's files the datadir reads from
-    /// the bucket — the commitment's first (every block's root reads
-    /// them), then the accounts, storage, code and history — in runs of
-    /// 4 MiB a GET, up to three quarters of the cache's budget, while
-    /// `go_on` says so. Returns the bytes fetched.
-    pub(crate) fn fill_cache(&self, budget: u64, go_on: &dyn Fn() -> bool) -> Result<u64> {
-        let mut entries: Vec<RemoteEntry> = self
+    /// Downloads whole into the datadir the base's files it reads from the
+    /// bucket — the commitment's first (every block's root reads them),
+    /// then the accounts, storage, code and history — as long as they fit
+    /// in three quarters of `budget` together; the range cache keeps the
+    /// rest of the budget. Each file comes in runs of 4 MiB a GET,
+    /// `streams` GETs at a time, written beside its place, verified whole
+    /// (every block's checksum and the whole-file checksum the base names)
+    /// and renamed in; its open readers read it there from then on, and
+    /// its chunks leave the range cache. Stops early once `go_on` says so.
+    /// Returns the bytes downloaded.
+    pub(crate) fn fill_cache(
+        &self,
+        bucket: &Bucket,
+        budget: u64,
+        streams: usize,
+        go_on: &(dyn Fn() -> bool + Sync),
+    ) -> Result<u64> {
+        let mut entries: Vec<(PathBuf, RemoteEntry)> = self
             .files
             .lock()
             .iter()
             .filter(|(path, _)| !path.exists())
-            .map(|(_, entry)| entry.clone())
+            .map(|(path, entry)| (path.clone(), entry.clone()))
             .collect();
         let rank = |entry: &RemoteEntry| {
             let name = entry.path.as_str();
@@ -181,15 +198,121 @@ impl RemoteFiles {
             .position(|prefix| name.starts_with(prefix))
             .unwrap_or(4)
         };
-        entries.sort_by_key(|entry| (rank(entry), entry.path.clone()));
-        let run = (4 << 20) / self.cache.chunk_bytes().max(1);
-        let mut fetched = 0;
-        for entry in entries {
-            fetched +=
-                self.cache
-                    .fill(&entry.key, entry.size, run.max(1), budget / 4 * 3, go_on)?;
+        entries.sort_by(|a, b| (rank(&a.1), &a.1.path).cmp(&(rank(&b.1), &b.1.path)));
+        let room = budget / 4 * 3;
+        let mut taken = 0;
+        entries.retain(|(_, entry)| {
+            let fits = taken + entry.size <= room;
+            if fits {
+                taken += entry.size;
+            }
+            fits
+        });
+        self.cache.reserve(taken)?;
+        let downloads: Vec<Download> = entries
+            .into_iter()
+            .map(|(path, entry)| Download::start(path, entry, RUN_BYTES))
+            .collect::<Result<_>>()?;
+        // Every run of every file, in the order they are wanted.
+        let runs: Vec<(&Download, Range<u64>)> = downloads
+            .iter()
+            .flat_map(|download| download.runs().map(move |range| (download, range)))
+            .collect();
+        let next = AtomicUsize::new(0);
+        let fetched = AtomicU64::new(0);
+        let stop = AtomicBool::new(false);
+        let failed: Mutex<Option<ReplicaError>> = Mutex::new(None);
+        std::thread::scope(|scope| {
+            for _ in 0..streams.max(1) {
+                scope.spawn(|| {
+                    while !stop.load(Ordering::Relaxed) && go_on() {
+                        let Some((download, range)) =
+                            runs.get(next.fetch_add(1, Ordering::Relaxed))
+                        else {
+                            return;
+                        };
+                        match download.fetch(bucket, range.clone()) {
+                            Ok(last) => {
+                                fetched.fetch_add(range.end - range.start, Ordering::Relaxed);
+                                // A file that is not what the base names
+                                // stays in the bucket, read in ranges
+                                // whose blocks are checked as they come.
+                                if last && let Err(error) = self.take_whole(bucket, download) {
+                                    tracing::warn!(%error, "a base file is not held whole");
+                                }
+                            }
+                            Err(error) => {
+                                stop.store(true, Ordering::Relaxed);
+                                failed.lock().get_or_insert(error);
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        for download in &downloads {
+            if !download.path.exists() {
+                let _ = std::fs::remove_file(&download.partial);
+            }
         }
-        Ok(fetched)
+        match failed.into_inner() {
+            Some(error) => Err(error),
+            None => Ok(fetched.into_inner()),
+        }
+    }
+
+    /// A download complete: verified whole, renamed into place, read from
+    /// there by the file's open readers; its chunks leave the range cache.
+    fn take_whole(&self, bucket: &Bucket, download: &Download) -> Result<()> {
+        let (path, entry) = (&download.path, &download.entry);
+        let file =
+            std::fs::File::open(&download.partial).map_err(io_err(&download.partial, "open"))?;
+        file.sync_data()
+            .map_err(io_err(&download.partial, "sync"))?;
+        let checksum = strata_files::SortedFile::open(&self.local, &download.partial)
+            .map(|file| file.checksum());
+        if checksum.as_ref().ok() != Some(&entry.checksum) {
+            let _ = std::fs::remove_file(&download.partial);
+            let what = match checksum {
+                Ok(found) => format!(
+                    "checksum {found:016x}, the replica's base names {:016x}",
+                    entry.checksum
+                ),
+                Err(error) => error.to_string(),
+            };
+            return Err(ReplicaError::Damaged {
+                bucket: bucket.url().to_string(),
+                key: bucket.url().key(&entry.key),
+                what,
+            });
+        }
+        std::fs::rename(&download.partial, path).map_err(io_err(path, "rename into place"))?;
+        self.now_whole(path, entry)?;
+        tracing::debug!(file = %path.display(), bytes = entry.size, "a base file is held whole");
+        Ok(())
+    }
+
+    /// The datadir holds `path` whole from now on: its open readers map it,
+    /// and the range cache lets go of its chunks.
+    fn now_whole(&self, path: &Path, entry: &RemoteEntry) -> Result<()> {
+        let bytes = self.local.map(path).map_err(io_err(path, "map"))?;
+        if let Some(slot) = self.whole.lock().get(path) {
+            let _ = slot.set(bytes);
+        }
+        self.cache.forget(&entry.key, entry.size)
+    }
+
+    /// The base's files the datadir may still read, and how many of them
+    /// it holds whole.
+    pub fn held_whole(&self) -> BaseFiles {
+        let files = self.files.lock();
+        let whole = files.iter().filter(|(path, _)| path.exists());
+        BaseFiles {
+            listed: files.len(),
+            whole: whole.clone().count(),
+            whole_bytes: whole.map(|(_, entry)| entry.size).sum(),
+            downloading: false,
+        }
     }
 
     /// The object behind `path`, while the datadir does not hold the file.
@@ -266,34 +389,124 @@ impl FileSystem for RemoteFiles {
                 cache: self.cache.clone(),
                 key: entry.key.clone(),
                 size: entry.size,
-                local: path.to_path_buf(),
+                whole: self
+                    .whole
+                    .lock()
+                    .entry(path.to_path_buf())
+                    .or_default()
+                    .clone(),
             }),
         })
     }
 }
 
-/// One of the base's files: its ranges from the local copy once the
-/// datadir holds one, else through the cache.
+/// Where a replica stands with the base's files it reads from the bucket.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BaseFiles {
+    /// The base's files the datadir may still read (those its own
+    /// maintenance merged away have left the list).
+    pub listed: usize,
+    /// Of those, the ones it holds whole.
+    pub whole: usize,
+    /// Their bytes.
+    pub whole_bytes: u64,
+    /// Whether the download in the background is still running.
+    pub downloading: bool,
+}
+
+/// One of the base's files: its ranges from the datadir's copy once it
+/// holds one, else through the cache.
 struct BaseObject {
     cache: Arc<RangeCache>,
     key: String,
     size: u64,
-    local: PathBuf,
+    /// The file's bytes once the datadir holds it whole.
+    whole: Arc<OnceLock<Bytes>>,
 }
 
 impl RangeSource for BaseObject {
     fn read_range(&self, range: Range<u64>) -> io::Result<Bytes> {
-        match std::fs::File::open(&self.local) {
-            Ok(file) => {
-                let mut out = vec![0u8; (range.end - range.start) as usize];
-                file.read_exact_at(&mut out, range.start)?;
-                Ok(Bytes::from(out))
+        match self.whole.get() {
+            Some(bytes) if range.start <= range.end && range.end <= bytes.len() as u64 => {
+                Ok(bytes.slice(range.start as usize..range.end as usize))
             }
-            Err(error) if error.kind() == io::ErrorKind::NotFound => self
+            Some(bytes) => Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!(
+                    "bytes {}..{} of a file of {} bytes",
+                    range.start,
+                    range.end,
+                    bytes.len()
+                ),
+            )),
+            None => self
                 .cache
                 .read(&self.key, self.size, range)
                 .map_err(io::Error::other),
-            Err(error) => Err(error),
         }
+    }
+}
+
+/// The bytes of a run a GET fetches while filling.
+const RUN_BYTES: u64 = 4 << 20;
+
+/// One of the base's files being downloaded whole, beside its place.
+struct Download {
+    path: PathBuf,
+    entry: RemoteEntry,
+    /// Where it is written until it is whole and verified.
+    partial: PathBuf,
+    file: std::fs::File,
+    run_bytes: u64,
+    /// Runs not yet written.
+    left: AtomicUsize,
+}
+
+impl Download {
+    fn start(path: PathBuf, entry: RemoteEntry, run_bytes: u64) -> Result<Download> {
+        // Named as the files' writers name a file being written: an open
+        // after a crash removes it.
+        let mut partial = path.clone().into_os_string();
+        partial.push(strata_files::TEMP_SUFFIX);
+        let partial = PathBuf::from(partial);
+        let file = std::fs::File::create(&partial).map_err(io_err(&partial, "create"))?;
+        file.set_len(entry.size).map_err(io_err(&partial, "size"))?;
+        let left = AtomicUsize::new(entry.size.div_ceil(run_bytes) as usize);
+        Ok(Download {
+            path,
+            entry,
+            partial,
+            file,
+            run_bytes,
+            left,
+        })
+    }
+
+    fn runs(&self) -> impl Iterator<Item = Range<u64>> + '_ {
+        (0..self.entry.size)
+            .step_by(self.run_bytes as usize)
+            .map(|start| start..(start + self.run_bytes).min(self.entry.size))
+    }
+
+    /// Fetches and writes `range`; true when it was the file's last run.
+    fn fetch(&self, bucket: &Bucket, range: Range<u64>) -> Result<bool> {
+        let want = range.end - range.start;
+        let start = range.start;
+        let data = bucket.get_range(&self.entry.key, range)?;
+        if data.len() as u64 != want {
+            return Err(ReplicaError::Damaged {
+                bucket: bucket.url().to_string(),
+                key: bucket.url().key(&self.entry.key),
+                what: format!(
+                    "bytes from {start} came back {} bytes long, not {want}: the object is not the {} bytes named",
+                    data.len(),
+                    self.entry.size
+                ),
+            });
+        }
+        self.file
+            .write_all_at(&data, start)
+            .map_err(io_err(&self.partial, "write"))?;
+        Ok(self.left.fetch_sub(1, Ordering::AcqRel) == 1)
     }
 }

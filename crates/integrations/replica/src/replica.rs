@@ -28,7 +28,7 @@ use crate::bucket::{Bucket, Fetched};
 use crate::error::{ReplicaError, Result, io_err};
 use crate::manifest::{BatchRef, BucketManifest, MANIFEST, fetch_manifest, now_ms};
 use crate::ranges::{RangeCache, RangeCacheOptions, RangeCacheStats};
-use crate::remote_files::{self, RemoteEntry, RemoteFiles};
+use crate::remote_files::{self, BaseFiles, RemoteEntry, RemoteFiles};
 
 /// The replica's datadir inside the cache folder.
 const DATADIR: &str = "datadir";
@@ -47,16 +47,25 @@ pub struct ReplicaOptions {
     /// The replica's store settings (its writer's; readers share it).
     pub store: Options,
     /// `Some(budget)`: the base's immutable files are read from the bucket
-    /// as lookups need them, in ranges kept on local disk within `budget`
-    /// bytes (least recently used out); `None`: they are downloaded whole
-    /// when the replica is built. Fixed when the cache folder is built.
+    /// as lookups need them, in ranges kept on local disk, and downloaded
+    /// whole in the background as far as three quarters of `budget` holds
+    /// them; the ranges keep the rest (least recently used out). `None`:
+    /// they are downloaded whole when the replica is built, before it
+    /// answers. Fixed when the cache folder is built.
     pub range_cache_bytes: Option<u64>,
     /// Whether [`Replica::open`] applies the bucket's blocks before it
     /// returns (`true`), or returns at the block the replica holds and lets
     /// its thread catch up (`false`: a server answers at once, at the
     /// block it claims).
     pub catch_up_at_open: bool,
+    /// GETs at a time downloading the base's files whole in the
+    /// background (0: none; reads then fetch the ranges they miss).
+    pub fill_streams: usize,
 }
+
+/// GETs at a time downloading a replica's base files unless told: a GET
+/// of 4 MiB waits on the store's latency as much as on its bytes.
+pub const DEFAULT_FILL_STREAMS: usize = 4;
 
 /// The budget of a replica's range cache unless one is given: 4 GiB.
 pub const DEFAULT_RANGE_CACHE_BYTES: u64 = 4 << 30;
@@ -73,6 +82,7 @@ impl ReplicaOptions {
             store: Options::default(),
             range_cache_bytes: Some(DEFAULT_RANGE_CACHE_BYTES),
             catch_up_at_open: true,
+            fill_streams: DEFAULT_FILL_STREAMS,
         }
     }
 }
@@ -135,7 +145,7 @@ struct Shared {
 pub struct Replica {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
-    /// The thread filling the range cache with the base's files.
+    /// The thread downloading the base's files whole.
     fill: Option<JoinHandle<()>>,
     stopped: Arc<AtomicBool>,
 }
@@ -205,12 +215,11 @@ impl Replica {
                     ),
                 )?;
                 ranges = Some(cache_of_ranges.clone());
-                Some(Arc::new(RemoteFiles::new(
-                    cache,
-                    &datadir,
-                    list,
-                    cache_of_ranges,
-                )))
+                let remote = RemoteFiles::new(cache, &datadir, list, cache_of_ranges.clone());
+                // The files an earlier run downloaded whole count against
+                // the same budget.
+                cache_of_ranges.reserve(remote.held_whole().whole_bytes)?;
+                Some(Arc::new(remote))
             }
             None => None,
         };
@@ -247,26 +256,28 @@ impl Replica {
             round: Mutex::new(0),
             flush_every: options.store.unwind_depth.max(1),
         });
-        // The base's files fill the range cache in the background, in long
-        // runs: the replay's roots read the commitment's records all over
-        // its files, one chunk GET a miss without it.
+        // The base's files are downloaded whole in the background, in long
+        // runs, the commitment's first: the replay's roots read its records
+        // all over its files (one chunk GET a miss without it), and a file
+        // held whole is read without the range cache's per-chunk work.
         let fill = match (&shared.remote, options.range_cache_bytes) {
-            (Some(remote), Some(budget)) => {
+            (Some(remote), Some(budget)) if options.fill_streams > 0 => {
+                let streams = options.fill_streams;
                 let (shared, remote) = (shared.clone(), remote.clone());
                 let handle = std::thread::Builder::new()
                     .name("strata-replica-fill".into())
                     .spawn(move || {
                         let go_on = || !*shared.stop.lock();
-                        match remote.fill_cache(budget, &go_on) {
-                            Ok(bytes) => tracing::info!(bytes, "replica: the base's files cached"),
+                        match remote.fill_cache(&shared.bucket, budget, streams, &go_on) {
+                            Ok(bytes) => tracing::info!(bytes, "replica: the base's files downloaded whole"),
                             Err(error) => {
-                                tracing::warn!(%error, "replica: filling the range cache stopped")
+                                tracing::warn!(%error, "replica: downloading the base's files stopped")
                             }
                         }
                     })
                     .map_err(|source| ReplicaError::Io {
                         path: PathBuf::new(),
-                        op: "start the replica's cache filler",
+                        op: "start the replica's base download",
                         source,
                     })?;
                 Some(handle)
@@ -343,6 +354,16 @@ impl Replica {
     /// replica holds its files whole).
     pub fn range_cache_stats(&self) -> Option<RangeCacheStats> {
         self.shared.ranges.as_ref().map(|ranges| ranges.stats())
+    }
+
+    /// Of the base's files read from the bucket, how many the replica
+    /// holds whole by now (`None`: it was built with every file whole).
+    pub fn base_files(&self) -> Option<BaseFiles> {
+        let downloading = self.fill.as_ref().is_some_and(|fill| !fill.is_finished());
+        self.shared.remote.as_ref().map(|remote| BaseFiles {
+            downloading,
+            ..remote.held_whole()
+        })
     }
 
     /// Where the replica stands.
@@ -577,6 +598,9 @@ impl Shared {
             let lag = now_ms().saturating_sub(batch.published_unix_ms);
             {
                 let mut status = self.status.lock();
+                // The block it serves from now on, also while a long
+                // round catches up.
+                status.head = block.block;
                 status.applied += 1;
                 status.last_lag_ms = Some(lag);
             }

@@ -120,11 +120,51 @@ fn publish_options(scratch: &Path) -> PublishOptions {
     }
 }
 
+/// A replica that reads the base's files in ranges only (no download in
+/// the background, so that what it reads from the bucket is what its
+/// reads need).
 fn replica_options(cache: &Path) -> ReplicaOptions {
     ReplicaOptions {
         poll: std::time::Duration::from_secs(3600),
         store: Options::default().with_unwind_depth(16),
+        fill_streams: 0,
         ..ReplicaOptions::new(cache)
+    }
+}
+
+/// Bytes of the files under the datadir's `files` and `history`.
+fn held(dir: &Path) -> u64 {
+    ["files", "history"]
+        .iter()
+        .filter_map(|folder| std::fs::read_dir(dir.join(folder)).ok())
+        .flatten()
+        .map(|entry| entry.unwrap().metadata().unwrap().len())
+        .sum()
+}
+
+/// Files being written (named with the writers' temporary suffix) under
+/// the datadir's `files` and `history`.
+fn partial_files(dir: &Path) -> usize {
+    ["files", "history"]
+        .iter()
+        .filter_map(|folder| std::fs::read_dir(dir.join(folder)).ok())
+        .flatten()
+        .filter(|entry| {
+            let name = entry.as_ref().unwrap().file_name();
+            name.to_string_lossy().ends_with(strata_files::TEMP_SUFFIX)
+        })
+        .count()
+}
+
+/// Waits up to a minute for `done`.
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let started = std::time::Instant::now();
+    while !done() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "still waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
 
@@ -214,15 +254,8 @@ fn a_replica_answers_as_the_writer_does_and_follows_it() {
         .range_cache_stats()
         .expect("files read from the bucket");
     assert!(ranges.misses > 0, "{ranges:?}");
-    let held = |dir: &Path| -> u64 {
-        ["files", "history"]
-            .iter()
-            .filter_map(|folder| std::fs::read_dir(dir.join(folder)).ok())
-            .flatten()
-            .map(|entry| entry.unwrap().metadata().unwrap().len())
-            .sum()
-    };
-    assert_eq!(held(replica.datadir()), 0, "no file of the base held whole");
+    let files = replica.base_files().unwrap();
+    assert!(files.listed > 0 && files.whole == 0, "{files:?}");
 
     // The writer goes on; the publisher makes batches and, past 30 blocks,
     // a new base; the replica follows each round.
@@ -700,4 +733,128 @@ fn a_replica_holds_the_base_files_a_new_base_retires() {
     )
     .unwrap();
     same_answers(&source, reopened.store(), 77, 300, 3);
+}
+
+/// In the background a replica downloads the base's files whole, as far as
+/// three quarters of its budget holds them (the commitment's first), its
+/// open readers reading them there once verified; a file that is not what
+/// the base names stays in the bucket, read in checked ranges.
+#[test]
+fn a_replica_downloads_the_base_files_whole_behind_its_first_answers() {
+    let Some(cluster) = Cluster::start("base_files_downloaded_whole") else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let datadir = work.path().join("writer");
+    let writer = StateDb::open(&datadir, writer_options()).unwrap();
+    let mut rng = Rng(91);
+    write_blocks(&writer, 0, 40, &mut rng);
+    let bucket = cluster.bucket("whole");
+    let mut publisher =
+        Publisher::open(&datadir, bucket.clone(), publish_options(work.path())).unwrap();
+    assert!(publisher.publish_once().unwrap().base);
+    let manifest = publisher.manifest().unwrap().clone();
+    let source = ReadOnlyStateDb::open(&datadir, reader_options()).unwrap();
+    let downloaded = |replica: &Replica| {
+        wait_for("the download to end", || {
+            !replica.base_files().unwrap().downloading && partial_files(replica.datadir()) == 0
+        });
+        replica.base_files().unwrap()
+    };
+
+    // Every file, within a budget that holds them all.
+    let replica = Replica::open(
+        cluster.bucket("whole"),
+        ReplicaOptions {
+            fill_streams: 3,
+            ..replica_options(&work.path().join("all"))
+        },
+    )
+    .unwrap();
+    same_answers(&source, replica.store(), 39, 200, 1);
+    let files = downloaded(&replica);
+    assert!(files.listed >= 3, "{files:?}");
+    assert_eq!(files.whole, files.listed, "{files:?}");
+    // The chunks of files held whole left the range cache.
+    assert_eq!(replica.range_cache_stats().unwrap().bytes, 0);
+    for block in [39, 20, 3] {
+        same_answers(&source, replica.store(), block, 300, block);
+    }
+    // The writer goes on; the replica follows over the files it holds.
+    write_blocks(&writer, 40, 46, &mut rng);
+    publisher.publish_once().unwrap();
+    assert_eq!(replica.sync().unwrap().head, 45);
+    source.catch_up().unwrap();
+    same_answers(&source, replica.store(), 45, 300, 4);
+
+    // A budget of which three quarters hold only some of the files: those
+    // are downloaded (taken in order as long as they fit), the rest read
+    // in ranges, and the disk holds no more than the budget.
+    let mut sizes: Vec<u64> = manifest.base.files.iter().map(|f| f.object.bytes).collect();
+    sizes.sort_unstable();
+    let budget = (sizes[0] + sizes[1]) * 4 / 3 + 4;
+    let part = Replica::open(
+        cluster.bucket("whole"),
+        ReplicaOptions {
+            range_cache_bytes: Some(budget),
+            fill_streams: 2,
+            ..replica_options(&work.path().join("part"))
+        },
+    )
+    .unwrap();
+    let files = downloaded(&part);
+    assert!(
+        files.whole >= 1 && files.whole < files.listed && files.whole_bytes <= budget / 4 * 3,
+        "{files:?} within {budget}"
+    );
+    for block in [45, 30] {
+        same_answers(&source, part.store(), block, 300, block + 1);
+    }
+    let ranges = part.range_cache_stats().unwrap();
+    assert!(
+        files.whole_bytes + ranges.bytes <= budget + (64 << 10) + 4096,
+        "{ranges:?}"
+    );
+
+    // A damaged file in the bucket: the others are held whole, that one
+    // is not (nothing of it renamed into place).
+    let largest = manifest
+        .base
+        .files
+        .iter()
+        .max_by_key(|f| f.object.bytes)
+        .unwrap();
+    let mut data = bucket.get(&largest.object.key).unwrap().to_vec();
+    data[largest.object.bytes as usize / 3] ^= 0x20;
+    bucket.put(&largest.object.key, data.into()).unwrap();
+    let damaged = Replica::open(
+        cluster.bucket("whole"),
+        ReplicaOptions {
+            fill_streams: 3,
+            catch_up_at_open: false,
+            ..replica_options(&work.path().join("damaged"))
+        },
+    )
+    .unwrap();
+    let files = downloaded(&damaged);
+    let path = damaged.datadir().join(&largest.folder).join(&largest.name);
+    assert!(!path.exists(), "a damaged file was taken in");
+    assert_eq!(files.whole + 1, files.listed, "{files:?}");
+    // Its blocks are checked as they are read: the replay that reads the
+    // damaged one is refused, naming it; one that does not gives the
+    // writer's answers.
+    match damaged.sync() {
+        Err(error) => {
+            let told = error.to_string();
+            assert!(
+                told.contains(&largest.name) && told.contains("checksum"),
+                "{told}"
+            );
+            assert_eq!(damaged.status().head, manifest.head);
+        }
+        Ok(status) => {
+            assert_eq!(status.head, 45);
+            same_answers(&source, damaged.store(), 45, 300, 9);
+        }
+    }
 }
