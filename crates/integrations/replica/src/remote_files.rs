@@ -286,7 +286,18 @@ impl RemoteFiles {
                 what,
             });
         }
-        std::fs::rename(&download.partial, path).map_err(io_err(path, "rename into place"))?;
+        {
+            // Under the list's lock: a file the replica's maintenance
+            // merged away meanwhile (and removed from the list) is not
+            // brought back.
+            let files = self.files.lock();
+            if !files.contains_key(path) {
+                drop(files);
+                let _ = std::fs::remove_file(&download.partial);
+                return Ok(());
+            }
+            std::fs::rename(&download.partial, path).map_err(io_err(path, "rename into place"))?;
+        }
         self.now_whole(path, entry)?;
         tracing::debug!(file = %path.display(), bytes = entry.size, "a base file is held whole");
         Ok(())
