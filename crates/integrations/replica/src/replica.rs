@@ -285,7 +285,7 @@ impl Replica {
             _ => None,
         };
         let first = if options.catch_up_at_open {
-            if let Err(error) = shared.follow(Some(manifest)) {
+            if let Err(error) = shared.follow(Some(manifest), Flush::Wait) {
                 *shared.stop.lock() = true;
                 if let Some(fill) = fill {
                     let _ = fill.join();
@@ -346,7 +346,7 @@ impl Replica {
 
     /// Looks at the bucket now and applies what it holds beyond the head.
     pub fn sync(&self) -> Result<ReplicaStatus> {
-        self.shared.follow(None)?;
+        self.shared.follow(None, Flush::Wait)?;
         Ok(self.status())
     }
 
@@ -409,12 +409,24 @@ impl Drop for Replica {
     }
 }
 
+/// How a round moves the blocks it applied down from memory once
+/// `flush_every` of them wait there.
+#[derive(Clone, Copy)]
+enum Flush {
+    /// Flushes before the round returns (a caller's `sync`, the catch-up
+    /// at open): what it returns is flushed.
+    Wait,
+    /// Asks the store's background flusher (the replica's own thread): the
+    /// next blocks are applied while it writes, as a writer's are.
+    Behind,
+}
+
 impl Shared {
     /// The thread's loop: `first` followed at once (a replica that serves
     /// while it catches up), then a round every `poll`.
     fn run(&self, poll: Duration, first: Option<BucketManifest>) {
         if let Some(manifest) = first
-            && let Err(error) = self.follow(Some(manifest))
+            && let Err(error) = self.follow(Some(manifest), Flush::Behind)
         {
             tracing::warn!(bucket = %self.bucket.url(), %error, "replica round failed");
         }
@@ -429,7 +441,7 @@ impl Shared {
                     return;
                 }
             }
-            if let Err(error) = self.follow(None) {
+            if let Err(error) = self.follow(None, Flush::Behind) {
                 tracing::warn!(bucket = %self.bucket.url(), %error, "replica round failed");
             }
         }
@@ -437,13 +449,17 @@ impl Shared {
 
     /// One round: the manifest (unless given, when it changed), then every
     /// block after the head, batch by batch. Its error is kept in the status.
-    fn follow(&self, given: Option<BucketManifest>) -> Result<()> {
+    fn follow(&self, given: Option<BucketManifest>, flush: Flush) -> Result<()> {
         let mut unflushed = self.round.lock();
         let before = self.db.last_block().unwrap_or(0);
         let mut result = self.follow_round(given);
         *unflushed += self.db.last_block().unwrap_or(0).saturating_sub(before);
         if *unflushed >= self.flush_every {
-            match self.db.flush() {
+            let flushed = match flush {
+                Flush::Wait => self.db.flush().map(drop),
+                Flush::Behind => self.db.request_flush(),
+            };
+            match flushed {
                 Ok(_) => *unflushed = 0,
                 Err(error) => result = result.and(Err(error.into())),
             }

@@ -556,6 +556,19 @@ impl StateDb {
         self.inner.poison_on_error(result)
     }
 
+    /// Asks the background flusher to move every committed block into
+    /// redb, and returns at once (with background maintenance off, flushes
+    /// here as [`StateDb::flush`] does).
+    pub fn request_flush(&self) -> Result<()> {
+        self.inner.check_poisoned()?;
+        if self.flusher.is_some() {
+            self.inner.ledger.request_flush();
+            Ok(())
+        } else {
+            self.flush().map(drop)
+        }
+    }
+
     /// The flush's counters: batches, blocks, keys, time, and how often
     /// (and how long) commits waited for it.
     pub fn flush_stats(&self) -> FlushStats {

@@ -611,3 +611,40 @@ fn the_writer_and_a_follower_answer_through_one_read_trait() {
     assert_eq!(from_writer.2, vec![Some(1), Some(2), Some(3), Some(4)]);
     assert_eq!(ask(&follower, &address), from_writer);
 }
+
+/// `request_flush` returns at once and the background flusher moves every
+/// committed block into redb; with background maintenance off it flushes
+/// before it returns.
+#[test]
+fn a_requested_flush_moves_every_committed_block_down() {
+    for background in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        // Batches far larger than these blocks: nothing flushes by itself.
+        let options = Options::default().with_background_maintenance(background);
+        let db = StateDb::open(dir.path(), options).unwrap();
+        for number in 0..20u64 {
+            let mut writer = db.begin_block(number).unwrap();
+            writer.put_account(
+                Address::with_last_byte(number as u8),
+                &Account {
+                    nonce: number,
+                    ..Account::default()
+                },
+            );
+            writer.commit().unwrap();
+        }
+        let before = db.flush_stats().blocks;
+        assert_eq!(before, 0, "a flush before the request");
+        db.request_flush().unwrap();
+        let started = std::time::Instant::now();
+        while db.flush_stats().blocks < 20 {
+            assert!(
+                background && started.elapsed() < std::time::Duration::from_secs(30),
+                "{} of 20 blocks flushed (background {background})",
+                db.flush_stats().blocks
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(db.flush().unwrap(), 0, "nothing left to flush");
+    }
+}
