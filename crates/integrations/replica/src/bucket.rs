@@ -361,6 +361,29 @@ impl Bucket {
         Ok(data)
     }
 
+    /// Reads bytes `range` of object `name`, `size` bytes long (one ranged
+    /// GET): refused as damaged unless exactly that many bytes came back.
+    pub fn get_range_of(
+        &self,
+        name: &str,
+        size: u64,
+        range: std::ops::Range<u64>,
+    ) -> Result<Bytes> {
+        let (start, end) = (range.start, range.end);
+        let data = self.get_range(name, range)?;
+        if data.len() as u64 != end - start {
+            return Err(ReplicaError::Damaged {
+                bucket: self.url().to_string(),
+                key: self.url().key(name),
+                what: format!(
+                    "bytes {start}..{end} came back {} bytes long: the object is not the {size} bytes named",
+                    data.len()
+                ),
+            });
+        }
+        Ok(data)
+    }
+
     /// Reads bytes `range` of object `name` (one ranged GET).
     pub fn get_range(&self, name: &str, range: std::ops::Range<u64>) -> Result<Bytes> {
         let path = self.path(name);

@@ -343,17 +343,7 @@ impl RangeCache {
     /// a miss per chunk it covers.
     fn fetch(&self, key: &str, size: u64, range: Range<u64>) -> Result<Bytes> {
         let (start, end) = (range.start, range.end);
-        let data = self.bucket.get_range(key, range)?;
-        if data.len() as u64 != end - start {
-            return Err(ReplicaError::Damaged {
-                bucket: self.bucket.url().to_string(),
-                key: self.bucket.url().key(key),
-                what: format!(
-                    "bytes {start}..{end} came back {} bytes long: the object is not the {size} bytes named",
-                    data.len()
-                ),
-            });
-        }
+        let data = self.bucket.get_range_of(key, size, range)?;
         let chunks = (end - start).div_ceil(self.options.chunk_bytes);
         self.misses.fetch_add(chunks, Ordering::Relaxed);
         Ok(data)

@@ -134,30 +134,12 @@ impl RemoteFiles {
             .collect();
         for (path, entry) in retired {
             let path = &path;
-            // Named as the files' writers name a file being written: an
-            // open after a crash removes it.
-            let mut partial = path.clone().into_os_string();
-            partial.push(strata_files::TEMP_SUFFIX);
-            let partial = PathBuf::from(partial);
+            let partial = partial_path(path);
             bucket.get_to_file(&entry.key, &partial)?;
-            let footer = strata_files::SortedFile::open(&self.local, &partial)
-                .map(|file| file.checksum())
-                .ok();
-            if footer != Some(entry.checksum) {
-                let _ = std::fs::remove_file(&partial);
-                return Err(ReplicaError::Damaged {
-                    bucket: bucket.url().to_string(),
-                    key: bucket.url().key(&entry.key),
-                    what: format!(
-                        "its footer checksum is not the {:016x} the replica's base names",
-                        entry.checksum
-                    ),
-                });
+            if self.take_in(bucket, &partial, path, &entry)? {
+                tracing::info!(file = %path.display(), key = %entry.key, "a retired base file is now held whole");
+                held += 1;
             }
-            std::fs::rename(&partial, path).map_err(io_err(path, "rename into place"))?;
-            self.now_whole(path, &entry)?;
-            tracing::info!(file = %path.display(), key = %entry.key, "a retired base file is now held whole");
-            held += 1;
         }
         Ok(held)
     }
@@ -261,18 +243,35 @@ impl RemoteFiles {
         }
     }
 
-    /// A download complete: verified whole, renamed into place, read from
-    /// there by the file's open readers; its chunks leave the range cache.
+    /// A download complete: synced, then taken in.
     fn take_whole(&self, bucket: &Bucket, download: &Download) -> Result<()> {
-        let (path, entry) = (&download.path, &download.entry);
         let file =
             std::fs::File::open(&download.partial).map_err(io_err(&download.partial, "open"))?;
         file.sync_data()
             .map_err(io_err(&download.partial, "sync"))?;
-        let checksum = strata_files::SortedFile::open(&self.local, &download.partial)
-            .map(|file| file.checksum());
+        if self.take_in(bucket, &download.partial, &download.path, &download.entry)? {
+            tracing::debug!(file = %download.path.display(), bytes = download.entry.size, "a base file is held whole");
+        }
+        Ok(())
+    }
+
+    /// The base file `entry` downloaded whole into `partial`: verified
+    /// whole (every block's checksum, the whole-file checksum the base
+    /// names), renamed into `path`, read from there by the file's open
+    /// readers, its chunks let go. Refused as damaged otherwise (`partial`
+    /// removed). A file the replica's maintenance merged away meanwhile
+    /// (and removed from the list) is not brought back: false.
+    fn take_in(
+        &self,
+        bucket: &Bucket,
+        partial: &Path,
+        path: &Path,
+        entry: &RemoteEntry,
+    ) -> Result<bool> {
+        let checksum =
+            strata_files::SortedFile::open(&self.local, partial).map(|file| file.checksum());
         if checksum.as_ref().ok() != Some(&entry.checksum) {
-            let _ = std::fs::remove_file(&download.partial);
+            let _ = std::fs::remove_file(partial);
             let what = match checksum {
                 Ok(found) => format!(
                     "checksum {found:016x}, the replica's base names {:016x}",
@@ -287,20 +286,18 @@ impl RemoteFiles {
             });
         }
         {
-            // Under the list's lock: a file the replica's maintenance
-            // merged away meanwhile (and removed from the list) is not
-            // brought back.
+            // Under the list's lock, which the removal of a merged-away
+            // file takes too.
             let files = self.files.lock();
             if !files.contains_key(path) {
                 drop(files);
-                let _ = std::fs::remove_file(&download.partial);
-                return Ok(());
+                let _ = std::fs::remove_file(partial);
+                return Ok(false);
             }
-            std::fs::rename(&download.partial, path).map_err(io_err(path, "rename into place"))?;
+            std::fs::rename(partial, path).map_err(io_err(path, "rename into place"))?;
         }
         self.now_whole(path, entry)?;
-        tracing::debug!(file = %path.display(), bytes = entry.size, "a base file is held whole");
-        Ok(())
+        Ok(true)
     }
 
     /// The datadir holds `path` whole from now on: its open readers map it,
@@ -450,12 +447,31 @@ impl RangeSource for BaseObject {
                     bytes.len()
                 ),
             )),
-            None => self
-                .cache
-                .read(&self.key, self.size, range)
-                .map_err(io::Error::other),
+            None => {
+                let bytes = self
+                    .cache
+                    .read(&self.key, self.size, range)
+                    .map_err(io::Error::other)?;
+                // Held whole while this read went through the cache: what
+                // it kept there is let go as the rest was.
+                if self.whole.get().is_some() {
+                    self.cache
+                        .forget(&self.key, self.size)
+                        .map_err(io::Error::other)?;
+                }
+                Ok(bytes)
+            }
         }
     }
+}
+
+/// Where a base file at `path` is written until it is taken in: named as
+/// the files' writers name a file being written, so that an open after a
+/// crash removes it.
+fn partial_path(path: &Path) -> PathBuf {
+    let mut partial = path.to_path_buf().into_os_string();
+    partial.push(strata_files::TEMP_SUFFIX);
+    PathBuf::from(partial)
 }
 
 /// The bytes of a run a GET fetches while filling.
@@ -475,11 +491,7 @@ struct Download {
 
 impl Download {
     fn start(path: PathBuf, entry: RemoteEntry, run_bytes: u64) -> Result<Download> {
-        // Named as the files' writers name a file being written: an open
-        // after a crash removes it.
-        let mut partial = path.clone().into_os_string();
-        partial.push(strata_files::TEMP_SUFFIX);
-        let partial = PathBuf::from(partial);
+        let partial = partial_path(&path);
         let file = std::fs::File::create(&partial).map_err(io_err(&partial, "create"))?;
         file.set_len(entry.size).map_err(io_err(&partial, "size"))?;
         let left = AtomicUsize::new(entry.size.div_ceil(run_bytes) as usize);
@@ -501,20 +513,8 @@ impl Download {
 
     /// Fetches and writes `range`; true when it was the file's last run.
     fn fetch(&self, bucket: &Bucket, range: Range<u64>) -> Result<bool> {
-        let want = range.end - range.start;
         let start = range.start;
-        let data = bucket.get_range(&self.entry.key, range)?;
-        if data.len() as u64 != want {
-            return Err(ReplicaError::Damaged {
-                bucket: bucket.url().to_string(),
-                key: bucket.url().key(&self.entry.key),
-                what: format!(
-                    "bytes from {start} came back {} bytes long, not {want}: the object is not the {} bytes named",
-                    data.len(),
-                    self.entry.size
-                ),
-            });
-        }
+        let data = bucket.get_range_of(&self.entry.key, self.entry.size, range)?;
         self.file
             .write_all_at(&data, start)
             .map_err(io_err(&self.partial, "write"))?;
