@@ -73,9 +73,9 @@ pub struct RemoteFiles {
     /// maintenance retires (merged into files of its own) leaves the list,
     /// on disk too.
     files: Mutex<HashMap<PathBuf, RemoteEntry>>,
-    /// Per file opened from the bucket, its bytes once the datadir holds
-    /// it whole (mapped): its open readers read them from then on.
-    whole: Mutex<HashMap<PathBuf, Arc<OnceLock<Bytes>>>>,
+    /// Per file opened from the bucket, what its open readers share: its
+    /// bytes once the datadir holds it whole, and whether it left the list.
+    opened: Mutex<HashMap<PathBuf, Arc<Opened>>>,
     cache: Arc<RangeCache>,
     /// The cache folder the list is kept in.
     folder: PathBuf,
@@ -105,7 +105,7 @@ impl RemoteFiles {
         RemoteFiles {
             local: OsFileSystem,
             files: Mutex::new(files),
-            whole: Mutex::new(HashMap::new()),
+            opened: Mutex::new(HashMap::new()),
             cache,
             folder: folder.to_path_buf(),
         }
@@ -304,8 +304,8 @@ impl RemoteFiles {
     /// and the range cache lets go of its chunks.
     fn now_whole(&self, path: &Path, entry: &RemoteEntry) -> Result<()> {
         let bytes = self.local.map(path).map_err(io_err(path, "map"))?;
-        if let Some(slot) = self.whole.lock().get(path) {
-            let _ = slot.set(bytes);
+        if let Some(opened) = self.opened.lock().get(path) {
+            let _ = opened.whole.set(bytes);
         }
         self.cache.forget(&entry.key, entry.size)
     }
@@ -350,14 +350,24 @@ impl FileSystem for RemoteFiles {
         // A base file retired by the replica's own maintenance: nothing
         // of it is held here.
         let mut files = self.files.lock();
-        if files.remove(path).is_some() {
+        if let Some(entry) = files.remove(path) {
             let entries: Vec<RemoteEntry> = files.values().cloned().collect();
             write_list(&self.folder, &entries).map_err(io::Error::other)?;
+            drop(files);
+            // Its chunks go with it: a reader still on the old file set
+            // fetches what it reads and lets it go.
+            if let Some(opened) = self.opened.lock().remove(path) {
+                opened.gone.store(true, Ordering::Release);
+            }
+            self.cache
+                .forget(&entry.key, entry.size)
+                .map_err(io::Error::other)?;
             if !path.exists() {
                 return Ok(());
             }
+        } else {
+            drop(files);
         }
-        drop(files);
         self.local.remove(path)
     }
 
@@ -397,8 +407,8 @@ impl FileSystem for RemoteFiles {
                 cache: self.cache.clone(),
                 key: entry.key.clone(),
                 size: entry.size,
-                whole: self
-                    .whole
+                opened: self
+                    .opened
                     .lock()
                     .entry(path.to_path_buf())
                     .or_default()
@@ -428,13 +438,23 @@ struct BaseObject {
     cache: Arc<RangeCache>,
     key: String,
     size: u64,
+    /// What the file's open readers share.
+    opened: Arc<Opened>,
+}
+
+/// What the open readers of one base file share.
+#[derive(Debug, Default)]
+struct Opened {
     /// The file's bytes once the datadir holds it whole.
-    whole: Arc<OnceLock<Bytes>>,
+    whole: OnceLock<Bytes>,
+    /// Set when the file leaves the list (merged away by the replica's own
+    /// maintenance): its chunks are not kept.
+    gone: AtomicBool,
 }
 
 impl RangeSource for BaseObject {
     fn read_range(&self, range: Range<u64>) -> io::Result<Bytes> {
-        match self.whole.get() {
+        match self.opened.whole.get() {
             Some(bytes) if range.start <= range.end && range.end <= bytes.len() as u64 => {
                 Ok(bytes.slice(range.start as usize..range.end as usize))
             }
@@ -452,9 +472,9 @@ impl RangeSource for BaseObject {
                     .cache
                     .read(&self.key, self.size, range)
                     .map_err(io::Error::other)?;
-                // Held whole while this read went through the cache: what
-                // it kept there is let go as the rest was.
-                if self.whole.get().is_some() {
+                // Held whole or merged away while this read went through
+                // the cache: what it kept there is let go as the rest was.
+                if self.opened.whole.get().is_some() || self.opened.gone.load(Ordering::Acquire) {
                     self.cache
                         .forget(&self.key, self.size)
                         .map_err(io::Error::other)?;
