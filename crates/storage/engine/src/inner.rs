@@ -47,6 +47,8 @@ pub(crate) struct Inner {
     /// Taken by the one open `BlockWriter`, genesis and unwind: one writer
     /// at a time. First in the lock order.
     pub(crate) writer_slot: Arc<crate::writer_slot::WriterSlot>,
+    /// Drops what the writer lets go of off its thread (old snapshots).
+    pub(crate) drop_behind: crate::drop_behind::DropBehind,
     /// Serialises maintenance runs (background and on demand); a run records
     /// its failure (poison) before releasing it. After `writer_slot`, before
     /// `commit_lock`.
@@ -99,6 +101,7 @@ impl Inner {
             step_size,
             current: ArcSwap::from_pointee(snapshot),
             writer_slot: Default::default(),
+            drop_behind: Default::default(),
             maintenance_lock: Mutex::new(()),
             commit_lock: Mutex::new(()),
             metrics,

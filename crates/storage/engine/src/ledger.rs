@@ -312,9 +312,12 @@ impl Ledger {
         let mut times = CommitTimes::default();
         let base = inner.current.load_full();
         // Two halves of about equal length: the journal append (small since
-        // records are lean) and the branch cache's write-through on one
-        // thread, the memory tier's update and the undo data on the other.
-        let (journaled, memory) = rayon::join(
+        // records are lean) and the branch cache's write-through on this
+        // thread, the memory tier's update and the undo data on another.
+        // Not on the rayon pool: the caller's pool may be busy with the
+        // next block's work (an importer recovering its senders), and a
+        // commit would wait behind all of it.
+        let (journaled, memory) = beside(
             || -> Result<((Duration, u64), std::thread::Result<()>)> {
                 let started = Instant::now();
                 let mut buffer = self.encode_buffer.lock();
@@ -920,4 +923,37 @@ pub(crate) fn start_flusher(inner: Arc<Inner>) -> Result<FlushWorker> {
             }
         },
     )
+}
+
+/// Runs `here` on this thread and `there` on a thread of its own, and
+/// returns both results. Where no thread can be started, `there` runs
+/// after `here` on this thread.
+pub(crate) fn beside<A, B>(here: impl FnOnce() -> A, there: impl FnOnce() -> B + Send) -> (A, B)
+where
+    B: Send,
+{
+    let there = Mutex::new(Some(there));
+    std::thread::scope(|scope| {
+        let spawned = std::thread::Builder::new()
+            .name("strata-commit".into())
+            .spawn_scoped(scope, || there.lock().take().map(|work| work()));
+        let a = here();
+        let b = match spawned.map(|handle| handle.join()) {
+            Ok(Ok(Some(b))) => Some(b),
+            Ok(Ok(None)) => None,
+            Ok(Err(panic)) => std::panic::resume_unwind(panic),
+            Err(error) => {
+                tracing::warn!(%error, "cannot start a thread: the commit's halves run one after the other");
+                None
+            }
+        };
+        let b = b.unwrap_or_else(|| {
+            let work = there
+                .lock()
+                .take()
+                .expect("the work not taken by a thread that never ran");
+            work()
+        });
+        (a, b)
+    })
 }

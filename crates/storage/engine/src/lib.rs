@@ -27,6 +27,7 @@ pub mod base;
 mod branch_stream;
 mod branches;
 mod commit;
+mod drop_behind;
 mod error;
 mod figures;
 mod genesis_init;

@@ -660,8 +660,12 @@ impl StateDb {
         }
         // Drop has nothing left to do, whatever happens below.
         self.abandoned = true;
-        self.inner.check_poisoned()?;
-        self.inner.ledger.flush(&self.inner).map(|_| ())
+        let flushed = self
+            .inner
+            .check_poisoned()
+            .and_then(|()| self.inner.ledger.flush(&self.inner).map(|_| ()));
+        self.inner.drop_behind.settle();
+        flushed
     }
 
     /// Blocks per step of this datadir (recorded when it was created;
@@ -703,6 +707,7 @@ impl Drop for StateDb {
         {
             tracing::warn!(%error, "flush at close failed; the next open replays the journal");
         }
+        self.inner.drop_behind.settle();
     }
 }
 

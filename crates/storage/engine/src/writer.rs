@@ -507,6 +507,19 @@ impl BlockWriter {
             let prefetched = self.stop_prefetch();
             let mut info = persist_block(&self.inner, prepared, self.expected_root)?;
             info.prefetched = prefetched;
+            // The snapshot the block was written on may be the last to
+            // hold blocks a flush moved out of memory meanwhile: freeing
+            // them is not the writer's work.
+            // Only the blocks: the rest of the snapshot (its database read
+            // transaction, its files) is let go here, as before.
+            let base = std::mem::replace(&mut self.base, inner.current.load_full());
+            if let Ok(mut base) = Arc::try_unwrap(base) {
+                let blocks = (
+                    std::mem::take(&mut base.memory),
+                    std::mem::take(&mut base.history),
+                );
+                inner.drop_behind.drop_later(blocks);
+            }
             Ok(info)
         });
         inner
