@@ -327,7 +327,12 @@ impl BlockWriter {
         if let Some(prepared) = self.join_alongside()? {
             return Ok(prepared);
         }
-        prepare_block(&self.inner, self.number, &self.base, self.overlay.clone())
+        // On the root pool, as the streamed and alongside roots: on the
+        // caller's pool the root's work would queue behind whatever the
+        // caller runs there meanwhile (an importer's next senders).
+        crate::root_stream::on_root_pool(|| {
+            prepare_block(&self.inner, self.number, &self.base, self.overlay.clone())
+        })
     }
 
     /// Waits for the root of a [`BlockWriter::stream_root`].
