@@ -928,32 +928,30 @@ pub(crate) fn start_flusher(inner: Arc<Inner>) -> Result<FlushWorker> {
 /// Runs `here` on this thread and `there` on a thread of its own, and
 /// returns both results. Where no thread can be started, `there` runs
 /// after `here` on this thread.
-pub(crate) fn beside<A, B>(here: impl FnOnce() -> A, there: impl FnOnce() -> B + Send) -> (A, B)
+fn beside<A, B>(here: impl FnOnce() -> A, there: impl FnOnce() -> B + Send) -> (A, B)
 where
     B: Send,
 {
+    // Taken by the thread, or left here when none could start.
     let there = Mutex::new(Some(there));
+    let take = || there.lock().take();
     std::thread::scope(|scope| {
         let spawned = std::thread::Builder::new()
             .name("strata-commit".into())
-            .spawn_scoped(scope, || there.lock().take().map(|work| work()));
+            .spawn_scoped(scope, || take().map(|work| work()));
         let a = here();
-        let b = match spawned.map(|handle| handle.join()) {
-            Ok(Ok(Some(b))) => Some(b),
-            Ok(Ok(None)) => None,
-            Ok(Err(panic)) => std::panic::resume_unwind(panic),
+        let b = match spawned {
+            Ok(handle) => handle
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
             Err(error) => {
                 tracing::warn!(%error, "cannot start a thread: the commit's halves run one after the other");
                 None
             }
         };
-        let b = b.unwrap_or_else(|| {
-            let work = there
-                .lock()
-                .take()
-                .expect("the work not taken by a thread that never ran");
-            work()
-        });
-        (a, b)
+        match b.or_else(|| take().map(|work| work())) {
+            Some(b) => (a, b),
+            None => unreachable!("the second half runs on the thread or here"),
+        }
     })
 }
