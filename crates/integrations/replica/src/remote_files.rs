@@ -349,11 +349,16 @@ impl FileSystem for RemoteFiles {
     fn remove(&self, path: &Path) -> io::Result<()> {
         // A base file retired by the replica's own maintenance: nothing
         // of it is held here.
-        let mut files = self.files.lock();
-        if let Some(entry) = files.remove(path) {
-            let entries: Vec<RemoteEntry> = files.values().cloned().collect();
-            write_list(&self.folder, &entries).map_err(io::Error::other)?;
-            drop(files);
+        let removed = {
+            let mut files = self.files.lock();
+            let removed = files.remove(path);
+            if removed.is_some() {
+                let entries: Vec<RemoteEntry> = files.values().cloned().collect();
+                write_list(&self.folder, &entries).map_err(io::Error::other)?;
+            }
+            removed
+        };
+        if let Some(entry) = removed {
             // Its chunks go with it: a reader still on the old file set
             // fetches what it reads and lets it go.
             if let Some(opened) = self.opened.lock().remove(path) {
@@ -365,8 +370,6 @@ impl FileSystem for RemoteFiles {
             if !path.exists() {
                 return Ok(());
             }
-        } else {
-            drop(files);
         }
         self.local.remove(path)
     }

@@ -16,10 +16,22 @@ type Parcel = Box<dyn Send>;
 /// A thread that drops what it is handed, until [`DropBehind::settle`].
 #[derive(Default)]
 pub(crate) struct DropBehind {
-    sender: Mutex<Option<Sender<Parcel>>>,
-    thread: Mutex<Option<JoinHandle<()>>>,
-    /// Set once settled: later values are dropped where they are handed.
-    settled: Mutex<bool>,
+    state: Mutex<State>,
+}
+
+/// Where the dropping thread stands.
+#[derive(Default)]
+enum State {
+    /// Not started yet: the first value starts it.
+    #[default]
+    Idle,
+    Running {
+        sender: Sender<Parcel>,
+        thread: JoinHandle<()>,
+    },
+    /// Settled, or it could not start: values are dropped where they are
+    /// handed.
+    Settled,
 }
 
 impl DropBehind {
@@ -27,26 +39,24 @@ impl DropBehind {
     /// that thread cannot start or the store is closing, here.
     pub(crate) fn drop_later(&self, value: impl Send + 'static) {
         let parcel: Parcel = Box::new(value);
-        let mut sender = self.sender.lock();
-        if sender.is_none() && !*self.settled.lock() {
-            let (tx, rx) = mpsc::channel::<Parcel>();
-            match std::thread::Builder::new()
+        let mut state = self.state.lock();
+        if matches!(*state, State::Idle) {
+            let (sender, receiver) = mpsc::channel::<Parcel>();
+            *state = match std::thread::Builder::new()
                 .name("strata-drop".into())
-                .spawn(move || for _dropped in rx {})
+                .spawn(move || for _dropped in receiver {})
             {
-                Ok(handle) => {
-                    *self.thread.lock() = Some(handle);
-                    *sender = Some(tx);
-                }
+                Ok(thread) => State::Running { sender, thread },
                 Err(error) => {
                     tracing::warn!(%error, "cannot start the dropping thread: values are dropped by the writer");
-                    *self.settled.lock() = true;
+                    State::Settled
                 }
-            }
+            };
         }
-        // A send fails only once the thread is gone: the value comes back.
-        if let Some(Err(returned)) = sender.as_ref().map(|tx| tx.send(parcel)) {
-            drop(returned);
+        if let State::Running { sender, .. } = &*state {
+            // A send fails only once the thread is gone: the value comes
+            // back, and is dropped here.
+            let _ = sender.send(parcel);
         }
     }
 
@@ -54,9 +64,9 @@ impl DropBehind {
     /// close waits for it, so that nothing of the store (its database's
     /// read transactions among them) outlives it.
     pub(crate) fn settle(&self) {
-        *self.settled.lock() = true;
-        drop(self.sender.lock().take());
-        if let Some(thread) = self.thread.lock().take() {
+        let state = std::mem::replace(&mut *self.state.lock(), State::Settled);
+        if let State::Running { sender, thread } = state {
+            drop(sender);
             let _ = thread.join();
         }
     }

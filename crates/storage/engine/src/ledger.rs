@@ -483,15 +483,15 @@ impl Ledger {
         waited
     }
 
-    /// Flushes every block committed so far into redb (transactions of
-    /// `flush_txn_keys` keys, the head in the last), then drops those
-    /// blocks from the memory tier and releases their journal segments.
-    /// Returns the blocks flushed.
     /// Wakes the background flusher.
     pub(crate) fn request_flush(&self) {
         self.signal.request();
     }
 
+    /// Flushes every block committed so far into redb (transactions of
+    /// `flush_txn_keys` keys, the head in the last), then drops those
+    /// blocks from the memory tier and releases their journal segments.
+    /// Returns the blocks flushed.
     pub(crate) fn flush(&self, inner: &Inner) -> Result<usize> {
         let serial = self.flush_lock.lock();
         self.flush_locked(inner, &serial)

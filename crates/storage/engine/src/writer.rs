@@ -514,9 +514,9 @@ impl BlockWriter {
             info.prefetched = prefetched;
             // The snapshot the block was written on may be the last to
             // hold blocks a flush moved out of memory meanwhile: freeing
-            // them is not the writer's work.
-            // Only the blocks: the rest of the snapshot (its database read
-            // transaction, its files) is let go here, as before.
+            // them is not the writer's work. Only the blocks go: the rest
+            // of the snapshot (its database read transaction, its files)
+            // is let go here.
             let base = std::mem::replace(&mut self.base, inner.current.load_full());
             if let Ok(mut base) = Arc::try_unwrap(base) {
                 let blocks = (
