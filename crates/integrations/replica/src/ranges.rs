@@ -71,6 +71,9 @@ pub struct RangeCacheStats {
     pub damaged: u64,
     /// Bytes of chunk files on disk now.
     pub bytes: u64,
+    /// The most bytes of chunks kept now: the options' budget less what
+    /// the owner holds elsewhere ([`RangeCache::reserve`]).
+    pub budget: u64,
 }
 
 /// The chunks on disk, in the order they were last used.
@@ -203,6 +206,7 @@ impl RangeCache {
             evicted: self.evicted.load(Ordering::Relaxed),
             damaged: self.damaged.load(Ordering::Relaxed),
             bytes: self.recency.lock().bytes,
+            budget: self.budget.load(Ordering::Relaxed),
         }
     }
 
@@ -216,6 +220,17 @@ impl RangeCache {
                 Some(budget.saturating_sub(bytes))
             });
         self.evict_beyond_budget("")
+    }
+
+    /// Gives `bytes` back to the chunks' budget (the owner no longer keeps
+    /// them elsewhere), never above the options' budget.
+    pub fn release(&self, bytes: u64) {
+        let most = self.options.budget_bytes;
+        let _ = self
+            .budget
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |budget| {
+                Some(budget.saturating_add(bytes).min(most))
+            });
     }
 
     /// Removes every chunk of object `key` (`size` bytes long): its owner

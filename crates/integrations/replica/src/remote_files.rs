@@ -138,6 +138,8 @@ impl RemoteFiles {
             bucket.get_to_file(&entry.key, &partial)?;
             if self.take_in(bucket, &partial, path, &entry)? {
                 tracing::info!(file = %path.display(), key = %entry.key, "a retired base file is now held whole");
+                // Held whatever the budget: the chunks make room.
+                self.cache.reserve(entry.size)?;
                 held += 1;
             }
         }
@@ -152,8 +154,14 @@ impl RemoteFiles {
     /// `streams` GETs at a time, written beside its place, verified whole
     /// (every block's checksum and the whole-file checksum the base names)
     /// and renamed in; its open readers read it there from then on, and
-    /// its chunks leave the range cache. Stops early once `go_on` says so.
-    /// Returns the bytes downloaded.
+    /// its chunks leave the range cache. The files held whole already
+    /// (by an earlier round or run) count against the room and are not
+    /// fetched again. The bytes of the files taken are reserved from the
+    /// range cache's budget while they download and given back for those
+    /// not held whole at the end (a store error, a damaged object, a file
+    /// merged away meanwhile). Stops early once `go_on` says so, and at
+    /// the first error, which it returns: a later call resumes with what
+    /// is still missing. Returns the bytes downloaded.
     pub(crate) fn fill_cache(
         &self,
         bucket: &Bucket,
@@ -182,7 +190,8 @@ impl RemoteFiles {
         };
         entries.sort_by(|a, b| (rank(&a.1), &a.1.path).cmp(&(rank(&b.1), &b.1.path)));
         let room = budget / 4 * 3;
-        let mut taken = 0;
+        let held = self.held_whole().whole_bytes;
+        let mut taken = held;
         entries.retain(|(_, entry)| {
             let fits = taken + entry.size <= room;
             if fits {
@@ -190,11 +199,19 @@ impl RemoteFiles {
             }
             fits
         });
-        self.cache.reserve(taken)?;
-        let downloads: Vec<Download> = entries
-            .into_iter()
-            .map(|(path, entry)| Download::start(path, entry, RUN_BYTES))
-            .collect::<Result<_>>()?;
+        self.cache.reserve(taken - held)?;
+        let mut downloads = Vec::with_capacity(entries.len());
+        let mut entries = entries.into_iter();
+        for (path, entry) in entries.by_ref() {
+            match Download::start(path, entry, RUN_BYTES) {
+                Ok(download) => downloads.push(download),
+                Err(error) => {
+                    let unstarted: u64 = entries.map(|(_, entry)| entry.size).sum();
+                    self.cache.release(self.let_go(&downloads) + unstarted);
+                    return Err(error);
+                }
+            }
+        }
         // Every run of every file, in the order they are wanted.
         let runs: Vec<(&Download, Range<u64>)> = downloads
             .iter()
@@ -232,15 +249,25 @@ impl RemoteFiles {
                 });
             }
         });
-        for download in &downloads {
-            if !download.path.exists() {
-                let _ = std::fs::remove_file(&download.partial);
-            }
-        }
+        self.cache.release(self.let_go(&downloads));
         match failed.into_inner() {
             Some(error) => Err(error),
             None => Ok(fetched.into_inner()),
         }
+    }
+
+    /// Removes what `downloads` left beside the files they did not take
+    /// in whole; returns those files' bytes. (A file taken in and merged
+    /// away since gave its bytes back when it left the list.)
+    fn let_go(&self, downloads: &[Download]) -> u64 {
+        let mut bytes = 0;
+        for download in downloads {
+            if !download.held.load(Ordering::Acquire) {
+                let _ = std::fs::remove_file(&download.partial);
+                bytes += download.entry.size;
+            }
+        }
+        bytes
     }
 
     /// A download complete: synced, then taken in.
@@ -250,6 +277,7 @@ impl RemoteFiles {
         file.sync_data()
             .map_err(io_err(&download.partial, "sync"))?;
         if self.take_in(bucket, &download.partial, &download.path, &download.entry)? {
+            download.held.store(true, Ordering::Release);
             tracing::debug!(file = %download.path.display(), bytes = download.entry.size, "a base file is held whole");
         }
         Ok(())
@@ -320,6 +348,7 @@ impl RemoteFiles {
             whole: whole.clone().count(),
             whole_bytes: whole.map(|(_, entry)| entry.size).sum(),
             downloading: false,
+            failed_rounds: 0,
         }
     }
 
@@ -347,8 +376,8 @@ impl FileSystem for RemoteFiles {
     }
 
     fn remove(&self, path: &Path) -> io::Result<()> {
-        // A base file retired by the replica's own maintenance: nothing
-        // of it is held here.
+        // A base file retired by the replica's own maintenance leaves the
+        // list (held whole or not).
         let removed = {
             let mut files = self.files.lock();
             let removed = files.remove(path);
@@ -367,9 +396,12 @@ impl FileSystem for RemoteFiles {
             self.cache
                 .forget(&entry.key, entry.size)
                 .map_err(io::Error::other)?;
-            if !path.exists() {
-                return Ok(());
+            if path.exists() {
+                // Held whole: its bytes go back to the chunks.
+                self.local.remove(path)?;
+                self.cache.release(entry.size);
             }
+            return Ok(());
         }
         self.local.remove(path)
     }
@@ -431,8 +463,12 @@ pub struct BaseFiles {
     pub whole: usize,
     /// Their bytes.
     pub whole_bytes: u64,
-    /// Whether the download in the background is still running.
+    /// Whether the download in the background is still running (or
+    /// waiting to try again after a store error).
     pub downloading: bool,
+    /// Rounds of the download that a store error stopped, each tried
+    /// again after a pause (the last error is logged).
+    pub failed_rounds: u64,
 }
 
 /// One of the base's files: its ranges from the datadir's copy once it
@@ -510,6 +546,8 @@ struct Download {
     run_bytes: u64,
     /// Runs not yet written.
     left: AtomicUsize,
+    /// Set once the file is verified and renamed into place.
+    held: AtomicBool,
 }
 
 impl Download {
@@ -525,6 +563,7 @@ impl Download {
             file,
             run_bytes,
             left,
+            held: AtomicBool::new(false),
         })
     }
 

@@ -12,7 +12,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -69,6 +69,13 @@ pub const DEFAULT_FILL_STREAMS: usize = 4;
 
 /// The budget of a replica's range cache unless one is given: 4 GiB.
 pub const DEFAULT_RANGE_CACHE_BYTES: u64 = 4 << 30;
+
+/// The pause before the background download tries again after a store
+/// error, doubled after each failed round up to [`FILL_RETRY_MOST`].
+const FILL_RETRY_FIRST: Duration = Duration::from_secs(1);
+
+/// The longest pause between two rounds of the background download.
+const FILL_RETRY_MOST: Duration = Duration::from_secs(60);
 
 /// The folder of the range cache inside the cache folder.
 const RANGES: &str = "ranges";
@@ -139,6 +146,8 @@ struct Shared {
     /// block than the unwind window reads the history files, which only
     /// flushed blocks have (the writer's own unwind depth).
     flush_every: u64,
+    /// Rounds of the background download a store error stopped.
+    failed_fills: AtomicU64,
 }
 
 /// A read replica following a bucket.
@@ -255,6 +264,7 @@ impl Replica {
             wake: Condvar::new(),
             round: Mutex::new(0),
             flush_every: options.store.unwind_depth.max(1),
+            failed_fills: AtomicU64::new(0),
         });
         // The base's files are downloaded whole in the background, in long
         // runs, the commitment's first: the replay's roots read its records
@@ -266,15 +276,7 @@ impl Replica {
                 let (shared, remote) = (shared.clone(), remote.clone());
                 let handle = std::thread::Builder::new()
                     .name("strata-replica-fill".into())
-                    .spawn(move || {
-                        let go_on = || !*shared.stop.lock();
-                        match remote.fill_cache(&shared.bucket, budget, streams, &go_on) {
-                            Ok(bytes) => tracing::info!(bytes, "replica: the base's files downloaded whole"),
-                            Err(error) => {
-                                tracing::warn!(%error, "replica: downloading the base's files stopped")
-                            }
-                        }
-                    })
+                    .spawn(move || shared.fill_base(&remote, budget, streams))
                     .map_err(|source| ReplicaError::Io {
                         path: PathBuf::new(),
                         op: "start the replica's base download",
@@ -362,6 +364,7 @@ impl Replica {
         let downloading = self.fill.as_ref().is_some_and(|fill| !fill.is_finished());
         self.shared.remote.as_ref().map(|remote| BaseFiles {
             downloading,
+            failed_rounds: self.shared.failed_fills.load(Ordering::Relaxed),
             ..remote.held_whole()
         })
     }
@@ -422,6 +425,45 @@ enum Flush {
 }
 
 impl Shared {
+    /// The background download of the base's files whole: a round of
+    /// [`RemoteFiles::fill_cache`], and after a round a store error
+    /// stopped, another for what is still missing once a pause has passed
+    /// (1 s, doubling up to a minute), until a round ends or the replica
+    /// stops.
+    fn fill_base(&self, remote: &RemoteFiles, budget: u64, streams: usize) {
+        let go_on = || !*self.stop.lock();
+        let mut pause = FILL_RETRY_FIRST;
+        loop {
+            match remote.fill_cache(&self.bucket, budget, streams, &go_on) {
+                Ok(bytes) => {
+                    if go_on() {
+                        tracing::info!(bytes, "replica: the base's files downloaded whole");
+                    }
+                    return;
+                }
+                Err(error) => {
+                    self.failed_fills.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(
+                        bucket = %self.bucket.url(),
+                        %error,
+                        again_in_s = pause.as_secs(),
+                        "replica: downloading the base's files stopped; trying again"
+                    );
+                }
+            }
+            let mut stop = self.stop.lock();
+            if *stop {
+                return;
+            }
+            self.wake.wait_for(&mut stop, pause);
+            if *stop {
+                return;
+            }
+            drop(stop);
+            pause = (pause * 2).min(FILL_RETRY_MOST);
+        }
+    }
+
     /// The thread's loop: `first` followed at once (a replica that serves
     /// while it catches up), then a round every `poll`.
     fn run(&self, poll: Duration, first: Option<BucketManifest>) {

@@ -887,3 +887,95 @@ fn a_replica_downloads_the_base_files_whole_behind_its_first_answers() {
         }
     }
 }
+
+/// A background download a store error stops goes on once the store
+/// answers again, fetching only what is still missing; the range cache's
+/// budget gives back what each stopped round had reserved, so that in the
+/// end it is the budget less exactly the files held whole.
+#[test]
+fn a_download_stopped_by_the_store_goes_on_once_it_answers() {
+    let Some(cluster) = Cluster::start("download_stopped_goes_on") else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let datadir = work.path().join("writer");
+    let writer = StateDb::open(&datadir, writer_options()).unwrap();
+    let mut rng = Rng(17);
+    write_blocks(&writer, 0, 30, &mut rng);
+    let bucket = cluster.bucket("again");
+    let mut publisher =
+        Publisher::open(&datadir, bucket.clone(), publish_options(work.path())).unwrap();
+    assert!(publisher.publish_once().unwrap().base);
+    let manifest = publisher.manifest().unwrap().clone();
+    let source = ReadOnlyStateDb::open(&datadir, reader_options()).unwrap();
+    let cache = work.path().join("cache");
+    let budget = 1 << 30;
+
+    // A first run reads in ranges only: the files' footers, indexes and
+    // filters, and what the answers need, stay in its range cache.
+    let ranged = Replica::open(
+        cluster.bucket("again"),
+        ReplicaOptions {
+            range_cache_bytes: Some(budget),
+            ..replica_options(&cache)
+        },
+    )
+    .unwrap();
+    same_answers(&source, ranged.store(), 29, 200, 3);
+    assert_eq!(ranged.base_files().unwrap().whole, 0);
+    ranged.close().unwrap();
+
+    // The largest object goes missing: the next run opens from what its
+    // cache holds, and its download stops at that object, round after
+    // round.
+    let largest = manifest
+        .base
+        .files
+        .iter()
+        .max_by_key(|f| f.object.bytes)
+        .unwrap();
+    let kept = bucket.get(&largest.object.key).unwrap();
+    bucket.delete(&largest.object.key).unwrap();
+    let replica = Replica::open(
+        cluster.bucket("again"),
+        ReplicaOptions {
+            range_cache_bytes: Some(budget),
+            fill_streams: 2,
+            catch_up_at_open: false,
+            ..replica_options(&cache)
+        },
+    )
+    .unwrap();
+    wait_for("two rounds stopped by the missing object", || {
+        replica.base_files().unwrap().failed_rounds >= 2
+    });
+    let files = replica.base_files().unwrap();
+    assert!(files.downloading, "{files:?}");
+    assert!(files.whole < files.listed, "{files:?}");
+    let path = replica.datadir().join(&largest.folder).join(&largest.name);
+    assert!(!path.exists(), "a file taken in without its object");
+    same_answers(&source, replica.store(), 29, 200, 3);
+
+    // The object is back: the download finishes, every file whole, and the
+    // budget left to the chunks is the budget less those files.
+    bucket.put(&largest.object.key, kept).unwrap();
+    wait_for("the download to end", || {
+        !replica.base_files().unwrap().downloading && partial_files(replica.datadir()) == 0
+    });
+    let files = replica.base_files().unwrap();
+    assert_eq!(files.whole, files.listed, "{files:?}");
+    assert!(path.exists());
+    let ranges = replica.range_cache_stats().unwrap();
+    assert_eq!(
+        ranges.budget,
+        budget - files.whole_bytes,
+        "{ranges:?} {files:?}"
+    );
+    assert_eq!(ranges.bytes, 0, "chunks of files held whole");
+    same_answers(&source, replica.store(), 29, 300, 7);
+    write_blocks(&writer, 30, 34, &mut rng);
+    publisher.publish_once().unwrap();
+    assert_eq!(replica.sync().unwrap().head, 33);
+    source.catch_up().unwrap();
+    same_answers(&source, replica.store(), 33, 300, 11);
+}
