@@ -21,6 +21,7 @@ pub mod output;
 mod output_file;
 mod replica_metrics;
 mod scratch;
+mod thread_cpu;
 
 pub use error::{
     CliError, FlagError, InputProblem, ReplayReadMismatch, ReplayRootMismatch, ResumeMismatch,

@@ -195,6 +195,27 @@ fn a_cancun_chain_imports_resumes_and_its_trace_replays_without_the_evm() {
     assert_eq!(report["runs"][0]["blocks"], json!(count - count / 2));
     assert_eq!(report["runs"][1]["blocks"], json!(count - count / 2));
     assert!(report["execution_ratio"].as_f64().unwrap() > 0.0);
+    // Where the CPU went: on Linux the process's time over the blocks (in
+    // the kernel's ticks, 10 ms here: a short run may show none), its parts
+    // by thread summing to it; elsewhere nothing claimed.
+    if cfg!(target_os = "linux") {
+        assert!(second.contains("CPU over the wall time:"), "{second}");
+        assert!(second.contains("cores allow at most"), "{second}");
+        let cpu = report["runs"][0]["cpu_s"].as_f64().unwrap();
+        let parts = report["runs"][0]["cpu_by_thread_s"].as_object().unwrap();
+        assert!(
+            parts.contains_key("writer") && parts.contains_key("other"),
+            "{parts:?}"
+        );
+        let sum: f64 = parts.values().map(|v| v.as_f64().unwrap()).sum();
+        assert!((sum - cpu).abs() < 1e-6, "{sum} vs {cpu}");
+    } else {
+        assert!(report["runs"][0]["cpu_s"].is_null());
+    }
+    assert!(
+        report["runs"][1]["cpu_s"].is_null(),
+        "the baseline claims none"
+    );
 
     // Rerunning a fully imported file executes nothing and changes nothing.
     let again = import(&chain.rlp, &chain.genesis, &datadir, &[]);

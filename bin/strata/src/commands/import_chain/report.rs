@@ -18,6 +18,7 @@ use crate::CliError;
 use crate::commands::replay::{ReadCell, print_reads};
 use crate::output::Lines;
 use crate::output_file::OutputFile;
+use crate::thread_cpu::CpuSpent;
 
 fn mgas_per_s(gas: u64, time: Duration) -> f64 {
     gas as f64 / 1e6 / time.as_secs_f64().max(1e-9)
@@ -76,6 +77,9 @@ pub(super) fn print_run(out: &mut Lines, run: &ImportRun) {
             "senders recovered ahead, on the reading thread: {:.3} s (not in the checks above)",
             s(run.senders_ahead)
         ));
+    }
+    if let Some(cpu) = &run.cpu {
+        print_cpu(out, run, cpu);
     }
     let (exec50, exec99) = p50_p99(&run.per_block, |b| b.execution_ms);
     let (root50, root99) = p50_p99(&run.per_block, |b| b.root_ms);
@@ -151,6 +155,33 @@ pub(super) fn print_run(out: &mut Lines, run: &ImportRun) {
     }
 }
 
+/// The CPU the blocks took, by thread, and the pace the machine's cores
+/// allow at that CPU (every part shares them: on two cores the EVM, the
+/// root, the senders and the flush each take from the others).
+fn print_cpu(out: &mut Lines, run: &ImportRun, cpu: &CpuSpent) {
+    let blocks = run.blocks.max(1) as f64;
+    let per_block = |d: Duration| d.as_secs_f64() * 1e3 / blocks;
+    let parts: Vec<String> = cpu
+        .groups
+        .iter()
+        .filter(|(_, spent)| !spent.is_zero())
+        .map(|(name, spent)| format!("{name} {:.1}", per_block(*spent)))
+        .collect();
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let total = cpu.total.as_secs_f64();
+    out.line(format_args!(
+        "CPU over the wall time: {total:.2} s, {:.2} of {cores} cores busy; per block {:.1} ms: {} (other: threads that live one block, as the list's staging before its root and the commit's second half; freeing; maintenance)",
+        total / run.wall.as_secs_f64().max(1e-9),
+        per_block(cpu.total),
+        parts.join(", ")
+    ));
+    out.line(format_args!(
+        "at this CPU, {cores} cores allow at most {:.1} Mgas/s whole blocks ({:.1} ms a block)",
+        mgas_per_s(run.gas, cpu.total / u32::try_from(cores).unwrap_or(1)),
+        per_block(cpu.total) / cores as f64
+    ));
+}
+
 /// The in-memory baseline beside the first strata run.
 pub(super) fn print_baseline(out: &mut Lines, baseline: &BaselineRun, strata: &ImportRun) {
     out.line(format_args!(
@@ -178,7 +209,7 @@ pub(super) fn print_baseline(out: &mut Lines, baseline: &BaselineRun, strata: &I
 /// The sweep's runs side by side.
 pub(super) fn print_sweep(out: &mut Lines, runs: &[ImportRun]) {
     out.line(format_args!(
-        "{:>8} {:>5} {:>7} {:>9} {:>8} {:>6} {:>10} {:>14} {:>14} {:>9} {:>9} {:>9} {:>9}",
+        "{:>8} {:>5} {:>7} {:>9} {:>8} {:>6} {:>10} {:>14} {:>14} {:>9} {:>9} {:>9} {:>9} {:>12}",
         "warmers",
         "warm",
         "state",
@@ -191,11 +222,12 @@ pub(super) fn print_sweep(out: &mut Lines, runs: &[ImportRun]) {
         "checks s",
         "apply s",
         "root s",
-        "commit s"
+        "commit s",
+        "CPU ms/block"
     ));
     for run in runs {
         out.line(format_args!(
-            "{:>8} {:>5} {:>7} {:>9} {:>8} {:>6} {:>10} {:>14.1} {:>14.1} {:>9.3} {:>9.3} {:>9.3} {:>9.3}",
+            "{:>8} {:>5} {:>7} {:>9} {:>8} {:>6} {:>10} {:>14.1} {:>14.1} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>12}",
             run.warmers,
             super::on_off_name(run.warm_start),
             super::path_name(run.state),
@@ -208,7 +240,11 @@ pub(super) fn print_sweep(out: &mut Lines, runs: &[ImportRun]) {
             run.totals.checks.as_secs_f64(),
             run.totals.apply.as_secs_f64(),
             run.totals.root.as_secs_f64(),
-            run.totals.commit.as_secs_f64()
+            run.totals.commit.as_secs_f64(),
+            run.cpu.as_ref().map_or("unknown".to_owned(), |cpu| format!(
+                "{:.1}",
+                cpu.total.as_secs_f64() * 1e3 / run.blocks.max(1) as f64
+            ))
         ));
     }
 }
@@ -277,6 +313,12 @@ struct RunJson<'a> {
     apply_s: f64,
     root_s: Option<f64>,
     commit_s: Option<f64>,
+    /// The process's CPU time over the blocks (strata only, where `/proc`
+    /// tells).
+    cpu_s: Option<f64>,
+    /// Its parts by thread: writer, root, senders, flush, warmers, tx
+    /// ahead, other (strata only).
+    cpu_by_thread_s: Option<std::collections::BTreeMap<&'static str, f64>>,
     reads: Vec<ReadCell>,
     per_block: Option<&'a [BlockRow]>,
 }
@@ -322,6 +364,13 @@ pub(super) fn write_json(
             apply_s: s(run.totals.apply),
             root_s: Some(s(run.totals.root)),
             commit_s: Some(s(run.totals.commit)),
+            cpu_s: run.cpu.as_ref().map(|cpu| s(cpu.total)),
+            cpu_by_thread_s: run.cpu.as_ref().map(|cpu| {
+                cpu.groups
+                    .iter()
+                    .map(|(name, spent)| (*name, s(*spent)))
+                    .collect()
+            }),
             reads: run.reads.cells.iter().map(ReadCell::from).collect(),
             per_block: Some(&run.per_block),
         })
@@ -357,6 +406,8 @@ pub(super) fn write_json(
             apply_s: s(baseline.apply),
             root_s: None,
             commit_s: None,
+            cpu_s: None,
+            cpu_by_thread_s: None,
             reads: Vec::new(),
             per_block: None,
         });

@@ -23,6 +23,7 @@ use super::progress::{Done, Progress};
 use super::start::ChainStart;
 use super::trace_out::TraceOut;
 use crate::error::ImportChainError;
+use crate::thread_cpu::{CpuSpent, CpuWatch, ThreadGroup};
 use crate::{CliError, FlagError};
 
 /// What one import did and measured.
@@ -79,6 +80,9 @@ pub(crate) struct ImportRun {
     pub(crate) per_block: Vec<BlockRow>,
     /// Read latencies of the block loop.
     pub(crate) reads: MetricsSnapshot,
+    /// The process's CPU time over the block loop, by thread (`None`
+    /// where `/proc` cannot tell).
+    pub(crate) cpu: Option<CpuSpent>,
     /// Branch cache counters at the end.
     pub(crate) cache_stats: CacheStats,
     /// Value cache counters at the end.
@@ -88,6 +92,20 @@ pub(crate) struct ImportRun {
     /// Its state root.
     pub(crate) final_root: B256,
 }
+
+/// The threads an import's CPU is reported by: the writer (the main
+/// thread: the EVM, the commit's first half), the root's, the reading
+/// thread's (senders recovered ahead), the flusher's, the warmers', the
+/// transactions run ahead; `other` holds the rest (the commit's second
+/// half, freeing old blocks, maintenance).
+const IMPORT_THREADS: &[ThreadGroup] = &[
+    ThreadGroup::Main("writer"),
+    ThreadGroup::Named("root", "strata-root-"),
+    ThreadGroup::Named("senders", "strata-import-r"),
+    ThreadGroup::Named("flush", "strata-flush"),
+    ThreadGroup::Named("warmers", "strata-warmer-"),
+    ThreadGroup::Named("tx ahead", "strata-tx-ahead"),
+];
 
 /// One executed block: its figures, times in ms.
 #[derive(Clone, Copy, Debug, serde::Serialize)]
@@ -237,6 +255,7 @@ impl Import<'_> {
             totals: BlockTimings::default(),
             per_block: Vec::new(),
             reads: MetricsSnapshot::default(),
+            cpu: None,
             cache_stats: CacheStats::default(),
             value_cache_stats: CacheStats::default(),
             final_block: None,
@@ -247,6 +266,7 @@ impl Import<'_> {
         // The caches' figures are the blocks': the warm start's loads are
         // reported apart.
         let (cache_before, values_before) = (db.cache_stats(), db.value_cache_stats());
+        let mut cpu = CpuWatch::start();
         let started = Instant::now();
         while let Some(NextBlock {
             block: FileBlock { block, offset },
@@ -293,6 +313,10 @@ impl Import<'_> {
                     out.block(&executed, access)?;
                 }
                 run.add(&executed);
+                if let Some(cpu) = cpu.as_mut() {
+                    // The reading thread ends blocks before the chain does.
+                    cpu.look_at("strata-import-r");
+                }
                 run.senders_ahead += recovered.as_ref().map_or(Duration::ZERO, |r| r.took());
                 bar.update(number, position, run.done(), started);
             }
@@ -301,6 +325,7 @@ impl Import<'_> {
             file.warn_if_more();
         }
         run.wall = started.elapsed().saturating_sub(run.list_reading);
+        run.cpu = cpu.map(|cpu| cpu.spent(IMPORT_THREADS));
         bar.finish(run.done(), run.wall);
         run.reads = db.metrics().snapshot_and_reset();
         run.cache_stats = db.cache_stats().since(&cache_before);
