@@ -314,6 +314,11 @@ impl Import<'_> {
                 }
                 run.add(&executed);
                 if let Some(cpu) = cpu.as_mut() {
+                    if run.blocks == 1 {
+                        // The threads started with the run have named
+                        // themselves by now.
+                        cpu.look();
+                    }
                     // The reading thread ends blocks before the chain does.
                     cpu.look_at("strata-import-r");
                 }
