@@ -451,17 +451,21 @@ impl Shared {
                     );
                 }
             }
-            let mut stop = self.stop.lock();
-            if *stop {
+            if !self.wait_unless_stopped(pause) {
                 return;
             }
-            self.wake.wait_for(&mut stop, pause);
-            if *stop {
-                return;
-            }
-            drop(stop);
             pause = (pause * 2).min(FILL_RETRY_MOST);
         }
+    }
+
+    /// Waits `time` (less when woken), unless the replica stops first:
+    /// false once it has.
+    fn wait_unless_stopped(&self, time: Duration) -> bool {
+        let mut stop = self.stop.lock();
+        if !*stop {
+            self.wake.wait_for(&mut stop, time);
+        }
+        !*stop
     }
 
     /// The thread's loop: `first` followed at once (a replica that serves
@@ -472,17 +476,7 @@ impl Shared {
         {
             tracing::warn!(bucket = %self.bucket.url(), %error, "replica round failed");
         }
-        loop {
-            {
-                let mut stop = self.stop.lock();
-                if *stop {
-                    return;
-                }
-                self.wake.wait_for(&mut stop, poll);
-                if *stop {
-                    return;
-                }
-            }
+        while self.wait_unless_stopped(poll) {
             if let Err(error) = self.follow(None, Flush::Behind) {
                 tracing::warn!(bucket = %self.bucket.url(), %error, "replica round failed");
             }

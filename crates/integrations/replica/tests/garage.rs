@@ -11,13 +11,16 @@
 mod cluster;
 
 use std::path::Path;
+use std::sync::Arc;
 
 use alloy_primitives::{Address, B256, U256};
 use bytes::Bytes;
 use strata_engine::{
     Account, HistoryRetention, Options, ReadOnlyStateDb, Regime, StateDb, StateRead,
 };
-use strata_replica::{PublishOptions, Publisher, Replica, ReplicaError, ReplicaOptions};
+use strata_replica::{
+    Bucket, BucketManifest, PublishOptions, Publisher, Replica, ReplicaError, ReplicaOptions,
+};
 
 use cluster::{Cluster, Rng};
 
@@ -168,6 +171,41 @@ fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
             "still waiting for {what}"
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// A writer of `blocks` blocks (from seed `seed`) published as a base to
+/// the bucket's prefix `name`, and a reader of its datadir.
+struct Published {
+    work: tempfile::TempDir,
+    writer: StateDb,
+    rng: Rng,
+    bucket: Arc<Bucket>,
+    publisher: Publisher,
+    manifest: BucketManifest,
+    source: ReadOnlyStateDb,
+}
+
+fn published(cluster: &Cluster, name: &str, blocks: u64, seed: u64) -> Published {
+    let work = tempfile::tempdir().unwrap();
+    let datadir = work.path().join("writer");
+    let writer = StateDb::open(&datadir, writer_options()).unwrap();
+    let mut rng = Rng(seed);
+    write_blocks(&writer, 0, blocks, &mut rng);
+    let bucket = cluster.bucket(name);
+    let mut publisher =
+        Publisher::open(&datadir, bucket.clone(), publish_options(work.path())).unwrap();
+    assert!(publisher.publish_once().unwrap().base);
+    let manifest = publisher.manifest().unwrap().clone();
+    let source = ReadOnlyStateDb::open(&datadir, reader_options()).unwrap();
+    Published {
+        work,
+        writer,
+        rng,
+        bucket,
+        publisher,
+        manifest,
+        source,
     }
 }
 
@@ -771,17 +809,15 @@ fn a_replica_downloads_the_base_files_whole_behind_its_first_answers() {
     let Some(cluster) = Cluster::start("base_files_downloaded_whole") else {
         return;
     };
-    let work = tempfile::tempdir().unwrap();
-    let datadir = work.path().join("writer");
-    let writer = StateDb::open(&datadir, writer_options()).unwrap();
-    let mut rng = Rng(91);
-    write_blocks(&writer, 0, 40, &mut rng);
-    let bucket = cluster.bucket("whole");
-    let mut publisher =
-        Publisher::open(&datadir, bucket.clone(), publish_options(work.path())).unwrap();
-    assert!(publisher.publish_once().unwrap().base);
-    let manifest = publisher.manifest().unwrap().clone();
-    let source = ReadOnlyStateDb::open(&datadir, reader_options()).unwrap();
+    let Published {
+        work,
+        writer,
+        mut rng,
+        bucket,
+        mut publisher,
+        manifest,
+        source,
+    } = published(&cluster, "whole", 40, 91);
     let downloaded = |replica: &Replica| {
         wait_for("the download to end", || {
             !replica.base_files().unwrap().downloading && partial_files(replica.datadir()) == 0
@@ -897,17 +933,15 @@ fn a_download_stopped_by_the_store_goes_on_once_it_answers() {
     let Some(cluster) = Cluster::start("download_stopped_goes_on") else {
         return;
     };
-    let work = tempfile::tempdir().unwrap();
-    let datadir = work.path().join("writer");
-    let writer = StateDb::open(&datadir, writer_options()).unwrap();
-    let mut rng = Rng(17);
-    write_blocks(&writer, 0, 30, &mut rng);
-    let bucket = cluster.bucket("again");
-    let mut publisher =
-        Publisher::open(&datadir, bucket.clone(), publish_options(work.path())).unwrap();
-    assert!(publisher.publish_once().unwrap().base);
-    let manifest = publisher.manifest().unwrap().clone();
-    let source = ReadOnlyStateDb::open(&datadir, reader_options()).unwrap();
+    let Published {
+        work,
+        writer,
+        mut rng,
+        bucket,
+        mut publisher,
+        manifest,
+        source,
+    } = published(&cluster, "again", 30, 17);
     let cache = work.path().join("cache");
     let budget = 1 << 30;
 
