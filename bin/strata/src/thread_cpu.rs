@@ -39,23 +39,32 @@ pub(crate) enum ThreadGroup {
 pub(crate) struct CpuWatch {
     before: CpuSnapshot,
     last: CpuSnapshot,
+    /// The kernel's clock ticks a second.
+    ticks: u64,
 }
 
 impl CpuWatch {
     /// Starts watching, or `None` where `/proc` cannot tell.
     pub(crate) fn start() -> Option<Self> {
-        let before = CpuSnapshot::now()?;
+        let ticks = clock_ticks_per_second()?;
+        let before = CpuSnapshot::read(Path::new(PROC_SELF), ticks)?;
         Some(CpuWatch {
             last: before.clone(),
             before,
+            ticks,
         })
+    }
+
+    /// The process now.
+    fn now(&self) -> Option<CpuSnapshot> {
+        CpuSnapshot::read(Path::new(PROC_SELF), self.ticks)
     }
 
     /// Looks at every thread: learns the threads started since, and the
     /// names of those that had none yet (a thread names itself once it
     /// runs). About 0.2 ms.
     pub(crate) fn look(&mut self) {
-        if let Some(now) = CpuSnapshot::now() {
+        if let Some(now) = self.now() {
             self.last = now.keeping_ended(&self.last);
         }
     }
@@ -64,26 +73,24 @@ impl CpuWatch {
     /// by now: those that may end before the run does. (One `stat` file
     /// each, where a look at every thread reads them all: about 0.2 ms.)
     pub(crate) fn look_at(&mut self, prefix: &str) {
-        let Some(ticks) = clock_ticks_per_second() else {
-            return;
-        };
         for (id, (name, time)) in &mut self.last.threads {
             if !name.starts_with(prefix) {
                 continue;
             }
-            let path = format!("/proc/self/task/{id}/stat");
+            let path = format!("{PROC_SELF}/task/{id}/stat");
             if let Some((_, _, now)) = std::fs::read_to_string(path)
                 .ok()
                 .and_then(|text| parse_stat(&text))
             {
-                *time = ticks_to_duration(now, ticks);
+                *time = ticks_to_duration(now, self.ticks);
             }
         }
     }
 
     /// What was spent since the start, by `groups`.
     pub(crate) fn spent(&self, groups: &[ThreadGroup]) -> CpuSpent {
-        let now = CpuSnapshot::now()
+        let now = self
+            .now()
             .map_or_else(|| self.last.clone(), |now| now.keeping_ended(&self.last));
         now.since(&self.before, groups)
     }
@@ -99,12 +106,10 @@ pub(crate) struct CpuSpent {
     pub(crate) groups: Vec<(&'static str, Duration)>,
 }
 
-impl CpuSnapshot {
-    /// This process now, or `None` where `/proc` cannot tell.
-    fn now() -> Option<Self> {
-        Self::read(Path::new("/proc/self"), clock_ticks_per_second()?)
-    }
+/// This process under `/proc`.
+const PROC_SELF: &str = "/proc/self";
 
+impl CpuSnapshot {
     /// The process described under `proc_self` (a `/proc/<pid>` or a
     /// folder laid out like one), its times counted in `ticks` a second.
     fn read(proc_self: &Path, ticks: u64) -> Option<Self> {
