@@ -159,8 +159,7 @@ pub(super) fn print_run(out: &mut Lines, run: &ImportRun) {
 /// allow at that CPU (every part shares them: on two cores the EVM, the
 /// root, the senders and the flush each take from the others).
 fn print_cpu(out: &mut Lines, run: &ImportRun, cpu: &CpuSpent) {
-    let blocks = run.blocks.max(1) as f64;
-    let per_block = |d: Duration| d.as_secs_f64() * 1e3 / blocks;
+    let per_block = |d: Duration| run.ms_per_block(d);
     let parts: Vec<String> = cpu
         .groups
         .iter()
@@ -243,7 +242,7 @@ pub(super) fn print_sweep(out: &mut Lines, runs: &[ImportRun]) {
             run.totals.commit.as_secs_f64(),
             run.cpu.as_ref().map_or("unknown".to_owned(), |cpu| format!(
                 "{:.1}",
-                cpu.total.as_secs_f64() * 1e3 / run.blocks.max(1) as f64
+                run.ms_per_block(cpu.total)
             ))
         ));
     }

@@ -101,11 +101,15 @@ pub(crate) struct ImportRun {
 const IMPORT_THREADS: &[ThreadGroup] = &[
     ThreadGroup::Main("writer"),
     ThreadGroup::Named("root", "strata-root-"),
-    ThreadGroup::Named("senders", "strata-import-r"),
+    ThreadGroup::Named("senders", READING_THREAD),
     ThreadGroup::Named("flush", "strata-flush"),
     ThreadGroup::Named("warmers", "strata-warmer-"),
     ThreadGroup::Named("tx ahead", "strata-tx-ahead"),
 ];
+
+/// The reading thread's name as the kernel keeps it (15 bytes): it ends
+/// blocks before the chain does, so its time is looked at each block.
+const READING_THREAD: &str = "strata-import-r";
 
 /// One executed block: its figures, times in ms.
 #[derive(Clone, Copy, Debug, serde::Serialize)]
@@ -319,8 +323,7 @@ impl Import<'_> {
                         // themselves by now.
                         cpu.look();
                     }
-                    // The reading thread ends blocks before the chain does.
-                    cpu.look_at("strata-import-r");
+                    cpu.look_at(READING_THREAD);
                 }
                 run.senders_ahead += recovered.as_ref().map_or(Duration::ZERO, |r| r.took());
                 bar.update(number, position, run.done(), started);
@@ -343,6 +346,11 @@ impl Import<'_> {
 }
 
 impl ImportRun {
+    /// `spent` over the blocks, in ms a block.
+    pub(crate) fn ms_per_block(&self, spent: Duration) -> f64 {
+        spent.as_secs_f64() * 1e3 / self.blocks.max(1) as f64
+    }
+
     /// Blocks and gas so far, for the progress line.
     fn done(&self) -> Done {
         Done {
